@@ -1,0 +1,45 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "motiond",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "MotionCore", targets: ["MotionCore"]),
+        .library(name: "MotionDevices", targets: ["MotionDevices"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .target(name: "MotionCore"),
+        .systemLibrary(
+            name: "CLibIIO", pkgConfig: "libiio",
+            providers: [.apt(["libiio-dev"])]),
+        .systemLibrary(
+            name: "CLibUdev", pkgConfig: "libudev",
+            providers: [.apt(["libudev-dev"])]),
+        .target(name: "MotionDevices", dependencies: ["MotionCore", "CLibIIO", "CLibUdev"]),
+
+        // Test support: umockdev's testbed API, used only by the tests.
+        .systemLibrary(
+            name: "CUMockdev", pkgConfig: "umockdev-1.0",
+            providers: [.apt(["libumockdev-dev", "umockdev"])]),
+
+        .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
+        .testTarget(
+            name: "MotionDevicesTests",
+            dependencies: ["MotionDevices", "MotionCore", "CUMockdev", "CLibIIO"],
+            resources: [.copy("Fixtures")]),
+
+        .executableTarget(
+            name: "MotionDevicesBenchmarks",
+            dependencies: [
+                "MotionDevices", "MotionCore",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/MotionDevicesBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+    ],
+    swiftLanguageModes: [.v6]
+)

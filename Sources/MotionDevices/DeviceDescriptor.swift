@@ -1,0 +1,87 @@
+import MotionCore
+
+/// How samples are taken from a device.
+public enum CaptureMode: String, Sendable, Hashable, Codable {
+    /// Scan elements, a trigger where needed, `/dev/iio:deviceN` read through libiio buffers,
+    /// timestamps from the device's timestamp channel.
+    case buffered
+    /// The channels' sysfs attributes read at the rate, timestamped with CLOCK_MONOTONIC on reading.
+    case polled
+}
+
+/// One channel of a sensor: where its value is and how to turn it into the IIO unit.
+public struct ChannelDescriptor: Sendable, Hashable, Codable {
+    /// libiio's channel id, e.g. `accel_x` or `proximity0`.
+    public var id: String
+    /// The device axis of the channel (before the mount matrix), `nil` for a scalar channel.
+    public var axis: Axis?
+    /// The sysfs file read in polled mode: `in_accel_x_raw`, or `in_accel_x_input` when that is offered.
+    public var valueAttribute: String
+    /// Whether `valueAttribute` is a processed `_input` (already in the IIO unit, no scale or offset).
+    public var isProcessed: Bool
+    /// `_scale` (per axis or shared): IIO unit per count. 1 for processed values.
+    public var scale: Double
+    /// `_offset`: counts added before scaling. 0 if absent.
+    public var offset: Double
+    /// Position in a buffered scan, `nil` if the channel is not a scan element.
+    public var scanIndex: Int?
+    /// Layout in a buffered scan, `nil` if the channel is not a scan element.
+    public var scanType: ScanType?
+
+    /// The value in the IIO unit for a raw count: `(raw + offset) × scale`.
+    @inlinable
+    public func convert(_ raw: Double) -> Double { (raw + offset) * scale }
+}
+
+/// One kind of sensor on a device (an IMU device carries an accelerometer and a gyroscope).
+public struct SensorDescriptor: Sendable, Hashable, Codable {
+    /// What it measures.
+    public var kind: SensorKind
+    /// Its channels: x, y, z in that order for a vector sensor, one channel for proximity.
+    public var channels: [ChannelDescriptor]
+    /// The mount matrix applied to every reading (identity if none is given).
+    public var mountMatrix: Matrix3
+    /// Where the mount matrix came from: `udev:ACCEL_MOUNT_MATRIX`, `sysfs:<attribute>` or `identity`.
+    public var mountMatrixSource: String
+    /// Proximity only: the raw reading at and above which something is near
+    /// (udev `PROXIMITY_NEAR_LEVEL`, else sysfs `in_proximity_nearlevel`); `nil` if neither is given.
+    public var nearLevel: Double?
+}
+
+/// An IIO device that carries at least one motion or proximity sensor.
+public struct DeviceDescriptor: Sendable, Hashable {
+    /// Its kernel number, `iio:deviceN`.
+    public var number: DeviceNumber
+    /// The driver's name (`name` attribute), e.g. `accel_3d` or `bmi160`.
+    public var name: String
+    /// Its sysfs path as udev reports it.
+    public var syspath: String
+    /// The sensors it carries.
+    public var sensors: [SensorDescriptor]
+    /// The rates it offers (`sampling_frequency_available`), `nil` if it does not say.
+    public var availableRates: AvailableRates?
+    /// Its current `sampling_frequency` in Hz, `nil` if it has none.
+    public var samplingFrequency: Double?
+    /// The mode a capture will try first: buffered where the device offers it, else polled.
+    public var captureMode: CaptureMode
+    /// The timestamp channel's layout when the device has one in its scans.
+    public var timestampScan: TimestampScan?
+    /// The trigger a buffered capture uses: the current one, or the device's own if none is set.
+    public var trigger: String?
+    /// Problems that made part of the device unusable (a kind skipped, buffered mode unavailable).
+    public var problems: [DeviceError]
+
+    /// The sensor of a kind, if the device carries it.
+    public func sensor(_ kind: SensorKind) -> SensorDescriptor? { sensors.first { $0.kind == kind } }
+
+    /// The kinds the device carries.
+    public var kinds: [SensorKind] { sensors.map(\.kind) }
+}
+
+/// Where the timestamp is in a buffered scan.
+public struct TimestampScan: Sendable, Hashable, Codable {
+    /// Position in the scan.
+    public var index: Int
+    /// Layout (normally `le:s64/64>>0`).
+    public var scanType: ScanType
+}

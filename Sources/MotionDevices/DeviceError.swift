@@ -1,0 +1,75 @@
+/// What went wrong in the device layer, naming the device and the attribute or operation.
+///
+/// Every bad input from sysfs, udev, libiio or the character device ends up as one of these:
+/// the device concerned is skipped or retried, and nothing else is affected.
+public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// libiio could not build a local context (no IIO devices at all gives this, with ENOENT).
+    case contextUnavailable(errno: Int32)
+    /// A sysfs attribute could not be read or opened (EIO, ENODEV, ENOENT, EACCES, …).
+    case attributeUnreadable(device: String, attribute: String, errno: Int32)
+    /// A sysfs attribute could not be written (EACCES, EBUSY, EINVAL, …).
+    case attributeUnwritable(device: String, attribute: String, errno: Int32)
+    /// A sysfs attribute or udev property held something that does not parse.
+    case attributeMalformed(device: String, attribute: String, value: String, expected: String)
+    /// A `_raw` channel has no `_scale` (per axis or shared), so it cannot be converted to SI.
+    case missingScale(device: String, channel: String)
+    /// A scan element's type is not one this code can decode.
+    case unsupportedScanType(device: String, attribute: String, value: String)
+    /// The device is no longer there (removed between enumeration and open, or mid-read).
+    case deviceVanished(device: String)
+    /// The device exists but has no accelerometer, gyroscope, magnetometer or proximity channel.
+    case noMotionChannels(device: String)
+    /// A libiio buffer operation failed.
+    case bufferFailed(device: String, operation: String, errno: Int32)
+    /// A libudev call failed.
+    case udevFailed(operation: String, errno: Int32)
+    /// A kind of sensor was asked of a device that does not carry it.
+    case kindUnavailable(device: String, kind: String)
+
+    public var description: String {
+        switch self {
+        case .contextUnavailable(let e):
+            "libiio: no local IIO context (\(errnoName(e)))"
+        case .attributeUnreadable(let d, let a, let e):
+            "\(d): cannot read \(a) (\(errnoName(e)))"
+        case .attributeUnwritable(let d, let a, let e):
+            "\(d): cannot write \(a) (\(errnoName(e)))"
+        case .attributeMalformed(let d, let a, let v, let x):
+            "\(d): \(a) is \(quoted(v)), expected \(x)"
+        case .missingScale(let d, let c):
+            "\(d): channel \(c) has a raw value but no scale"
+        case .unsupportedScanType(let d, let a, let v):
+            "\(d): unsupported scan type \(quoted(v)) in \(a)"
+        case .deviceVanished(let d):
+            "\(d): device vanished"
+        case .noMotionChannels(let d):
+            "\(d): no accelerometer, gyroscope, magnetometer or proximity channel"
+        case .bufferFailed(let d, let op, let e):
+            "\(d): buffer \(op) failed (\(errnoName(e)))"
+        case .udevFailed(let op, let e):
+            "libudev: \(op) failed (\(errnoName(e)))"
+        case .kindUnavailable(let d, let k):
+            "\(d): has no \(k)"
+        }
+    }
+
+    /// Whether the error means the device is gone (as opposed to misbehaving).
+    public var meansDeviceGone: Bool {
+        switch self {
+        case .deviceVanished: true
+        case .attributeUnreadable(_, _, let e), .bufferFailed(_, _, let e):
+            e == ENODEV_ || e == ENOENT_ || e == ENXIO_
+        default: false
+        }
+    }
+}
+
+private func quoted(_ s: String) -> String {
+    "\"" + String(s.prefix(64)).replacingNewlines + "\""
+}
+
+extension String {
+    fileprivate var replacingNewlines: String {
+        String(unicodeScalars.map { $0 == "\n" ? "⏎" : Character($0) })
+    }
+}

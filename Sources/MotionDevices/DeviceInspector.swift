@@ -1,0 +1,211 @@
+import CLibIIO
+import MotionCore
+
+/// Builds a `DeviceDescriptor` from what libiio parsed of a device and what udev says of it.
+struct DeviceInspector {
+    var sysfs: Sysfs
+    /// The device's udev properties (`ACCEL_MOUNT_MATRIX`, `PROXIMITY_NEAR_LEVEL`, …).
+    var properties: [String: String]
+    /// Where device nodes live (`/dev`).
+    var deviceNodeDirectory = "/dev"
+
+    func describe(_ device: IIODevice, syspath: String, context: IIOContext) throws(DeviceError) -> DeviceDescriptor {
+        let sysname = device.id
+        guard let number = DeviceNumber(sysname: sysname) else { throw .noMotionChannels(device: sysname) }
+        guard sysfs.deviceExists(sysname) else { throw .deviceVanished(device: sysname) }
+        var problems: [DeviceError] = []
+        let channels = device.channels.filter { !$0.isOutput }
+
+        var sensors: [SensorDescriptor] = []
+        for driver in SensorDrivers.all {
+            let ofKind = channels.filter { $0.type == driver.channelType }
+            guard !ofKind.isEmpty else { continue }
+            do {
+                sensors.append(try sensor(driver, channels: ofKind, device: sysname, problems: &problems))
+            } catch {
+                problems.append(error)
+            }
+        }
+        guard !sensors.isEmpty else { throw problems.first ?? .noMotionChannels(device: sysname) }
+
+        var availableRates: AvailableRates? = nil
+        if case .success(let text?) = sysfs.readIfPresent(device: sysname, attribute: "sampling_frequency_available") {
+            availableRates = AttributeParser.availableRates(text)
+            if availableRates == nil {
+                problems.append(.attributeMalformed(
+                    device: sysname, attribute: "sampling_frequency_available", value: text,
+                    expected: "rates in Hz separated by spaces, or [min step max]"))
+            }
+        }
+        var samplingFrequency: Double? = nil
+        if case .success(let text?) = sysfs.readIfPresent(device: sysname, attribute: "sampling_frequency") {
+            samplingFrequency = AttributeParser.number(text)
+        }
+
+        var timestampScan: TimestampScan? = nil
+        if let ts = channels.first(where: { $0.type == IIO_TIMESTAMP && $0.isScanElement }),
+            case .success(let text) = sysfs.read(device: sysname, attribute: "scan_elements/in_timestamp_type"),
+            let type = AttributeParser.scanType(text)
+        {
+            timestampScan = TimestampScan(index: ts.scanIndex, scanType: type)
+        }
+
+        let bufferProblem = bufferedCaptureProblem(sysname: sysname, sensors: sensors)
+        if let bufferProblem { problems.append(bufferProblem) }
+
+        return DeviceDescriptor(
+            number: number, name: device.name, syspath: syspath, sensors: sensors,
+            availableRates: availableRates, samplingFrequency: samplingFrequency,
+            captureMode: bufferProblem == nil ? .buffered : .polled,
+            timestampScan: timestampScan,
+            trigger: trigger(for: device, context: context),
+            problems: problems)
+    }
+
+    /// Why the device cannot be captured buffered, or `nil` if it can.
+    private func bufferedCaptureProblem(sysname: String, sensors: [SensorDescriptor]) -> DeviceError? {
+        if !Syscall.exists("\(deviceNodeDirectory)/\(sysname)") {
+            return .attributeUnreadable(device: sysname, attribute: "\(deviceNodeDirectory)/\(sysname)", errno: ENOENT_)
+        }
+        if !sysfs.exists(device: sysname, attribute: "buffer/enable") {
+            return .attributeUnreadable(device: sysname, attribute: "buffer/enable", errno: ENOENT_)
+        }
+        for sensor in sensors {
+            for channel in sensor.channels where channel.scanType == nil || channel.scanIndex == nil {
+                return .attributeUnreadable(device: sysname, attribute: "scan_elements/in_\(channel.id)_type", errno: ENOENT_)
+            }
+        }
+        return nil
+    }
+
+    private func sensor(
+        _ driver: any SensorDriver, channels: [IIOChannel], device: String, problems: inout [DeviceError]
+    ) throws(DeviceError) -> SensorDescriptor {
+        var described: [ChannelDescriptor] = []
+        if driver.isVector {
+            for (axis, modifier) in [(Axis.x, IIO_MOD_X), (.y, IIO_MOD_Y), (.z, IIO_MOD_Z)] {
+                guard let channel = channels.first(where: { $0.modifier == modifier }) else {
+                    throw .attributeUnreadable(device: device, attribute: "in_\(driver.sysfsName)_\(axis)_raw", errno: ENOENT_)
+                }
+                described.append(try self.channel(channel, axis: axis, driver: driver, device: device, problems: &problems))
+            }
+        } else {
+            // A proximity device may number its channels (in_proximity0_raw); the first one is used.
+            let channel = channels.sorted { $0.id < $1.id }.first!
+            described.append(try self.channel(channel, axis: nil, driver: driver, device: device, problems: &problems))
+        }
+        let (matrix, source) = try mountMatrix(driver: driver, device: device)
+        var nearLevel: Double? = nil
+        if driver.kind == .proximity {
+            nearLevel = try self.nearLevel(channel: channels.sorted { $0.id < $1.id }.first!, device: device)
+        }
+        return SensorDescriptor(
+            kind: driver.kind, channels: described, mountMatrix: matrix, mountMatrixSource: source,
+            nearLevel: nearLevel)
+    }
+
+    private func channel(
+        _ channel: IIOChannel, axis: Axis?, driver: any SensorDriver, device: String, problems: inout [DeviceError]
+    ) throws(DeviceError) -> ChannelDescriptor {
+        let valueAttribute: String
+        let isProcessed: Bool
+        if let raw = channel.filename(ofAttribute: "raw") {
+            valueAttribute = raw
+            isProcessed = false
+        } else if let input = channel.filename(ofAttribute: "input") {
+            valueAttribute = input
+            isProcessed = true
+        } else {
+            throw .attributeUnreadable(device: device, attribute: "in_\(channel.id)_raw", errno: ENOENT_)
+        }
+        var scale = 1.0
+        var offset = 0.0
+        if !isProcessed {
+            if channel.filename(ofAttribute: "scale") != nil {
+                scale = try number(channel, attribute: "scale", device: device)
+            } else if driver.kind != .proximity {
+                throw .missingScale(device: device, channel: channel.id)
+            }
+            if channel.filename(ofAttribute: "offset") != nil {
+                offset = try number(channel, attribute: "offset", device: device)
+            }
+        }
+        var scanIndex: Int? = nil
+        var scanType: ScanType? = nil
+        if channel.isScanElement {
+            let attribute = "scan_elements/in_\(channel.id)_type"
+            if case .success(let text) = sysfs.read(device: device, attribute: attribute) {
+                scanType = AttributeParser.scanType(text)
+                if scanType == nil {
+                    // Not fatal: the device is still read, polled.
+                    problems.append(.unsupportedScanType(device: device, attribute: attribute, value: text))
+                }
+            }
+            scanIndex = scanType == nil ? nil : channel.scanIndex
+        }
+        return ChannelDescriptor(
+            id: channel.id, axis: axis, valueAttribute: valueAttribute, isProcessed: isProcessed,
+            scale: scale * driver.unitToSI, offset: offset, scanIndex: scanIndex, scanType: scanType)
+    }
+
+    private func number(_ channel: IIOChannel, attribute: String, device: String) throws(DeviceError) -> Double {
+        let file = channel.filename(ofAttribute: attribute) ?? attribute
+        // Read the file directly rather than through libiio, which drops the last byte of every value.
+        let text = try sysfs.read(device: device, attribute: file).get()
+        guard let value = AttributeParser.number(text) else {
+            throw .attributeMalformed(device: device, attribute: file, value: text, expected: "a decimal number")
+        }
+        return value
+    }
+
+    private func mountMatrix(driver: any SensorDriver, device: String) throws(DeviceError) -> (Matrix3, String) {
+        if let text = properties["ACCEL_MOUNT_MATRIX"] {
+            guard let m = AttributeParser.mountMatrix(text) else {
+                throw .attributeMalformed(
+                    device: device, attribute: "ACCEL_MOUNT_MATRIX", value: text,
+                    expected: "a 3×3 matrix \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")
+            }
+            return (m, "udev:ACCEL_MOUNT_MATRIX")
+        }
+        for attribute in driver.mountMatrixAttributes {
+            guard let text = try sysfs.readIfPresent(device: device, attribute: attribute).get() else { continue }
+            guard let m = AttributeParser.mountMatrix(text) else {
+                throw .attributeMalformed(
+                    device: device, attribute: attribute, value: text,
+                    expected: "a 3×3 matrix \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")
+            }
+            return (m, "sysfs:\(attribute)")
+        }
+        return (.identity, "identity")
+    }
+
+    private func nearLevel(channel: IIOChannel, device: String) throws(DeviceError) -> Double? {
+        if let text = properties["PROXIMITY_NEAR_LEVEL"] {
+            guard let v = AttributeParser.number(text), v >= 0 else {
+                throw .attributeMalformed(device: device, attribute: "PROXIMITY_NEAR_LEVEL", value: text, expected: "a number ≥ 0")
+            }
+            return v
+        }
+        guard channel.filename(ofAttribute: "nearlevel") != nil else { return nil }
+        let v = try number(channel, attribute: "nearlevel", device: device)
+        guard v >= 0 else {
+            throw .attributeMalformed(device: device, attribute: "in_proximity_nearlevel", value: "\(v)", expected: "a number ≥ 0")
+        }
+        return v
+    }
+
+    /// The trigger for buffered capture: the current one if set, else the device's own
+    /// (the kernel names it `<name>-dev<N>`), else none (the device needs none, as HID sensors).
+    private func trigger(for device: IIODevice, context: IIOContext) -> String? {
+        guard sysfs.exists(device: device.id, attribute: "trigger/current_trigger") else { return nil }
+        if case .success(let current) = sysfs.read(device: device.id, attribute: "trigger/current_trigger"),
+            !current.trimmingWhitespace.isEmpty
+        {
+            return String(current.trimmingWhitespace)
+        }
+        let triggers = context.devices.filter(\.isTrigger).map(\.name)
+        let number = DeviceNumber(sysname: device.id)?.rawValue ?? -1
+        return triggers.first { $0 == "\(device.name)-dev\(number)" }
+            ?? triggers.first { $0.hasPrefix(device.name) }
+    }
+}

@@ -1,0 +1,42 @@
+import CLibIIO
+import MotionCore
+
+/// What the device layer knows about one kind of IIO motion channel: how to recognise it, where its
+/// mount matrix lives, and how to turn its IIO unit into SI. One conforming type per file; every
+/// driver is listed in `SensorDrivers.all`.
+protocol SensorDriver: Sendable {
+    /// The kind of sample the channels produce.
+    var kind: SensorKind { get }
+    /// libiio's channel type (`IIO_ACCEL`, …).
+    var channelType: iio_chan_type { get }
+    /// The channel-type word in sysfs names (`accel` in `in_accel_x_raw`).
+    var sysfsName: String { get }
+    /// Multiplier from the IIO ABI's unit for this type to motiond's SI unit.
+    var unitToSI: Double { get }
+}
+
+extension SensorDriver {
+    /// Whether a channel is three-axis (x, y, z modifiers) or scalar.
+    var isVector: Bool { kind.isVector }
+
+    /// Sysfs attributes that may carry the mount matrix, in order of preference
+    /// (after the udev property `ACCEL_MOUNT_MATRIX`).
+    var mountMatrixAttributes: [String] {
+        ["in_\(sysfsName)_mount_matrix", "mount_matrix", "in_mount_matrix"]
+    }
+}
+
+/// The registry of sensor drivers.
+enum SensorDrivers {
+    static let all: [any SensorDriver] = [
+        AccelerometerDriver(), GyroscopeDriver(), MagnetometerDriver(), ProximityDriver(),
+    ]
+
+    static func driver(for type: iio_chan_type) -> (any SensorDriver)? {
+        all.first { $0.channelType == type }
+    }
+
+    static func driver(for kind: SensorKind) -> any SensorDriver {
+        all.first { $0.kind == kind }!
+    }
+}

@@ -1,0 +1,56 @@
+/// Reads and writes sysfs attribute files by path; the root is `/sys` on a real system (redirected by
+/// umockdev in tests) and a plain directory in unit tests.
+struct Sysfs: Sendable {
+    /// The directory that stands for `/sys`.
+    var root: String = "/sys"
+
+    /// The directory of IIO device `sysname`.
+    func deviceDirectory(_ sysname: String) -> String { "\(root)/bus/iio/devices/\(sysname)" }
+
+    /// Reads a whole attribute (at most 4 KiB, sysfs's page) as text.
+    func read(device: String, attribute: String) -> Result<String, DeviceError> {
+        let path = "\(deviceDirectory(device))/\(attribute)"
+        switch Syscall.openReadOnly(path) {
+        case .failure(let e):
+            return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.code))
+        case .success(let fd):
+            defer { Syscall.close(fd) }
+            var bytes = [UInt8](repeating: 0, count: 4096)
+            let result = bytes.withUnsafeMutableBytes { Syscall.readFromStart(fd, into: $0) }
+            switch result {
+            case .failure(let e):
+                return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.code))
+            case .success(let n):
+                return .success(String(decoding: bytes[0..<n], as: UTF8.self))
+            }
+        }
+    }
+
+    /// Reads an attribute that may be absent: `nil` when the file does not exist.
+    func readIfPresent(device: String, attribute: String) -> Result<String?, DeviceError> {
+        guard exists(device: device, attribute: attribute) else { return .success(nil) }
+        return read(device: device, attribute: attribute).map { Optional($0) }
+    }
+
+    /// Writes an attribute, with the trailing newline sysfs expects from `echo`.
+    func write(device: String, attribute: String, value: String) -> Result<Void, DeviceError> {
+        let path = "\(deviceDirectory(device))/\(attribute)"
+        switch Syscall.openWriteOnly(path) {
+        case .failure(let e):
+            return .failure(.attributeUnwritable(device: device, attribute: attribute, errno: e.code))
+        case .success(let fd):
+            defer { Syscall.close(fd) }
+            return Syscall.write(fd, Array((value + "\n").utf8)).mapError {
+                .attributeUnwritable(device: device, attribute: attribute, errno: $0.code)
+            }
+        }
+    }
+
+    /// Whether an attribute file exists.
+    func exists(device: String, attribute: String) -> Bool {
+        Syscall.exists("\(deviceDirectory(device))/\(attribute)")
+    }
+
+    /// Whether the device's directory still exists.
+    func deviceExists(_ sysname: String) -> Bool { Syscall.exists(deviceDirectory(sysname)) }
+}
