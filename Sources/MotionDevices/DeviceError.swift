@@ -58,7 +58,7 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .deviceVanished: true
         case .attributeUnreadable(_, _, let e), .bufferFailed(_, _, let e):
-            e == ENODEV_ || e == ENOENT_ || e == ENXIO_
+            e == ErrorCode.noSuchDevice || e == ErrorCode.noSuchFile || e == ErrorCode.noSuchDeviceOrAddress
         default: false
         }
     }

@@ -7,9 +7,15 @@ import Musl
 // The only place in MotionDevices that calls the C library directly (besides libiio and libudev):
 // one thin wrapper per syscall, each returning a typed result.
 
-let ENODEV_ = ENODEV
-let ENOENT_ = ENOENT
-let ENXIO_ = ENXIO
+/// The errno values the rest of the device layer names.
+enum ErrorCode {
+    static let noSuchDevice = ENODEV
+    static let noSuchFile = ENOENT
+    static let noSuchDeviceOrAddress = ENXIO
+    static let invalidArgument = EINVAL
+    static let badDescriptor = EBADF
+    static let timedOut = ETIMEDOUT
+}
 
 /// The symbolic name of an errno value, for error messages.
 func errnoName(_ code: Int32) -> String {

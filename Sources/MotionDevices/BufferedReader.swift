@@ -1,0 +1,139 @@
+import CLibIIO
+import MotionCore
+
+/// Reads sensors from `/dev/iio:deviceN` through a libiio buffer: enables the scan elements of the
+/// chosen sensors and the timestamp, sets the trigger where the device needs one, and decodes each
+/// scan by its channels' scan types. Everything it changes is put back by `close()`.
+final class BufferedReader {
+    private struct Sensor {
+        var converter: SampleConverter
+        /// Byte offsets of the channels within one scan, and their types.
+        var offsets: [Int]
+        var types: [ScanType]
+    }
+
+    private let context: IIOContext
+    private let device: String
+    private var restorer: AttributeRestorer
+    private var buffer: OpaquePointer?
+    private var sensors: [Sensor] = []
+    private var timestamp: (offset: Int, type: ScanType)?
+    private let samplePeriod: Int64
+    let samplesPerRefill: Int
+
+    /// Opens a buffer on `device` for `kinds`, refilling every `samplesPerRefill` scans; a refill that
+    /// sees no data within `timeoutMilliseconds` fails with ETIMEDOUT.
+    init(
+        device descriptor: DeviceDescriptor, kinds: [SensorKind], rate: Double, samplesPerRefill: Int,
+        timeoutMilliseconds: UInt32, sysfs: Sysfs
+    ) throws(DeviceError) {
+        device = descriptor.number.sysname
+        restorer = AttributeRestorer(sysfs: sysfs, device: device)
+        samplePeriod = Int64(1e9 / max(rate, 0.001))
+        self.samplesPerRefill = samplesPerRefill
+        context = try IIOContext()
+        context.setTimeout(milliseconds: timeoutMilliseconds)
+        guard let iioDevice = context.device(sysname: device) else { throw .deviceVanished(device: device) }
+
+        do throws(DeviceError) {
+            if let trigger = descriptor.trigger {
+                let current = try sysfs.read(device: device, attribute: "trigger/current_trigger").get()
+                if current.trimmingWhitespace != trigger {
+                    try restorer.set("trigger/current_trigger", to: trigger)
+                }
+            }
+            if sysfs.exists(device: device, attribute: "current_timestamp_clock") {
+                try restorer.set("current_timestamp_clock", to: "monotonic")
+            }
+
+            let channels = iioDevice.channels
+            var wanted: Set<String> = []
+            for kind in kinds {
+                guard let sensor = descriptor.sensor(kind) else {
+                    throw DeviceError.kindUnavailable(device: device, kind: kind.rawValue)
+                }
+                wanted.formUnion(sensor.channels.map(\.id))
+            }
+            if descriptor.timestampScan != nil { wanted.insert("timestamp") }
+            for channel in channels where channel.isScanElement {
+                channel.setEnabled(wanted.contains(channel.id))
+            }
+
+            guard let buffer = iio_device_create_buffer(iioDevice.pointer, samplesPerRefill, false) else {
+                throw DeviceError.bufferFailed(device: device, operation: "create", errno: currentErrno())
+            }
+            self.buffer = buffer
+
+            // Where each enabled channel sits in a scan, from libiio's layout of the first scan.
+            let start = UnsafeRawPointer(iio_buffer_start(buffer)!)
+            func offset(of id: String) -> Int? {
+                guard let channel = channels.first(where: { $0.id == id }),
+                    let first = iio_buffer_first(buffer, channel.pointer)
+                else { return nil }
+                return UnsafeRawPointer(first) - start
+            }
+            for kind in kinds {
+                let sensor = descriptor.sensor(kind)!
+                var offsets: [Int] = []
+                for channel in sensor.channels {
+                    guard let o = offset(of: channel.id) else {
+                        throw DeviceError.bufferFailed(device: device, operation: "layout of \(channel.id)", errno: ErrorCode.invalidArgument)
+                    }
+                    offsets.append(o)
+                }
+                sensors.append(Sensor(
+                    converter: SampleConverter(sensor: sensor, device: descriptor.number),
+                    offsets: offsets, types: sensor.channels.map { $0.scanType! }))
+            }
+            if let ts = descriptor.timestampScan, let o = offset(of: "timestamp") {
+                timestamp = (o, ts.scanType)
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Waits for the next `samplesPerRefill` scans and hands each decoded sample to `emit`.
+    /// Throws `bufferFailed(…, ETIMEDOUT)` when no data came in time.
+    func read(emit: (SensorSample) -> Void) throws(DeviceError) {
+        guard let buffer else { throw .bufferFailed(device: device, operation: "refill", errno: ErrorCode.badDescriptor) }
+        let n = iio_buffer_refill(buffer)
+        if n < 0 { throw .bufferFailed(device: device, operation: "refill", errno: Int32(-n)) }
+        let received = Syscall.monotonicNanoseconds()
+        let step = iio_buffer_step(buffer)
+        let start = UnsafeRawPointer(iio_buffer_start(buffer)!)
+        let scans = step > 0 ? n / step : 0
+        for i in 0..<scans {
+            let scan = start + i * step
+            let time: Int64
+            if let timestamp {
+                time = timestamp.type.decode(scan + timestamp.offset)
+            } else {
+                // No hardware timestamp: the last scan arrived now, the others one period apart.
+                time = received - Int64(scans - 1 - i) * samplePeriod
+            }
+            for s in sensors.indices {
+                var raw = Vector3.zero
+                for c in sensors[s].offsets.indices {
+                    raw[Axis(rawValue: c)!] = Double(sensors[s].types[c].decode(scan + sensors[s].offsets[c]))
+                }
+                emit(sensors[s].converter.sample(raw: raw, timestamp: time))
+            }
+        }
+    }
+
+    /// Wakes a thread blocked in `read` (it then fails with EBADF); safe from any thread.
+    func cancel() {
+        if let buffer { iio_buffer_cancel(buffer) }
+    }
+
+    /// Destroys the buffer (libiio disables it and its scan elements) and restores the attributes.
+    func close() {
+        if let buffer { iio_buffer_destroy(buffer) }
+        buffer = nil
+        restorer.restoreAll()
+    }
+}

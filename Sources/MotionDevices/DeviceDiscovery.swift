@@ -1,0 +1,59 @@
+import MotionCore
+
+/// The motion devices of this machine, and what kept others from being listed.
+public struct DeviceListing: Sendable {
+    /// Devices with at least one usable sensor, by device number.
+    public var devices: [DeviceDescriptor]
+    /// IIO devices that could not be used, each with the reason (a trigger is not listed here).
+    public var problems: [DeviceError]
+}
+
+/// Finds the IIO motion devices through libudev and reads their channels through libiio.
+public struct DeviceDiscovery: Sendable {
+    let sysfs: Sysfs
+
+    /// Creates a discovery over the real `/sys` (which umockdev redirects in tests).
+    public init() { sysfs = Sysfs() }
+
+    /// Lists every IIO device with motion or proximity channels.
+    ///
+    /// No IIO devices at all is an empty listing, not an error. A device that cannot be read is left
+    /// out and its reason is in `problems`.
+    public func listDevices() throws(DeviceError) -> DeviceListing {
+        let udevDevices = try Udev().iioDevices().filter { DeviceNumber(sysname: $0.sysname) != nil }
+        guard !udevDevices.isEmpty else { return DeviceListing(devices: [], problems: []) }
+        let context: IIOContext
+        do {
+            context = try IIOContext()
+        } catch {
+            return DeviceListing(devices: [], problems: [error])
+        }
+        var devices: [DeviceDescriptor] = []
+        var problems: [DeviceError] = []
+        for udevDevice in udevDevices {
+            do {
+                devices.append(try describe(udevDevice, in: context))
+            } catch {
+                problems.append(error)
+            }
+        }
+        return DeviceListing(devices: devices.sorted { $0.number < $1.number }, problems: problems)
+    }
+
+    /// Describes one device by its number, fresh from udev and libiio (used when opening it).
+    public func describe(_ number: DeviceNumber) throws(DeviceError) -> DeviceDescriptor {
+        guard let udevDevice = try Udev().iioDevices().first(where: { $0.sysname == number.sysname }) else {
+            throw .deviceVanished(device: number.sysname)
+        }
+        return try describe(udevDevice, in: IIOContext())
+    }
+
+    func describe(_ udevDevice: Udev.Device, in context: IIOContext) throws(DeviceError) -> DeviceDescriptor {
+        // libiio took its snapshot after udev's: a device removed in between is simply not there.
+        guard let iioDevice = context.device(sysname: udevDevice.sysname) else {
+            throw .deviceVanished(device: udevDevice.sysname)
+        }
+        let inspector = DeviceInspector(sysfs: sysfs, properties: udevDevice.properties)
+        return try inspector.describe(iioDevice, syspath: udevDevice.syspath, context: context)
+    }
+}

@@ -1,0 +1,117 @@
+import CLibUdev
+import MotionCore
+
+/// A change to the set of IIO devices, as udev reports it.
+public struct DeviceChange: Sendable, Hashable {
+    /// What happened.
+    public enum Action: String, Sendable, Hashable {
+        /// A device appeared (plugged in, driver loaded).
+        case added
+        /// A device went away.
+        case removed
+        /// A device's properties changed (udev `change`, e.g. a new hwdb entry).
+        case changed
+    }
+
+    /// What happened.
+    public var action: Action
+    /// Which device.
+    public var device: DeviceNumber
+    /// Its sysfs path.
+    public var syspath: String
+}
+
+/// Follows IIO devices as they come and go, through a libudev monitor on the `iio` subsystem.
+///
+/// `changes()` delivers each add, remove and change as it happens; while nothing happens the monitor's
+/// thread sleeps in `poll` with no timeout (no wake-ups).
+public final class DeviceMonitor: @unchecked Sendable {
+    // @unchecked: udev and monitor pointers are touched only by the monitor thread after start;
+    // `stop()` only writes to the wake pipe.
+    private let udev: Udev
+    private let monitor: OpaquePointer
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+
+    /// Starts listening for udev events of the `iio` subsystem.
+    public init() throws(DeviceError) {
+        udev = try Udev()
+        // "udev": events after udev's rules have run, so hwdb properties are already attached.
+        guard let monitor = udev_monitor_new_from_netlink(udev.pointer, "udev") else {
+            throw .udevFailed(operation: "udev_monitor_new_from_netlink", errno: currentErrno())
+        }
+        self.monitor = monitor
+        _ = udev_monitor_filter_add_match_subsystem_devtype(monitor, "iio", nil)
+        let status = udev_monitor_enable_receiving(monitor)
+        guard status >= 0 else {
+            udev_monitor_unref(monitor)
+            throw .udevFailed(operation: "udev_monitor_enable_receiving", errno: -status)
+        }
+        switch Syscall.makeWakePipe() {
+        case .success(let (r, w)):
+            wakeRead = r
+            wakeWrite = w
+        case .failure(let e):
+            udev_monitor_unref(monitor)
+            throw .udevFailed(operation: "pipe", errno: e.code)
+        }
+    }
+
+    deinit {
+        udev_monitor_unref(monitor)
+        Syscall.close(wakeRead)
+        Syscall.close(wakeWrite)
+    }
+
+    /// Waits for the next change, at most `timeoutMilliseconds` (-1: until one comes or `stop()`).
+    /// Returns `nil` on timeout or stop. Events of triggers and other non-device nodes are skipped.
+    public func nextChange(timeoutMilliseconds: Int32 = -1) throws(DeviceError) -> DeviceChange? {
+        let fd = udev_monitor_get_fd(monitor)
+        let deadline = Syscall.monotonicNanoseconds() + Int64(timeoutMilliseconds) * 1_000_000
+        while true {
+            var wait = timeoutMilliseconds
+            if timeoutMilliseconds >= 0 {
+                wait = Int32(max(0, (deadline - Syscall.monotonicNanoseconds()) / 1_000_000))
+            }
+            let ready: (Bool, Bool)
+            switch Syscall.waitReadable(fd, wakeRead, timeoutMilliseconds: wait) {
+            case .success(let r): ready = r
+            case .failure(let e): throw .udevFailed(operation: "poll", errno: e.code)
+            }
+            if ready.1 { return nil }
+            guard ready.0 else { return nil }
+            guard let device = udev_monitor_receive_device(monitor) else { continue }
+            defer { udev_device_unref(device) }
+            let described = Udev.describe(device)
+            guard let number = DeviceNumber(sysname: described.sysname),
+                let actionName = udev_device_get_action(device).map(string)
+            else { continue }
+            let action: DeviceChange.Action
+            switch actionName {
+            case "add", "bind": action = .added
+            case "remove", "unbind": action = .removed
+            case "change": action = .changed
+            default: continue
+            }
+            return DeviceChange(action: action, device: number, syspath: described.syspath)
+        }
+    }
+
+    /// Wakes a thread blocked in `nextChange` so that it returns `nil`.
+    public func stop() { Syscall.wake(wakeWrite) }
+
+    /// The changes as an asynchronous sequence, read on a thread of its own until `stop()`.
+    public func changes() -> AsyncStream<DeviceChange> {
+        let (stream, continuation) = AsyncStream<DeviceChange>.makeStream(bufferingPolicy: .unbounded)
+        let thread = ReaderThread { [self] in
+            while true {
+                guard let change = try? nextChange() else { break }
+                continuation.yield(change)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { [self] _ in stop() }
+        thread.start()
+        return stream
+    }
+}

@@ -1,0 +1,83 @@
+import MotionCore
+
+/// Reads sensors by their sysfs value attributes (`_raw` or `_input`).
+///
+/// Each attribute file is opened once and re-read from offset 0 (sysfs regenerates the value on
+/// every such read) into one scratch buffer, so a reading makes a few `pread`s and allocates nothing.
+/// libiio names the files (`DeviceInspector`); its own attribute read is not used here because it
+/// opens a `FILE` (and allocates) on every call.
+final class PolledReader {
+    private struct Sensor {
+        var converter: SampleConverter
+        var descriptors: [Int32]
+    }
+
+    private let sysfs: Sysfs
+    private let device: String
+    private var sensors: [Sensor] = []
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+
+    /// Opens the value attributes of `kinds` on `device`.
+    init(device: DeviceDescriptor, kinds: [SensorKind], sysfs: Sysfs) throws(DeviceError) {
+        self.sysfs = sysfs
+        self.device = device.number.sysname
+        do throws(DeviceError) {
+            for kind in kinds {
+                guard let sensor = device.sensor(kind) else {
+                    throw DeviceError.kindUnavailable(device: self.device, kind: kind.rawValue)
+                }
+                var descriptors: [Int32] = []
+                for channel in sensor.channels {
+                    let path = "\(sysfs.deviceDirectory(self.device))/\(channel.valueAttribute)"
+                    switch Syscall.openReadOnly(path) {
+                    case .success(let fd):
+                        descriptors.append(fd)
+                    case .failure(let e):
+                        descriptors.forEach(Syscall.close)
+                        throw DeviceError.attributeUnreadable(device: self.device, attribute: channel.valueAttribute, errno: e.code)
+                    }
+                }
+                sensors.append(Sensor(converter: SampleConverter(sensor: sensor, device: device.number), descriptors: descriptors))
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit {
+        close()
+        scratch.deallocate()
+    }
+
+    private func close() {
+        for sensor in sensors { sensor.descriptors.forEach(Syscall.close) }
+        sensors.removeAll()
+    }
+
+    /// Reads every open sensor once, stamping the samples with `timestamp` (ns, CLOCK_MONOTONIC),
+    /// and hands each sample to `emit`.
+    func read(timestamp: Int64, emit: (SensorSample) -> Void) throws(DeviceError) {
+        for s in sensors.indices {
+            var raw = Vector3.zero
+            for (c, fd) in sensors[s].descriptors.enumerated() {
+                raw[Axis(rawValue: c)!] = try value(fd, attribute: sensors[s].converter.channels[c].valueAttribute)
+            }
+            emit(sensors[s].converter.sample(raw: raw, timestamp: timestamp))
+        }
+    }
+
+    @inline(__always)
+    private func value(_ fd: Int32, attribute: @autoclosure () -> String) throws(DeviceError) -> Double {
+        switch Syscall.readFromStart(fd, into: scratch) {
+        case .failure(let e):
+            throw .attributeUnreadable(device: device, attribute: attribute(), errno: e.code)
+        case .success(let n):
+            guard let v = AttributeParser.number(UnsafeRawBufferPointer(rebasing: scratch[0..<n])) else {
+                let text = String(decoding: scratch[0..<n], as: UTF8.self)
+                throw .attributeMalformed(device: device, attribute: attribute(), value: text, expected: "a number")
+            }
+            return v
+        }
+    }
+}

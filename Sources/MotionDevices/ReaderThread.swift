@@ -1,0 +1,34 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A dedicated OS thread for a blocking read loop (a sensor capture, the udev monitor), so that
+/// blocking in `poll`/`read` never occupies a Swift concurrency thread.
+final class ReaderThread: @unchecked Sendable {
+    // @unchecked: `handle` is written by `start` and read by `join`, both on the owner's thread.
+    private let body: @Sendable () -> Void
+    private var handle: pthread_t? = nil
+
+    init(body: @escaping @Sendable () -> Void) {
+        self.body = body
+    }
+
+    func start() {
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let status = pthread_create(&thread, nil, { argument in
+            let me = Unmanaged<ReaderThread>.fromOpaque(argument!).takeRetainedValue()
+            me.body()
+            return nil
+        }, context)
+        precondition(status == 0, "pthread_create failed: \(status)")
+        handle = thread
+    }
+
+    /// Waits for the body to return.
+    func join() {
+        guard let handle else { return }
+        pthread_join(handle, nil)
+        self.handle = nil
+    }
+}

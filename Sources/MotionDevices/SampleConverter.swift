@@ -1,0 +1,41 @@
+import MotionCore
+
+/// Turns the raw counts of one sensor's channels into a `SensorSample`: offset and scale to the
+/// IIO unit, the driver's factor to SI, then the mount matrix; for proximity, near/far.
+struct SampleConverter {
+    let kind: SensorKind
+    let device: DeviceNumber
+    let channels: [ChannelDescriptor]
+    private let offset: Vector3
+    private let scale: Vector3
+    private let mountMatrix: Matrix3
+    private var proximity: ProximityDetector
+
+    init(sensor: SensorDescriptor, device: DeviceNumber) {
+        kind = sensor.kind
+        self.device = device
+        channels = sensor.channels
+        func component(_ i: Int, _ value: (ChannelDescriptor) -> Double) -> Double {
+            i < sensor.channels.count ? value(sensor.channels[i]) : 0
+        }
+        offset = Vector3(x: component(0, \.offset), y: component(1, \.offset), z: component(2, \.offset))
+        scale = Vector3(x: component(0, \.scale), y: component(1, \.scale), z: component(2, \.scale))
+        mountMatrix = sensor.kind.isVector ? sensor.mountMatrix : .identity
+        proximity = ProximityDetector(nearLevel: sensor.nearLevel)
+    }
+
+    /// The sample for raw counts `raw` (x, y, z; proximity uses `raw.x`) taken at `timestamp` (ns).
+    @inline(__always)
+    mutating func sample(raw: Vector3, timestamp: Int64) -> SensorSample {
+        let value = Vector3(
+            x: (raw.x + offset.x) * scale.x,
+            y: (raw.y + offset.y) * scale.y,
+            z: (raw.z + offset.z) * scale.z)
+        if kind == .proximity {
+            return SensorSample(
+                kind: kind, device: device, timestamp: timestamp,
+                vector: Vector3(x: value.x, y: 0, z: 0), isNear: proximity.update(value.x))
+        }
+        return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: mountMatrix * value)
+    }
+}

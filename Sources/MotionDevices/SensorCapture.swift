@@ -1,0 +1,254 @@
+import MotionCore
+import Synchronization
+
+/// What a capture reports: samples, and the few things that happen to a sensor.
+public enum SensorEvent: Sendable {
+    /// A reading.
+    case sample(SensorSample)
+    /// The capture switched mode (buffered capture could not start, or gave no data in time).
+    case captureModeChanged(CaptureMode, reason: DeviceError)
+    /// One reading failed; the capture goes on.
+    case readFailed(DeviceError)
+    /// The capture is over: the device vanished (`deviceVanished`) or kept failing. Nothing follows.
+    case ended(DeviceError)
+}
+
+/// Reads some sensors of one device at a rate, on a thread of its own, until stopped or until the
+/// device goes away.
+///
+/// Buffered capture is tried first where the device offers it; if it cannot start, or no data comes
+/// within `firstDataTimeout`, the capture falls back to polling sysfs and says so. The device's
+/// `sampling_frequency` is set to the lowest offered rate at least the one asked for. Everything the
+/// capture changes on the device is put back when it ends.
+public final class SensorCapture: Sendable {
+    /// The device read.
+    public let device: DeviceDescriptor
+    /// The sensors read.
+    public let kinds: [SensorKind]
+    /// The rate asked for, Hz.
+    public let requestedRate: Double
+    /// The rate the device was set to (or is polled at), Hz.
+    public let rate: Double
+
+    private let sysfs: Sysfs
+    private let firstDataTimeout: Double
+    private let state = Mutex(State())
+    private let wake: (read: Int32, write: Int32)
+
+    private struct State: ~Copyable {
+        var mode: CaptureMode = .polled
+        var stopRequested = false
+        var thread: ReaderThread?
+        var cancelBuffered: CancelHandle?
+    }
+
+    /// Prepares a capture of `kinds` on `device` at `rate` Hz.
+    ///
+    /// - Parameters:
+    ///   - mode: the mode to try first; `nil` takes the device's own preference.
+    ///   - firstDataTimeout: seconds a buffered capture may go without its first scan before it falls
+    ///     back to polling; default 1 s or ten sample periods, whichever is longer.
+    public init(
+        device: DeviceDescriptor, kinds: [SensorKind], rate: Double, mode: CaptureMode? = nil,
+        firstDataTimeout: Double? = nil
+    ) throws(DeviceError) {
+        for kind in kinds where device.sensor(kind) == nil {
+            throw .kindUnavailable(device: device.number.sysname, kind: kind.rawValue)
+        }
+        self.device = device
+        self.kinds = kinds
+        self.requestedRate = rate
+        self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
+        self.sysfs = Sysfs()
+        self.firstDataTimeout = firstDataTimeout ?? max(1.0, 10 / rate)
+        switch Syscall.makeWakePipe() {
+        case .success(let pipe): wake = pipe
+        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "pipe", errno: e.code)
+        }
+        let initial = mode ?? device.captureMode
+        state.withLock { $0.mode = initial }
+    }
+
+    deinit {
+        stop()
+        Syscall.close(wake.read)
+        Syscall.close(wake.write)
+    }
+
+    /// The mode the capture is reading in now.
+    public var mode: CaptureMode { state.withLock { $0.mode } }
+
+    /// Starts reading; `handler` gets every event, on the capture's thread, in order.
+    /// The per-sample path (read, decode, convert, call) allocates nothing.
+    public func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
+        let thread = ReaderThread { [self] in run(handler) }
+        state.withLock { $0.thread = thread }
+        thread.start()
+    }
+
+    /// The events as an asynchronous sequence; the capture starts now and stops when the sequence
+    /// is dropped. A consumer that falls behind loses the oldest events beyond `bufferingNewest`.
+    public func events(bufferingNewest limit: Int = 4096) -> AsyncStream<SensorEvent> {
+        let (stream, continuation) = AsyncStream<SensorEvent>.makeStream(bufferingPolicy: .bufferingNewest(limit))
+        continuation.onTermination = { [self] _ in requestStop() }
+        start { event in
+            continuation.yield(event)
+            if case .ended = event { continuation.finish() }
+        }
+        return stream
+    }
+
+    /// Stops reading, waits for the thread to end and the device's attributes to be put back.
+    public func stop() {
+        requestStop()
+        let thread = state.withLock { state in
+            let t = state.thread
+            state.thread = nil
+            return t
+        }
+        thread?.join()
+    }
+
+    private func requestStop() {
+        // Cancel under the lock: the capture thread clears the handle under it before destroying the buffer.
+        state.withLock { state in
+            state.stopRequested = true
+            state.cancelBuffered?.cancel()
+        }
+        Syscall.wake(wake.write)
+    }
+
+    private var stopRequested: Bool { state.withLock { $0.stopRequested } }
+
+    // MARK: - The capture thread
+
+    private func run(_ handler: @Sendable (SensorEvent) -> Void) {
+        let name = device.number.sysname
+        var restorer = AttributeRestorer(sysfs: sysfs, device: name)
+        if device.samplingFrequency != nil {
+            do throws(DeviceError) {
+                try restorer.set("sampling_frequency", to: Self.format(rate))
+            } catch {
+                handler(.readFailed(error))
+            }
+        }
+        defer { restorer.restoreAll() }
+
+        if mode == .buffered {
+            switch runBuffered(handler) {
+            case .stopped: return
+            case .ended(let error):
+                handler(.ended(error))
+                return
+            case .fallBack(let reason):
+                state.withLock { $0.mode = .polled }
+                handler(.captureModeChanged(.polled, reason: reason))
+            }
+        }
+        if let error = runPolled(handler) { handler(.ended(error)) }
+    }
+
+    private enum BufferedOutcome {
+        case stopped
+        case ended(DeviceError)
+        case fallBack(DeviceError)
+    }
+
+    private func runBuffered(_ handler: @Sendable (SensorEvent) -> Void) -> BufferedOutcome {
+        let name = device.number.sysname
+        // Up to 1 kHz, one scan per refill keeps latency at one sample period.
+        let samplesPerRefill = max(1, Int(rate / 1000))
+        let reader: BufferedReader
+        do {
+            reader = try BufferedReader(
+                device: device, kinds: kinds, rate: rate, samplesPerRefill: samplesPerRefill,
+                timeoutMilliseconds: UInt32(firstDataTimeout * 1000), sysfs: sysfs)
+        } catch {
+            return sysfs.deviceExists(name) ? .fallBack(error) : .ended(.deviceVanished(device: name))
+        }
+        defer { reader.close() }
+        let stoppedEarly = state.withLock { state in
+            state.cancelBuffered = CancelHandle(reader)
+            return state.stopRequested
+        }
+        defer { state.withLock { $0.cancelBuffered = nil } }
+        if stoppedEarly { return .stopped }
+
+        var receivedAny = false
+        var failures = 0
+        while !stopRequested {
+            do throws(DeviceError) {
+                try reader.read { handler(.sample($0)) }
+                receivedAny = true
+                failures = 0
+            } catch {
+                if stopRequested { return .stopped }
+                guard sysfs.deviceExists(name) else { return .ended(.deviceVanished(device: name)) }
+                if case .bufferFailed(_, _, let code) = error, code == ErrorCode.timedOut {
+                    if !receivedAny { return .fallBack(error) }
+                    continue  // a paused sensor: keep waiting
+                }
+                failures += 1
+                handler(.readFailed(error))
+                if failures >= Self.failuresBeforeGivingUp { return .ended(error) }
+            }
+        }
+        return .stopped
+    }
+
+    /// Consecutive failed reads after which a capture gives up on a device that is still there.
+    static let failuresBeforeGivingUp = 10
+
+    private func runPolled(_ handler: @Sendable (SensorEvent) -> Void) -> DeviceError? {
+        let name = device.number.sysname
+        let reader: PolledReader
+        do {
+            reader = try PolledReader(device: device, kinds: kinds, sysfs: sysfs)
+        } catch {
+            return sysfs.deviceExists(name) ? error : .deviceVanished(device: name)
+        }
+        let period = Int64(1e9 / rate)
+        var deadline = Syscall.monotonicNanoseconds()
+        var failures = 0
+        while !stopRequested {
+            do throws(DeviceError) {
+                try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
+                failures = 0
+            } catch {
+                guard sysfs.deviceExists(name) else { return .deviceVanished(device: name) }
+                failures += 1
+                handler(.readFailed(error))
+                if failures >= Self.failuresBeforeGivingUp { return error }
+            }
+            deadline += period
+            let now = Syscall.monotonicNanoseconds()
+            if deadline < now { deadline = now }  // fell behind: skip, don't burst
+            sleep(until: deadline)
+        }
+        return nil
+    }
+
+    /// Sleeps until `deadline` (ns, monotonic) or until `stop()`, with sub-millisecond precision.
+    private func sleep(until deadline: Int64) {
+        let remaining = deadline - Syscall.monotonicNanoseconds()
+        if remaining > 2_000_000 {
+            // Long waits block on the wake pipe so that stop() is immediate.
+            if case .success(true) = Syscall.waitReadable(wake.read, timeoutMilliseconds: Int32((remaining - 1_000_000) / 1_000_000)) {
+                return
+            }
+        }
+        Syscall.sleep(untilMonotonic: deadline)
+    }
+
+    /// A rate as sysfs expects it: `100`, `12.5`.
+    static func format(_ rate: Double) -> String {
+        rate == rate.rounded() && abs(rate) < 1e15 ? String(Int64(rate)) : String(rate)
+    }
+}
+
+/// Lets another thread cancel a blocked buffer refill (libiio's `iio_buffer_cancel` is thread-safe).
+private final class CancelHandle: @unchecked Sendable {
+    private let reader: BufferedReader
+    init(_ reader: BufferedReader) { self.reader = reader }
+    func cancel() { reader.cancel() }
+}
