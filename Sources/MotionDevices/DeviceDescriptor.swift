@@ -60,8 +60,11 @@ public struct DeviceDescriptor: Sendable, Hashable {
     public var sensors: [SensorDescriptor]
     /// The rates it offers (`sampling_frequency_available`), `nil` if it does not say.
     public var availableRates: AvailableRates?
-    /// Its current `sampling_frequency` in Hz, `nil` if it has none.
+    /// Its current sampling frequency in Hz, `nil` if it has none.
     public var samplingFrequency: Double?
+    /// The attribute that sets the rate: `sampling_frequency`, or `in_<type>_sampling_frequency`
+    /// (HID sensor hubs); `nil` if the device has neither.
+    public var samplingFrequencyAttribute: String?
     /// The mode a capture will try first: buffered where the device offers it, else polled.
     public var captureMode: CaptureMode
     /// The timestamp channel's layout when the device has one in its scans.

@@ -37,8 +37,13 @@ struct DeviceInspector {
                     expected: "rates in Hz separated by spaces, or [min step max]"))
             }
         }
+        let samplingFrequencyAttribute = (["sampling_frequency"] + sensors.map {
+            "in_\(SensorDrivers.driver(for: $0.kind).sysfsName)_sampling_frequency"
+        }).first { sysfs.exists(device: sysname, attribute: $0) }
         var samplingFrequency: Double? = nil
-        if case .success(let text?) = sysfs.readIfPresent(device: sysname, attribute: "sampling_frequency") {
+        if let samplingFrequencyAttribute,
+            case .success(let text) = sysfs.read(device: sysname, attribute: samplingFrequencyAttribute)
+        {
             samplingFrequency = AttributeParser.number(text)
         }
 
@@ -56,6 +61,7 @@ struct DeviceInspector {
         return DeviceDescriptor(
             number: number, name: device.name, syspath: syspath, sensors: sensors,
             availableRates: availableRates, samplingFrequency: samplingFrequency,
+            samplingFrequencyAttribute: samplingFrequencyAttribute,
             captureMode: bufferProblem == nil ? .buffered : .polled,
             timestampScan: timestampScan,
             trigger: trigger(for: device, context: context),

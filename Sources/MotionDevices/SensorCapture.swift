@@ -125,9 +125,9 @@ public final class SensorCapture: Sendable {
     private func run(_ handler: @Sendable (SensorEvent) -> Void) {
         let name = device.number.sysname
         var restorer = AttributeRestorer(sysfs: sysfs, device: name)
-        if device.samplingFrequency != nil {
+        if let attribute = device.samplingFrequencyAttribute {
             do throws(DeviceError) {
-                try restorer.set("sampling_frequency", to: Self.format(rate))
+                try restorer.set(attribute, to: Self.format(rate))
             } catch {
                 handler(.readFailed(error))
             }
