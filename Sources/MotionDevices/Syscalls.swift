@@ -57,9 +57,9 @@ enum Syscall {
         return fd >= 0 ? .success(fd) : .failure(Errno(errno))
     }
 
-    /// `open(path, O_WRONLY | O_CLOEXEC)`.
+    /// `open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)`, as a shell's `echo value > attribute` opens it.
     static func openWriteOnly(_ path: String) -> Result<Int32, Errno> {
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
         return fd >= 0 ? .success(fd) : .failure(Errno(errno))
     }
 
