@@ -189,8 +189,8 @@ public final class SensorCapture: Sendable {
                     continue  // a paused sensor: keep waiting
                 }
                 failures += 1
-                handler(.readFailed(error))
                 if failures >= Self.failuresBeforeGivingUp { return .ended(error) }
+                handler(.readFailed(error))
             }
         }
         return .stopped
@@ -210,15 +210,21 @@ public final class SensorCapture: Sendable {
         let period = Int64(1e9 / rate)
         var deadline = Syscall.monotonicNanoseconds()
         var failures = 0
+        // Some drivers keep answering reads of a removed device's open files, so presence is also
+        // checked about once a second.
+        let readsPerPresenceCheck = max(1, Int(rate))
+        var reads = 0
         while !stopRequested {
+            reads += 1
+            if reads % readsPerPresenceCheck == 0, !sysfs.deviceExists(name) { return .deviceVanished(device: name) }
             do throws(DeviceError) {
                 try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
                 failures = 0
             } catch {
                 guard sysfs.deviceExists(name) else { return .deviceVanished(device: name) }
                 failures += 1
-                handler(.readFailed(error))
                 if failures >= Self.failuresBeforeGivingUp { return error }
+                handler(.readFailed(error))
             }
             deadline += period
             let now = Syscall.monotonicNanoseconds()

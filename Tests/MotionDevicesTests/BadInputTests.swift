@@ -1,0 +1,156 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionDevices
+
+extension Hardware {
+    /// Each bad input gives a typed error naming the device and attribute; the device is skipped
+    /// (or read polled), the others are unaffected, nothing crashes.
+    @Suite struct BadInput {
+        /// A phone accelerometer (iio:device0) with one attribute replaced, next to a good gyroscope.
+        func accelerometer(_ attributes: [String: String?], properties: [String] = []) -> String {
+            var values: [String: String?] = [
+                "in_accel_x_raw": "1\\n", "in_accel_y_raw": "2\\n", "in_accel_z_raw": "3\\n",
+                "in_accel_scale": "0.5\\n",
+            ]
+            values.merge(attributes) { _, new in new }
+            var text = "P: /devices/platform/acc/iio:device0\nE: SUBSYSTEM=iio\nA: name=acc\\n\n"
+            text += properties.map { "E: \($0)\n" }.joined()
+            for (name, value) in values.sorted(by: { $0.key < $1.key }) {
+                if let value { text += "A: \(name)=\(value)\n" }
+            }
+            return text + """
+
+                P: /devices/platform/gyr/iio:device1
+                E: SUBSYSTEM=iio
+                A: name=gyr\\n
+                A: in_anglvel_x_raw=1\\n
+                A: in_anglvel_y_raw=1\\n
+                A: in_anglvel_z_raw=1\\n
+                A: in_anglvel_scale=1\\n
+
+
+                """
+        }
+
+        func listing(_ description: String) throws -> (DeviceListing, Testbed) {
+            let testbed = try Testbed()
+            try testbed.add(description)
+            return (try DeviceDiscovery().listDevices(), testbed)
+        }
+
+        @Test func nonNumericScaleSkipsTheDevice() throws {
+            let (listing, _) = try listing(accelerometer(["in_accel_scale": "abc\\n"]))
+            #expect(listing.devices.map(\.name) == ["gyr"])
+            #expect(listing.problems == [.attributeMalformed(device: "iio:device0", attribute: "in_accel_scale", value: "abc\n", expected: "a decimal number")])
+        }
+
+        @Test func emptyScaleSkipsTheDevice() throws {
+            let (listing, _) = try listing(accelerometer(["in_accel_scale": "\\n"]))
+            #expect(listing.devices.map(\.name) == ["gyr"])
+            guard case .attributeMalformed("iio:device0", "in_accel_scale", _, _) = listing.problems.first else {
+                Issue.record("\(listing.problems)")
+                return
+            }
+        }
+
+        @Test func missingScaleSkipsTheDevice() throws {
+            let (listing, _) = try listing(accelerometer(["in_accel_scale": nil]))
+            #expect(listing.devices.map(\.name) == ["gyr"])
+            #expect(listing.problems == [.missingScale(device: "iio:device0", channel: "accel_x")])
+        }
+
+        @Test func emptyOrNonNumericRawValueFailsTheReadNotTheCapture() throws {
+            let (listing, testbed) = try listing(accelerometer([:]))
+            let device = listing.devices[0]
+            try testbed.setAttribute("iio:device0", "in_accel_y_raw", "\n")
+            #expect(throws: DeviceError.attributeMalformed(device: "iio:device0", attribute: "in_accel_y_raw", value: "\n", expected: "a number")) {
+                try PolledReader(device: device, kinds: [.accelerometer], sysfs: Sysfs()).read(timestamp: 0) { _ in }
+            }
+            // A capture reports each failed read, keeps going, and recovers when the value does.
+            let capture = try SensorCapture(device: device, kinds: [.accelerometer], rate: 200)
+            let events = EventLog()
+            capture.start(handler: events.append)
+            try events.waitUntil { log in log.all.contains { if case .readFailed = $0 { true } else { false } } }
+            try testbed.setAttribute("iio:device0", "in_accel_y_raw", "4\n")
+            try events.waitUntil { $0.samples.count >= 2 }
+            capture.stop()
+            expectClose(events.samples[0].vector, Vector3(x: 0.5, y: 2, z: 1.5))
+        }
+
+        @Test func aReadThatKeepsFailingEndsTheCaptureWithTheError() throws {
+            let (listing, testbed) = try listing(accelerometer([:]))
+            let capture = try SensorCapture(device: listing.devices[0], kinds: [.accelerometer], rate: 500)
+            try testbed.setAttribute("iio:device0", "in_accel_z_raw", "garbage\n")
+            let events = EventLog()
+            capture.start(handler: events.append)
+            try events.waitUntil { log in log.all.contains { if case .ended = $0 { true } else { false } } }
+            capture.stop()
+            let failures = events.all.filter { if case .readFailed = $0 { true } else { false } }
+            #expect(failures.count == SensorCapture.failuresBeforeGivingUp - 1)
+            guard case .ended(.attributeMalformed("iio:device0", "in_accel_z_raw", "garbage\n", _)) = events.all.last else {
+                Issue.record("\(String(describing: events.all.last))")
+                return
+            }
+        }
+
+        @Test func aFailingReadNamesTheAttributeAndErrno() throws {
+            let (listing, testbed) = try listing(accelerometer([:]))
+            try testbed.breakAttribute("iio:device0", "in_accel_x_raw")
+            #expect(throws: DeviceError.attributeUnreadable(device: "iio:device0", attribute: "in_accel_x_raw", errno: EISDIR)) {
+                try PolledReader(device: listing.devices[0], kinds: [.accelerometer], sysfs: Sysfs()).read(timestamp: 0) { _ in }
+            }
+        }
+
+        @Test func unsupportedScanTypeFallsBackToPolled() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            try testbed.setAttribute("iio:device0", "scan_elements/in_anglvel_y_type", "le:q16/16>>0\n")
+            let imu = try DeviceDiscovery().describe(DeviceNumber(0))
+            #expect(imu.captureMode == .polled)
+            #expect(imu.problems.contains(.unsupportedScanType(device: "iio:device0", attribute: "scan_elements/in_anglvel_y_type", value: "le:q16/16>>0\n")))
+            expectClose(try readOnce(imu, .accelerometer), Vector3(x: 0, y: 0, z: 9.797632))
+        }
+
+        @Test(arguments: ["1, 0, 0; 0, 1, 0", "1, 0, 0; 0, 1, 0; 0, 0, x", "0, 0, 0; 0, 0, 0; 0, 0, 0", ""])
+        func malformedSysfsMountMatrixSkipsTheSensor(matrix: String) throws {
+            let (listing, _) = try listing(accelerometer(["in_accel_mount_matrix": matrix + "\\n"]))
+            #expect(listing.devices.map(\.name) == ["gyr"])
+            guard case .attributeMalformed("iio:device0", "in_accel_mount_matrix", _, _) = listing.problems.first else {
+                Issue.record("\(listing.problems)")
+                return
+            }
+        }
+
+        @Test func malformedHwdbMountMatrixSkipsTheSensor() throws {
+            let (listing, _) = try listing(accelerometer([:], properties: ["ACCEL_MOUNT_MATRIX=1, 0, 0; 0, 1"]))
+            #expect(listing.problems == [.attributeMalformed(
+                device: "iio:device0", attribute: "ACCEL_MOUNT_MATRIX", value: "1, 0, 0; 0, 1",
+                expected: "a 3×3 matrix \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")])
+        }
+
+        @Test func aDeviceRemovedBetweenEnumerationAndOpenIsReportedNotCrashed() throws {
+            let (listing, testbed) = try listing(accelerometer([:]))
+            let device = listing.devices[0]
+            testbed.remove(syspath: device.syspath)
+            #expect(throws: DeviceError.deviceVanished(device: "iio:device0")) { try DeviceDiscovery().describe(device.number) }
+            let capture = try SensorCapture(device: device, kinds: [.accelerometer], rate: 10)
+            let events = EventLog()
+            capture.start(handler: events.append)
+            try events.waitUntil { !$0.all.isEmpty }
+            capture.stop()
+            guard case .ended(.deviceVanished("iio:device0")) = events.all.first else {
+                Issue.record("\(events.all)")
+                return
+            }
+        }
+
+        @Test func askingForAKindTheDeviceLacksIsATypedError() throws {
+            let (listing, _) = try listing(accelerometer([:]))
+            #expect(throws: DeviceError.kindUnavailable(device: "iio:device0", kind: "magnetometer")) {
+                try SensorCapture(device: listing.devices[0], kinds: [.magnetometer], rate: 10)
+            }
+        }
+    }
+}

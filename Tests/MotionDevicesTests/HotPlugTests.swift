@@ -1,0 +1,100 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionDevices
+
+extension Hardware {
+    /// Devices that come and go while the device layer runs.
+    @Suite struct HotPlug {
+        @Test func monitorReportsAddAndRemoveOfIIODevicesOnly() throws {
+            let testbed = try Testbed()
+            let monitor = try DeviceMonitor()
+            try testbed.add(fixture: "imu-buffered")  // iio:device0 and its trigger
+            let added = try #require(try monitor.nextChange(timeoutMilliseconds: 2000))
+            #expect(added.action == .added)
+            #expect(added.device == DeviceNumber(0))
+            #expect(added.syspath == "/sys/devices/platform/spi-0/spi0.0/iio:device0")
+            testbed.remove(syspath: added.syspath)
+            let removed = try #require(try monitor.nextChange(timeoutMilliseconds: 2000))
+            #expect(removed.action == .removed)
+            #expect(removed.device == DeviceNumber(0))
+            #expect(try monitor.nextChange(timeoutMilliseconds: 100) == nil, "the trigger's events are not reported")
+        }
+
+        @Test func stopWakesAThreadWaitingForChanges() async throws {
+            let testbed = try Testbed()
+            _ = testbed
+            let monitor = try DeviceMonitor()
+            let changes = monitor.changes()
+            let consumer = Task { for await _ in changes {} }
+            try await Task.sleep(for: .milliseconds(50))
+            monitor.stop()
+            await consumer.value  // returns only because the stream finished
+        }
+
+        @Test func aDeviceAddedWhileAnotherIsReadIsPickedUpAndARemovedOneEndsItsCapture() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "phone")
+            let monitor = try DeviceMonitor()
+            let accelerometer = try DeviceDiscovery().describe(DeviceNumber(0))
+            let capture = try SensorCapture(device: accelerometer, kinds: [.accelerometer], rate: 125)
+            let events = EventLog()
+            capture.start(handler: events.append)
+            try events.waitUntil { $0.samples.count >= 3 }
+
+            try testbed.add("""
+                P: /devices/platform/usb/iio:device7
+                E: SUBSYSTEM=iio
+                A: name=hotplugged\\n
+                A: in_anglvel_x_raw=1\\n
+                A: in_anglvel_y_raw=2\\n
+                A: in_anglvel_z_raw=3\\n
+                A: in_anglvel_scale=0.5\\n
+
+
+                """)
+            let added = try #require(try monitor.nextChange(timeoutMilliseconds: 2000))
+            #expect(added.action == .added && added.device == DeviceNumber(7))
+            let newcomer = try DeviceDiscovery().describe(added.device)
+            expectClose(try readOnce(newcomer, .gyroscope), Vector3(x: 0.5, y: 1, z: 1.5))
+
+            testbed.remove(syspath: accelerometer.syspath)
+            try events.waitUntil { log in log.all.contains { if case .ended = $0 { true } else { false } } }
+            guard case .ended(.deviceVanished("iio:device0")) = events.all.last else {
+                Issue.record("expected the capture to end with deviceVanished, got \(String(describing: events.all.last))")
+                return
+            }
+            let removed = try #require(try monitor.nextChange(timeoutMilliseconds: 2000))
+            #expect(removed.action == .removed && removed.device == DeviceNumber(0))
+            capture.stop()  // already ended: stop is harmless
+            #expect(try DeviceDiscovery().listDevices().devices.map(\.number.rawValue) == [1, 2, 3, 7])
+        }
+
+        @Test func aBufferedDeviceRemovedMidStreamEndsItsCaptureCleanly() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let imu = try DeviceDiscovery().describe(DeviceNumber(0))
+            let capture = try SensorCapture(device: imu, kinds: [.gyroscope], rate: 100, firstDataTimeout: 0.3)
+            let events = EventLog()
+            capture.start(handler: events.append)
+            try events.waitUntil { _ in (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            // Only the enabled channels are in a scan: 3 × s16, 2 bytes padding, the s64 timestamp.
+            var scan: [UInt8] = []
+            for v in [10, 20, 30] { scan += le16(v) }
+            scan += [0, 0] + withUnsafeBytes(of: Int64(5).littleEndian, Array.init)
+            try testbed.feed("/dev/iio:device0", scan)
+            try events.waitUntil { $0.samples.count == 1 }
+            testbed.remove(syspath: imu.syspath)
+            try events.waitUntil { log in log.all.contains { if case .ended = $0 { true } else { false } } }
+            capture.stop()
+            guard case .ended(.deviceVanished) = events.all.last else {
+                Issue.record("expected deviceVanished, got \(String(describing: events.all.last))")
+                return
+            }
+            #expect(events.samples.map(\.timestamp) == [5])
+            expectClose(events.samples[0].vector, Vector3(x: 0.01065, y: 0.0213, z: 0.03195))
+            #expect(capture.mode == .buffered, "a vanished device is not a reason to poll")
+        }
+    }
+}
