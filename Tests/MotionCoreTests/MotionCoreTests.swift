@@ -1,0 +1,35 @@
+import Testing
+
+@testable import MotionCore
+
+@Suite struct MotionCoreTests {
+    @Test func matrixTimesVectorUsesRowsAsTheIIOMountMatrixDoes() {
+        let m = Matrix3(rowMajor: [1, 2, 3, 4, 5, 6, 7, 8, 9])
+        #expect(m * Vector3(x: 1, y: 0, z: -1) == Vector3(x: -2, y: -2, z: -2))
+        #expect(Matrix3.identity * Vector3(x: 1.5, y: -2, z: 3) == Vector3(x: 1.5, y: -2, z: 3))
+    }
+
+    @Test func deviceNumbersParseOnlyIIODeviceNames() {
+        #expect(DeviceNumber(sysname: "iio:device12") == DeviceNumber(12))
+        #expect(DeviceNumber(sysname: "trigger0") == nil)
+        #expect(DeviceNumber(sysname: "iio:device") == nil)
+        #expect(DeviceNumber(sysname: "iio:device-1") == nil)
+        #expect(DeviceNumber(3).sysname == "iio:device3")
+    }
+
+    @Test func vectorArithmeticAndLength() {
+        let v = Vector3(x: 3, y: 4, z: 12)
+        #expect(v.length == 13)
+        #expect(v - v == .zero)
+        #expect(v * 2 + v == Vector3(x: 9, y: 12, z: 36))
+        var w = Vector3.zero
+        w[.y] = 5
+        #expect(w == Vector3(x: 0, y: 5, z: 0) && w[.y] == 5)
+    }
+
+    @Test func unitsMatchTheirDefinitions() {
+        #expect(Units.standardGravity == 9.80665)
+        #expect(Units.microteslaPerGauss == 100)
+        #expect(!SensorKind.proximity.isVector && SensorKind.magnetometer.isVector)
+    }
+}
