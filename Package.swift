@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "MotionDevices", targets: ["MotionDevices"]),
     ],
     dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -20,6 +21,14 @@ let package = Package(
             name: "CLibUdev", pkgConfig: "libudev",
             providers: [.apt(["libudev-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "CLibIIO", "CLibUdev"]),
+
+        // A developer's look at the device layer, without the daemon.
+        .executableTarget(
+            name: "motion-probe",
+            dependencies: [
+                "MotionDevices", "MotionCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         // Test support: umockdev's testbed API, used only by the tests.
         .systemLibrary(

@@ -5,19 +5,11 @@ import MotionCore
 /// chosen sensors and the timestamp, sets the trigger where the device needs one, and decodes each
 /// scan by its channels' scan types. Everything it changes is put back by `close()`.
 final class BufferedReader {
-    private struct Sensor {
-        var converter: SampleConverter
-        /// Byte offsets of the channels within one scan, and their types.
-        var offsets: [Int]
-        var types: [ScanType]
-    }
-
     private let context: IIOContext
     private let device: String
     private var restorer: AttributeRestorer
     private var buffer: OpaquePointer?
-    private var sensors: [Sensor] = []
-    private var timestamp: (offset: Int, type: ScanType)?
+    private var decoder: ScanDecoder?
     private let samplePeriod: Int64
     let samplesPerRefill: Int
 
@@ -72,22 +64,19 @@ final class BufferedReader {
                 else { return nil }
                 return UnsafeRawPointer(first) - start
             }
+            var layout: [(kind: SensorKind, offsets: [Int])] = []
             for kind in kinds {
-                let sensor = descriptor.sensor(kind)!
                 var offsets: [Int] = []
-                for channel in sensor.channels {
+                for channel in descriptor.sensor(kind)!.channels {
                     guard let o = offset(of: channel.id) else {
                         throw DeviceError.bufferFailed(device: device, operation: "layout of \(channel.id)", errno: ErrorCode.invalidArgument)
                     }
                     offsets.append(o)
                 }
-                sensors.append(Sensor(
-                    converter: SampleConverter(sensor: sensor, device: descriptor.number),
-                    offsets: offsets, types: sensor.channels.map { $0.scanType! }))
+                layout.append((kind, offsets))
             }
-            if let ts = descriptor.timestampScan, let o = offset(of: "timestamp") {
-                timestamp = (o, ts.scanType)
-            }
+            let timestampOffset = descriptor.timestampScan == nil ? nil : offset(of: "timestamp")
+            decoder = try ScanDecoder(device: descriptor, layout: layout, timestampOffset: timestampOffset)
         } catch {
             close()
             throw error
@@ -107,21 +96,8 @@ final class BufferedReader {
         let start = UnsafeRawPointer(iio_buffer_start(buffer)!)
         let scans = step > 0 ? n / step : 0
         for i in 0..<scans {
-            let scan = start + i * step
-            let time: Int64
-            if let timestamp {
-                time = timestamp.type.decode(scan + timestamp.offset)
-            } else {
-                // No hardware timestamp: the last scan arrived now, the others one period apart.
-                time = received - Int64(scans - 1 - i) * samplePeriod
-            }
-            for s in sensors.indices {
-                var raw = Vector3.zero
-                for c in sensors[s].offsets.indices {
-                    raw[Axis(rawValue: c)!] = Double(sensors[s].types[c].decode(scan + sensors[s].offsets[c]))
-                }
-                emit(sensors[s].converter.sample(raw: raw, timestamp: time))
-            }
+            // Without a hardware timestamp, the last scan arrived now and the others one period apart.
+            decoder!.decode(scan: start + i * step, fallbackTimestamp: received - Int64(scans - 1 - i) * samplePeriod, emit: emit)
         }
     }
 

@@ -28,6 +28,21 @@ public struct ChannelDescriptor: Sendable, Hashable, Codable {
     /// Layout in a buffered scan, `nil` if the channel is not a scan element.
     public var scanType: ScanType?
 
+    /// Creates a channel description; see the properties for units.
+    public init(
+        id: String, axis: Axis?, valueAttribute: String, isProcessed: Bool = false, scale: Double = 1,
+        offset: Double = 0, scanIndex: Int? = nil, scanType: ScanType? = nil
+    ) {
+        self.id = id
+        self.axis = axis
+        self.valueAttribute = valueAttribute
+        self.isProcessed = isProcessed
+        self.scale = scale
+        self.offset = offset
+        self.scanIndex = scanIndex
+        self.scanType = scanType
+    }
+
     /// The value in the IIO unit for a raw count: `(raw + offset) × scale`.
     @inlinable
     public func convert(_ raw: Double) -> Double { (raw + offset) * scale }
@@ -46,6 +61,18 @@ public struct SensorDescriptor: Sendable, Hashable, Codable {
     /// Proximity only: the raw reading at and above which something is near
     /// (udev `PROXIMITY_NEAR_LEVEL`, else sysfs `in_proximity_nearlevel`); `nil` if neither is given.
     public var nearLevel: Double?
+
+    /// Creates a sensor description; see the properties for units.
+    public init(
+        kind: SensorKind, channels: [ChannelDescriptor], mountMatrix: Matrix3 = .identity,
+        mountMatrixSource: String = "identity", nearLevel: Double? = nil
+    ) {
+        self.kind = kind
+        self.channels = channels
+        self.mountMatrix = mountMatrix
+        self.mountMatrixSource = mountMatrixSource
+        self.nearLevel = nearLevel
+    }
 }
 
 /// An IIO device that carries at least one motion or proximity sensor.
@@ -74,6 +101,26 @@ public struct DeviceDescriptor: Sendable, Hashable {
     /// Problems that made part of the device unusable (a kind skipped, buffered mode unavailable).
     public var problems: [DeviceError]
 
+    /// Creates a device description; see the properties for units.
+    public init(
+        number: DeviceNumber, name: String, syspath: String, sensors: [SensorDescriptor],
+        availableRates: AvailableRates? = nil, samplingFrequency: Double? = nil,
+        samplingFrequencyAttribute: String? = nil, captureMode: CaptureMode = .polled,
+        timestampScan: TimestampScan? = nil, trigger: String? = nil, problems: [DeviceError] = []
+    ) {
+        self.number = number
+        self.name = name
+        self.syspath = syspath
+        self.sensors = sensors
+        self.availableRates = availableRates
+        self.samplingFrequency = samplingFrequency
+        self.samplingFrequencyAttribute = samplingFrequencyAttribute
+        self.captureMode = captureMode
+        self.timestampScan = timestampScan
+        self.trigger = trigger
+        self.problems = problems
+    }
+
     /// The sensor of a kind, if the device carries it.
     public func sensor(_ kind: SensorKind) -> SensorDescriptor? { sensors.first { $0.kind == kind } }
 
@@ -87,4 +134,10 @@ public struct TimestampScan: Sendable, Hashable, Codable {
     public var index: Int
     /// Layout (normally `le:s64/64>>0`).
     public var scanType: ScanType
+
+    /// Creates a timestamp layout.
+    public init(index: Int, scanType: ScanType) {
+        self.index = index
+        self.scanType = scanType
+    }
 }

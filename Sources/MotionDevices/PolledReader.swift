@@ -6,7 +6,7 @@ import MotionCore
 /// every such read) into one scratch buffer, so a reading makes a few `pread`s and allocates nothing.
 /// libiio names the files (`DeviceInspector`); its own attribute read is not used here because it
 /// opens a `FILE` (and allocates) on every call.
-final class PolledReader {
+public final class PolledReader {
     private struct Sensor {
         var converter: SampleConverter
         var descriptors: [Int32]
@@ -17,7 +17,12 @@ final class PolledReader {
     private var sensors: [Sensor] = []
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
 
-    /// Opens the value attributes of `kinds` on `device`.
+    /// Opens the value attributes of `kinds` on `device`, under `sysfsRoot` (the directory that
+    /// stands for `/sys`).
+    public convenience init(device: DeviceDescriptor, kinds: [SensorKind], sysfsRoot: String = "/sys") throws(DeviceError) {
+        try self.init(device: device, kinds: kinds, sysfs: Sysfs(root: sysfsRoot))
+    }
+
     init(device: DeviceDescriptor, kinds: [SensorKind], sysfs: Sysfs) throws(DeviceError) {
         self.sysfs = sysfs
         self.device = device.number.sysname
@@ -57,7 +62,7 @@ final class PolledReader {
 
     /// Reads every open sensor once, stamping the samples with `timestamp` (ns, CLOCK_MONOTONIC),
     /// and hands each sample to `emit`.
-    func read(timestamp: Int64, emit: (SensorSample) -> Void) throws(DeviceError) {
+    public func read(timestamp: Int64, emit: (SensorSample) -> Void) throws(DeviceError) {
         for s in sensors.indices {
             var raw = Vector3.zero
             for (c, fd) in sensors[s].descriptors.enumerated() {
