@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "MotionCore", targets: ["MotionCore"]),
         .library(name: "MotionDevices", targets: ["MotionDevices"]),
+        .library(name: "MotionFusion", targets: ["MotionFusion"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -14,6 +15,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "MotionCore"),
+        .target(name: "MotionFusion", dependencies: ["MotionCore"]),
         .systemLibrary(
             name: "CLibIIO", pkgConfig: "libiio",
             providers: [.apt(["libiio-dev"])]),
@@ -27,6 +29,13 @@ let package = Package(
             name: "motion-probe",
             dependencies: [
                 "MotionDevices", "MotionCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        .executableTarget(
+            name: "motionctl",
+            dependencies: [
+                "MotionFusion", "MotionCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

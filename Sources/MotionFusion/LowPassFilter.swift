@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MotionCore
+
+/// A second-order Butterworth low-pass filter of a vector or matrix, parametrised by its time constant.
+///
+/// Parameters: `tau` (s) — the cut-off frequency is √2 / (2π τ), so that the filter settles like a
+/// first-order filter of time constant τ but rejects high frequencies at 40 dB per decade;
+/// `period` (s) — the sampling period the coefficients are made for.
+///
+/// Until `tau` seconds of samples have come in, the output is their plain mean, and the filter then
+/// starts from that mean: a cold filter neither lags from zero nor rings.
+struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
+    /// Coefficients: numerator b0, b1, b2 and denominator a1, a2 (a0 = 1).
+    struct Coefficients: Sendable, Codable, Equatable {
+        var b0, b1, b2, a1, a2: Double
+
+        init(tau: Double, period: Double) {
+            let cutoff = 2.0.squareRoot() / (2 * Double.pi * tau)
+            let c = tan(Double.pi * cutoff * period)
+            let d = c * c + 2.0.squareRoot() * c + 1
+            b0 = c * c / d
+            b1 = 2 * b0
+            b2 = b0
+            a1 = 2 * (c * c - 1) / d
+            a2 = (1 - 2.0.squareRoot() * c + c * c) / d
+        }
+    }
+
+    let tau: Double
+    let period: Double
+    let coefficients: Coefficients
+    // Transposed direct form II state, per component.
+    private var s0 = Value.zero
+    private var s1 = Value.zero
+    // Warm-up: the running mean until `tau` seconds have been seen.
+    private var warmUpCount = 0
+    private var warmUpSum = Value.zero
+    private(set) var output = Value.zero
+
+    init(tau: Double, period: Double) {
+        self.tau = tau
+        self.period = period
+        coefficients = Coefficients(tau: tau, period: period)
+    }
+
+    /// Whether the warm-up is over.
+    var isWarm: Bool { Double(warmUpCount) * period >= tau }
+
+    /// Feeds one sample; returns the filtered value.
+    @inline(__always)
+    mutating func update(_ x: Value) -> Value {
+        if !isWarm {
+            warmUpCount += 1
+            warmUpSum = warmUpSum + x
+            output = warmUpSum * (1 / Double(warmUpCount))
+            if isWarm {
+                // Steady state for a constant input equal to the mean.
+                s0 = output * (1 - coefficients.b0)
+                s1 = output * (coefficients.b2 - coefficients.a2)
+            }
+            return output
+        }
+        let c = coefficients
+        let y = x * c.b0 + s0
+        s0 = x * c.b1 - y * c.a1 + s1
+        s1 = x * c.b2 - y * c.a2
+        output = y
+        return y
+    }
+}
+
+/// The gain of a first-order low-pass filter with time constant `tau` (s) at sampling period `period`
+/// (s): 1 − e^(−period/τ); 0 for a negative τ (off), 1 for τ = 0 (no filtering).
+func firstOrderGain(tau: Double, period: Double) -> Double {
+    if tau < 0 { return 0 }
+    if tau == 0 { return 1 }
+    return 1 - exp(-period / tau)
+}
+
+/// What a `LowPassFilter` can filter: a value of a vector space.
+protocol FilterValue: Sendable, Codable, Equatable {
+    static var zero: Self { get }
+    static func + (a: Self, b: Self) -> Self
+    static func - (a: Self, b: Self) -> Self
+    static func * (a: Self, k: Double) -> Self
+}
+
+extension Vector3: FilterValue {}
+extension Matrix3: FilterValue {}

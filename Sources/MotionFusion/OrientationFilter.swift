@@ -1,0 +1,176 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MotionCore
+
+/// Estimates the attitude of a device from its gyroscope, accelerometer and (optionally)
+/// magnetometer, with gyroscope bias estimation and magnetic disturbance rejection.
+///
+/// The structure follows VQF (D. Laidig, T. Seel, "VQF: Highly accurate IMU orientation estimation
+/// with bias estimation and magnetic disturbance rejection", Information Fusion 91, 2023): the
+/// attitude is split into a strapdown-integrated gyroscope quaternion, an inclination correction
+/// from the accelerometer low-passed in an almost-inertial frame, and a heading correction about the
+/// vertical from the magnetometer. Each sensor has its own update, on its own timestamp.
+///
+/// Frames: the device frame of the samples (SI units: rad/s, m/s² specific force, µT); the earth
+/// frame is z up, and with a magnetometer x East, y North (ENU); without one the heading is arbitrary.
+public struct OrientationFilter: Sendable, Codable, Equatable {
+    /// Tuning, with units and defaults.
+    public struct Parameters: Sendable, Codable, Equatable {
+        /// Time constant of the inclination correction, s (default 3): the low-pass that separates
+        /// gravity from accelerations of the device.
+        public var accelerometerTau = 3.0
+        /// Time constant of the heading correction, s (default 9).
+        public var magnetometerTau = 9.0
+        /// Whether the gyroscope bias is estimated while the device moves (default true).
+        public var estimatesBiasInMotion = true
+        /// Whether the gyroscope bias is estimated while the device rests (default true).
+        public var estimatesBiasAtRest = true
+        /// Whether magnetic disturbances stop or slow the heading correction (default true).
+        public var rejectsMagneticDisturbances = true
+        var rest = RestDetector.Parameters()
+        var bias = GyroscopeBiasEstimator.Parameters()
+        var magnetic = MagneticDisturbanceDetector.Parameters()
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The parameters in use.
+    public let parameters: Parameters
+    /// Nominal sampling periods, s.
+    let gyroscopePeriod: Double
+    let accelerometerPeriod: Double
+    let magnetometerPeriod: Double
+    let magnetometerGain: Double
+
+    // Device → almost-inertial frame, from the gyroscope alone.
+    private var gyroscopeAttitude = Quaternion.identity
+    // Almost-inertial → earth (6D) frame: the accumulated inclination corrections.
+    private var inclinationCorrection = Quaternion.identity
+    // Heading correction about the vertical, rad: 6D earth → ENU.
+    private var heading = 0.0
+    private var accelerationMean: LowPassFilter<Vector3>
+    private var rest: RestDetector
+    private var biasEstimator: GyroscopeBiasEstimator
+    private var magnetic: MagneticDisturbanceDetector
+    // Gain floor 1/N for the first magnetometer samples, so that the heading converges at once.
+    private var initialMagnetometerGain = 1.0
+    private var lastGyroscopeTimestamp: Int64?
+    private var lastMeanRotationRate = 0.0
+
+    /// Creates a filter for sensors sampled at the given rates, Hz (the magnetometer's defaults to the
+    /// gyroscope's).
+    public init(gyroscopeRate: Double, accelerometerRate: Double? = nil, magnetometerRate: Double? = nil, parameters: Parameters = .init()) {
+        self.parameters = parameters
+        gyroscopePeriod = 1 / gyroscopeRate
+        accelerometerPeriod = 1 / (accelerometerRate ?? gyroscopeRate)
+        magnetometerPeriod = 1 / (magnetometerRate ?? gyroscopeRate)
+        magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
+        accelerationMean = LowPassFilter(tau: parameters.accelerometerTau, period: accelerometerPeriod)
+        rest = RestDetector(parameters: parameters.rest, gyroscopePeriod: gyroscopePeriod, accelerometerPeriod: accelerometerPeriod)
+        biasEstimator = GyroscopeBiasEstimator(
+            parameters: parameters.bias, accelerometerPeriod: accelerometerPeriod, accelerometerTau: parameters.accelerometerTau)
+        magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
+    }
+
+    // MARK: Outputs
+
+    /// Device → earth frame with an arbitrary heading (gyroscope and accelerometer only).
+    public var attitudeWithoutMagnetometer: Quaternion { inclinationCorrection * gyroscopeAttitude }
+
+    /// Device → East-North-Up (with the magnetometer's heading).
+    public var attitude: Quaternion {
+        Quaternion(w: cos(heading / 2), x: 0, y: 0, z: sin(heading / 2)) * attitudeWithoutMagnetometer
+    }
+
+    /// The estimated gyroscope bias, rad/s, device frame.
+    public var gyroscopeBias: Vector3 { biasEstimator.bias }
+
+    /// The bias estimate's standard deviation, rad/s.
+    public var gyroscopeBiasSigma: Double { biasEstimator.sigma }
+
+    /// Whether the device is resting.
+    public var isResting: Bool { rest.isResting }
+
+    /// Whether the magnetic field is currently judged disturbed.
+    public var isMagneticFieldDisturbed: Bool { magnetic.isDisturbed }
+
+    /// The undisturbed field's strength, µT (0 until known).
+    public var referenceFieldStrength: Double { magnetic.referenceNorm }
+
+    // MARK: Updates
+
+    /// One gyroscope sample: rotation rate in rad/s, timestamp in ns.
+    public mutating func update(gyroscope rate: Vector3, timestamp: Int64) {
+        var period = gyroscopePeriod
+        if let last = lastGyroscopeTimestamp {
+            let dt = Double(timestamp - last) * 1e-9
+            // Trust the timestamps, but not a gap (or a clock jump) of more than a few samples.
+            if dt > 0 && dt < 5 * gyroscopePeriod { period = dt }
+        }
+        lastGyroscopeTimestamp = timestamp
+        if parameters.estimatesBiasAtRest || parameters.rejectsMagneticDisturbances {
+            rest.update(gyroscope: rate)
+            lastMeanRotationRate = rest.meanRotationRate.length
+        }
+        let unbiased = rate - biasEstimator.bias
+        let speed = unbiased.length
+        guard speed > 1e-12 else { return }
+        let step = Quaternion(angle: speed * period, axis: unbiased * (1 / speed))
+        gyroscopeAttitude = (gyroscopeAttitude * step).normalized
+    }
+
+    /// One accelerometer sample: specific force in m/s² (+9.81 on the up axis at rest), timestamp in ns.
+    public mutating func update(accelerometer acceleration: Vector3, timestamp: Int64) {
+        guard acceleration.squaredLength > 0 else { return }
+        if parameters.estimatesBiasAtRest { rest.update(accelerometer: acceleration, period: accelerometerPeriod) }
+
+        // Low-pass in the almost-inertial frame (gravity is constant there, accelerations are not),
+        // then into the earth frame and straight up.
+        let mean = accelerationMean.update(gyroscopeAttitude.rotate(acceleration))
+        var up = inclinationCorrection.rotate(mean)
+        let length = up.length
+        guard length > 0 else { return }
+        up = up * (1 / length)
+        let w = ((up.z + 1) / 2).squareRoot()
+        let correction = w > 1e-6
+            ? Quaternion(w: w, x: 0.5 * up.y / w, y: -0.5 * up.x / w, z: 0)
+            : Quaternion(w: 0, x: 1, y: 0, z: 0)
+        inclinationCorrection = (correction * inclinationCorrection).normalized
+
+        if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
+            let resting = parameters.estimatesBiasAtRest && rest.isResting
+            if resting || parameters.estimatesBiasInMotion {
+                biasEstimator.update(
+                    attitude: attitudeWithoutMagnetometer, correction: up,
+                    restingRate: resting ? rest.meanRotationRate : nil, period: accelerometerPeriod)
+            }
+        }
+    }
+
+    /// One magnetometer sample: magnetic field in µT (hard/soft iron already removed), timestamp in ns.
+    public mutating func update(magnetometer field: Vector3, timestamp: Int64) {
+        guard field.squaredLength > 0 else { return }
+        let fieldEarth = attitudeWithoutMagnetometer.rotate(field)
+        var gain = magnetometerGain
+        if parameters.rejectsMagneticDisturbances {
+            gain *= magnetic.update(fieldEarth: fieldEarth, rotationRate: lastMeanRotationRate, period: magnetometerPeriod)
+        }
+        if initialMagnetometerGain != 0 {
+            gain = max(gain, initialMagnetometerGain)
+            initialMagnetometerGain = initialMagnetometerGain / (initialMagnetometerGain + 1)
+            if initialMagnetometerGain * parameters.magnetometerTau < magnetometerPeriod { initialMagnetometerGain = 0 }
+        }
+        // Heading error: the horizontal field should point North (+y of ENU).
+        heading = wrapAngle(heading + gain * wrapAngle(atan2(fieldEarth.x, fieldEarth.y) - heading))
+    }
+}
+
+/// An angle wrapped into (−π, π], rad.
+@inline(__always)
+func wrapAngle(_ a: Double) -> Double {
+    var a = a
+    if a > .pi { a -= 2 * .pi } else if a <= -.pi { a += 2 * .pi }
+    return a
+}

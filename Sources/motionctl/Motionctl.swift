@@ -1,0 +1,10 @@
+import ArgumentParser
+
+/// motionctl: the command line of motiond.
+@main
+struct Motionctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "motionctl",
+        abstract: "Look at and work with motion sensors through motiond.",
+        subcommands: [Fuse.self])
+}
