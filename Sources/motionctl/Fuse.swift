@@ -26,12 +26,15 @@ struct Fuse: ParsableCommand {
     func run() throws {
         let recording = try IMURecording(contentsOf: input)
         var filter = OrientationFilter(gyroscopeRate: recording.rate)
+        var calibrator = MagnetometerCalibrator(rate: recording.rate)
         var text = "t,qw,qx,qy,qz\n"
         text.reserveCapacity(recording.rows.count * 64)
         for row in recording.rows {
             filter.update(gyroscope: row.gyroscope, timestamp: row.timestamp)
             filter.update(accelerometer: row.accelerometer, timestamp: row.timestamp)
-            if !noMagnetometer { filter.update(magnetometer: row.magnetometer, timestamp: row.timestamp) }
+            if !noMagnetometer {
+                filter.update(magnetometer: calibrator.calibrate(row.magnetometer), timestamp: row.timestamp)
+            }
             let q = noMagnetometer ? filter.attitudeWithoutMagnetometer : filter.attitude
             text += "\(row.time),\(q.w),\(q.x),\(q.y),\(q.z)\n"
         }

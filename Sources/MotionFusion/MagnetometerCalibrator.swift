@@ -1,0 +1,231 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MotionCore
+
+/// How far the calibrated magnetic field can be trusted (CoreMotion's `CMMagneticFieldCalibrationAccuracy`).
+public enum MagneticFieldAccuracy: String, Sendable, Hashable, Codable, Comparable {
+    /// No calibration has been found yet.
+    case uncalibrated
+    /// A calibration exists, but the current field does not fit it (a magnet nearby, or it went stale).
+    case low
+    /// The hard-iron offset is known to within `mediumOffsetError` (default 0.3 µT window standard error, about 1 µT).
+    case medium
+    /// The hard-iron offset is known to within `highOffsetError` (default 0.15 µT window standard error,
+    /// about 0.5 µT) and the field fits it.
+    case high
+
+    public static func < (a: Self, b: Self) -> Bool {
+        let order: [Self] = [.uncalibrated, .low, .medium, .high]
+        return order.firstIndex(of: a)! < order.firstIndex(of: b)!
+    }
+}
+
+/// Estimates the magnetometer's hard-iron offset online, from ordinary motion: a least-squares
+/// sphere fit (|m − c|² = r²) over an exponentially weighted window of recent samples.
+///
+/// A hard-iron offset is a field that turns with the device (its own magnetised parts, a magnet
+/// attached to it); the Earth's field does not, so as the device turns the readings lie on a sphere
+/// centred on the offset. A fit is accepted only when the window's motion determines the centre to
+/// within `acceptedOffsetError` and the readings really lie on a sphere of Earth-like radius, so a
+/// magnet lying near a moving device (not a sphere) or too little motion (no centre) changes nothing.
+/// The window is short, so that a magnet attached to the device (or removed) is learnt in seconds.
+///
+/// Soft iron (an ellipsoid instead of a sphere) is not estimated: it needs far more motion than a
+/// few seconds give, and consumer devices' soft-iron errors are a few percent.
+///
+/// Parameters:
+/// - `windowTau` 5 s: time constant of the window;
+/// - `evaluationInterval` 0.2 s: how often the fit is solved;
+/// - `acceptedOffsetError` 0.3 µT: largest standard error of the centre for a fit to be used. The
+///   error is computed as if the window's samples were independent; they are not (the field changes
+///   slowly against the sampling rate), which makes it about three times optimistic: 0.3 stands for
+///   about 1 µT, 1.3° of heading in a 45 µT field;
+/// - `maximumResidual` 0.04: largest RMS deviation from the sphere, relative to its radius
+///   (magnetometer noise is about 1.5 % of the Earth's field);
+/// - `radiusRange` 20…80 µT: the Earth's field is 25–65 µT everywhere;
+/// - `replacementMargin` 3 µT: how much better (RMS distance from the sphere) a new offset must fit the
+///   window than the current one to replace it; smaller misfits are the non-uniformity of the field
+///   indoors (1–3 µT), which a short window cannot tell from an offset;
+/// - `resetThreshold` 0.15: a jump of the field strength by this fraction starts a new window;
+/// - `radiusTolerance` 0.1: once a field strength is known, a fit must reproduce it to within 10 %
+///   (the Earth's field does not change where the device is; a fit that mixes two offsets does);
+/// - `highOffsetError` 0.15 µT, `mediumOffsetError` 0.3 µT: the accuracy levels (same scale as above).
+public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
+    /// Tuning, with units and defaults.
+    public struct Parameters: Sendable, Codable, Equatable {
+        public var windowTau = 5.0
+        public var evaluationInterval = 0.2
+        public var acceptedOffsetError = 0.3
+        public var maximumResidual = 0.04
+        public var minimumRadius = 20.0
+        public var maximumRadius = 80.0
+        public var replacementMargin = 3.0
+        public var radiusTolerance = 0.1
+        public var resetThreshold = 0.15
+        public var highOffsetError = 0.15
+        public var mediumOffsetError = 0.3
+        /// The defaults.
+        public init() {}
+    }
+
+    public let parameters: Parameters
+    let period: Double
+    let decay: Double
+    // Weighted sums of φφᵀ (upper triangle of the 4×4), φy and y², with φ = (2m, 1), y = |m|².
+    private var sxx = 0.0, sxy = 0.0, sxz = 0.0, sx = 0.0
+    private var syy = 0.0, syz = 0.0, sy = 0.0
+    private var szz = 0.0, sz = 0.0, s1 = 0.0
+    private var bx = 0.0, by = 0.0, bz = 0.0, b1 = 0.0, yy = 0.0
+    private var sinceEvaluation = 0.0
+    private var sinceReset = 0.0
+    private var windowNorm = 0.0
+
+    /// The hard-iron offset removed from every reading, µT, device frame.
+    public private(set) var offset = Vector3.zero
+    /// The field strength of the accepted fit, µT (0 before one).
+    public private(set) var radius = 0.0
+    /// The standard error of `offset`, µT (infinite before a fit).
+    public private(set) var offsetError = Double.infinity
+    /// Whether the latest reading fits the calibration (its calibrated norm within 10 % of `radius`).
+    public private(set) var currentFieldFits = false
+
+    /// Creates a calibrator for a magnetometer sampled at `rate` Hz, starting from `offset` (µT) if
+    /// one is known (from saved state), with its standard error `offsetError` (µT).
+    public init(rate: Double, offset: Vector3 = .zero, offsetError: Double = .infinity, parameters: Parameters = .init()) {
+        self.parameters = parameters
+        period = 1 / rate
+        decay = exp(-period / parameters.windowTau)
+        self.offset = offset
+        self.offsetError = offsetError
+    }
+
+    /// The accuracy of the calibrated field now.
+    public var accuracy: MagneticFieldAccuracy {
+        guard offsetError.isFinite else { return .uncalibrated }
+        guard currentFieldFits else { return .low }
+        if offsetError <= parameters.highOffsetError { return .high }
+        return offsetError <= parameters.mediumOffsetError ? .medium : .low
+    }
+
+    /// Feeds a raw reading (µT); returns it with the hard-iron offset removed.
+    public mutating func calibrate(_ m: Vector3) -> Vector3 {
+        // Readings from before and after the offset changed (a magnet attached, removed) lie on two
+        // different spheres; a window that mixes them fits neither. A jump of the field strength
+        // starts a new window (at most once per window time, as a wrong offset makes the strength
+        // swing while the device turns).
+        let norm = (m - offset).length
+        sinceReset += period
+        if windowNorm > 0 && abs(norm - windowNorm) > parameters.resetThreshold * windowNorm && sinceReset >= parameters.windowTau {
+            resetWindow()
+        }
+        windowNorm = windowNorm > 0 ? windowNorm * decay + norm * (1 - decay) : norm
+        accumulate(m)
+        sinceEvaluation += period
+        if sinceEvaluation >= parameters.evaluationInterval {
+            sinceEvaluation = 0
+            evaluate()
+        }
+        let calibrated = m - offset
+        currentFieldFits = radius > 0 && abs(calibrated.length - radius) <= 0.1 * radius
+        return calibrated
+    }
+
+    private mutating func resetWindow() {
+        sxx = 0; sxy = 0; sxz = 0; sx = 0; syy = 0; syz = 0; sy = 0; szz = 0; sz = 0; s1 = 0
+        bx = 0; by = 0; bz = 0; b1 = 0; yy = 0
+        sinceReset = 0
+        windowNorm = 0
+    }
+
+    @inline(__always)
+    private mutating func accumulate(_ m: Vector3) {
+        let k = decay
+        let px = 2 * m.x, py = 2 * m.y, pz = 2 * m.z
+        let y = m.x * m.x + m.y * m.y + m.z * m.z
+        sxx = sxx * k + px * px; sxy = sxy * k + px * py; sxz = sxz * k + px * pz; sx = sx * k + px
+        syy = syy * k + py * py; syz = syz * k + py * pz; sy = sy * k + py
+        szz = szz * k + pz * pz; sz = sz * k + pz; s1 = s1 * k + 1
+        bx = bx * k + px * y; by = by * k + py * y; bz = bz * k + pz * y; b1 = b1 * k + y
+        yy = yy * k + y * y
+    }
+
+    /// Solves the window's normal equations by Cholesky; adopts the fit if it passes every test.
+    private mutating func evaluate() {
+        // Effective number of samples in the window; fewer than a second's worth proves nothing.
+        guard s1 * period >= 1 else { return }
+        let a = (sxx, sxy, sxz, sx, syy, syz, sy, szz, sz, s1)
+        // Cholesky A = L Lᵀ.
+        let l00 = a.0.squareRoot(); guard l00 > 0 else { return }
+        let l10 = a.1 / l00, l20 = a.2 / l00, l30 = a.3 / l00
+        let d11 = a.4 - l10 * l10; guard d11 > 0 else { return }
+        let l11 = d11.squareRoot()
+        let l21 = (a.5 - l20 * l10) / l11, l31 = (a.6 - l30 * l10) / l11
+        let d22 = a.7 - l20 * l20 - l21 * l21; guard d22 > 0 else { return }
+        let l22 = d22.squareRoot()
+        let l32 = (a.8 - l30 * l20 - l31 * l21) / l22
+        let d33 = a.9 - l30 * l30 - l31 * l31 - l32 * l32; guard d33 > 0 else { return }
+        let l33 = d33.squareRoot()
+        // Forward then back substitution for x = A⁻¹ b.
+        let f0 = bx / l00
+        let f1 = (by - l10 * f0) / l11
+        let f2 = (bz - l20 * f0 - l21 * f1) / l22
+        let f3 = (b1 - l30 * f0 - l31 * f1 - l32 * f2) / l33
+        let x3 = f3 / l33
+        let x2 = (f2 - l32 * x3) / l22
+        let x1 = (f1 - l21 * x2 - l31 * x3) / l11
+        let x0 = (f0 - l10 * x1 - l20 * x2 - l30 * x3) / l00
+        let center = Vector3(x: x0, y: x1, z: x2)
+        let r2 = x3 + center.squaredLength
+        guard r2 > 0 else { return }
+        let r = r2.squareRoot()
+        guard r >= parameters.minimumRadius && r <= parameters.maximumRadius else { return }
+        guard radius == 0 || abs(r - radius) <= parameters.radiusTolerance * radius else { return }
+
+        // Residual of y = |m|² per sample, then in µT (dy ≈ 2r dr).
+        let rss = yy - 2 * (x0 * bx + x1 * by + x2 * bz + x3 * b1) + f0 * f0 + f1 * f1 + f2 * f2 + f3 * f3
+        let dof = max(s1 - 4, 1)
+        let sigmaY = max(rss, 0) / dof
+        let residual = sigmaY.squareRoot() / (2 * r)
+        guard residual <= parameters.maximumResidual * r else { return }
+
+        // Standard errors of the centre: σ_y² · diag(A⁻¹), A⁻¹'s diagonal from L⁻¹'s columns.
+        // (The samples of a window are correlated, so these are optimistic; the thresholds allow for it.)
+        let i00 = 1 / l00, i11 = 1 / l11, i22 = 1 / l22
+        let i10 = -l10 * i00 / l11
+        let i20 = -(l20 * i00 + l21 * i10) / l22, i21 = -l21 * i11 / l22
+        let i30 = -(l30 * i00 + l31 * i10 + l32 * i20) / l33
+        let i31 = -(l31 * i11 + l32 * i21) / l33, i32 = -l32 * i22 / l33
+        let vx = i00 * i00 + i10 * i10 + i20 * i20 + i30 * i30
+        let vy = i11 * i11 + i21 * i21 + i31 * i31
+        let vz = i22 * i22 + i32 * i32
+        let error = (sigmaY * max(vx, vy, vz)).squareRoot()
+        guard error <= parameters.acceptedOffsetError else { return }
+
+        // Replace the offset only if the new one explains the window clearly better than the current
+        // one (a magnet attached or removed); otherwise the fit confirms the current offset. A window
+        // fit wanders by a few µT with the field's small non-uniformities, and following that would
+        // only add heading noise.
+        let current = offset
+        let meanSquare = (b1 - (current.x * sx + current.y * sy + current.z * sz) + current.squaredLength * s1) / s1
+        let currentX3 = meanSquare - current.squaredLength
+        let currentRSS = yy - 2 * (current.x * bx + current.y * by + current.z * bz + currentX3 * b1)
+            + quadratic(x: (current.x, current.y, current.z, currentX3))
+        let currentResidual = (max(currentRSS, 0) / dof).squareRoot() / (2 * meanSquare.squareRoot())
+        if currentResidual - residual > parameters.replacementMargin {
+            offset = center
+            radius = r
+            offsetError = error
+        } else if currentResidual <= parameters.maximumResidual * r {
+            radius = meanSquare.squareRoot()
+            offsetError = max(error, min(offsetError, currentResidual))
+        }
+    }
+
+    /// xᵀ A x for the window's normal matrix A.
+    private func quadratic(x: (Double, Double, Double, Double)) -> Double {
+        let (a, b, c, d) = x
+        return sxx * a * a + syy * b * b + szz * c * c + s1 * d * d
+            + 2 * (sxy * a * b + sxz * a * c + sx * a * d + syz * b * c + sy * b * d + sz * c * d)
+    }
+}
