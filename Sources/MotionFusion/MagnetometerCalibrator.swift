@@ -85,14 +85,14 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     public private(set) var offset = Vector3.zero
     /// The field strength of the accepted fit, µT (0 before one).
     public private(set) var radius = 0.0
-    /// The standard error of `offset`, µT (infinite before a fit).
-    public private(set) var offsetError = Double.infinity
+    /// The standard error of `offset` from the window fit, µT; `nil` before the first fit.
+    public private(set) var offsetError: Double?
     /// Whether the latest reading fits the calibration (its calibrated norm within 10 % of `radius`).
     public private(set) var currentFieldFits = false
 
     /// Creates a calibrator for a magnetometer sampled at `rate` Hz, starting from `offset` (µT) if
     /// one is known (from saved state), with its standard error `offsetError` (µT).
-    public init(rate: Double, offset: Vector3 = .zero, offsetError: Double = .infinity, parameters: Parameters = .init()) {
+    public init(rate: Double, offset: Vector3 = .zero, offsetError: Double? = nil, parameters: Parameters = .init()) {
         self.parameters = parameters
         period = 1 / rate
         decay = exp(-period / parameters.windowTau)
@@ -102,7 +102,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
 
     /// The accuracy of the calibrated field now.
     public var accuracy: MagneticFieldAccuracy {
-        guard offsetError.isFinite else { return .uncalibrated }
+        guard let offsetError else { return .uncalibrated }
         guard currentFieldFits else { return .low }
         if offsetError <= parameters.highOffsetError { return .high }
         return offsetError <= parameters.mediumOffsetError ? .medium : .low
@@ -218,7 +218,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
             offsetError = error
         } else if currentResidual <= parameters.maximumResidual * r {
             radius = meanSquare.squareRoot()
-            offsetError = max(error, min(offsetError, currentResidual))
+            offsetError = max(error, min(offsetError ?? currentResidual, currentResidual))
         }
     }
 

@@ -96,6 +96,12 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// Whether the magnetic field is currently judged disturbed.
     public var isMagneticFieldDisturbed: Bool { magnetic.isDisturbed }
 
+    /// The heading correction, rad: the turn about the vertical from the arbitrary frame to ENU.
+    public var headingCorrection: Double { heading }
+
+    /// Whether the heading has had its initial fast convergence (one magnetometer time constant).
+    public var hasConvergedHeading: Bool { initialMagnetometerGain == 0 }
+
     /// The undisturbed field's strength, µT (0 until known).
     public var referenceFieldStrength: Double { magnetic.referenceNorm }
 

@@ -25,17 +25,17 @@ struct Fuse: ParsableCommand {
 
     func run() throws {
         let recording = try IMURecording(contentsOf: input)
-        var filter = OrientationFilter(gyroscopeRate: recording.rate)
-        var calibrator = MagnetometerCalibrator(rate: recording.rate)
+        var fusion = SensorFusion(gyroscopeRate: recording.rate)
         var text = "t,qw,qx,qy,qz\n"
         text.reserveCapacity(recording.rows.count * 64)
+        let device = DeviceNumber(0)
         for row in recording.rows {
-            filter.update(gyroscope: row.gyroscope, timestamp: row.timestamp)
-            filter.update(accelerometer: row.accelerometer, timestamp: row.timestamp)
+            fusion.update(SensorSample(kind: .gyroscope, device: device, timestamp: row.timestamp, vector: row.gyroscope))
+            fusion.update(SensorSample(kind: .accelerometer, device: device, timestamp: row.timestamp, vector: row.accelerometer))
             if !noMagnetometer {
-                filter.update(magnetometer: calibrator.calibrate(row.magnetometer), timestamp: row.timestamp)
+                fusion.update(SensorSample(kind: .magnetometer, device: device, timestamp: row.timestamp, vector: row.magnetometer))
             }
-            let q = noMagnetometer ? filter.attitudeWithoutMagnetometer : filter.attitude
+            let q = noMagnetometer ? fusion.filter.attitudeWithoutMagnetometer : fusion.filter.attitude
             text += "\(row.time),\(q.w),\(q.x),\(q.y),\(q.z)\n"
         }
         try text.write(toFile: output, atomically: true, encoding: .utf8)

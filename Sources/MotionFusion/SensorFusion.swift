@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MotionCore
+
+/// The fusion core: takes `SensorSample`s of any kind, in any order, each on its own timestamp, and
+/// gives the device motion in any reference frame.
+///
+/// It calibrates the magnetometer (hard iron), runs the orientation filter and keeps the latest
+/// readings to report gravity, user acceleration, bias-free rotation rate and the calibrated field.
+/// Its whole state is `Codable`: saving it and restoring it into a new instance continues exactly
+/// where it stopped (calibration survives a restart).
+public struct SensorFusion: Sendable, Codable, Equatable {
+    /// The orientation filter.
+    public private(set) var filter: OrientationFilter
+    /// The magnetometer's hard-iron calibration.
+    public private(set) var calibrator: MagnetometerCalibrator
+    /// Magnetic declination, radians east of true north (for `xTrueNorthZVertical`).
+    public var declination: Double
+    private var specificForce = Vector3.zero
+    private var rotationRate = Vector3.zero
+    private var magneticField = Vector3.zero
+    private var hasMagnetometer = false
+    private var timestamp: Int64 = 0
+    // Heading correction at the moment the corrected-arbitrary frame was fixed (after the heading's
+    // initial convergence), so that frame starts where the uncorrected one does.
+    private var correctedFrameOffset: Double?
+
+    /// Creates the fusion core for sensors sampled at the given rates, Hz.
+    ///
+    /// - Parameter declination: magnetic declination, degrees east of true north (default 0).
+    public init(
+        gyroscopeRate: Double, accelerometerRate: Double? = nil, magnetometerRate: Double? = nil,
+        declination: Double = 0, parameters: OrientationFilter.Parameters = .init(),
+        calibration: MagnetometerCalibrator.Parameters = .init()
+    ) {
+        filter = OrientationFilter(
+            gyroscopeRate: gyroscopeRate, accelerometerRate: accelerometerRate, magnetometerRate: magnetometerRate,
+            parameters: parameters)
+        calibrator = MagnetometerCalibrator(rate: magnetometerRate ?? gyroscopeRate, parameters: calibration)
+        self.declination = declination * .pi / 180
+    }
+
+    /// Fuses one sample (proximity samples are ignored). Allocates nothing.
+    public mutating func update(_ sample: SensorSample) {
+        timestamp = max(timestamp, sample.timestamp)
+        switch sample.kind {
+        case .gyroscope:
+            rotationRate = sample.vector
+            filter.update(gyroscope: sample.vector, timestamp: sample.timestamp)
+        case .accelerometer:
+            specificForce = sample.vector
+            filter.update(accelerometer: sample.vector, timestamp: sample.timestamp)
+        case .magnetometer:
+            hasMagnetometer = true
+            magneticField = calibrator.calibrate(sample.vector)
+            filter.update(magnetometer: magneticField, timestamp: sample.timestamp)
+            if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
+        case .proximity:
+            break
+        }
+    }
+
+    /// The device → reference quaternion in `frame`. Without a magnetometer every frame is the
+    /// arbitrary one.
+    public func attitude(in frame: AttitudeReferenceFrame) -> Attitude {
+        guard hasMagnetometer else { return Attitude(quaternion: filter.attitudeWithoutMagnetometer) }
+        let q: Quaternion
+        switch frame {
+        case .xArbitraryZVertical:
+            q = filter.attitudeWithoutMagnetometer
+        case .xArbitraryCorrectedZVertical:
+            let offset = correctedFrameOffset ?? filter.headingCorrection
+            q = Attitude.yawRotation(filter.headingCorrection - offset) * filter.attitudeWithoutMagnetometer
+        case .xMagneticNorthZVertical:
+            // East-North-Up → North-West-Up: (e, n, u) ↦ (n, −e, u), a −90° turn about up.
+            q = Attitude.yawRotation(-.pi / 2) * filter.attitude
+        case .xTrueNorthZVertical:
+            // Magnetic north lies `declination` east of true north.
+            q = Attitude.yawRotation(-.pi / 2 - declination) * filter.attitude
+        }
+        return Attitude(quaternion: q.normalized)
+    }
+
+    /// The device motion now, with the attitude in `frame`.
+    public func deviceMotion(in frame: AttitudeReferenceFrame = .xArbitraryZVertical) -> DeviceMotion {
+        let attitude = attitude(in: frame)
+        // Up in device coordinates is the third row of device → earth; gravity points the other way.
+        let upright = filter.attitudeWithoutMagnetometer.rotationMatrix.row2
+        let gravity = upright * -1
+        // IIO's specific force is +1 g up at rest; CoreMotion's acceleration is −1 g there.
+        let acceleration = specificForce * (-1 / Units.standardGravity)
+        var heading: Double? = nil
+        if frame.isNorthReferenced && hasMagnetometer {
+            // Azimuth of the device's top edge (y): its components in the north frame (x north, y west).
+            let top = attitude.quaternion.rotate(Vector3(x: 0, y: 1, z: 0))
+            var degrees = atan2(-top.y, top.x) * 180 / .pi
+            if degrees < 0 { degrees += 360 }
+            heading = degrees >= 360 ? 0 : degrees
+        }
+        return DeviceMotion(
+            timestamp: timestamp, referenceFrame: frame, attitude: attitude, gravity: gravity,
+            userAcceleration: specificForce == .zero ? .zero : acceleration - gravity,
+            rotationRate: rotationRate - filter.gyroscopeBias,
+            magneticField: magneticField, magneticFieldAccuracy: hasMagnetometer ? calibrator.accuracy : .uncalibrated,
+            heading: heading)
+    }
+}
