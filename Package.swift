@@ -45,6 +45,7 @@ let package = Package(
             providers: [.apt(["libumockdev-dev", "umockdev"])]),
 
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
+        .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",
             dependencies: ["MotionDevices", "MotionCore", "CUMockdev", "CLibIIO"],
