@@ -59,6 +59,14 @@ let package = Package(
             ],
             path: "Benchmarks/MotionDevicesBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+        .executableTarget(
+            name: "MotionFusionBenchmarks",
+            dependencies: [
+                "MotionFusion", "MotionCore",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/MotionFusionBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -50,7 +50,8 @@ public struct Quaternion: Sendable, Hashable, Codable {
     public var normalized: Quaternion {
         let n = (w * w + x * x + y * y + z * z).squareRoot()
         guard n > 0 else { return .identity }
-        return Quaternion(w: w / n, x: x / n, y: y / n, z: z / n)
+        let k = 1 / n
+        return Quaternion(w: w * k, x: x * k, y: y * k, z: z * k)
     }
 
     /// `q v q*`: the vector `v` rotated by this quaternion.

@@ -73,9 +73,9 @@ struct GyroscopeBiasEstimator: Sendable, Codable, Equatable {
     ///     inclination correction (its x, y are the tilt error).
     ///   - restingRate: the mean rotation rate if the device is at rest, else `nil`.
     ///   - period: the accelerometer's sampling period, s.
-    mutating func update(attitude: Quaternion, correction accelerationEarth: Vector3, restingRate: Vector3?, period: Double) {
-        var r = rotationMean.update(attitude.rotationMatrix)
-        let rotatedBias = rotatedBiasMean.update(attitude.rotationMatrix * bias)
+    mutating func update(rotation: Matrix3, correction accelerationEarth: Vector3, restingRate: Vector3?, period: Double) {
+        var r = rotationMean.update(rotation)
+        let rotatedBias = rotatedBiasMean.update(rotation * bias)
 
         let error: Vector3
         let weight: Vector3
@@ -99,13 +99,17 @@ struct GyroscopeBiasEstimator: Sendable, Codable, Equatable {
         if covariance.row1.y < p0 { covariance.row1.y += v }
         if covariance.row2.z < p0 { covariance.row2.z += v }
 
-        // Update: K = P Rᵀ (W + R P Rᵀ)⁻¹; bias += K e; P −= K R P.
+        // Update: K = P Rᵀ S⁻¹ with S = R P Rᵀ + W; bias += K e; P −= K (R P) = K (P Rᵀ)ᵀ.
+        // P and S are symmetric, which the products below use.
         let e = error.clamped(to: parameters.clip)
         let pRt = covariance * r.transposed
-        let innovation = r * pRt + .diagonal(weight.x, weight.y, weight.z)
-        let gain = pRt * innovation.inverse
+        var innovation = r.symmetricProduct(pRt)
+        innovation.row0.x += weight.x
+        innovation.row1.y += weight.y
+        innovation.row2.z += weight.z
+        let gain = pRt * innovation.symmetricInverse
         bias = (bias + gain * e).clamped(to: parameters.clip)
-        covariance = covariance - gain * r * covariance
+        covariance = covariance - gain.symmetricProduct(pRt)
     }
 
     /// Sets the estimate (e.g. from saved state), rad/s, with its standard deviation, rad/s.

@@ -114,7 +114,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         // different spheres; a window that mixes them fits neither. A jump of the field strength
         // starts a new window (at most once per window time, as a wrong offset makes the strength
         // swing while the device turns).
-        let norm = (m - offset).length
+        let calibrated = m - offset
+        let norm = calibrated.length
         sinceReset += period
         if windowNorm > 0 && abs(norm - windowNorm) > parameters.resetThreshold * windowNorm && sinceReset >= parameters.windowTau {
             resetWindow()
@@ -126,8 +127,13 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
             sinceEvaluation = 0
             evaluate()
         }
-        let calibrated = m - offset
-        currentFieldFits = radius > 0 && abs(calibrated.length - radius) <= 0.1 * radius
+        if sinceEvaluation == 0 {
+            // The offset may just have changed.
+            let recalibrated = m - offset
+            currentFieldFits = radius > 0 && abs(recalibrated.length - radius) <= 0.1 * radius
+            return recalibrated
+        }
+        currentFieldFits = radius > 0 && abs(norm - radius) <= 0.1 * radius
         return calibrated
     }
 

@@ -27,9 +27,32 @@ extension Matrix3 {
         Matrix3(row0: a.row0 * k, row1: a.row1 * k, row2: a.row2 * k)
     }
 
+    @inline(__always)
     static func * (a: Matrix3, b: Matrix3) -> Matrix3 {
-        let t = b.transposed
-        return Matrix3(row0: t * a.row0, row1: t * a.row1, row2: t * a.row2)
+        // Each row of the product is a row of `a` combining the rows of `b`.
+        func row(_ r: Vector3) -> Vector3 { b.row0 * r.x + b.row1 * r.y + b.row2 * r.z }
+        return Matrix3(row0: row(a.row0), row1: row(a.row1), row2: row(a.row2))
+    }
+
+    /// `self × bᵀ` where the result is known to be symmetric: six dot products instead of nine.
+    @inline(__always)
+    func symmetricProduct(_ b: Matrix3) -> Matrix3 {
+        let xx = row0.dot(b.row0), xy = row0.dot(b.row1), xz = row0.dot(b.row2)
+        let yy = row1.dot(b.row1), yz = row1.dot(b.row2), zz = row2.dot(b.row2)
+        return Matrix3(row0: Vector3(x: xx, y: xy, z: xz), row1: Vector3(x: xy, y: yy, z: yz), row2: Vector3(x: xz, y: yz, z: zz))
+    }
+
+    /// The inverse of a symmetric positive-definite matrix, by the adjugate.
+    @inline(__always)
+    var symmetricInverse: Matrix3 {
+        let a = row0.x, b = row0.y, c = row0.z, d = row1.y, e = row1.z, f = row2.z
+        let c00 = d * f - e * e, c01 = c * e - b * f, c02 = b * e - c * d
+        let k = 1 / (a * c00 + b * c01 + c * c02)
+        let i01 = c01 * k, i02 = c02 * k, i12 = (b * c - a * e) * k
+        return Matrix3(
+            row0: Vector3(x: c00 * k, y: i01, z: i02),
+            row1: Vector3(x: i01, y: (a * f - c * c) * k, z: i12),
+            row2: Vector3(x: i02, y: i12, z: (a * d - b * b) * k))
     }
 
     /// The inverse by the adjugate; the caller guarantees a well-conditioned (here: positive definite) matrix.
