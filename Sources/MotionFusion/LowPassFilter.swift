@@ -37,6 +37,8 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
     // Warm-up: the running mean until `tau` seconds have been seen.
     private var warmUpCount = 0
     private var warmUpSum = Value.zero
+    /// Whether the warm-up is over.
+    private(set) var isWarm = false
     private(set) var output = Value.zero
 
     init(tau: Double, period: Double) {
@@ -45,9 +47,6 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
         coefficients = Coefficients(tau: tau, period: period)
     }
 
-    /// Whether the warm-up is over.
-    var isWarm: Bool { Double(warmUpCount) * period >= tau }
-
     /// Feeds one sample; returns the filtered value.
     @inline(__always)
     mutating func update(_ x: Value) -> Value {
@@ -55,6 +54,7 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
             warmUpCount += 1
             warmUpSum = warmUpSum + x
             output = warmUpSum * (1 / Double(warmUpCount))
+            isWarm = Double(warmUpCount) * period >= tau
             if isWarm {
                 // Steady state for a constant input equal to the mean.
                 s0 = output * (1 - coefficients.b0)

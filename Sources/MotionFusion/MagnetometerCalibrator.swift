@@ -9,10 +9,9 @@ public enum MagneticFieldAccuracy: String, Sendable, Hashable, Codable, Comparab
     case uncalibrated
     /// A calibration exists, but the current field does not fit it (a magnet nearby, or it went stale).
     case low
-    /// The hard-iron offset is known to within `mediumOffsetError` (default 0.3 µT window standard error, about 1 µT).
+    /// The hard-iron offset is known to within `mediumOffsetError` (default 1 µT).
     case medium
-    /// The hard-iron offset is known to within `highOffsetError` (default 0.15 µT window standard error,
-    /// about 0.5 µT) and the field fits it.
+    /// The hard-iron offset is known to within `highOffsetError` (default 0.5 µT) and the field fits it.
     case high
 
     public static func < (a: Self, b: Self) -> Bool {
@@ -37,10 +36,11 @@ public enum MagneticFieldAccuracy: String, Sendable, Hashable, Codable, Comparab
 /// Parameters:
 /// - `windowTau` 5 s: time constant of the window;
 /// - `evaluationInterval` 0.2 s: how often the fit is solved;
-/// - `acceptedOffsetError` 0.3 µT: largest standard error of the centre for a fit to be used. The
-///   error is computed as if the window's samples were independent; they are not (the field changes
-///   slowly against the sampling rate), which makes it about three times optimistic: 0.3 stands for
-///   about 1 µT, 1.3° of heading in a 45 µT field;
+/// - `acceptedOffsetError` 1 µT: largest standard error of the centre for a fit to be used
+///   (1.3° of heading in a 45 µT field);
+/// - `independentSampleRate` 30 Hz: consecutive readings of a turning device are not independent
+///   (the field moves slowly against the sampling rate, and the sensor's noise is band-limited), so
+///   the standard error counts at most this many independent readings per second, whatever the rate;
 /// - `maximumResidual` 0.04: largest RMS deviation from the sphere, relative to its radius
 ///   (magnetometer noise is about 1.5 % of the Earth's field);
 /// - `radiusRange` 20…80 µT: the Earth's field is 25–65 µT everywhere;
@@ -50,21 +50,22 @@ public enum MagneticFieldAccuracy: String, Sendable, Hashable, Codable, Comparab
 /// - `resetThreshold` 0.15: a jump of the field strength by this fraction starts a new window;
 /// - `radiusTolerance` 0.1: once a field strength is known, a fit must reproduce it to within 10 %
 ///   (the Earth's field does not change where the device is; a fit that mixes two offsets does);
-/// - `highOffsetError` 0.15 µT, `mediumOffsetError` 0.3 µT: the accuracy levels (same scale as above).
+/// - `highOffsetError` 0.5 µT, `mediumOffsetError` 1 µT: the accuracy levels.
 public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     /// Tuning, with units and defaults.
     public struct Parameters: Sendable, Codable, Equatable {
         public var windowTau = 5.0
         public var evaluationInterval = 0.2
-        public var acceptedOffsetError = 0.3
+        public var acceptedOffsetError = 1.0
+        public var independentSampleRate = 30.0
         public var maximumResidual = 0.04
         public var minimumRadius = 20.0
         public var maximumRadius = 80.0
         public var replacementMargin = 3.0
         public var radiusTolerance = 0.1
         public var resetThreshold = 0.15
-        public var highOffsetError = 0.15
-        public var mediumOffsetError = 0.3
+        public var highOffsetError = 0.5
+        public var mediumOffsetError = 1.0
         /// The defaults.
         public init() {}
     }
@@ -195,8 +196,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         let residual = sigmaY.squareRoot() / (2 * r)
         guard residual <= parameters.maximumResidual * r else { return }
 
-        // Standard errors of the centre: σ_y² · diag(A⁻¹), A⁻¹'s diagonal from L⁻¹'s columns.
-        // (The samples of a window are correlated, so these are optimistic; the thresholds allow for it.)
+        // Standard errors of the centre: σ_y² · diag(A⁻¹), A⁻¹'s diagonal from L⁻¹'s columns, scaled
+        // from the window's sample count to its count of independent samples.
         let i00 = 1 / l00, i11 = 1 / l11, i22 = 1 / l22
         let i10 = -l10 * i00 / l11
         let i20 = -(l20 * i00 + l21 * i10) / l22, i21 = -l21 * i11 / l22
@@ -205,7 +206,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         let vx = i00 * i00 + i10 * i10 + i20 * i20 + i30 * i30
         let vy = i11 * i11 + i21 * i21 + i31 * i31
         let vz = i22 * i22 + i32 * i32
-        let error = (sigmaY * max(vx, vy, vz)).squareRoot()
+        let dependence = max(1, 1 / (period * parameters.independentSampleRate))
+        let error = (sigmaY * max(vx, vy, vz) * dependence).squareRoot()
         guard error <= parameters.acceptedOffsetError else { return }
 
         // Replace the offset only if the new one explains the window clearly better than the current
@@ -223,8 +225,9 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
             radius = r
             offsetError = error
         } else if currentResidual <= parameters.maximumResidual * r {
+            // The fit confirms the current offset, to within the distance between the two.
             radius = meanSquare.squareRoot()
-            offsetError = max(error, min(offsetError ?? currentResidual, currentResidual))
+            offsetError = max(error, (center - current).length)
         }
     }
 

@@ -26,6 +26,12 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         public var estimatesBiasInMotion = true
         /// Whether the gyroscope bias is estimated while the device rests (default true).
         public var estimatesBiasAtRest = true
+        /// The highest rate at which the gyroscope bias estimator runs, Hz (default 100); 0: every
+        /// accelerometer sample.
+        public var biasEstimationRate = 100.0
+        /// The highest rate at which magnetometer samples are fused, Hz (default 100; 0: all of them).
+        /// The heading correction averages over seconds, so faster samples add cost, not accuracy.
+        public var headingCorrectionRate = 100.0
         /// Whether magnetic disturbances stop or slow the heading correction (default true).
         public var rejectsMagneticDisturbances = true
         var rest = RestDetector.Parameters()
@@ -57,7 +63,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     // Gain floor 1/N for the first magnetometer samples, so that the heading converges at once.
     private var initialMagnetometerGain = 1.0
     private var lastGyroscopeTimestamp: Int64?
-    private var lastMeanRotationRate = 0.0
+    // The bias estimator sees every `biasDecimation`-th accelerometer sample (see `init`).
+    let biasDecimation: Int
+    private var biasCountdown = 0
 
     /// Creates a filter for sensors sampled at the given rates, Hz (the magnetometer's defaults to the
     /// gyroscope's).
@@ -69,8 +77,12 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
         accelerationMean = LowPassFilter(tau: parameters.accelerometerTau, period: accelerometerPeriod)
         rest = RestDetector(parameters: parameters.rest, gyroscopePeriod: gyroscopePeriod, accelerometerPeriod: accelerometerPeriod)
+        // The bias changes over minutes and the estimator's inputs are low-passed with τ = 3 s, so
+        // sampling them at about 100 Hz loses nothing; at higher accelerometer rates it skips samples.
+        biasDecimation = max(1, Int(parameters.biasEstimationRate == 0 ? 1 : (1 / accelerometerPeriod) / parameters.biasEstimationRate))
         biasEstimator = GyroscopeBiasEstimator(
-            parameters: parameters.bias, accelerometerPeriod: accelerometerPeriod, accelerometerTau: parameters.accelerometerTau)
+            parameters: parameters.bias, accelerometerPeriod: accelerometerPeriod * Double(biasDecimation),
+            accelerometerTau: parameters.accelerometerTau)
         magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
     }
 
@@ -118,7 +130,6 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         lastGyroscopeTimestamp = timestamp
         if parameters.estimatesBiasAtRest || parameters.rejectsMagneticDisturbances {
             rest.update(gyroscope: rate)
-            lastMeanRotationRate = rest.meanRotationRate.length
         }
         let unbiased = rate - biasEstimator.bias
         let speedSquared = unbiased.squaredLength
@@ -145,8 +156,10 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         inclinationCorrection = (correction * inclinationCorrection).normalized
 
         if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
+            biasCountdown -= 1
             let resting = parameters.estimatesBiasAtRest && rest.isResting
-            if resting || parameters.estimatesBiasInMotion {
+            if biasCountdown <= 0 && (resting || parameters.estimatesBiasInMotion) {
+                biasCountdown = biasDecimation
                 biasEstimator.update(
                     rotation: attitudeWithoutMagnetometer.rotationMatrix, correction: up,
                     restingRate: resting ? rest.meanRotationRate : nil, period: accelerometerPeriod)
@@ -160,7 +173,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let fieldEarth = attitudeWithoutMagnetometer.rotate(field)
         var gain = magnetometerGain
         if parameters.rejectsMagneticDisturbances {
-            gain *= magnetic.update(fieldEarth: fieldEarth, rotationRate: lastMeanRotationRate, period: magnetometerPeriod)
+            gain *= magnetic.update(fieldEarth: fieldEarth, rotationRate: rest.meanRotationRate.length, period: magnetometerPeriod)
         }
         if initialMagnetometerGain != 0 {
             gain = max(gain, initialMagnetometerGain)

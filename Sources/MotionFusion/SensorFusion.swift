@@ -22,6 +22,10 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     private var magneticField = Vector3.zero
     private var hasMagnetometer = false
     private var timestamp: Int64 = 0
+    // The heading path (calibration, disturbance detection, correction) sees every
+    // `magnetometerDecimation`-th magnetometer sample: it averages over seconds, so about 100 Hz is plenty.
+    private let magnetometerDecimation: Int
+    private var magnetometerCountdown = 0
     // Heading correction at the moment the corrected-arbitrary frame was fixed (after the heading's
     // initial convergence), so that frame starts where the uncorrected one does.
     private var correctedFrameOffset: Double?
@@ -34,10 +38,14 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         declination: Double = 0, parameters: OrientationFilter.Parameters = .init(),
         calibration: MagnetometerCalibrator.Parameters = .init()
     ) {
+        let magnetometerRate = magnetometerRate ?? gyroscopeRate
+        magnetometerDecimation = parameters.headingCorrectionRate > 0
+            ? max(1, Int(magnetometerRate / parameters.headingCorrectionRate)) : 1
+        let headingRate = magnetometerRate / Double(magnetometerDecimation)
         filter = OrientationFilter(
-            gyroscopeRate: gyroscopeRate, accelerometerRate: accelerometerRate, magnetometerRate: magnetometerRate,
+            gyroscopeRate: gyroscopeRate, accelerometerRate: accelerometerRate, magnetometerRate: headingRate,
             parameters: parameters)
-        calibrator = MagnetometerCalibrator(rate: magnetometerRate ?? gyroscopeRate, parameters: calibration)
+        calibrator = MagnetometerCalibrator(rate: headingRate, parameters: calibration)
         self.declination = declination * .pi / 180
     }
 
@@ -53,6 +61,12 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             filter.update(accelerometer: sample.vector, timestamp: sample.timestamp)
         case .magnetometer:
             hasMagnetometer = true
+            magnetometerCountdown -= 1
+            guard magnetometerCountdown <= 0 else {
+                magneticField = sample.vector - calibrator.offset
+                return
+            }
+            magnetometerCountdown = magnetometerDecimation
             magneticField = calibrator.calibrate(sample.vector)
             filter.update(magnetometer: magneticField, timestamp: sample.timestamp)
             if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
