@@ -54,6 +54,14 @@ public struct Quaternion: Sendable, Hashable, Codable {
         return Quaternion(w: w * k, x: x * k, y: y * k, z: z * k)
     }
 
+    /// The quaternion brought back to unit norm by one Newton step, for a quaternion already within
+    /// rounding error of it (a product of unit quaternions): no square root, no division.
+    @inlinable
+    public var renormalized: Quaternion {
+        let k = (3 - (w * w + x * x + y * y + z * z)) * 0.5
+        return Quaternion(w: w * k, x: x * k, y: y * k, z: z * k)
+    }
+
     /// `q v q*`: the vector `v` rotated by this quaternion.
     @inlinable
     public func rotate(_ v: Vector3) -> Vector3 {

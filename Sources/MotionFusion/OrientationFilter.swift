@@ -26,9 +26,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         public var estimatesBiasInMotion = true
         /// Whether the gyroscope bias is estimated while the device rests (default true).
         public var estimatesBiasAtRest = true
-        /// The highest rate at which the gyroscope bias estimator runs, Hz (default 100); 0: every
+        /// The highest rate at which the gyroscope bias estimator runs, Hz (default 50); 0: every
         /// accelerometer sample.
-        public var biasEstimationRate = 100.0
+        public var biasEstimationRate = 50.0
         /// The highest rate at which magnetometer samples are fused, Hz (default 100; 0: all of them).
         /// The heading correction averages over seconds, so faster samples add cost, not accuracy.
         public var headingCorrectionRate = 100.0
@@ -77,8 +77,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
         accelerationMean = LowPassFilter(tau: parameters.accelerometerTau, period: accelerometerPeriod)
         rest = RestDetector(parameters: parameters.rest, gyroscopePeriod: gyroscopePeriod, accelerometerPeriod: accelerometerPeriod)
-        // The bias changes over minutes and the estimator's inputs are low-passed with τ = 3 s, so
-        // sampling them at about 100 Hz loses nothing; at higher accelerometer rates it skips samples.
+        // The bias changes over minutes and the estimator's inputs are low-passed with τ = 3 s
+        // (cut-off 0.075 Hz), so sampling them at 50 Hz loses nothing; faster samples are skipped.
         biasDecimation = max(1, Int(parameters.biasEstimationRate == 0 ? 1 : (1 / accelerometerPeriod) / parameters.biasEstimationRate))
         biasEstimator = GyroscopeBiasEstimator(
             parameters: parameters.bias, accelerometerPeriod: accelerometerPeriod * Double(biasDecimation),
@@ -134,7 +134,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let unbiased = rate - biasEstimator.bias
         let speedSquared = unbiased.squaredLength
         guard speedSquared > 1e-24 else { return }
-        gyroscopeAttitude = (gyroscopeAttitude * rotationStep(unbiased, speedSquared: speedSquared, period: period)).normalized
+        gyroscopeAttitude = (gyroscopeAttitude * rotationStep(unbiased, speedSquared: speedSquared, period: period)).renormalized
     }
 
     /// One accelerometer sample: specific force in m/s² (+9.81 on the up axis at rest), timestamp in ns.
@@ -150,10 +150,14 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         guard length > 0 else { return }
         up = up * (1 / length)
         let w = ((up.z + 1) / 2).squareRoot()
-        let correction = w > 1e-6
-            ? Quaternion(w: w, x: 0.5 * up.y / w, y: -0.5 * up.x / w, z: 0)
-            : Quaternion(w: 0, x: 1, y: 0, z: 0)
-        inclinationCorrection = (correction * inclinationCorrection).normalized
+        let correction: Quaternion
+        if w > 1e-6 {
+            let half = 0.5 / w
+            correction = Quaternion(w: w, x: up.y * half, y: -up.x * half, z: 0)
+        } else {
+            correction = Quaternion(w: 0, x: 1, y: 0, z: 0)
+        }
+        inclinationCorrection = (correction * inclinationCorrection).renormalized
 
         if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
             biasCountdown -= 1
