@@ -61,6 +61,31 @@ import Testing
         #expect(abs(field.length - simulation.earthField.length) < 1.5)
     }
 
+    @Test func sensorsAtDifferentRatesAreEachFusedOnTheirOwnTimestamps() {
+        // Gyroscope 400 Hz, accelerometer 100 Hz, magnetometer 25 Hz, interleaved by time, turning
+        // at 0.4 rad/s about a tilted axis for 10 s after 5 s of rest.
+        var fusion = SensorFusion(gyroscopeRate: 400, accelerometerRate: 100, magnetometerRate: 25)
+        let axis = Vector3(x: 0.2, y: -0.4, z: 0.9) * (1 / Vector3(x: 0.2, y: -0.4, z: 0.9).length)
+        let field = Vector3(x: 0, y: 19, z: -46)
+        func truth(_ t: Double) -> Quaternion { t < 5 ? .identity : Quaternion(angle: 0.4 * (t - 5), axis: axis) }
+        var events: [(Double, SensorKind)] = []
+        for i in 0..<6000 { events.append((Double(i) / 400, .gyroscope)) }
+        for i in 0..<1500 { events.append((Double(i) / 100 + 0.0013, .accelerometer)) }
+        for i in 0..<375 { events.append((Double(i) / 25 + 0.0021, .magnetometer)) }
+        events.sort { $0.0 < $1.0 }
+        for (t, kind) in events {
+            let toDevice = truth(t).conjugate
+            let vector = switch kind {
+            case .gyroscope: t < 5 ? Vector3.zero : axis * 0.4
+            case .accelerometer: toDevice.rotate(Vector3(x: 0, y: 0, z: Units.standardGravity))
+            default: toDevice.rotate(field)
+            }
+            fusion.update(SensorSample(kind: kind, device: DeviceNumber(0), timestamp: Int64(t * 1e9), vector: vector))
+        }
+        let error = fusion.filter.attitude.angle(to: truth(14.9975))
+        #expect(degrees(error) < 0.5, "error \(degrees(error))°")
+    }
+
     @Test func uncalibratedUntilTheDeviceHasMoved() {
         var simulation = Simulation()
         simulation.hold(.identity, seconds: 10)
