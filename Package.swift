@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "MotionCore", targets: ["MotionCore"]),
         .library(name: "MotionDevices", targets: ["MotionDevices"]),
         .library(name: "MotionFusion", targets: ["MotionFusion"]),
+        .library(name: "MotionWire", targets: ["MotionWire"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -16,6 +17,7 @@ let package = Package(
     targets: [
         .target(name: "MotionCore"),
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
+        .target(name: "MotionWire", dependencies: ["MotionCore"]),
         .systemLibrary(
             name: "CLibIIO", pkgConfig: "libiio",
             providers: [.apt(["libiio-dev"])]),
@@ -45,6 +47,7 @@ let package = Package(
             providers: [.apt(["libumockdev-dev", "umockdev"])]),
 
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
+        .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",

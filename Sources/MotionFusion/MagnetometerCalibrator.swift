@@ -3,23 +3,6 @@ import Glibc
 #endif
 import MotionCore
 
-/// How far the calibrated magnetic field can be trusted (CoreMotion's `CMMagneticFieldCalibrationAccuracy`).
-public enum MagneticFieldAccuracy: String, Sendable, Hashable, Codable, Comparable {
-    /// No calibration has been found yet.
-    case uncalibrated
-    /// A calibration exists, but the current field does not fit it (a magnet nearby, or it went stale).
-    case low
-    /// The hard-iron offset is known to within `mediumOffsetError` (default 1 µT).
-    case medium
-    /// The hard-iron offset is known to within `highOffsetError` (default 0.5 µT) and the field fits it.
-    case high
-
-    public static func < (a: Self, b: Self) -> Bool {
-        let order: [Self] = [.uncalibrated, .low, .medium, .high]
-        return order.firstIndex(of: a)! < order.firstIndex(of: b)!
-    }
-}
-
 /// Estimates the magnetometer's hard-iron offset online, from ordinary motion: a least-squares
 /// sphere fit (|m − c|² = r²) over an exponentially weighted window of recent samples.
 ///

@@ -1,0 +1,51 @@
+/// Splits a byte stream into lines of at most `maximumLength` bytes (`\n` included).
+///
+/// A longer line is reported once as `.tooLong` and skipped up to its `\n`, so one bad line costs
+/// neither the connection nor unbounded memory. A `\r` before the `\n` is dropped.
+public struct LineFramer: Sendable {
+    /// What the framer found.
+    public enum Item: Sendable, Hashable {
+        /// A complete line, without its `\n`.
+        case line([UInt8])
+        /// A line longer than the limit (its bytes are discarded).
+        case tooLong
+    }
+
+    /// The longest line accepted, bytes including `\n`.
+    public let maximumLength: Int
+    private var pending: [UInt8] = []
+    private var skipping = false
+
+    /// Creates a framer for lines of at most `maximumLength` bytes.
+    public init(maximumLength: Int = ProtocolVersion.maximumLineLength) {
+        self.maximumLength = maximumLength
+        pending.reserveCapacity(maximumLength)
+    }
+
+    /// Feeds bytes; returns the items they complete, in order.
+    public mutating func feed<Bytes: Collection>(_ bytes: Bytes) -> [Item] where Bytes.Element == UInt8 {
+        var items: [Item] = []
+        for byte in bytes {
+            if byte == UInt8(ascii: "\n") {
+                if skipping {
+                    skipping = false
+                } else {
+                    if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
+                    items.append(.line(pending))
+                }
+                pending.removeAll(keepingCapacity: true)
+                continue
+            }
+            if skipping { continue }
+            if pending.count + 1 >= maximumLength {
+                // This byte and the `\n` still to come would pass the limit.
+                items.append(.tooLong)
+                skipping = true
+                pending.removeAll(keepingCapacity: true)
+                continue
+            }
+            pending.append(byte)
+        }
+        return items
+    }
+}

@@ -1,0 +1,355 @@
+import Foundation
+import MotionCore
+
+/// A message the daemon sends (docs/protocol.md): its `class` names its type.
+public protocol ServerMessage: Codable, Sendable, Hashable {
+    /// The value of the `class` field.
+    static var className: String { get }
+}
+
+/// `VERSION`: the daemon's greeting.
+public struct Version: ServerMessage {
+    public static let className = "VERSION"
+    /// The daemon's release, e.g. `0.1.0`.
+    public var release: String
+    public var protoMajor: Int
+    public var protoMinor: Int
+
+    public init(release: String, protoMajor: Int = ProtocolVersion.major, protoMinor: Int = ProtocolVersion.minor) {
+        self.release = release
+        self.protoMajor = protoMajor
+        self.protoMinor = protoMinor
+    }
+}
+
+/// The error codes of `ERROR`.
+public enum ErrorCode: String, Sendable, Hashable, Codable {
+    case malformed
+    case tooLong = "too_long"
+    case unknownRequest = "unknown_request"
+    case invalidArgument = "invalid_argument"
+    case unavailable
+    case timeout
+    case `internal`
+}
+
+/// `ERROR`: a refused request.
+public struct ErrorReply: ServerMessage, Error {
+    public static let className = "ERROR"
+    public var id: RequestID?
+    public var code: ErrorCode
+    /// What was wrong, for a person.
+    public var message: String
+
+    public init(id: RequestID?, code: ErrorCode, message: String) {
+        self.id = id
+        self.code = code
+        self.message = message
+    }
+}
+
+/// `WATCHING`: the streams a client now watches.
+public struct Watching: ServerMessage {
+    public static let className = "WATCHING"
+    public struct Stream: Codable, Sendable, Hashable {
+        public var stream: StreamKind
+        /// Seconds between samples (periodic streams only).
+        public var interval: Double?
+        /// The attitude's frame (`motion` only).
+        public var frame: AttitudeReferenceFrame?
+
+        public init(stream: StreamKind, interval: Double? = nil, frame: AttitudeReferenceFrame? = nil) {
+            self.stream = stream
+            self.interval = interval
+            self.frame = frame
+        }
+    }
+
+    public var id: RequestID?
+    public var streams: [Stream]
+
+    public init(id: RequestID?, streams: [Stream]) {
+        self.id = id
+        self.streams = streams
+    }
+}
+
+/// The attitude part of `MOTION`.
+public struct AttitudeMessage: Codable, Sendable, Hashable {
+    /// Device → reference frame.
+    public var quaternion: Quaternion
+    /// Radians, CoreMotion's conventions.
+    public var roll: Double
+    public var pitch: Double
+    public var yaw: Double
+    /// CoreMotion's rotation matrix (reference → device), row by row.
+    public var rotationMatrix: [Double]
+
+    public init(quaternion: Quaternion, roll: Double, pitch: Double, yaw: Double, rotationMatrix: [Double]) {
+        self.quaternion = quaternion
+        self.roll = roll
+        self.pitch = pitch
+        self.yaw = yaw
+        self.rotationMatrix = rotationMatrix
+    }
+}
+
+/// The calibrated magnetic field of `MOTION`.
+public struct CalibratedFieldMessage: Codable, Sendable, Hashable {
+    /// µT, hard iron removed.
+    public var field: Vector3
+    public var accuracy: MagneticFieldAccuracy
+
+    public init(field: Vector3, accuracy: MagneticFieldAccuracy) {
+        self.field = field
+        self.accuracy = accuracy
+    }
+}
+
+/// `MOTION`: fused device motion.
+public struct MotionMessage: ServerMessage {
+    public static let className = "MOTION"
+    /// ns, CLOCK_MONOTONIC.
+    public var timestamp: Int64
+    public var frame: AttitudeReferenceFrame
+    public var attitude: AttitudeMessage
+    /// g, CoreMotion's sign.
+    public var gravity: Vector3
+    /// g.
+    public var userAcceleration: Vector3
+    /// rad/s, bias removed.
+    public var rotationRate: Vector3
+    public var magneticField: CalibratedFieldMessage
+    /// Degrees in [0, 360), north frames only.
+    public var heading: Double?
+
+    public init(
+        timestamp: Int64, frame: AttitudeReferenceFrame, attitude: AttitudeMessage, gravity: Vector3,
+        userAcceleration: Vector3, rotationRate: Vector3, magneticField: CalibratedFieldMessage, heading: Double?
+    ) {
+        self.timestamp = timestamp
+        self.frame = frame
+        self.attitude = attitude
+        self.gravity = gravity
+        self.userAcceleration = userAcceleration
+        self.rotationRate = rotationRate
+        self.magneticField = magneticField
+        self.heading = heading
+    }
+}
+
+/// `ACCELEROMETER`: raw acceleration, g, CoreMotion's sign.
+public struct AccelerometerMessage: ServerMessage {
+    public static let className = "ACCELEROMETER"
+    public var timestamp: Int64
+    public var acceleration: Vector3
+    public init(timestamp: Int64, acceleration: Vector3) {
+        self.timestamp = timestamp
+        self.acceleration = acceleration
+    }
+}
+
+/// `GYROSCOPE`: raw rotation rate, rad/s.
+public struct GyroscopeMessage: ServerMessage {
+    public static let className = "GYROSCOPE"
+    public var timestamp: Int64
+    public var rotationRate: Vector3
+    public init(timestamp: Int64, rotationRate: Vector3) {
+        self.timestamp = timestamp
+        self.rotationRate = rotationRate
+    }
+}
+
+/// `MAGNETOMETER`: raw magnetic field, µT.
+public struct MagnetometerMessage: ServerMessage {
+    public static let className = "MAGNETOMETER"
+    public var timestamp: Int64
+    public var magneticField: Vector3
+    public init(timestamp: Int64, magneticField: Vector3) {
+        self.timestamp = timestamp
+        self.magneticField = magneticField
+    }
+}
+
+/// `PROXIMITY`: near or far.
+public struct ProximityMessage: ServerMessage {
+    public static let className = "PROXIMITY"
+    public var timestamp: Int64
+    public var near: Bool
+    /// The raw reading.
+    public var value: Double
+    public init(timestamp: Int64, near: Bool, value: Double) {
+        self.timestamp = timestamp
+        self.near = near
+        self.value = value
+    }
+}
+
+/// `ORIENTATION`: the screen orientation.
+public struct OrientationMessage: ServerMessage {
+    public static let className = "ORIENTATION"
+    public var timestamp: Int64
+    public var orientation: ScreenOrientation
+    public init(timestamp: Int64, orientation: ScreenOrientation) {
+        self.timestamp = timestamp
+        self.orientation = orientation
+    }
+}
+
+/// `DROPPED`: stream messages lost to a slow reader.
+public struct Dropped: ServerMessage {
+    public static let className = "DROPPED"
+    public var stream: StreamKind
+    public var count: Int
+    public init(stream: StreamKind, count: Int) {
+        self.stream = stream
+        self.count = count
+    }
+}
+
+/// `ENDED`: a stream ended because its sensor went away or failed.
+public struct Ended: ServerMessage {
+    public static let className = "ENDED"
+    public var stream: StreamKind
+    public var reason: String
+    public init(stream: StreamKind, reason: String) {
+        self.stream = stream
+        self.reason = reason
+    }
+}
+
+/// `SNAPSHOT`: the reply to `POLL`.
+public struct Snapshot: ServerMessage {
+    public static let className = "SNAPSHOT"
+    public var id: RequestID?
+    public var motion: MotionMessage?
+    public var accelerometer: AccelerometerMessage?
+    public var gyroscope: GyroscopeMessage?
+    public var magnetometer: MagnetometerMessage?
+    public var proximity: ProximityMessage?
+    public var orientation: OrientationMessage?
+
+    public init(id: RequestID?) { self.id = id }
+}
+
+/// `DEVICES`: the reply to `DEVICES`.
+public struct DevicesReply: ServerMessage {
+    public static let className = "DEVICES"
+    public struct Device: Codable, Sendable, Hashable {
+        /// `iio:deviceN`.
+        public var device: String
+        public var name: String
+        public var kinds: [SensorKind]
+        /// `buffered` or `polled`.
+        public var mode: String
+        /// Offered rates, Hz, if the device lists them.
+        public var rates: [Double]?
+        /// Row by row.
+        public var mountMatrix: [Double]
+        public var mountMatrixSource: String
+        /// Value attributes per kind.
+        public var channels: [String: [String]]
+
+        public init(device: String, name: String, kinds: [SensorKind], mode: String, rates: [Double]?, mountMatrix: [Double], mountMatrixSource: String, channels: [String: [String]]) {
+            self.device = device
+            self.name = name
+            self.kinds = kinds
+            self.mode = mode
+            self.rates = rates
+            self.mountMatrix = mountMatrix
+            self.mountMatrixSource = mountMatrixSource
+            self.channels = channels
+        }
+    }
+
+    public var id: RequestID?
+    public var devices: [Device]
+
+    public init(id: RequestID?, devices: [Device]) {
+        self.id = id
+        self.devices = devices
+    }
+}
+
+/// `STATUS`: the reply to `STATUS`.
+public struct StatusReply: ServerMessage {
+    public static let className = "STATUS"
+    public struct Sensor: Codable, Sendable, Hashable {
+        public var device: String
+        public var kinds: [SensorKind]
+        public var mode: String
+        /// Hz, as set.
+        public var rate: Double
+        /// Hz, as measured over the last seconds.
+        public var measuredRate: Double?
+
+        public init(device: String, kinds: [SensorKind], mode: String, rate: Double, measuredRate: Double?) {
+            self.device = device
+            self.kinds = kinds
+            self.mode = mode
+            self.rate = rate
+            self.measuredRate = measuredRate
+        }
+    }
+
+    public struct Calibration: Codable, Sendable, Hashable {
+        /// rad/s.
+        public var gyroscopeBias: Vector3
+        /// µT.
+        public var magnetometerOffset: Vector3
+        public var magneticFieldAccuracy: MagneticFieldAccuracy
+
+        public init(gyroscopeBias: Vector3, magnetometerOffset: Vector3, magneticFieldAccuracy: MagneticFieldAccuracy) {
+            self.gyroscopeBias = gyroscopeBias
+            self.magnetometerOffset = magnetometerOffset
+            self.magneticFieldAccuracy = magneticFieldAccuracy
+        }
+    }
+
+    public var id: RequestID?
+    /// Seconds since the daemon started.
+    public var uptime: Double
+    public var clients: Int
+    public var sensors: [Sensor]
+    /// Stream messages dropped for slow readers since start.
+    public var dropped: Int
+    public var calibration: Calibration?
+
+    public init(id: RequestID?, uptime: Double, clients: Int, sensors: [Sensor], dropped: Int, calibration: Calibration?) {
+        self.id = id
+        self.uptime = uptime
+        self.clients = clients
+        self.sensors = sensors
+        self.dropped = dropped
+        self.calibration = calibration
+    }
+}
+
+/// Turns messages into lines and back.
+public enum Wire {
+    /// The message as one line, `\n` included, `class` first.
+    public static func encode<M: ServerMessage>(_ message: M) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        let body = try encoder.encode(message)
+        // `{"class":"…",` then the body without its opening brace.
+        var line = Array("{\"class\":\"\(M.className)\"".utf8)
+        if body.count > 2 { line.append(UInt8(ascii: ",")) }
+        line.append(contentsOf: body.dropFirst())
+        line.append(UInt8(ascii: "\n"))
+        return line
+    }
+
+    /// The `class` of a line, if it is a JSON object that has one.
+    public static func className(of line: [UInt8]) -> String? {
+        struct Header: Decodable { var `class`: String? }
+        return (try? JSONDecoder().decode(Header.self, from: Data(line)))?.class
+    }
+
+    /// Decodes a line as a message of type `M` (the caller checked its class).
+    public static func decode<M: ServerMessage>(_ type: M.Type, from line: [UInt8]) throws -> M {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(M.self, from: Data(line))
+    }
+}

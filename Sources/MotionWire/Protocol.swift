@@ -1,0 +1,70 @@
+import MotionCore
+
+/// The version of the protocol this code speaks (docs/protocol.md).
+public enum ProtocolVersion {
+    /// Incompatible changes change the major version.
+    public static let major = 1
+    /// Additions change the minor version.
+    public static let minor = 0
+    /// The longest request line the daemon reads, bytes, `\n` included.
+    public static let maximumLineLength = 4096
+}
+
+/// The streams a client can watch or poll.
+public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Fused device motion.
+    case motion
+    /// Raw acceleration, g, CoreMotion's sign.
+    case accelerometer
+    /// Raw rotation rate, rad/s.
+    case gyroscope
+    /// Raw magnetic field, µT.
+    case magnetometer
+    /// Near/far events.
+    case proximity
+    /// Screen orientation events.
+    case orientation
+
+    /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
+    public var isEventStream: Bool { self == .proximity || self == .orientation }
+}
+
+/// The screen orientation, as iio-sensor-proxy names it, plus lying face up or down.
+public enum ScreenOrientation: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Upright, the top edge up.
+    case normal
+    /// Upside down, the bottom edge up.
+    case bottomUp = "bottom-up"
+    /// On its right edge, the left edge up.
+    case leftUp = "left-up"
+    /// On its left edge, the right edge up.
+    case rightUp = "right-up"
+    /// Lying flat, screen up.
+    case faceUp = "face-up"
+    /// Lying flat, screen down.
+    case faceDown = "face-down"
+}
+
+/// A request's `id`: any JSON number or string, copied into the reply.
+public enum RequestID: Sendable, Hashable, Codable {
+    case number(Double)
+    case string(String)
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let n = try? container.decode(Double.self) {
+            self = .number(n)
+        } else {
+            self = .string(try container.decode(String.self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .number(let n):
+            if n == n.rounded() && abs(n) < 9e15 { try container.encode(Int64(n)) } else { try container.encode(n) }
+        case .string(let s): try container.encode(s)
+        }
+    }
+}

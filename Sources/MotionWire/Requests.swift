@@ -1,0 +1,143 @@
+import Foundation
+import MotionCore
+
+/// A request from a client (docs/protocol.md, "Requests").
+public enum Request: Sendable, Hashable {
+    case watch(Watch)
+    case poll(Poll)
+    case devices(id: RequestID?)
+    case status(id: RequestID?)
+
+    /// The request's `id`, if it had one.
+    public var id: RequestID? {
+        switch self {
+        case .watch(let w): w.id
+        case .poll(let p): p.id
+        case .devices(let id), .status(let id): id
+        }
+    }
+
+    /// `WATCH`: start or stop streams.
+    public struct Watch: Sendable, Hashable, Codable {
+        public var id: RequestID?
+        /// The streams named; `nil` only when stopping (all streams).
+        public var streams: [StreamKind]?
+        /// `false` stops the named streams (default true).
+        public var enable: Bool?
+        /// Seconds between samples (default 0.1), 0.001…60.
+        public var interval: Double?
+        /// The frame of `motion`'s attitude (default `xArbitraryZVertical`).
+        public var frame: AttitudeReferenceFrame?
+
+        public init(id: RequestID? = nil, streams: [StreamKind]?, enable: Bool? = nil, interval: Double? = nil, frame: AttitudeReferenceFrame? = nil) {
+            self.id = id
+            self.streams = streams
+            self.enable = enable
+            self.interval = interval
+            self.frame = frame
+        }
+
+        /// The default interval, s.
+        public static let defaultInterval = 0.1
+        /// The accepted intervals, s.
+        public static let intervalRange = 0.001...60.0
+    }
+
+    /// `POLL`: one snapshot.
+    public struct Poll: Sendable, Hashable, Codable {
+        public var id: RequestID?
+        /// The streams to include.
+        public var streams: [StreamKind]
+        /// The frame of `motion`'s attitude (default `xArbitraryZVertical`).
+        public var frame: AttitudeReferenceFrame?
+
+        public init(id: RequestID? = nil, streams: [StreamKind], frame: AttitudeReferenceFrame? = nil) {
+            self.id = id
+            self.streams = streams
+            self.frame = frame
+        }
+    }
+
+    private struct Header: Decodable {
+        var `class`: String?
+        var id: RequestID?
+    }
+
+    private struct IDOnly: Codable { var id: RequestID? }
+
+    /// Parses one request line. Unknown fields are ignored.
+    public static func decode(_ line: [UInt8]) -> Result<Request, ErrorReply> {
+        let data = Data(line)
+        let decoder = JSONDecoder()
+        guard let header = try? decoder.decode(Header.self, from: data) else {
+            return .failure(ErrorReply(id: nil, code: .malformed, message: "not a JSON object"))
+        }
+        guard let name = header.class else {
+            return .failure(ErrorReply(id: header.id, code: .malformed, message: "no \"class\" field"))
+        }
+        do {
+            switch name {
+            case "WATCH":
+                let watch = try decoder.decode(Watch.self, from: data)
+                if watch.enable != false, watch.streams == nil || watch.streams!.isEmpty {
+                    return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "WATCH needs \"streams\""))
+                }
+                if let interval = watch.interval, !Watch.intervalRange.contains(interval) {
+                    return .failure(ErrorReply(
+                        id: header.id, code: .invalidArgument,
+                        message: "interval \(interval) s is outside \(Watch.intervalRange.lowerBound)…\(Watch.intervalRange.upperBound) s"))
+                }
+                return .success(.watch(watch))
+            case "POLL":
+                let poll = try decoder.decode(Poll.self, from: data)
+                if poll.streams.isEmpty {
+                    return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "POLL needs \"streams\""))
+                }
+                return .success(.poll(poll))
+            case "DEVICES":
+                return .success(.devices(id: header.id))
+            case "STATUS":
+                return .success(.status(id: header.id))
+            default:
+                return .failure(ErrorReply(
+                    id: header.id, code: .unknownRequest,
+                    message: "no request \"\(name.prefix(40))\"; requests are WATCH, POLL, DEVICES, STATUS"))
+            }
+        } catch let DecodingError.dataCorrupted(context) {
+            return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: describe(context)))
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            return .failure(ErrorReply(id: header.id, code: .malformed, message: describe(context)))
+        } catch let DecodingError.keyNotFound(key, _) {
+            return .failure(ErrorReply(id: header.id, code: .malformed, message: "\(name) needs \"\(key.stringValue)\""))
+        } catch {
+            return .failure(ErrorReply(id: header.id, code: .malformed, message: "\(error)"))
+        }
+    }
+
+    private static func describe(_ context: DecodingError.Context) -> String {
+        let path = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+    }
+
+    /// The request as one line (without `\n`), as a client sends it.
+    public func encoded() throws -> [UInt8] {
+        struct Tagged<Body: Encodable>: Encodable {
+            var name: String
+            var body: Body
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: ClassKey.self)
+                try container.encode(name, forKey: .class)
+                try body.encode(to: encoder)
+            }
+        }
+        let encoder = JSONEncoder()
+        switch self {
+        case .watch(let w): return Array(try encoder.encode(Tagged(name: "WATCH", body: w)))
+        case .poll(let p): return Array(try encoder.encode(Tagged(name: "POLL", body: p)))
+        case .devices(let id): return Array(try encoder.encode(Tagged(name: "DEVICES", body: IDOnly(id: id))))
+        case .status(let id): return Array(try encoder.encode(Tagged(name: "STATUS", body: IDOnly(id: id))))
+        }
+    }
+}
+
+enum ClassKey: String, CodingKey { case `class` }
