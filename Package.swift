@@ -18,6 +18,7 @@ let package = Package(
         .target(name: "MotionCore"),
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
         .target(name: "MotionWire", dependencies: ["MotionCore"]),
+        .target(name: "MotionDaemon", dependencies: ["MotionCore", "MotionWire", "MotionFusion", "MotionDevices"]),
         .systemLibrary(
             name: "CLibIIO", pkgConfig: "libiio",
             providers: [.apt(["libiio-dev"])]),
@@ -48,6 +49,7 @@ let package = Package(
 
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
+        .testTarget(name: "MotionDaemonTests", dependencies: ["MotionDaemon", "MotionWire", "MotionCore"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",

@@ -1,0 +1,38 @@
+/// Chooses which samples of a stream a client gets, on the samples' own timestamps.
+///
+/// Samples are due every `interval`; the first sample within half a sensor period of a due time (or
+/// after it) is sent. So a client gets its interval exactly on average (35 ms from a 100 Hz sensor:
+/// gaps of 30 and 40 ms), every sample when it asks for the sensor's period despite timestamp jitter,
+/// and no burst after a gap in the data (the schedule restarts).
+struct StreamDecimator: Sendable, Hashable {
+    /// The client's interval, ns.
+    let interval: Int64
+    private var due: Int64?
+    private var lastSent: Int64 = .min
+
+    /// A decimator for `interval` seconds.
+    init(interval: Double) {
+        self.interval = Int64((interval * 1e9).rounded())
+    }
+
+    /// Whether the sample taken at `timestamp` (ns) goes to the client; `sensorPeriod` in ns.
+    mutating func accepts(_ timestamp: Int64, sensorPeriod: Int64) -> Bool {
+        let slack = sensorPeriod / 2
+        guard let due, timestamp >= lastSent else {
+            // First sample, or the clock went backwards (a device reset): start a new schedule.
+            restart(at: timestamp)
+            return true
+        }
+        guard timestamp >= due - slack else { return false }
+        lastSent = timestamp
+        self.due = due + interval
+        // After a gap in the data, start again from here rather than catch up in a burst.
+        if self.due! < timestamp - slack { self.due = timestamp + interval }
+        return true
+    }
+
+    private mutating func restart(at timestamp: Int64) {
+        lastSent = timestamp
+        due = timestamp + interval
+    }
+}
