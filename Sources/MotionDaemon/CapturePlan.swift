@@ -1,0 +1,75 @@
+import MotionCore
+import MotionDevices
+import MotionWire
+
+/// Which sensors to run, on which devices, at what rate, for what the clients watch right now.
+///
+/// A sensor runs only while some stream needs it (no watcher: nothing open, no wake-ups), at the
+/// fastest rate any client asks for; event streams sample at `eventRate`. `motion` needs the
+/// gyroscope and accelerometer, and the magnetometer when there is one; `orientation` needs the
+/// accelerometer. Where one device carries several of the kinds needed (an IMU), it is preferred, so
+/// that their samples share timestamps.
+struct CapturePlan: Sendable, Hashable {
+    /// One capture: some kinds of one device at one rate.
+    struct Capture: Sendable, Hashable {
+        var device: DeviceNumber
+        var kinds: Set<SensorKind>
+        /// Hz, as asked (the capture rounds it up to what the device offers).
+        var rate: Double
+    }
+
+    /// What clients watch: a stream and its interval (seconds; ignored for event streams).
+    struct Demand: Sendable, Hashable {
+        var stream: StreamKind
+        var interval: Double
+    }
+
+    /// The rate at which event streams (proximity, orientation) sample, Hz.
+    static let eventRate = 10.0
+
+    /// The captures, by device number.
+    private(set) var captures: [Capture] = []
+    /// Streams no device can give.
+    private(set) var unavailable: Set<StreamKind> = []
+
+    /// The kinds a stream needs; `optional` ones are used when present.
+    static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
+        switch stream {
+        case .motion: ([.gyroscope, .accelerometer], [.magnetometer])
+        case .accelerometer, .orientation: ([.accelerometer], [])
+        case .gyroscope: ([.gyroscope], [])
+        case .magnetometer: ([.magnetometer], [])
+        case .proximity: ([.proximity], [])
+        }
+    }
+
+    init(demands: [Demand], devices: [DeviceDescriptor]) {
+        var rates: [SensorKind: Double] = [:]
+        for demand in demands {
+            let (required, optional) = Self.kinds(for: demand.stream)
+            let available = Set(devices.flatMap(\.kinds))
+            guard required.isSubset(of: available) else {
+                unavailable.insert(demand.stream)
+                continue
+            }
+            let rate = demand.stream.isEventStream ? Self.eventRate : 1 / demand.interval
+            for kind in required.union(optional.intersection(available)) {
+                rates[kind] = max(rates[kind] ?? 0, rate)
+            }
+        }
+        // Assign each kind to a device: the one carrying the most of the needed kinds, then the lowest number.
+        let needed = Set(rates.keys)
+        var byDevice: [DeviceNumber: Set<SensorKind>] = [:]
+        for kind in needed.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let candidates = devices.filter { $0.kinds.contains(kind) }
+            guard let best = candidates.max(by: { a, b in
+                let sa = needed.intersection(a.kinds).count, sb = needed.intersection(b.kinds).count
+                return sa != sb ? sa < sb : a.number > b.number
+            }) else { continue }
+            byDevice[best.number, default: []].insert(kind)
+        }
+        captures = byDevice.map { number, kinds in
+            Capture(device: number, kinds: kinds, rate: kinds.map { rates[$0]! }.max()!)
+        }.sorted { $0.device < $1.device }
+    }
+}

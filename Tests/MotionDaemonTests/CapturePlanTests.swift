@@ -1,0 +1,53 @@
+import MotionCore
+import MotionDevices
+import MotionWire
+import Testing
+
+@testable import MotionDaemon
+
+@Suite struct CapturePlanTests {
+    func device(_ n: Int32, _ kinds: [SensorKind]) -> DeviceDescriptor {
+        DeviceDescriptor(
+            number: DeviceNumber(n), name: "d\(n)", syspath: "/sys/devices/d\(n)",
+            sensors: kinds.map { SensorDescriptor(kind: $0, channels: []) })
+    }
+
+    var phone: [DeviceDescriptor] {
+        [device(0, [.accelerometer]), device(1, [.gyroscope]), device(2, [.magnetometer]), device(3, [.proximity])]
+    }
+
+    @Test func nobodyWatchingOpensNothing() {
+        #expect(CapturePlan(demands: [], devices: phone).captures.isEmpty)
+    }
+
+    @Test func motionOpensGyroscopeAccelerometerAndMagnetometerAtTheFastestInterval() {
+        let plan = CapturePlan(
+            demands: [.init(stream: .motion, interval: 0.1), .init(stream: .motion, interval: 0.01), .init(stream: .accelerometer, interval: 0.5)],
+            devices: phone)
+        #expect(plan.captures == [
+            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 100),
+            .init(device: DeviceNumber(1), kinds: [.gyroscope], rate: 100),
+            .init(device: DeviceNumber(2), kinds: [.magnetometer], rate: 100),
+        ])
+    }
+
+    @Test func eventStreamsSampleAtTheEventRate() {
+        let plan = CapturePlan(demands: [.init(stream: .proximity, interval: 5), .init(stream: .orientation, interval: 5)], devices: phone)
+        #expect(plan.captures == [
+            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: CapturePlan.eventRate),
+            .init(device: DeviceNumber(3), kinds: [.proximity], rate: CapturePlan.eventRate),
+        ])
+    }
+
+    @Test func anIMUIsPreferredOverSeparateDevices() {
+        let devices = [device(0, [.accelerometer]), device(1, [.gyroscope]), device(5, [.accelerometer, .gyroscope])]
+        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.02)], devices: devices)
+        #expect(plan.captures == [.init(device: DeviceNumber(5), kinds: [.accelerometer, .gyroscope], rate: 50)])
+    }
+
+    @Test func aStreamNoDeviceCanGiveIsUnavailableAndOpensNothing() {
+        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.1), .init(stream: .proximity, interval: 1)], devices: [device(0, [.accelerometer])])
+        #expect(plan.unavailable == [.motion, .proximity])
+        #expect(plan.captures.isEmpty)
+    }
+}
