@@ -111,7 +111,7 @@ public final class DeviceMonitor: @unchecked Sendable {
             continuation.finish()
         }
         continuation.onTermination = { [self] _ in stop() }
-        thread.start()
+        if thread.start() != nil { continuation.finish() }
         return stream
     }
 }

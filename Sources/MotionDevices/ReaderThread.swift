@@ -13,16 +13,22 @@ final class ReaderThread: @unchecked Sendable {
         self.body = body
     }
 
-    func start() {
+    /// Starts the thread; on failure (EAGAIN: the process's thread limit) returns the errno and
+    /// the body never runs.
+    func start() -> Errno? {
         var thread = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
+        let context = Unmanaged.passRetained(self)
         let status = pthread_create(&thread, nil, { argument in
             let me = Unmanaged<ReaderThread>.fromOpaque(argument!).takeRetainedValue()
             me.body()
             return nil
-        }, context)
-        precondition(status == 0, "pthread_create failed: \(status)")
+        }, context.toOpaque())
+        guard status == 0 else {
+            context.release()
+            return Errno(status)
+        }
         handle = thread
+        return nil
     }
 
     /// Waits for the body to return.

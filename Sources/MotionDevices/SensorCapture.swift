@@ -82,8 +82,11 @@ public final class SensorCapture: Sendable {
     /// The per-sample path (read, decode, convert, call) allocates nothing.
     public func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         let thread = ReaderThread { [self] in run(handler) }
-        state.withLock { $0.thread = thread }
-        thread.start()
+        state.withLock { $0.thread = thread }  // before it runs, so that stop() can always join it
+        if let failure = thread.start() {
+            state.withLock { $0.thread = nil }
+            handler(.ended(.bufferFailed(device: device.number.sysname, operation: "start a reader thread", errno: failure.code)))
+        }
     }
 
     /// The events as an asynchronous sequence; the capture starts now and stops when the sequence
