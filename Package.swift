@@ -49,6 +49,7 @@ let package = Package(
 
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
+        .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "MotionFusion", "MotionCore"]),
         .testTarget(name: "MotionDaemonTests", dependencies: ["MotionDaemon", "MotionWire", "MotionCore"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .testTarget(

@@ -1,0 +1,90 @@
+import Foundation
+import MotionCore
+import MotionFusion
+import Testing
+
+/// `motionctl fuse`, run as a user runs it: the built executable, real files.
+@Suite struct FuseCommandTests {
+    /// The directory with the built products (the test bundle lives there too).
+    static var products: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = Self.products.appendingPathComponent("motionctl")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    func temporaryFile(_ name: String, _ contents: String? = nil) throws -> String {
+        let path = NSTemporaryDirectory() + "motionctl-test-\(getpid())-\(name)"
+        if let contents { try contents.write(toFile: path, atomically: true, encoding: .utf8) }
+        return path
+    }
+
+    /// Three seconds of a device turning slowly about z, in the BROAD format.
+    var recording: String {
+        var text = "t,ax,ay,az,gx,gy,gz,mx,my,mz\n"
+        for i in 0..<300 {
+            let t = Double(i) / 100
+            let q = Quaternion(angle: 0.2 * t, axis: Vector3(x: 0, y: 0, z: 1)).conjugate
+            let f = q.rotate(Vector3(x: 0, y: 0, z: 9.81)), m = q.rotate(Vector3(x: 0, y: 19, z: -46))
+            text += "\(t),\(f.x),\(f.y),\(f.z),0,0,0.2,\(m.x),\(m.y),\(m.z)\n"
+        }
+        return text
+    }
+
+    @Test func fuseWritesOneUnitQuaternionPerRowMatchingTheLibrary() throws {
+        let input = try temporaryFile("in.csv", recording)
+        let output = try temporaryFile("out.csv")
+        let result = try run(["fuse", "--input", input, "--output", output])
+        #expect(result.status == 0, "\(result.output)")
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "t,qw,qx,qy,qz")
+        #expect(lines.count == 301)
+        let last = lines.last!.split(separator: ",").map { Double($0)! }
+        let q = Quaternion(w: last[1], x: last[2], y: last[3], z: last[4])
+        #expect(abs(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z - 1) < 1e-9)
+        // The same rows through the library give the same attitude.
+        var fusion = SensorFusion(gyroscopeRate: 100)
+        for row in try IMUTable(csv: recording).rows {
+            for (kind, v) in [(SensorKind.gyroscope, row.gyroscope), (.accelerometer, row.accelerometer), (.magnetometer, row.magnetometer)] {
+                fusion.update(SensorSample(kind: kind, device: DeviceNumber(0), timestamp: row.timestamp, vector: v))
+            }
+        }
+        #expect(q.angle(to: fusion.filter.attitude) < 1e-9)
+        // And it is right: 0.2 rad/s for 2.99 s about up, in ENU.
+        #expect(q.angle(to: Quaternion(angle: 0.2 * 2.99, axis: Vector3(x: 0, y: 0, z: 1))) < 0.01)
+    }
+
+    @Test func withoutTheMagnetometerTheFieldIsIgnored() throws {
+        // Garbage magnetometer columns must not matter in 6D.
+        let noisy = recording.split(separator: "\n").enumerated().map { i, line in
+            i == 0 ? String(line) : line.split(separator: ",").prefix(7).joined(separator: ",") + ",1e6,-1e6,5"
+        }.joined(separator: "\n")
+        let clean = try temporaryFile("clean.csv", recording), dirty = try temporaryFile("dirty.csv", noisy)
+        let a = try temporaryFile("a.csv"), b = try temporaryFile("b.csv")
+        #expect(try run(["fuse", "--no-magnetometer", "--input", clean, "--output", a]).status == 0)
+        #expect(try run(["fuse", "--no-magnetometer", "--input", dirty, "--output", b]).status == 0)
+        #expect(try String(contentsOfFile: a, encoding: .utf8) == String(contentsOfFile: b, encoding: .utf8))
+    }
+
+    @Test func aBadFileIsAClearErrorAndAFailingExitStatus() throws {
+        let badHeader = try temporaryFile("bad.csv", "time,a,b\n1,2,3\n")
+        let result = try run(["fuse", "--input", badHeader, "--output", try temporaryFile("x.csv")])
+        #expect(result.status != 0)
+        #expect(result.output.contains("header"), "\(result.output)")
+        let badRow = try temporaryFile("row.csv", "t,ax,ay,az,gx,gy,gz,mx,my,mz\n0,1,2,3,4,5,6,7,8,9\n0.01,1,2,x,4,5,6,7,8,9\n")
+        let second = try run(["fuse", "--input", badRow, "--output", try temporaryFile("y.csv")])
+        #expect(second.status != 0 && second.output.contains("line 3"), "\(second.output)")
+        let missing = try run(["fuse", "--input", "/nonexistent/in.csv", "--output", try temporaryFile("z.csv")])
+        #expect(missing.status != 0 && missing.output.contains("/nonexistent/in.csv"), "\(missing.output)")
+    }
+}
