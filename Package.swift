@@ -12,13 +12,22 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .target(name: "MotionCore"),
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
         .target(name: "MotionWire", dependencies: ["MotionCore"]),
-        .target(name: "MotionDaemon", dependencies: ["MotionCore", "MotionWire", "MotionFusion", "MotionDevices"]),
+        .target(
+            name: "MotionDaemon",
+            dependencies: [
+                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .systemLibrary(
             name: "CLibIIO", pkgConfig: "libiio",
             providers: [.apt(["libiio-dev"])]),
@@ -50,12 +59,14 @@ let package = Package(
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
         .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "MotionFusion", "MotionCore"]),
-        .testTarget(name: "MotionDaemonTests", dependencies: ["MotionDaemon", "MotionWire", "MotionCore"]),
+        .testTarget(
+            name: "MotionDaemonTests",
+            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "TestSupport"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
+        .target(name: "TestSupport", dependencies: ["CUMockdev"], path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",
-            dependencies: ["MotionDevices", "MotionCore", "CUMockdev", "CLibIIO"],
-            resources: [.copy("Fixtures")]),
+            dependencies: ["MotionDevices", "MotionCore", "TestSupport", "CLibIIO"]),
 
         .executableTarget(
             name: "MotionDevicesBenchmarks",

@@ -2,6 +2,7 @@ import CLibIIO
 import Foundation
 import MotionCore
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import MotionDevices

@@ -1,4 +1,5 @@
 import MotionCore
+import TestSupport
 import Testing
 
 @testable import MotionDevices

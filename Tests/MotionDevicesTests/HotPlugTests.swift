@@ -1,5 +1,6 @@
 import Foundation
 import MotionCore
+import TestSupport
 import Testing
 
 @testable import MotionDevices

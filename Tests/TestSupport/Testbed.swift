@@ -7,10 +7,10 @@ import Testing
 ///
 /// A testbed sets `$UMOCKDEV_DIR` for the whole process, so every test that makes one belongs to
 /// the serialized `Hardware` suite.
-final class Testbed {
+public final class Testbed {
     private let pointer: UnsafeMutablePointer<UMockdevTestbed>
 
-    init() throws {
+    public init() throws {
         guard ProcessInfo.processInfo.environment["LD_PRELOAD"]?.contains("umockdev") == true else {
             throw TestbedError("umockdev's preload library is not loaded: run the tests under umockdev-wrapper")
         }
@@ -20,11 +20,11 @@ final class Testbed {
     deinit { g_object_unref(pointer) }
 
     /// The testbed's root: `root + "/sys/…"` is what the code under test sees as `/sys/…`.
-    var root: String { String(cString: umockdev_testbed_get_root_dir(pointer)) }
+    public var root: String { String(cString: umockdev_testbed_get_root_dir(pointer)) }
 
     /// Adds devices described in umockdev's record format (`P:`, `E:`, `A:`, `N:` lines); each
     /// device gets an `add` uevent.
-    func add(_ description: String) throws {
+    public func add(_ description: String) throws {
         var error: UnsafeMutablePointer<GError>? = nil
         if umockdev_testbed_add_from_string(pointer, description, &error) == 0 {
             let message = error.map { String(cString: $0.pointee.message) } ?? "unknown"
@@ -34,7 +34,7 @@ final class Testbed {
     }
 
     /// Adds the devices of `Fixtures/<name>.umockdev`.
-    func add(fixture name: String) throws {
+    public func add(fixture name: String) throws {
         guard let url = Bundle.module.url(forResource: name, withExtension: "umockdev", subdirectory: "Fixtures") else {
             throw TestbedError("no fixture \(name).umockdev")
         }
@@ -42,18 +42,18 @@ final class Testbed {
     }
 
     /// Removes a device (its sysfs directory and node) and sends its `remove` uevent.
-    func remove(syspath: String) {
+    public func remove(syspath: String) {
         umockdev_testbed_uevent(pointer, syspath, "remove")
         umockdev_testbed_remove_device(pointer, syspath)
     }
 
     /// The file descriptor of the controlling end of a device node, to script what the code reads.
-    func controlDescriptor(for node: String) -> Int32 {
+    public func controlDescriptor(for node: String) -> Int32 {
         umockdev_testbed_get_dev_fd(pointer, node)
     }
 
     /// Writes bytes that the code under test will read from `node` (e.g. `/dev/iio:device0`).
-    func feed(_ node: String, _ bytes: [UInt8]) throws {
+    public func feed(_ node: String, _ bytes: [UInt8]) throws {
         let fd = controlDescriptor(for: node)
         guard fd >= 0 else { throw TestbedError("\(node) is not a scripted device node") }
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -62,7 +62,7 @@ final class Testbed {
 
     /// Overwrites an attribute in place, as the kernel changes a value: a reader that keeps the file
     /// open sees the new value on its next read from offset 0.
-    func setAttribute(_ device: String, _ attribute: String, _ value: String) throws {
+    public func setAttribute(_ device: String, _ attribute: String, _ value: String) throws {
         let path = "\(root)/sys/bus/iio/devices/\(device)/\(attribute)"
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         try handle.truncate(atOffset: 0)
@@ -71,23 +71,24 @@ final class Testbed {
     }
 
     /// Reads an attribute as the testbed holds it.
-    func attribute(_ device: String, _ attribute: String) throws -> String {
+    public func attribute(_ device: String, _ attribute: String) throws -> String {
         try String(contentsOfFile: "\(root)/sys/bus/iio/devices/\(device)/\(attribute)", encoding: .utf8)
     }
 
     /// Replaces an attribute file by a directory, so that reading it fails (EISDIR), as a read that
     /// fails in the driver does.
-    func breakAttribute(_ device: String, _ attribute: String) throws {
+    public func breakAttribute(_ device: String, _ attribute: String) throws {
         let path = "\(root)/sys/bus/iio/devices/\(device)/\(attribute)"
         try FileManager.default.removeItem(atPath: path)
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
     }
 }
 
-struct TestbedError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct TestbedError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
 
-/// Every test that uses a testbed runs in here, one at a time (`$UMOCKDEV_DIR` is process-wide).
-@Suite(.serialized) enum Hardware {}
+/// Every test that uses a testbed, in every test target, runs in here, one at a time:
+/// `$UMOCKDEV_DIR` is process-wide and all test targets run in one process.
+@Suite(.serialized) public enum Hardware {}

@@ -1,0 +1,448 @@
+import Foundation
+import Logging
+import MotionCore
+import MotionDevices
+import MotionFusion
+import MotionWire
+import NIOCore
+
+/// The sensor hub: clients, their watches, the captures that serve them, the fusion core and the
+/// latest values. Confined to one event loop: every method runs there (capture threads hop to it).
+final class Hub: @unchecked Sendable {
+    // @unchecked: all state is touched on `eventLoop` only.
+    typealias ClientID = Int
+
+    private struct Watch {
+        var interval: Double
+        var frame: AttitudeReferenceFrame
+        var decimator: StreamDecimator
+    }
+
+    private struct Client {
+        var channel: any Channel
+        var queue = DeliveryQueue<ByteBuffer>(capacity: Hub.queueCapacity)
+        var watches: [StreamKind: Watch] = [:]
+        var fullSince: Int64?
+    }
+
+    private struct PendingPoll {
+        var client: ClientID
+        var poll: Request.Poll
+        var timeout: Scheduled<Void>
+    }
+
+    private struct RunningCapture {
+        var plan: CapturePlan.Capture
+        var capture: SensorCapture
+        var samples = 0
+        var firstTimestamp: Int64?
+        var lastTimestamp: Int64?
+    }
+
+    /// Lines a client's queue holds before stream messages are dropped.
+    static let queueCapacity = 256
+    /// How long a POLL waits for the first sample, s.
+    static let pollTimeout = 2.0
+    /// How long a client may leave its queue full of replies and events before it is disconnected, ns.
+    static let stuckClientTimeout: Int64 = 10_000_000_000
+
+    let eventLoop: any EventLoop
+    let logger: Logger
+    let release: String
+    private let startTime = Date()
+    private var nextClient = 0
+    private var clients: [ClientID: Client] = [:]
+    private var pendingPolls: [PendingPoll] = []
+    private(set) var devices: [DeviceDescriptor] = []
+    private var captures: [DeviceNumber: RunningCapture] = [:]
+    private var fusion: SensorFusion?
+    private var orientation = OrientationDetector()
+    private var droppedByGoneClients = 0
+    private var latest = Snapshot(id: nil)
+
+    init(eventLoop: any EventLoop, logger: Logger, release: String) {
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.release = release
+    }
+
+    // MARK: Devices
+
+    /// Re-reads the device list (at start, and when udev reports a change).
+    func refreshDevices() {
+        do {
+            let listing = try DeviceDiscovery().listDevices()
+            devices = listing.devices
+            for problem in listing.problems { logger.warning("device skipped", metadata: ["reason": "\(problem)"]) }
+        } catch {
+            logger.error("device discovery failed", metadata: ["error": "\(error)"])
+            devices = []
+        }
+        replan()
+    }
+
+    // MARK: Clients
+
+    func connect(channel: any Channel) -> ClientID {
+        nextClient += 1
+        clients[nextClient] = Client(channel: channel)
+        send(Version(release: release), to: nextClient, kind: .kept)
+        return nextClient
+    }
+
+    func disconnect(_ id: ClientID) {
+        guard let client = clients.removeValue(forKey: id) else { return }
+        droppedByGoneClients += client.queue.totalDropped
+        pendingPolls.removeAll { poll in
+            guard poll.client == id else { return false }
+            poll.timeout.cancel()
+            return true
+        }
+        if !client.watches.isEmpty { replan() }
+    }
+
+    func reply<M: ServerMessage>(_ message: M, to id: ClientID) {
+        send(message, to: id, kind: .kept)
+    }
+
+    func handle(_ request: Request, from id: ClientID) {
+        switch request {
+        case .watch(let watch): handleWatch(watch, from: id)
+        case .poll(let poll): handlePoll(poll, from: id)
+        case .devices(let requestID): reply(devicesReply(id: requestID), to: id)
+        case .status(let requestID): reply(statusReply(id: requestID), to: id)
+        }
+    }
+
+    private func handleWatch(_ watch: Request.Watch, from id: ClientID) {
+        guard clients[id] != nil else { return }
+        let streams = watch.streams ?? Array(clients[id]!.watches.keys)
+        if watch.enable == false {
+            for stream in streams { clients[id]!.watches[stream] = nil }
+        } else {
+            let plan = CapturePlan(demands: streams.map { .init(stream: $0, interval: watch.interval ?? Request.Watch.defaultInterval) }, devices: devices)
+            if !plan.unavailable.isEmpty {
+                let names = plan.unavailable.map(\.rawValue).sorted().joined(separator: ", ")
+                reply(ErrorReply(id: watch.id, code: .unavailable, message: "no sensor for \(names)"), to: id)
+                return
+            }
+            for stream in streams {
+                let interval = watch.interval ?? Request.Watch.defaultInterval
+                clients[id]!.watches[stream] = Watch(
+                    interval: interval, frame: watch.frame ?? .xArbitraryZVertical, decimator: StreamDecimator(interval: interval))
+            }
+        }
+        let watching = clients[id]!.watches.sorted { $0.key.rawValue < $1.key.rawValue }.map { stream, w in
+            stream.isEventStream
+                ? Watching.Stream(stream: stream)
+                : Watching.Stream(stream: stream, interval: w.interval, frame: stream == .motion ? w.frame : nil)
+        }
+        reply(Watching(id: watch.id, streams: watching), to: id)
+        replan()
+        // Event streams start with the current state.
+        if watch.enable != false {
+            for stream in streams where stream.isEventStream { sendCurrentEvent(stream, to: id) }
+        }
+    }
+
+    private func handlePoll(_ poll: Request.Poll, from id: ClientID) {
+        let plan = CapturePlan(demands: poll.streams.map { .init(stream: $0, interval: Request.Watch.defaultInterval) }, devices: devices)
+        if !plan.unavailable.isEmpty {
+            let names = plan.unavailable.map(\.rawValue).sorted().joined(separator: ", ")
+            reply(ErrorReply(id: poll.id, code: .unavailable, message: "no sensor for \(names)"), to: id)
+            return
+        }
+        if let snapshot = snapshot(for: poll) {
+            reply(snapshot, to: id)
+            return
+        }
+        // The sensors were not running (or have given nothing yet): run them until the first sample.
+        let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(Self.pollTimeout * 1000))) { [self] in
+            guard let index = pendingPolls.firstIndex(where: { $0.client == id && $0.poll == poll }) else { return }
+            pendingPolls.remove(at: index)
+            reply(ErrorReply(id: poll.id, code: .timeout, message: "no sample in \(Self.pollTimeout) s"), to: id)
+            replan()
+        }
+        pendingPolls.append(PendingPoll(client: id, poll: poll, timeout: timeout))
+        replan()
+    }
+
+    /// The snapshot for a poll, if every stream asked for has a value from a running sensor.
+    private func snapshot(for poll: Request.Poll) -> Snapshot? {
+        var snapshot = Snapshot(id: poll.id)
+        for stream in poll.streams {
+            switch stream {
+            case .motion:
+                guard let fusion, latest.gyroscope != nil, latest.accelerometer != nil else { return nil }
+                snapshot.motion = motionMessage(fusion.deviceMotion(in: poll.frame ?? .xArbitraryZVertical))
+            case .accelerometer:
+                guard let value = latest.accelerometer else { return nil }
+                snapshot.accelerometer = value
+            case .gyroscope:
+                guard let value = latest.gyroscope else { return nil }
+                snapshot.gyroscope = value
+            case .magnetometer:
+                guard let value = latest.magnetometer else { return nil }
+                snapshot.magnetometer = value
+            case .proximity:
+                guard let value = latest.proximity else { return nil }
+                snapshot.proximity = value
+            case .orientation:
+                guard let value = latest.orientation else { return nil }
+                snapshot.orientation = value
+            }
+        }
+        return snapshot
+    }
+
+    // MARK: Captures
+
+    /// Opens, closes and re-opens captures so that exactly what is watched (or polled) runs.
+    private func replan() {
+        var demands: [CapturePlan.Demand] = []
+        for client in clients.values {
+            for (stream, watch) in client.watches { demands.append(.init(stream: stream, interval: watch.interval)) }
+        }
+        for pending in pendingPolls {
+            for stream in pending.poll.streams { demands.append(.init(stream: stream, interval: Request.Watch.defaultInterval)) }
+        }
+        let plan = CapturePlan(demands: demands, devices: devices)
+        let wanted = Dictionary(uniqueKeysWithValues: plan.captures.map { ($0.device, $0) })
+        for (number, running) in captures where wanted[number] != running.plan {
+            running.capture.stop()
+            captures[number] = nil
+            logger.info("sensor closed", metadata: ["device": "\(number)"])
+        }
+        for (number, entry) in wanted where captures[number] == nil {
+            guard let device = devices.first(where: { $0.number == number }) else { continue }
+            do {
+                let capture = try SensorCapture(device: device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate)
+                captures[number] = RunningCapture(plan: entry, capture: capture)
+                capture.start { [weak self] event in
+                    guard let self else { return }
+                    self.eventLoop.execute { self.ingest(event, from: number) }
+                }
+                logger.info("sensor opened", metadata: [
+                    "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
+                    "mode": "\(capture.mode)"])
+            } catch {
+                logger.error("cannot open sensor", metadata: ["device": "\(number)", "error": "\(error)"])
+            }
+        }
+        if plan.captures.isEmpty { latest = Snapshot(id: nil) }
+        let motionNeeded = demands.contains { $0.stream == .motion }
+        if motionNeeded && fusion == nil {
+            let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
+            if let gyroscopeRate = rate(.gyroscope) {
+                fusion = SensorFusion(gyroscopeRate: gyroscopeRate, accelerometerRate: rate(.accelerometer), magnetometerRate: rate(.magnetometer))
+            }
+        }
+    }
+
+    private func ingest(_ event: SensorEvent, from number: DeviceNumber) {
+        switch event {
+        case .sample(let sample):
+            guard captures[number] != nil else { return }  // a sample in flight from a closed capture
+            captures[number]!.samples += 1
+            if captures[number]!.firstTimestamp == nil { captures[number]!.firstTimestamp = sample.timestamp }
+            captures[number]!.lastTimestamp = sample.timestamp
+            ingest(sample, period: Int64(1e9 / captures[number]!.plan.rate))
+        case .captureModeChanged(let mode, let reason):
+            logger.notice("sensor capture mode changed", metadata: ["device": "\(number)", "mode": "\(mode)", "reason": "\(reason)"])
+        case .readFailed(let error):
+            logger.warning("sensor read failed", metadata: ["device": "\(number)", "error": "\(error)"])
+        case .ended(let error):
+            logger.warning("sensor ended", metadata: ["device": "\(number)", "reason": "\(error)"])
+            guard let running = captures.removeValue(forKey: number) else { return }
+            endStreams(needing: running.plan.kinds, reason: error.meansDeviceGone ? "\(number) was removed" : "\(error)")
+            if error.meansDeviceGone { devices.removeAll { $0.number == number } }
+            replan()
+        }
+    }
+
+    private func ingest(_ sample: SensorSample, period: Int64) {
+        let t = sample.timestamp
+        switch sample.kind {
+        case .accelerometer:
+            fusion?.update(sample)
+            let acceleration = sample.vector * (-1 / Units.standardGravity)
+            let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
+            latest.accelerometer = message
+            deliver(.accelerometer, timestamp: t, period: period) { _ in message }
+            let previous = orientation.state
+            let state = orientation.update(gravity: acceleration)
+            let screen = ScreenOrientation(rawValue: state.rawValue)!
+            latest.orientation = OrientationMessage(timestamp: t, orientation: screen)
+            if state != previous { deliverEvent(.orientation, latest.orientation!) }
+        case .gyroscope:
+            fusion?.update(sample)
+            let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
+            latest.gyroscope = message
+            deliver(.gyroscope, timestamp: t, period: period) { _ in message }
+            if let fusion, latest.accelerometer != nil {
+                // Motion is produced at the gyroscope's rate, each frame encoded once per sample.
+                deliver(.motion, timestamp: t, period: period) { frame in self.motionMessage(fusion.deviceMotion(in: frame)) }
+            }
+        case .magnetometer:
+            fusion?.update(sample)
+            let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
+            latest.magnetometer = message
+            deliver(.magnetometer, timestamp: t, period: period) { _ in message }
+        case .proximity:
+            let message = ProximityMessage(timestamp: t, near: sample.isNear, value: sample.vector.x)
+            let changed = latest.proximity?.near != message.near
+            latest.proximity = message
+            if changed { deliverEvent(.proximity, message) }
+        }
+        answerPendingPolls()
+    }
+
+    private func answerPendingPolls() {
+        guard !pendingPolls.isEmpty else { return }
+        var answered = false
+        pendingPolls.removeAll { pending in
+            guard let snapshot = snapshot(for: pending.poll) else { return false }
+            pending.timeout.cancel()
+            reply(snapshot, to: pending.client)
+            answered = true
+            return true
+        }
+        if answered { replan() }
+    }
+
+    private func endStreams(needing kinds: Set<SensorKind>, reason: String) {
+        for id in Array(clients.keys) {
+            for stream in Array(clients[id]!.watches.keys) where !CapturePlan.kinds(for: stream).required.isDisjoint(with: kinds) {
+                clients[id]!.watches[stream] = nil
+                send(Ended(stream: stream, reason: reason), to: id, kind: .kept)
+            }
+        }
+    }
+
+    // MARK: Delivery
+
+    /// Sends a periodic stream's message to every client due one, encoding it once per frame.
+    private func deliver<M: ServerMessage>(_ stream: StreamKind, timestamp: Int64, period: Int64, message: (AttitudeReferenceFrame) -> M) {
+        var encoded: [AttitudeReferenceFrame: ByteBuffer] = [:]
+        for id in clients.keys {
+            guard var watch = clients[id]!.watches[stream] else { continue }
+            let due = watch.decimator.accepts(timestamp, sensorPeriod: period)
+            clients[id]!.watches[stream] = watch
+            guard due else { continue }
+            let frame = stream == .motion ? watch.frame : .xArbitraryZVertical
+            if encoded[frame] == nil, let bytes = try? Wire.encode(message(frame)) {
+                encoded[frame] = ByteBuffer(bytes: bytes)
+            }
+            if let buffer = encoded[frame] { enqueue(buffer, to: id, kind: .stream(stream)) }
+        }
+    }
+
+    private func deliverEvent<M: ServerMessage>(_ stream: StreamKind, _ message: M) {
+        guard let bytes = try? Wire.encode(message) else { return }
+        let buffer = ByteBuffer(bytes: bytes)
+        for id in clients.keys where clients[id]!.watches[stream] != nil { enqueue(buffer, to: id, kind: .kept) }
+    }
+
+    private func sendCurrentEvent(_ stream: StreamKind, to id: ClientID) {
+        switch stream {
+        case .proximity: if let message = latest.proximity { send(message, to: id, kind: .kept) }
+        case .orientation: if let message = latest.orientation { send(message, to: id, kind: .kept) }
+        default: break
+        }
+    }
+
+    private func send<M: ServerMessage>(_ message: M, to id: ClientID, kind: DeliveryQueue<ByteBuffer>.Kind) {
+        do {
+            enqueue(ByteBuffer(bytes: try Wire.encode(message)), to: id, kind: kind)
+        } catch {
+            logger.error("cannot encode \(M.className)", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func enqueue(_ line: ByteBuffer, to id: ClientID, kind: DeliveryQueue<ByteBuffer>.Kind) {
+        guard clients[id] != nil else { return }
+        if clients[id]!.queue.push(line, kind: kind) {
+            clients[id]!.fullSince = nil
+        } else {
+            let now = Int64(Date().timeIntervalSince1970 * 1e9)
+            let since = clients[id]!.fullSince ?? now
+            clients[id]!.fullSince = since
+            if now - since > Self.stuckClientTimeout {
+                logger.warning("client does not read its replies: disconnected", metadata: ["client": "\(id)"])
+                clients[id]!.channel.close(promise: nil)
+                return
+            }
+        }
+        flush(id)
+    }
+
+    /// Writes what the channel can take now; the rest waits in the queue for writability.
+    func flush(_ id: ClientID) {
+        guard clients[id] != nil else { return }
+        let channel = clients[id]!.channel
+        var wrote = false
+        while channel.isWritable, let (line, dropped) = clients[id]!.queue.pop() {
+            if let (stream, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
+                channel.write(ByteBuffer(bytes: bytes), promise: nil)
+            }
+            channel.write(line, promise: nil)
+            wrote = true
+        }
+        if wrote { channel.flush() }
+    }
+
+    // MARK: Replies
+
+    private func devicesReply(id: RequestID?) -> DevicesReply {
+        DevicesReply(id: id, devices: devices.map { device in
+            let rates: [Double]? = switch device.availableRates {
+            case .list(let list): list
+            case .range(let low, _, let high): [low, high]
+            case nil: nil
+            }
+            return DevicesReply.Device(
+                device: device.number.sysname, name: device.name, kinds: device.kinds, mode: device.captureMode.rawValue,
+                rates: rates, mountMatrix: device.sensors.first?.mountMatrix.rowMajor ?? Matrix3.identity.rowMajor,
+                mountMatrixSource: device.sensors.first?.mountMatrixSource ?? "identity",
+                channels: Dictionary(uniqueKeysWithValues: device.sensors.map { ($0.kind.rawValue, $0.channels.map(\.valueAttribute)) }))
+        })
+    }
+
+    private func statusReply(id: RequestID?) -> StatusReply {
+        let sensors = captures.values.sorted { $0.plan.device < $1.plan.device }.map { running in
+            var measured: Double? = nil
+            if let first = running.firstTimestamp, let last = running.lastTimestamp, last > first, running.samples > 1 {
+                let perScan = Double(max(1, running.plan.kinds.count))
+                measured = (Double(running.samples) / perScan - 1) / (Double(last - first) * 1e-9)
+            }
+            return StatusReply.Sensor(
+                device: running.plan.device.sysname, kinds: running.plan.kinds.sorted { $0.rawValue < $1.rawValue },
+                mode: running.capture.mode.rawValue, rate: running.capture.rate, measuredRate: measured)
+        }
+        let dropped = droppedByGoneClients + clients.values.reduce(0) { $0 + $1.queue.totalDropped }
+        let calibration = fusion.map { f in
+            StatusReply.Calibration(
+                gyroscopeBias: f.filter.gyroscopeBias, magnetometerOffset: f.calibrator.offset,
+                magneticFieldAccuracy: f.calibrator.accuracy)
+        }
+        return StatusReply(
+            id: id, uptime: Date().timeIntervalSince(startTime), clients: clients.count, sensors: sensors,
+            dropped: dropped, calibration: calibration)
+    }
+
+    private func motionMessage(_ motion: DeviceMotion) -> MotionMessage {
+        let a = motion.attitude
+        return MotionMessage(
+            timestamp: motion.timestamp, frame: motion.referenceFrame,
+            attitude: AttitudeMessage(quaternion: a.quaternion, roll: a.roll, pitch: a.pitch, yaw: a.yaw, rotationMatrix: a.rotationMatrix.rowMajor),
+            gravity: motion.gravity, userAcceleration: motion.userAcceleration, rotationRate: motion.rotationRate,
+            magneticField: CalibratedFieldMessage(field: motion.magneticField, accuracy: motion.magneticFieldAccuracy),
+            heading: motion.heading)
+    }
+
+    /// Stops every capture (at shutdown).
+    func stopAll() {
+        for running in captures.values { running.capture.stop() }
+        captures.removeAll()
+    }
+}

@@ -1,0 +1,52 @@
+import Logging
+import MotionWire
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// motiond's socket server: a Unix stream socket speaking docs/protocol.md, and the hub behind it.
+public final class MotionServer: @unchecked Sendable {
+    // @unchecked: `channel` is set once by `start()` and read by `stop()`, from the owner's thread.
+    /// The socket's path.
+    public let socketPath: String
+    private let group: MultiThreadedEventLoopGroup
+    private let hub: Hub
+    private var channel: (any Channel)?
+
+    /// Creates a server for `socketPath`; `release` goes into the greeting.
+    public init(socketPath: String, release: String = "0.1.0", logger: Logger = Logger(label: "motiond")) {
+        self.socketPath = socketPath
+        // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        hub = Hub(eventLoop: group.next(), logger: logger, release: release)
+    }
+
+    /// Finds the sensors and starts listening (a stale socket file from a crashed run is replaced).
+    public func start() throws {
+        try hub.eventLoop.submit { self.hub.refreshDevices() }.wait()
+        if access(socketPath, F_OK) == 0 { unlink(socketPath) }
+        let hub = self.hub
+        channel = try ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(hub: hub))
+                }
+            }
+            .bind(unixDomainSocketPath: socketPath)
+            .wait()
+        hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
+    }
+
+    /// Stops listening, closes every sensor (putting its attributes back) and removes the socket file.
+    public func stop() throws {
+        try channel?.close().wait()
+        channel = nil
+        try hub.eventLoop.submit { self.hub.stopAll() }.wait()
+        unlink(socketPath)
+        try group.syncShutdownGracefully()
+    }
+}
