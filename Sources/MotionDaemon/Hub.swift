@@ -37,6 +37,16 @@ final class Hub: @unchecked Sendable {
         var samples = 0
         var firstTimestamp: Int64?
         var lastTimestamp: Int64?
+        /// The last timestamp per kind, to measure each sensor's real sample interval.
+        var lastByKind: [SensorKind: Int64] = [:]
+
+        /// The interval since the previous sample of the same kind, ns (the planned period for the first).
+        mutating func period(of sample: SensorSample) -> Int64 {
+            let planned = Int64(1e9 / plan.rate)
+            defer { lastByKind[sample.kind] = sample.timestamp }
+            guard let last = lastByKind[sample.kind], sample.timestamp > last else { return planned }
+            return min(sample.timestamp - last, 4 * planned)
+        }
     }
 
     /// Lines a client's queue holds before stream messages are dropped.
@@ -246,7 +256,7 @@ final class Hub: @unchecked Sendable {
             captures[number]!.samples += 1
             if captures[number]!.firstTimestamp == nil { captures[number]!.firstTimestamp = sample.timestamp }
             captures[number]!.lastTimestamp = sample.timestamp
-            ingest(sample, period: Int64(1e9 / captures[number]!.plan.rate))
+            ingest(sample, period: captures[number]!.period(of: sample))
         case .captureModeChanged(let mode, let reason):
             logger.notice("sensor capture mode changed", metadata: ["device": "\(number)", "mode": "\(mode)", "reason": "\(reason)"])
         case .readFailed(let error):

@@ -1,0 +1,95 @@
+import Foundation
+import MotionCore
+import MotionWire
+import TestSupport
+import Testing
+
+@testable import MotionDaemon
+
+extension Hardware {
+    /// The daemon end to end: a umockdev IMU, the server on a real Unix socket, a client speaking JSON lines.
+    @Suite struct Server {
+        static func socketPath() -> String { NSTemporaryDirectory() + "motiond-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock" }
+
+        /// One IMU scan (accelerometer + gyroscope + timestamp, 24 bytes) for the imu-buffered fixture.
+        static func scan(accelerometer: [Int], gyroscope: [Int], time: Int64) -> [UInt8] {
+            var bytes: [UInt8] = []
+            for v in accelerometer + gyroscope { bytes += withUnsafeBytes(of: Int16(v).littleEndian, Array.init) }
+            return bytes + [0, 0, 0, 0] + withUnsafeBytes(of: time.littleEndian, Array.init)
+        }
+
+        @Test func greetingDevicesErrorsWatchPollAndStatus() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let server = MotionServer(socketPath: Self.socketPath())
+            try server.start()
+            defer { try? server.stop() }
+
+            let client = try TestClient(path: server.socketPath)
+            let version = try client.decode(Version.self, try client.next("VERSION"))
+            #expect(version.protoMajor == ProtocolVersion.major)
+
+            try client.send(#"{"class":"DEVICES","id":1}"#)
+            let devices = try client.decode(DevicesReply.self, try client.next("DEVICES"))
+            #expect(devices.id == .number(1))
+            #expect(devices.devices.map(\.device) == ["iio:device0"])
+            #expect(devices.devices.first?.kinds == [.accelerometer, .gyroscope])
+            #expect(devices.devices.first?.mode == "buffered")
+
+            // Bad lines get errors and the connection survives.
+            try client.send("not json")
+            #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .malformed)
+            try client.send(String(repeating: "x", count: 10_000))
+            #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .tooLong)
+            try client.send(#"{"class":"WATCH","id":2,"streams":["magnetometer"]}"#)
+            #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .unavailable)
+
+            // Nobody watches yet: the sensor is closed.
+            #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"))
+
+            try client.send(#"{"class":"WATCH","id":3,"streams":["motion","accelerometer"],"interval":0.02}"#)
+            let watching = try client.decode(Watching.self, try client.next("WATCHING"))
+            #expect(watching.id == .number(3))
+            #expect(Set(watching.streams.map(\.stream)) == [.motion, .accelerometer])
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+
+            // 100 Hz scans, lying face up and still, for one second.
+            var scans: [UInt8] = []
+            for i in 0..<100 { scans += Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000_000 + Int64(i) * 10_000_000) }
+            try testbed.feed("/dev/iio:device0", scans)
+            var motions: [MotionMessage] = []
+            while motions.count < 40 { motions.append(try client.decode(MotionMessage.self, try client.next("MOTION"))) }
+            // Every 20 ms on the sample clock, from 100 Hz samples.
+            let gaps = zip(motions.dropFirst(), motions).map { $0.timestamp - $1.timestamp }
+            #expect(gaps.allSatisfy { $0 == 20_000_000 }, "\(motions.prefix(3).map(\.timestamp))")
+            let last = try #require(motions.last)
+            #expect(abs(last.gravity.z + 1) < 0.01, "face up: gravity (0, 0, −1) g")
+            #expect(last.userAcceleration.length < 0.01)
+
+            try client.send(#"{"class":"POLL","id":4,"streams":["accelerometer","motion"]}"#)
+            let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
+            #expect(snapshot.id == .number(4))
+            #expect(abs((snapshot.accelerometer?.acceleration.z ?? 0) + 0.9990) < 0.001, "16384 × 0.000598 m/s² = 0.999 g, CoreMotion's sign")
+            #expect(snapshot.motion != nil)
+
+            try client.send(#"{"class":"STATUS","id":5}"#)
+            let status = try client.decode(StatusReply.self, try client.next("STATUS"))
+            #expect(status.clients == 1)
+            #expect(status.sensors.map(\.device) == ["iio:device0"])
+            #expect(status.sensors.first?.mode == "buffered")
+            #expect(abs((status.sensors.first?.measuredRate ?? 0) - 100) < 1, "the rate measured on the timestamps")
+
+            try client.send(#"{"class":"WATCH","id":6,"enable":false}"#)
+            #expect(try client.decode(Watching.self, try client.next("WATCHING")).streams.isEmpty)
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+        }
+    }
+}
+
+func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else { throw TestClientError("condition not met within \(seconds) s") }
+        usleep(1000)
+    }
+}
