@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -35,6 +36,15 @@ let package = Package(
             name: "CLibUdev", pkgConfig: "libudev",
             providers: [.apt(["libudev-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "CLibIIO", "CLibUdev"]),
+
+        .executableTarget(
+            name: "motiond",
+            dependencies: [
+                "MotionDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
 
         // A developer's look at the device layer, without the daemon.
         .executableTarget(
@@ -61,7 +71,7 @@ let package = Package(
         .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "MotionFusion", "MotionCore"]),
         .testTarget(
             name: "MotionDaemonTests",
-            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "TestSupport"]),
+            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "TestSupport", "motiond"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .target(name: "TestSupport", dependencies: ["CUMockdev"], path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
         .testTarget(

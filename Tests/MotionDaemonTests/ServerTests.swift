@@ -86,6 +86,38 @@ extension Hardware {
     }
 }
 
+extension Hardware.Server {
+    @Test func motiondStopsGracefullyOnSIGTERMClosingSensorsAndRemovingItsSocket() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let path = Self.socketPath()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
+        process.arguments = ["--socket", path]
+        let log = Pipe()
+        process.standardError = log
+        try process.run()  // inherits the testbed's environment: it sees the fake IMU
+        defer { if process.isRunning { process.terminate() } }
+        try waitUntil { FileManager.default.fileExists(atPath: path) }
+
+        let client = try TestClient(path: path)
+        _ = try client.next("VERSION")
+        try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+        _ = try client.next("WATCHING")
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed")
+        #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"), "the sensor is closed")
+        #expect(try testbed.attribute("iio:device0", "current_timestamp_clock") == "realtime\n", "and put back as it was")
+        let messages = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(messages.contains("<6>listening"), "journald priority prefixes: \(messages)")
+        #expect(messages.contains("<6>sensor opened"))
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MotionDaemon
+import ServiceLifecycle
+
+/// motiond: serves the machine's motion sensors over a Unix socket (docs/protocol.md).
+@main
+struct Motiond: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "motiond",
+        abstract: "Serve the IIO motion sensors of this machine to programs over a Unix socket.",
+        discussion: "Stop it with SIGTERM or SIGINT: it closes every sensor and removes its socket file.")
+
+    @Option(help: "The socket to listen on (default: /run/motiond/motiond.sock as root, else $XDG_RUNTIME_DIR/motiond.sock).")
+    var socket: String?
+
+    @Option(help: "Least severe log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("unknown log level \"\(logLevel)\"")
+        }
+        LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
+        let logger = Logger(label: "motiond")
+        let server = MotionServer(socketPath: socket ?? Self.defaultSocket(), logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: ServerService(server: server))],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+    }
+
+    static func defaultSocket() -> String {
+        if getuid() == 0 { return "/run/motiond/motiond.sock" }
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? NSTemporaryDirectory()
+        return runtime + "/motiond.sock"
+    }
+}
+
+/// Runs the server until graceful shutdown, then stops it (sensors closed, socket file removed).
+struct ServerService: Service {
+    let server: MotionServer
+
+    func run() async throws {
+        try server.start()
+        try? await gracefulShutdown()
+        try server.stop()
+    }
+}
