@@ -78,7 +78,8 @@ final class Hub: @unchecked Sendable {
 
     // MARK: Devices
 
-    /// Re-reads the device list (at start, and when udev reports a change).
+    /// Re-reads the device list (at start, and when udev reports a change). A running sensor whose
+    /// device went away ends its streams with `ENDED`; one that appeared can be watched at once.
     func refreshDevices() {
         do {
             let listing = try DeviceDiscovery().listDevices()
@@ -87,6 +88,13 @@ final class Hub: @unchecked Sendable {
         } catch {
             logger.error("device discovery failed", metadata: ["error": "\(error)"])
             devices = []
+        }
+        let present = Set(devices.map(\.number))
+        for (number, running) in captures where !present.contains(number) {
+            running.capture.stop()
+            captures[number] = nil
+            logger.notice("sensor removed", metadata: ["device": "\(number)"])
+            endStreams(needing: running.plan.kinds, reason: "\(number) was removed")
         }
         replan()
     }

@@ -1,4 +1,5 @@
 import Logging
+import MotionDevices
 import MotionWire
 import NIOCore
 import NIOPosix
@@ -15,6 +16,8 @@ public final class MotionServer: @unchecked Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let hub: Hub
     private var channel: (any Channel)?
+    private var monitor: DeviceMonitor?
+    private var monitorTask: Task<Void, Never>?
 
     /// Creates a server for `socketPath`; `release` goes into the greeting.
     public init(socketPath: String, release: String = "0.1.0", logger: Logger = Logger(label: "motiond")) {
@@ -39,10 +42,27 @@ public final class MotionServer: @unchecked Sendable {
             .bind(unixDomainSocketPath: socketPath)
             .wait()
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
+        // Follow devices as they come and go (the monitor's thread sleeps until udev says something).
+        do {
+            let monitor = try DeviceMonitor()
+            self.monitor = monitor
+            let changes = monitor.changes()
+            monitorTask = Task { [hub] in
+                for await change in changes {
+                    hub.logger.info("device \(change.action)", metadata: ["device": "\(change.device)"])
+                    hub.eventLoop.execute { hub.refreshDevices() }
+                }
+            }
+        } catch {
+            hub.logger.error("cannot follow devices (hot-plug off)", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Stops listening, closes every sensor (putting its attributes back) and removes the socket file.
     public func stop() throws {
+        monitor?.stop()
+        monitorTask?.cancel()
+        monitor = nil
         try channel?.close().wait()
         channel = nil
         try hub.eventLoop.submit { self.hub.stopAll() }.wait()

@@ -118,6 +118,47 @@ extension Hardware.Server {
     }
 }
 
+extension Hardware.Server {
+    @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let server = MotionServer(socketPath: Self.socketPath())
+        try server.start()
+        defer { try? server.stop() }
+        let client = try TestClient(path: server.socketPath)
+        _ = try client.next("VERSION")
+        try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+        _ = try client.next("WATCHING")
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+        // With only the gyroscope enabled a scan is 3 × s16, 2 bytes padding, the timestamp.
+        func gyroscopeScan(_ t: Int64) -> [UInt8] {
+            [10, 20, 30].flatMap { withUnsafeBytes(of: Int16($0).littleEndian, Array.init) } + [0, 0] + withUnsafeBytes(of: t.littleEndian, Array.init)
+        }
+        try testbed.feed("/dev/iio:device0", gyroscopeScan(1_000_000))
+        _ = try client.next("GYROSCOPE")
+
+        testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
+        let ended = try client.decode(Ended.self, try client.next("ENDED"))
+        #expect(ended.stream == .gyroscope && ended.reason.contains("iio:device0"))
+
+        // Plugged back in, the kernel gives it a new number.
+        let fixture = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../TestSupport/Fixtures/imu-buffered.umockdev").standardized, encoding: .utf8)
+        try testbed.add(fixture.replacingOccurrences(of: "iio:device0", with: "iio:device1").replacingOccurrences(of: "trigger0", with: "trigger1")
+            .replacingOccurrences(of: "dev=250:0", with: "dev=250:1"))
+        try waitUntil {
+            (try? client.send(#"{"class":"DEVICES"}"#)) != nil
+                && (try? client.decode(DevicesReply.self, client.next("DEVICES")))?.devices.map(\.device) == ["iio:device1"]
+        }
+        try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+        _ = try client.next("WATCHING")
+        try waitUntil { (try? testbed.attribute("iio:device1", "buffer/enable"))?.hasPrefix("1") == true }
+        try testbed.feed("/dev/iio:device1", gyroscopeScan(2_000_000))
+        let sample = try client.decode(GyroscopeMessage.self, try client.next("GYROSCOPE"))
+        #expect(sample.timestamp == 2_000_000)
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
