@@ -159,6 +159,58 @@ extension Hardware.Server {
     }
 }
 
+extension Hardware.Server {
+    @Test func aClientThatNeverReadsSlowsNobodyAndIsToldWhatItLost() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let server = MotionServer(socketPath: Self.socketPath())
+        try server.start()
+        defer { try? server.stop() }
+        let reader = try TestClient(path: server.socketPath)
+        let sleeper = try TestClient(path: server.socketPath)
+        for client in [reader, sleeper] {
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
+            _ = try client.next("WATCHING")
+        }
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+
+        // 8,000 accelerometer scans (6 bytes + 2 padding + 8 timestamp) as fast as the daemon takes them.
+        let count = 8000
+        var received = 0
+        for chunk in stride(from: 0, to: count, by: 50) {
+            var bytes: [UInt8] = []
+            for i in chunk..<(chunk + 50) {
+                bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init)
+            }
+            try testbed.feed("/dev/iio:device0", bytes)
+            // The reader keeps up meanwhile.
+            while received < chunk, let line = try? reader.next(seconds: 0.5) {
+                if Wire.className(of: Array(line.utf8)) == "ACCELEROMETER" { received += 1 }
+            }
+        }
+        while received < count {
+            let line = try reader.next(seconds: 5)
+            if Wire.className(of: Array(line.utf8)) == "ACCELEROMETER" { received += 1 }
+        }
+        #expect(received == count, "the reading client got every sample")
+
+        // The sleeper now reads: fewer samples, and a DROPPED that accounts for the rest.
+        var samples = 0, dropped = 0
+        while let line = try? sleeper.next(seconds: 1) {
+            switch Wire.className(of: Array(line.utf8)) {
+            case "ACCELEROMETER": samples += 1
+            case "DROPPED": dropped += try sleeper.decode(Dropped.self, line).count
+            default: break
+            }
+        }
+        #expect(dropped > 0)
+        #expect(samples + dropped == count, "\(samples) received + \(dropped) dropped")
+        try reader.send(#"{"class":"STATUS","id":1}"#)
+        #expect(try reader.decode(StatusReply.self, try reader.next("STATUS")).dropped == dropped)
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
