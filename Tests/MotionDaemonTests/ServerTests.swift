@@ -211,6 +211,54 @@ extension Hardware.Server {
     }
 }
 
+extension Hardware.Server {
+    @Test func fiveHundredClientsConnectWatchAndLeave() throws {
+        // 500 clients and the server's 500 ends need more descriptors than the default soft limit.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = min(limit.rlim_max, 4096)
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let server = MotionServer(socketPath: Self.socketPath())
+        try server.start()
+        defer { try? server.stop() }
+        var clients: [TestClient] = []
+        for _ in 0..<500 {
+            let client = try TestClient(path: server.socketPath)
+            _ = try client.next("VERSION")
+            clients.append(client)
+        }
+        // All watch at once (the sensor opens with the first and must see data within its first-data
+        // timeout); every client its own interval: 10, 20, …, 50 ms.
+        for (i, client) in clients.enumerated() {
+            try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":\#(Double(i % 5 + 1) / 100)}"#)
+        }
+        for client in clients { _ = try client.next("WATCHING") }
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+        var bytes: [UInt8] = []
+        for i in 0..<20 { bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init) }
+        try testbed.feed("/dev/iio:device0", bytes)
+        // 20 samples at 10 ms: a client at k × 10 ms gets ⌈20 / k⌉ of them.
+        for (i, client) in clients.enumerated() {
+            let expected = (20 + i % 5) / (i % 5 + 1)
+            var got = 0
+            while got < expected { if Wire.className(of: Array(try client.next("ACCELEROMETER").utf8)) != nil { got += 1 } }
+            #expect(got == expected)
+        }
+        try clients[0].send(#"{"class":"STATUS","id":1}"#)
+        #expect(try clients[0].decode(StatusReply.self, try clients[0].next("STATUS")).clients == 500)
+        clients.removeAll()  // all leave
+        let last = try TestClient(path: server.socketPath)
+        _ = try last.next("VERSION")
+        try waitUntil {
+            (try? last.send(#"{"class":"STATUS"}"#)) != nil && (try? last.decode(StatusReply.self, last.next("STATUS")))?.clients == 1
+        }
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
