@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "MotionFusion", "MotionCore"]),
         .testTarget(
             name: "MotionDaemonTests",
-            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "TestSupport", "motiond"]),
+            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "TestSupport", "motiond"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .target(name: "TestSupport", dependencies: ["CUMockdev"], path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
         .testTarget(

@@ -69,11 +69,53 @@ final class Hub: @unchecked Sendable {
     private var orientation = OrientationDetector()
     private var droppedByGoneClients = 0
     private var latest = Snapshot(id: nil)
+    private let store: StateStore?
+    private var savedCalibration: SensorFusion.Calibration?
+    private var saving = false
 
-    init(eventLoop: any EventLoop, logger: Logger, release: String) {
+    /// Seconds a buffered capture may wait for its first scan before it polls instead (nil: its default).
+    private let firstDataTimeout: Double?
+
+    init(eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, firstDataTimeout: Double? = nil) {
+        self.firstDataTimeout = firstDataTimeout
         self.eventLoop = eventLoop
         self.logger = logger
         self.release = release
+        self.store = store
+        do {
+            savedCalibration = try store?.load(SensorFusion.Calibration.self)
+            if savedCalibration != nil { logger.info("calibration restored", metadata: ["file": "\(store!.path)"]) }
+        } catch {
+            logger.error("saved state unreadable, starting afresh", metadata: ["file": "\(store!.path)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: State
+
+    /// Saves the calibration in the background (file writes and fsync stay off the event loop).
+    func saveState() {
+        guard let store, let fusion, !saving else { return }
+        let calibration = fusion.calibration
+        savedCalibration = calibration
+        saving = true
+        DispatchQueue.global(qos: .utility).async { [self] in
+            do {
+                try store.save(calibration)
+            } catch {
+                logger.error("cannot save state", metadata: ["error": "\(error)"])
+            }
+            eventLoop.execute { self.saving = false }
+        }
+    }
+
+    /// Saves the calibration now, waiting for the disk (at shutdown).
+    func saveStateNow() {
+        guard let store, let fusion else { return }
+        do {
+            try store.save(fusion.calibration)
+        } catch {
+            logger.error("cannot save state", metadata: ["error": "\(error)"])
+        }
     }
 
     // MARK: Devices
@@ -234,7 +276,9 @@ final class Hub: @unchecked Sendable {
         for (number, entry) in wanted where captures[number] == nil {
             guard let device = devices.first(where: { $0.number == number }) else { continue }
             do {
-                let capture = try SensorCapture(device: device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate)
+                let capture = try SensorCapture(
+                    device: device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate,
+                    firstDataTimeout: firstDataTimeout)
                 captures[number] = RunningCapture(plan: entry, capture: capture)
                 capture.start { [weak self] event in
                     guard let self else { return }
@@ -252,7 +296,9 @@ final class Hub: @unchecked Sendable {
         if motionNeeded && fusion == nil {
             let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
             if let gyroscopeRate = rate(.gyroscope) {
-                fusion = SensorFusion(gyroscopeRate: gyroscopeRate, accelerometerRate: rate(.accelerometer), magnetometerRate: rate(.magnetometer))
+                var fresh = SensorFusion(gyroscopeRate: gyroscopeRate, accelerometerRate: rate(.accelerometer), magnetometerRate: rate(.magnetometer))
+                if let savedCalibration { fresh.restore(savedCalibration) }
+                fusion = fresh
             }
         }
     }
@@ -438,10 +484,15 @@ final class Hub: @unchecked Sendable {
                 mode: running.capture.mode.rawValue, rate: running.capture.rate, measuredRate: measured)
         }
         let dropped = droppedByGoneClients + clients.values.reduce(0) { $0 + $1.queue.totalDropped }
-        let calibration = fusion.map { f in
+        var calibration = fusion.map { f in
             StatusReply.Calibration(
                 gyroscopeBias: f.filter.gyroscopeBias, magnetometerOffset: f.calibrator.offset,
                 magneticFieldAccuracy: f.calibrator.accuracy)
+        }
+        if calibration == nil, let saved = savedCalibration {
+            calibration = StatusReply.Calibration(
+                gyroscopeBias: saved.gyroscopeBias, magnetometerOffset: saved.magnetometerOffset,
+                magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
         }
         return StatusReply(
             id: id, uptime: Date().timeIntervalSince(startTime), clients: clients.count, sensors: sensors,
@@ -460,6 +511,7 @@ final class Hub: @unchecked Sendable {
 
     /// Stops every capture (at shutdown).
     func stopAll() {
+        saveStateNow()
         for running in captures.values { running.capture.stop() }
         captures.removeAll()
     }

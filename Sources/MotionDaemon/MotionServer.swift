@@ -19,12 +19,26 @@ public final class MotionServer: @unchecked Sendable {
     private var monitor: DeviceMonitor?
     private var monitorTask: Task<Void, Never>?
 
+    private let stateSaveInterval: Double
+
     /// Creates a server for `socketPath`; `release` goes into the greeting.
-    public init(socketPath: String, release: String = "0.1.0", logger: Logger = Logger(label: "motiond")) {
+    ///
+    /// - Parameters:
+    ///   - stateDirectory: where the calibration is kept across restarts; `nil`: nowhere.
+    ///   - stateSaveInterval: seconds between saves while the fusion core runs (and at stop).
+    ///   - firstDataTimeout: seconds a buffered capture waits for its first scan before polling
+    ///     (default: the capture's own, 1 s or ten sample periods).
+    public init(
+        socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, firstDataTimeout: Double? = nil,
+        release: String = "0.1.0", logger: Logger = Logger(label: "motiond")
+    ) {
         self.socketPath = socketPath
+        self.stateSaveInterval = stateSaveInterval
         // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        hub = Hub(eventLoop: group.next(), logger: logger, release: release)
+        hub = Hub(
+            eventLoop: group.next(), logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
+            firstDataTimeout: firstDataTimeout)
     }
 
     /// Finds the sensors and starts listening (a stale socket file from a crashed run is replaced).
@@ -42,6 +56,8 @@ public final class MotionServer: @unchecked Sendable {
             .bind(unixDomainSocketPath: socketPath)
             .wait()
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
+        let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
+        hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() }
         // Follow devices as they come and go (the monitor's thread sleeps until udev says something).
         do {
             let monitor = try DeviceMonitor()

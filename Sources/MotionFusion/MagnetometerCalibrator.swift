@@ -84,6 +84,13 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         self.offsetError = offsetError
     }
 
+    /// Starts from an offset learnt before (µT), with its standard error (µT) and field strength (µT).
+    public mutating func restore(offset: Vector3, offsetError: Double?, radius: Double) {
+        self.offset = offset
+        self.offsetError = offsetError
+        self.radius = radius
+    }
+
     /// The accuracy of the calibrated field now.
     public var accuracy: MagneticFieldAccuracy {
         guard let offsetError else { return .uncalibrated }

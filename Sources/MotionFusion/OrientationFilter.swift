@@ -117,6 +117,11 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// The undisturbed field's strength, µT (0 until known).
     public var referenceFieldStrength: Double { magnetic.referenceNorm }
 
+    /// Sets the gyroscope bias (rad/s) and its standard deviation (rad/s), e.g. from a saved calibration.
+    public mutating func setGyroscopeBias(_ bias: Vector3, sigma: Double) {
+        biasEstimator.set(bias: bias, sigma: sigma)
+    }
+
     // MARK: Updates
 
     /// One gyroscope sample: rotation rate in rad/s, timestamp in ns.

@@ -49,6 +49,39 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         self.declination = declination * .pi / 180
     }
 
+    /// What the fusion core has learnt about the sensors, to carry over a restart (or a change of rates).
+    public struct Calibration: Sendable, Codable, Equatable {
+        /// Gyroscope bias, rad/s, and its standard deviation, rad/s.
+        public var gyroscopeBias: Vector3
+        public var gyroscopeBiasSigma: Double
+        /// Magnetometer hard-iron offset, µT, its standard error (nil: none yet) and the field strength, µT.
+        public var magnetometerOffset: Vector3
+        public var magnetometerOffsetError: Double?
+        public var fieldStrength: Double
+
+        public init(gyroscopeBias: Vector3, gyroscopeBiasSigma: Double, magnetometerOffset: Vector3, magnetometerOffsetError: Double?, fieldStrength: Double) {
+            self.gyroscopeBias = gyroscopeBias
+            self.gyroscopeBiasSigma = gyroscopeBiasSigma
+            self.magnetometerOffset = magnetometerOffset
+            self.magnetometerOffsetError = magnetometerOffsetError
+            self.fieldStrength = fieldStrength
+        }
+    }
+
+    /// The calibration learnt so far.
+    public var calibration: Calibration {
+        Calibration(
+            gyroscopeBias: filter.gyroscopeBias, gyroscopeBiasSigma: filter.gyroscopeBiasSigma,
+            magnetometerOffset: calibrator.offset, magnetometerOffsetError: calibrator.offsetError,
+            fieldStrength: calibrator.radius)
+    }
+
+    /// Starts from a calibration learnt before (the attitude itself starts afresh).
+    public mutating func restore(_ calibration: Calibration) {
+        filter.setGyroscopeBias(calibration.gyroscopeBias, sigma: calibration.gyroscopeBiasSigma)
+        calibrator.restore(offset: calibration.magnetometerOffset, offsetError: calibration.magnetometerOffsetError, radius: calibration.fieldStrength)
+    }
+
     /// Fuses one sample (proximity samples are ignored). Allocates nothing.
     public mutating func update(_ sample: SensorSample) {
         timestamp = max(timestamp, sample.timestamp)

@@ -15,6 +15,12 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: "The socket to listen on (default: /run/motiond/motiond.sock as root, else $XDG_RUNTIME_DIR/motiond.sock).")
     var socket: String?
 
+    @Option(help: "Where the calibration is kept across restarts (default: /var/lib/motiond as root, else $XDG_STATE_HOME/motiond).")
+    var stateDirectory: String?
+
+    @Option(help: "Seconds between saves of the calibration while sensors run.")
+    var stateSaveInterval: Double = 60
+
     @Option(help: "Least severe log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -24,12 +30,22 @@ struct Motiond: AsyncParsableCommand {
         }
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "motiond")
-        let server = MotionServer(socketPath: socket ?? Self.defaultSocket(), logger: logger)
+        guard stateSaveInterval > 0 else { throw ValidationError("--state-save-interval must be positive") }
+        let server = MotionServer(
+            socketPath: socket ?? Self.defaultSocket(), stateDirectory: stateDirectory ?? Self.defaultStateDirectory(),
+            stateSaveInterval: stateSaveInterval, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: ServerService(server: server))],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()
+    }
+
+    static func defaultStateDirectory() -> String {
+        if getuid() == 0 { return "/var/lib/motiond" }
+        let environment = ProcessInfo.processInfo.environment
+        let state = environment["XDG_STATE_HOME"] ?? (environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/state"
+        return state + "/motiond"
     }
 
     static func defaultSocket() -> String {

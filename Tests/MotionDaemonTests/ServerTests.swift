@@ -1,5 +1,6 @@
 import Foundation
 import MotionCore
+import MotionFusion
 import MotionWire
 import TestSupport
 import Testing
@@ -86,19 +87,37 @@ extension Hardware {
     }
 }
 
+/// Runs the `motiond` executable; it inherits the testbed's environment, so it sees the fake devices.
+final class DaemonProcess {
+    let process = Process()
+    let socket: String
+    let log = Pipe()
+
+    init(socket: String, arguments: [String] = []) throws {
+        self.socket = socket
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
+        process.arguments = ["--socket", socket] + arguments
+        process.standardError = log
+        try process.run()
+        try waitUntil { FileManager.default.fileExists(atPath: socket) }
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+        process.waitUntilExit()
+    }
+}
+
 extension Hardware.Server {
     @Test func motiondStopsGracefullyOnSIGTERMClosingSensorsAndRemovingItsSocket() throws {
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")
         let path = Self.socketPath()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
-        process.arguments = ["--socket", path]
-        let log = Pipe()
-        process.standardError = log
-        try process.run()  // inherits the testbed's environment: it sees the fake IMU
-        defer { if process.isRunning { process.terminate() } }
-        try waitUntil { FileManager.default.fileExists(atPath: path) }
+        let daemon = try DaemonProcess(socket: path, arguments: ["--state-directory", NSTemporaryDirectory() + "motiond-state-\(getpid())"])
+        let process = daemon.process
+        let log = daemon.log
 
         let client = try TestClient(path: path)
         _ = try client.next("VERSION")
@@ -106,8 +125,7 @@ extension Hardware.Server {
         _ = try client.next("WATCHING")
         try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
 
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        daemon.signal(SIGTERM)
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
         #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed")
         #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"), "the sensor is closed")
@@ -221,7 +239,8 @@ extension Hardware.Server {
 
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")
-        let server = MotionServer(socketPath: Self.socketPath())
+        // Answering 500 WATCHes takes longer than a real device takes to send its first scan.
+        let server = MotionServer(socketPath: Self.socketPath(), firstDataTimeout: 30)
         try server.start()
         defer { try? server.stop() }
         var clients: [TestClient] = []
@@ -256,6 +275,79 @@ extension Hardware.Server {
             (try? last.send(#"{"class":"STATUS"}"#)) != nil && (try? last.decode(StatusReply.self, last.next("STATUS")))?.clients == 1
         }
         try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+    }
+}
+
+extension Hardware.Server {
+    /// Feeds `seconds` of 100 Hz IMU scans, face up and still, with a gyroscope bias of (10, −20, 5) counts.
+    static func feedRest(_ testbed: Testbed, node: String = "/dev/iio:device0", from start: Int64 = 0, seconds: Int) throws {
+        for chunk in 0..<(seconds * 2) {
+            var bytes: [UInt8] = []
+            for i in 0..<50 {
+                let t = start + Int64(chunk * 50 + i + 1) * 10_000_000
+                bytes += scan(accelerometer: [0, 0, 16384], gyroscope: [10, -20, 5], time: t)
+            }
+            try testbed.feed(node, bytes)
+        }
+    }
+
+    @Test func theCalibrationSurvivesARestart() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state])
+            let client = try TestClient(path: daemon.socket)
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try Self.feedRest(testbed, seconds: 20)  // at rest: the bias converges
+            var lastMotion: MotionMessage?
+            while (lastMotion?.timestamp ?? 0) < 19_900_000_000 { lastMotion = try client.decode(MotionMessage.self, try client.next("MOTION")) }
+            daemon.signal(SIGTERM)
+        }
+        // (10, −20, 5) counts × 0.001065 rad/s.
+        let bias = Vector3(x: 0.01065, y: -0.0213, z: 0.005325)
+        let saved = try StateStore(directory: state).load(SensorFusion.Calibration.self)
+        #expect(((saved?.gyroscopeBias ?? .zero) - bias).length < 2e-4, "\(String(describing: saved))")
+
+        // Started again, it knows the bias before any sample arrives.
+        let again = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state])
+        let client = try TestClient(path: again.socket)
+        _ = try client.next("VERSION")
+        try client.send(#"{"class":"STATUS"}"#)
+        let status = try client.decode(StatusReply.self, try client.next("STATUS"))
+        #expect(((status.calibration?.gyroscopeBias ?? .zero) - bias).length < 2e-4)
+        again.signal(SIGTERM)
+    }
+
+    @Test func killingTheDaemonDuringStateWritesNeverLeavesABrokenFile() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        var time: Int64 = 0
+        for round in 0..<4 {
+            // Saves every 10 ms while data flows, killed with SIGKILL at a different moment each round.
+            let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state, "--state-save-interval", "0.01"])
+            let client = try TestClient(path: daemon.socket)
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1}"#)
+            _ = try client.next("WATCHING")
+            let node = "/dev/iio:device0"
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try Self.feedRest(testbed, node: node, from: time, seconds: 3)
+            time += 3_000_000_000
+            usleep(UInt32(20_000 + round * 7_000))
+            daemon.signal(SIGKILL)
+            // Whatever moment it died at, the state file is whole (or absent before the first save).
+            if FileManager.default.fileExists(atPath: state + "/calibration.json") {
+                #expect(throws: Never.self) { _ = try StateStore(directory: state).load(SensorFusion.Calibration.self) }
+            }
+            // A killed daemon does not restore the device; put it back as a reboot would.
+            try testbed.setAttribute("iio:device0", "buffer/enable", "0\n")
+        }
+        #expect(FileManager.default.fileExists(atPath: state + "/calibration.json"), "saves happened")
     }
 }
 

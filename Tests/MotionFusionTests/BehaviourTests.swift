@@ -109,6 +109,19 @@ import Testing
         #expect(second.deviceMotion(in: .xMagneticNorthZVertical) == straight.deviceMotion(in: .xMagneticNorthZVertical))
     }
 
+    @Test func aRestoredCalibrationStartsWhereTheOldOneWas() {
+        var simulation = Simulation(useMagnetometer: false)
+        simulation.gyroscopeBias = Vector3(x: 0.01, y: -0.02, z: 0.005)
+        simulation.hold(.identity, seconds: 30)
+        let learnt = simulation.fusion.calibration
+        // A new instance at another rate starts from it: the rotation rate is bias-free at once.
+        var fresh = SensorFusion(gyroscopeRate: 200)
+        fresh.restore(learnt)
+        fresh.update(SensorSample(kind: .gyroscope, device: DeviceNumber(0), timestamp: 1, vector: simulation.gyroscopeBias))
+        #expect(fresh.deviceMotion().rotationRate.length < 1e-4)
+        #expect(fresh.calibration == learnt)
+    }
+
     /// An accuracy regression on 45 s of a real recording (BROAD trial 24, tapping), against its
     /// optical ground truth. Today: total 0.913°, inclination 0.513°; the bounds sit within 10 % above.
     @Test func accuracyOnARealRecordingDoesNotRegress() throws {
