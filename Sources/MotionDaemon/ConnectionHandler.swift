@@ -2,6 +2,10 @@ import Logging
 import MotionWire
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One client connection: greets, splits the input into bounded lines, decodes requests and hands
 /// them to the `Hub`; writes what the hub queues for it.
 final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
@@ -16,7 +20,16 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     init(hub: Hub) { self.hub = hub }
 
     func channelActive(context: ChannelHandlerContext) {
-        client = hub.connect(channel: context.channel)
+        let id = hub.connect(channel: context.channel)
+        client = id
+        // Who connected, for the log (and, later, limits): the kernel's word, not the client's.
+        if let provider = context.channel as? any SocketOptionProvider {
+            let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+            credentials.whenSuccess { [hub] peer in
+                hub.logger.info("client connected", metadata: ["client": "\(id)", "uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
+            }
+        }
         context.fireChannelActive()
     }
 
@@ -52,4 +65,12 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         hub.logger.info("client connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
     }
+}
+
+/// `struct ucred` of socket(7), which Glibc's module does not export (it needs `_GNU_SOURCE`):
+/// the pid, uid and gid of the process at the other end of a Unix socket, as SO_PEERCRED gives them.
+struct PeerCredentials: Sendable {
+    var pid: Int32
+    var uid: UInt32
+    var gid: UInt32
 }

@@ -20,6 +20,9 @@ public final class MotionServer: @unchecked Sendable {
     private var monitorTask: Task<Void, Never>?
 
     private let stateSaveInterval: Double
+    private let socketMode: mode_t
+    private let socketGroup: String?
+    private let notifier = SystemdNotifier()
 
     /// Creates a server for `socketPath`; `release` goes into the greeting.
     ///
@@ -28,11 +31,15 @@ public final class MotionServer: @unchecked Sendable {
     ///   - stateSaveInterval: seconds between saves while the fusion core runs (and at stop).
     ///   - firstDataTimeout: seconds a buffered capture waits for its first scan before polling
     ///     (default: the capture's own, 1 s or ten sample periods).
+    ///   - socketMode: the socket file's permissions (default 0660: owner and group may connect).
+    ///   - socketGroup: the socket file's group (default: the daemon's own).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, firstDataTimeout: Double? = nil,
-        release: String = "0.1.0", logger: Logger = Logger(label: "motiond")
+        socketMode: UInt32 = 0o660, socketGroup: String? = nil, release: String = "0.1.0", logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
+        self.socketMode = mode_t(socketMode)
+        self.socketGroup = socketGroup
         self.stateSaveInterval = stateSaveInterval
         // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -55,9 +62,16 @@ public final class MotionServer: @unchecked Sendable {
             }
             .bind(unixDomainSocketPath: socketPath)
             .wait()
+        try setAccess()
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
         let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
         hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() }
+        notifier.notify("READY=1\nSTATUS=serving \(hub.devices.count) sensor devices on \(socketPath)")
+        if let watchdog = notifier.watchdogInterval {
+            // Sent from the event loop itself: a stuck loop stops the pings and systemd restarts us.
+            let every = TimeAmount.nanoseconds(Int64(watchdog * 1e9))
+            hub.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: every) { [notifier] _ in notifier.notify("WATCHDOG=1") }
+        }
         // Follow devices as they come and go (the monitor's thread sleeps until udev says something).
         do {
             let monitor = try DeviceMonitor()
@@ -74,8 +88,27 @@ public final class MotionServer: @unchecked Sendable {
         }
     }
 
+    /// Who may connect is decided by the socket file's mode and group.
+    private func setAccess() throws {
+        guard chmod(socketPath, socketMode) == 0 else {
+            throw AccessError(message: "chmod \(String(socketMode, radix: 8)) \(socketPath): \(String(cString: strerror(errno)))")
+        }
+        guard let socketGroup else { return }
+        guard let entry = getgrnam(socketGroup) else { throw AccessError(message: "no group \"\(socketGroup)\"") }
+        guard chown(socketPath, uid_t.max, entry.pointee.gr_gid) == 0 else {
+            throw AccessError(message: "chown :\(socketGroup) \(socketPath): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The socket's access could not be set up.
+    public struct AccessError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
     /// Stops listening, closes every sensor (putting its attributes back) and removes the socket file.
     public func stop() throws {
+        notifier.notify("STOPPING=1")
         monitor?.stop()
         monitorTask?.cancel()
         monitor = nil

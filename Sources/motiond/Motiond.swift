@@ -15,6 +15,12 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: "The socket to listen on (default: /run/motiond/motiond.sock as root, else $XDG_RUNTIME_DIR/motiond.sock).")
     var socket: String?
 
+    @Option(help: "The socket file's permissions, octal.")
+    var socketMode: String = "0660"
+
+    @Option(help: "The socket file's group: its members may connect (default: the daemon's group).")
+    var socketGroup: String?
+
     @Option(help: "Where the calibration is kept across restarts (default: /var/lib/motiond as root, else $XDG_STATE_HOME/motiond).")
     var stateDirectory: String?
 
@@ -31,9 +37,10 @@ struct Motiond: AsyncParsableCommand {
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "motiond")
         guard stateSaveInterval > 0 else { throw ValidationError("--state-save-interval must be positive") }
+        guard let mode = UInt32(socketMode, radix: 8), mode <= 0o777 else { throw ValidationError("--socket-mode must be octal, like 0660") }
         let server = MotionServer(
             socketPath: socket ?? Self.defaultSocket(), stateDirectory: stateDirectory ?? Self.defaultStateDirectory(),
-            stateSaveInterval: stateSaveInterval, logger: logger)
+            stateSaveInterval: stateSaveInterval, socketMode: mode, socketGroup: socketGroup, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: ServerService(server: server))],
             gracefulShutdownSignals: [.sigterm, .sigint],

@@ -93,10 +93,11 @@ final class DaemonProcess {
     let socket: String
     let log = Pipe()
 
-    init(socket: String, arguments: [String] = []) throws {
+    init(socket: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
         self.socket = socket
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
         process.arguments = ["--socket", socket] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardError = log
         try process.run()
         try waitUntil { FileManager.default.fileExists(atPath: socket) }
@@ -348,6 +349,49 @@ extension Hardware.Server {
             try testbed.setAttribute("iio:device0", "buffer/enable", "0\n")
         }
         #expect(FileManager.default.fileExists(atPath: state + "/calibration.json"), "saves happened")
+    }
+}
+
+extension Hardware.Server {
+    @Test func systemdHearsReadyAndWatchdogTheSocketHasItsModeAndClientsAreLogged() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        // A notify socket like systemd's: a datagram socket the test reads.
+        let notifyPath = NSTemporaryDirectory() + "motiond-notify-\(getpid())"
+        unlink(notifyPath)
+        let notify = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(notify); unlink(notifyPath) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in notifyPath.utf8.enumerated() { raw[i] = b } }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(notify, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        #expect(bound == 0)
+        func message() -> String? {
+            var pfd = pollfd(fd: notify, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 3000) > 0 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let n = recv(notify, &buffer, buffer.count, 0)
+            return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : nil
+        }
+
+        let daemon = try DaemonProcess(
+            socket: Self.socketPath(), arguments: ["--socket-mode", "0640", "--socket-group", "daemon", "--state-directory", NSTemporaryDirectory() + "motiond-state-\(getpid())"],
+            environment: ["NOTIFY_SOCKET": notifyPath, "WATCHDOG_USEC": "200000"])
+        var messages: [String] = []
+        while messages.count < 3, let m = message() { messages.append(m) }
+        #expect(messages.first?.hasPrefix("READY=1\nSTATUS=") == true, "\(messages)")
+        #expect(messages.dropFirst().allSatisfy { $0 == "WATCHDOG=1" } && messages.count == 3, "\(messages)")
+
+        let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
+        #expect(attributes[.posixPermissions] as? Int == 0o640)
+        #expect(attributes[.groupOwnerAccountName] as? String == "daemon")
+
+        let client = try TestClient(path: daemon.socket)
+        _ = try client.next("VERSION")
+        daemon.signal(SIGTERM)
+        #expect(message()?.hasPrefix("STOPPING=1") == true)
+        let log = String(decoding: daemon.log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("client connected") && log.contains("uid=\(getuid())") && log.contains("pid=\(getpid())"), "\(log)")
     }
 }
 
