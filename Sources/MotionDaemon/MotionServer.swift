@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import MotionDevices
 import MotionWire
@@ -23,6 +24,14 @@ public final class MotionServer: @unchecked Sendable {
     private let socketMode: mode_t
     private let socketGroup: String?
     private let notifier = SystemdNotifier()
+    private var activated = false
+
+    /// The listening socket systemd passed (sd_listen_fds(3): `LISTEN_FDS`=1 for this `LISTEN_PID`,
+    /// descriptor 3), if it did.
+    static func activatedSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> CInt? {
+        guard environment["LISTEN_PID"].flatMap(Int32.init) == getpid(), environment["LISTEN_FDS"] == "1" else { return nil }
+        return 3
+    }
 
     /// Creates a server for `socketPath`; `release` goes into the greeting.
     ///
@@ -51,18 +60,24 @@ public final class MotionServer: @unchecked Sendable {
     /// Finds the sensors and starts listening (a stale socket file from a crashed run is replaced).
     public func start() throws {
         try hub.eventLoop.submit { self.hub.refreshDevices() }.wait()
-        if access(socketPath, F_OK) == 0 { unlink(socketPath) }
         let hub = self.hub
-        channel = try ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ConnectionHandler(hub: hub))
                 }
             }
-            .bind(unixDomainSocketPath: socketPath)
-            .wait()
-        try setAccess()
+        if let inherited = Self.activatedSocket() {
+            // systemd made the socket (motiond.socket): its unit sets the path, owner and mode.
+            activated = true
+            channel = try bootstrap.withBoundSocket(inherited).wait()
+            hub.logger.info("using the socket systemd passed", metadata: ["descriptor": "\(inherited)"])
+        } else {
+            if access(socketPath, F_OK) == 0 { unlink(socketPath) }
+            channel = try bootstrap.bind(unixDomainSocketPath: socketPath).wait()
+            try setAccess()
+        }
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
         let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
         hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() }
@@ -115,7 +130,7 @@ public final class MotionServer: @unchecked Sendable {
         try channel?.close().wait()
         channel = nil
         try hub.eventLoop.submit { self.hub.stopAll() }.wait()
-        unlink(socketPath)
+        if !activated { unlink(socketPath) }  // an activated socket belongs to systemd
         try group.syncShutdownGracefully()
     }
 }

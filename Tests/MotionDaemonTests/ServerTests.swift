@@ -395,6 +395,50 @@ extension Hardware.Server {
     }
 }
 
+extension Hardware.Server {
+    @Test func socketActivationServesTheInheritedSocketAndLeavesItInPlace() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        // What systemd does for motiond.socket: bind and listen, then start the service with it as fd 3.
+        let path = Self.socketPath()
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        #expect(bound == 0 && listen(listener, 16) == 0)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_adddup2(&actions, listener, 3)
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond").path
+        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())"
+        let arguments = [executable, "--socket", path + ".unused", "--state-directory", state]
+        // LISTEN_PID must be the child's pid: a shell sets it after the fork, as systemd does.
+        let script = "LISTEN_PID=$$ LISTEN_FDS=1 exec \(arguments.joined(separator: " "))"
+        var environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        var argv: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", script].map { (text: String) in strdup(text) } + [nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { (text: String) in strdup(text) } + [nil]
+        environment.removeAll()
+        var pid: pid_t = 0
+        #expect(posix_spawn(&pid, "/bin/sh", &actions, nil, &argv, &envp) == 0)
+        posix_spawn_file_actions_destroy(&actions)
+        close(listener)
+        defer { kill(pid, SIGKILL) }
+
+        var client: TestClient?
+        try waitUntil { client = try? TestClient(path: path); return client != nil }
+        let greeting = try client!.next("VERSION")
+        #expect(greeting.contains("proto_major"))
+        #expect(!FileManager.default.fileExists(atPath: path + ".unused"), "it did not bind a socket of its own")
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        #expect(FileManager.default.fileExists(atPath: path), "systemd's socket file stays")
+        unlink(path)
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
