@@ -70,6 +70,8 @@ final class Hub: @unchecked Sendable {
     private var droppedByGoneClients = 0
     private var latest = Snapshot(id: nil)
     private let store: StateStore?
+    /// Magnetic declination, degrees east of true north.
+    private var declination = 0.0
     private var savedCalibration: SensorFusion.Calibration?
     private var saving = false
 
@@ -88,6 +90,12 @@ final class Hub: @unchecked Sendable {
         } catch {
             logger.error("saved state unreadable, starting afresh", metadata: ["file": "\(store!.path)", "error": "\(error)"])
         }
+    }
+
+    /// Sets the magnetic declination, degrees east of true north (a configuration reload).
+    func setDeclination(_ degrees: Double) {
+        declination = degrees
+        fusion?.declination = degrees * .pi / 180
     }
 
     // MARK: State
@@ -296,7 +304,9 @@ final class Hub: @unchecked Sendable {
         if motionNeeded && fusion == nil {
             let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
             if let gyroscopeRate = rate(.gyroscope) {
-                var fresh = SensorFusion(gyroscopeRate: gyroscopeRate, accelerometerRate: rate(.accelerometer), magnetometerRate: rate(.magnetometer))
+                var fresh = SensorFusion(
+                    gyroscopeRate: gyroscopeRate, accelerometerRate: rate(.accelerometer), magnetometerRate: rate(.magnetometer),
+                    declination: declination)
                 if let savedCalibration { fresh.restore(savedCalibration) }
                 fusion = fresh
             }

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -8,14 +9,19 @@ import Glibc
 /// so that `journalctl -p warning` works for the service. swift-log has no such handler; this one is a
 /// few lines.
 public struct JournalLogHandler: LogHandler {
-    public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     private let label: String
+    private let level: LogLevelSetting
 
-    /// A handler for `label` at `level`.
-    public init(label: String, level: Logger.Level = .info) {
+    /// A handler for `label` whose level is `level`'s, now and after it changes (a reload).
+    public init(label: String, level: LogLevelSetting) {
         self.label = label
-        self.logLevel = level
+        self.level = level
+    }
+
+    public var logLevel: Logger.Level {
+        get { level.value }
+        set { level.value = newValue }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -38,5 +44,19 @@ public struct JournalLogHandler: LogHandler {
         let line = "<\(priority)>\(event.message)\(details.isEmpty ? "" : " " + details)\n"
         let bytes = Array(line.utf8)
         _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }  // one write: lines don't interleave
+    }
+}
+
+/// The log level of every `JournalLogHandler` made with it, changeable while the daemon runs.
+public final class LogLevelSetting: Sendable {
+    private let level: Mutex<Logger.Level>
+
+    /// Starts at `level`.
+    public init(_ level: Logger.Level) { self.level = Mutex(level) }
+
+    /// The current level.
+    public var value: Logger.Level {
+        get { level.withLock { $0 } }
+        set { level.withLock { $0 = newValue } }
     }
 }

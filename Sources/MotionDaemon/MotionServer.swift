@@ -103,6 +103,11 @@ public final class MotionServer: @unchecked Sendable {
         }
     }
 
+    /// Applies the settings that can change while running (declination); others need a restart.
+    public func apply(declination: Double) {
+        hub.eventLoop.execute { [hub] in hub.setDeclination(declination) }
+    }
+
     /// Who may connect is decided by the socket file's mode and group.
     private func setAccess() throws {
         guard chmod(socketPath, socketMode) == 0 else {

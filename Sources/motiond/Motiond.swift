@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MotionDaemon
 import ServiceLifecycle
+import UnixSignals
 
 /// motiond: serves the machine's motion sensors over a Unix socket (docs/protocol.md).
 @main
@@ -10,13 +11,22 @@ struct Motiond: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "motiond",
         abstract: "Serve the IIO motion sensors of this machine to programs over a Unix socket.",
-        discussion: "Stop it with SIGTERM or SIGINT: it closes every sensor and removes its socket file.")
+        discussion: """
+            Settings come from the configuration file (see motiond.conf(5) in docs/), then from these flags. \
+            SIGHUP re-reads the file (a bad file is logged and the old settings stay); SIGTERM or SIGINT \
+            stops the daemon: it closes every sensor, saves its calibration and removes its socket file.
+            """)
+
+    static let defaultConfigurationPath = "/etc/motiond/motiond.conf"
+
+    @Option(help: "The configuration file (default: \(Motiond.defaultConfigurationPath), if it exists).")
+    var config: String?
 
     @Option(help: "The socket to listen on (default: /run/motiond/motiond.sock as root, else $XDG_RUNTIME_DIR/motiond.sock).")
     var socket: String?
 
-    @Option(help: "The socket file's permissions, octal.")
-    var socketMode: String = "0660"
+    @Option(help: "The socket file's permissions, octal (default 0660).")
+    var socketMode: String?
 
     @Option(help: "The socket file's group: its members may connect (default: the daemon's group).")
     var socketGroup: String?
@@ -24,27 +34,54 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: "Where the calibration is kept across restarts (default: /var/lib/motiond as root, else $XDG_STATE_HOME/motiond).")
     var stateDirectory: String?
 
-    @Option(help: "Seconds between saves of the calibration while sensors run.")
-    var stateSaveInterval: Double = 60
+    @Option(help: "Seconds between saves of the calibration while sensors run (default 60).")
+    var stateSaveInterval: Double?
 
-    @Option(help: "Least severe log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @Option(help: "Least severe log level: trace, debug, info, notice, warning, error, critical (default info).")
+    var logLevel: String?
+
+    @Option(help: "Magnetic declination, degrees east of true north, for the true-north frame (default 0).")
+    var declination: Double?
+
+    /// The settings given as flags.
+    var flags: Configuration {
+        var c = Configuration()
+        c.socket = socket
+        c.socketMode = socketMode
+        c.socketGroup = socketGroup
+        c.stateDirectory = stateDirectory
+        c.stateSaveInterval = stateSaveInterval
+        c.logLevel = logLevel
+        c.declination = declination
+        return c
+    }
 
     func run() async throws {
-        guard let level = Logger.Level(rawValue: logLevel) else {
-            throw ValidationError("unknown log level \"\(logLevel)\"")
+        let path = config ?? Self.defaultConfigurationPath
+        let settings: Configuration
+        do {
+            let file = try Configuration.load(path: path, required: config != nil)
+            settings = file.overridden(by: flags)
+            try settings.validate(path: "command line")
+        } catch {
+            throw ValidationError("\(error)")
         }
+        let level = LogLevelSetting(Logger.Level(rawValue: settings.logLevel ?? "info")!)
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "motiond")
-        guard stateSaveInterval > 0 else { throw ValidationError("--state-save-interval must be positive") }
-        guard let mode = UInt32(socketMode, radix: 8), mode <= 0o777 else { throw ValidationError("--socket-mode must be octal, like 0660") }
         let server = MotionServer(
-            socketPath: socket ?? Self.defaultSocket(), stateDirectory: stateDirectory ?? Self.defaultStateDirectory(),
-            stateSaveInterval: stateSaveInterval, socketMode: mode, socketGroup: socketGroup, logger: logger)
+            socketPath: settings.socket ?? Self.defaultSocket(),
+            stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
+            stateSaveInterval: settings.stateSaveInterval ?? 60,
+            socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
+            logger: logger)
+        server.apply(declination: settings.declination ?? 0)
+        let service = ServerService(
+            server: server, logger: logger, level: level, running: settings, reload: {
+                try Configuration.load(path: path, required: config != nil).overridden(by: flags)
+            })
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: ServerService(server: server))],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+            services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 
@@ -62,13 +99,37 @@ struct Motiond: AsyncParsableCommand {
     }
 }
 
-/// Runs the server until graceful shutdown, then stops it (sensors closed, socket file removed).
+/// Runs the server until graceful shutdown, re-reading the configuration on SIGHUP.
 struct ServerService: Service {
     let server: MotionServer
+    let logger: Logger
+    let level: LogLevelSetting
+    let running: Configuration
+    let reload: @Sendable () throws -> Configuration
 
     func run() async throws {
         try server.start()
-        try? await gracefulShutdown()
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                var current = running
+                for await _ in hangups {
+                    do {
+                        let next = try reload()
+                        try next.validate(path: "reloaded configuration")
+                        level.value = Logger.Level(rawValue: next.logLevel ?? "info")!
+                        server.apply(declination: next.declination ?? 0)
+                        let pending = next.restartOnlyDifferences(from: current)
+                        logger.notice("configuration reloaded", metadata: pending.isEmpty ? [:] : ["needs a restart": "\(pending.joined(separator: ", "))"])
+                        current = next
+                    } catch {
+                        logger.error("configuration not reloaded, the old one stays", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+            try? await gracefulShutdown()
+            tasks.cancelAll()
+        }
         try server.stop()
     }
 }

@@ -439,6 +439,42 @@ extension Hardware.Server {
     }
 }
 
+extension Hardware.Server {
+    @Test func aBadConfigurationIsAClearErrorAtStartAndIsIgnoredOnReload() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let config = NSTemporaryDirectory() + "motiond-\(getpid()).conf"
+        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())"
+        try "log_level: loud\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let failing = Process()
+        failing.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
+        failing.arguments = ["--config", config, "--socket", Self.socketPath()]
+        let output = Pipe()
+        failing.standardError = output
+        try failing.run()
+        failing.waitUntilExit()
+        #expect(failing.terminationStatus != 0)
+        let message = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(message.contains(config) && message.contains("log_level"), "\(message)")
+
+        try "log_level: info\ndeclination: 2\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--config", config, "--state-directory", state])
+        try "log_level: [broken\n".write(toFile: config, atomically: true, encoding: .utf8)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        try "log_level: debug\nsocket: /elsewhere.sock\n".write(toFile: config, atomically: true, encoding: .utf8)
+        usleep(300_000)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        usleep(300_000)
+        let client = try TestClient(path: daemon.socket)  // still serving on its first socket
+        _ = try client.next("VERSION")
+        daemon.signal(SIGTERM)
+        let log = String(decoding: daemon.log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("<3>configuration not reloaded, the old one stays"), "\(log)")
+        #expect(log.contains("<5>configuration reloaded") && log.contains("socket"), "\(log)")
+        #expect(log.contains("<7>"), "debug messages after the reload: \(log)")
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {

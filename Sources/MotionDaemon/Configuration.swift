@@ -1,0 +1,120 @@
+import Foundation
+import Logging
+import Yams
+
+/// motiond's settings: `/etc/motiond/motiond.conf` (YAML, see docs/), overridden by command-line flags.
+public struct Configuration: Sendable, Equatable, Decodable {
+    /// The socket path.
+    public var socket: String?
+    /// The socket file's permissions, octal text such as `"0660"`.
+    public var socketMode: String?
+    /// The socket file's group.
+    public var socketGroup: String?
+    /// Where the calibration is kept.
+    public var stateDirectory: String?
+    /// Seconds between saves of the calibration.
+    public var stateSaveInterval: Double?
+    /// Least severe log level.
+    public var logLevel: String?
+    /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
+    public var declination: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case socket, declination
+        case socketMode = "socket_mode"
+        case socketGroup = "socket_group"
+        case stateDirectory = "state_directory"
+        case stateSaveInterval = "state_save_interval"
+        case logLevel = "log_level"
+    }
+
+    /// No settings: every default.
+    public init() {}
+
+    /// What is wrong with a configuration file.
+    public struct Invalid: Error, CustomStringConvertible {
+        public var path: String
+        public var problem: String
+        public var description: String { "\(path): \(problem)" }
+    }
+
+    /// Reads and checks a file. A missing file is an error only if `required`.
+    public static func load(path: String, required: Bool) throws(Invalid) -> Configuration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if !required && !FileManager.default.fileExists(atPath: path) { return Configuration() }
+            throw Invalid(path: path, problem: "cannot be read")
+        }
+        let configuration: Configuration
+        do {
+            let text = String(decoding: data, as: UTF8.self)
+            // An empty file (or one with only comments) is all defaults.
+            if try Yams.load(yaml: text) == nil { return Configuration() }
+            configuration = try YAMLDecoder().decode(Configuration.self, from: text)
+        } catch let error as DecodingError {
+            throw Invalid(path: path, problem: describe(error))
+        } catch {
+            throw Invalid(path: path, problem: "\(error)")
+        }
+        try configuration.validate(path: path)
+        return configuration
+    }
+
+    /// Checks every value, naming `path` (the file, or "command line") in the error.
+    public func validate(path: String) throws(Invalid) {
+        if let mode = socketMode, UInt32(mode, radix: 8).map({ $0 > 0o777 }) ?? true {
+            throw Invalid(path: path, problem: "socket_mode \"\(mode)\" is not an octal mode such as 0660")
+        }
+        if let interval = stateSaveInterval, !(interval > 0) {
+            throw Invalid(path: path, problem: "state_save_interval must be positive, not \(interval)")
+        }
+        if let level = logLevel, Logger.Level(rawValue: level) == nil {
+            throw Invalid(path: path, problem: "log_level \"\(level)\" is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        if let declination, !(-180...180).contains(declination) {
+            throw Invalid(path: path, problem: "declination \(declination) is outside −180…180 degrees")
+        }
+    }
+
+    /// `other`'s settings where it has them, else these.
+    public func overridden(by other: Configuration) -> Configuration {
+        var merged = self
+        merged.socket = other.socket ?? socket
+        merged.socketMode = other.socketMode ?? socketMode
+        merged.socketGroup = other.socketGroup ?? socketGroup
+        merged.stateDirectory = other.stateDirectory ?? stateDirectory
+        merged.stateSaveInterval = other.stateSaveInterval ?? stateSaveInterval
+        merged.logLevel = other.logLevel ?? logLevel
+        merged.declination = other.declination ?? declination
+        return merged
+    }
+
+    /// The settings that take effect only at start.
+    public func restartOnlyDifferences(from other: Configuration) -> [String] {
+        var names: [String] = []
+        if socket != other.socket { names.append("socket") }
+        if socketMode != other.socketMode { names.append("socket_mode") }
+        if socketGroup != other.socketGroup { names.append("socket_group") }
+        if stateDirectory != other.stateDirectory { names.append("state_directory") }
+        if stateSaveInterval != other.stateSaveInterval { names.append("state_save_interval") }
+        return names
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .typeMismatch(let type, let context):
+            "\(path(context)): expected \(type)"
+        case .dataCorrupted(let context):
+            context.codingPath.isEmpty ? context.debugDescription : "\(path(context)): \(context.debugDescription)"
+        case .keyNotFound(let key, _):
+            "missing \(key.stringValue)"
+        case .valueNotFound(let type, let context):
+            "\(path(context)): expected \(type)"
+        @unknown default:
+            "\(error)"
+        }
+    }
+
+    private static func path(_ context: DecodingError.Context) -> String {
+        context.codingPath.map(\.stringValue).joined(separator: ".")
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+
+@testable import MotionDaemon
+
+@Suite struct ConfigurationTests {
+    func file(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func everySettingIsRead() throws {
+        let path = try file("""
+            # motiond.conf
+            socket: /run/motiond/motiond.sock
+            socket_mode: "0640"
+            socket_group: motion
+            state_directory: /var/lib/motiond
+            state_save_interval: 30
+            log_level: debug
+            declination: 3.5
+            """)
+        let c = try Configuration.load(path: path, required: true)
+        #expect(c.socket == "/run/motiond/motiond.sock" && c.socketMode == "0640" && c.socketGroup == "motion")
+        #expect(c.stateDirectory == "/var/lib/motiond" && c.stateSaveInterval == 30 && c.logLevel == "debug" && c.declination == 3.5)
+    }
+
+    @Test func anEmptyFileOrAMissingDefaultFileMeansDefaults() throws {
+        #expect(try Configuration.load(path: file("# nothing\n"), required: true) == Configuration())
+        #expect(try Configuration.load(path: "/nonexistent/motiond.conf", required: false) == Configuration())
+    }
+
+    @Test(arguments: [
+        ("socket_mode: \"999\"", "socket_mode"),
+        ("state_save_interval: -1", "state_save_interval"),
+        ("log_level: loud", "log_level"),
+        ("declination: 400", "declination"),
+        ("declination: east", "declination"),
+        ("socket: [1, 2]", "socket"),
+        ("socket: /a\n  bad: indentation", "2:6"),  // a syntax error gives line and column
+    ])
+    func aBadValueIsAnErrorNamingTheFileAndTheSetting(text: String, setting: String) throws {
+        let path = try file(text)
+        do {
+            _ = try Configuration.load(path: path, required: true)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.description.hasPrefix(path), "\(error)")
+            #expect(error.description.contains(setting), "\(error)")
+        }
+    }
+
+    @Test func aMissingRequiredFileIsAnError() {
+        #expect(throws: Configuration.Invalid.self) { try Configuration.load(path: "/nonexistent/motiond.conf", required: true) }
+    }
+
+    @Test func flagsOverrideTheFileAndRestartOnlyChangesAreNamed() {
+        var file = Configuration()
+        file.socket = "/a"
+        file.logLevel = "info"
+        var flags = Configuration()
+        flags.logLevel = "debug"
+        let merged = file.overridden(by: flags)
+        #expect(merged.socket == "/a" && merged.logLevel == "debug")
+        var moved = merged
+        moved.socket = "/b"
+        moved.declination = 2
+        #expect(moved.restartOnlyDifferences(from: merged) == ["socket"])
+    }
+}
