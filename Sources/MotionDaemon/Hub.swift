@@ -345,8 +345,7 @@ final class Hub: @unchecked Sendable {
             deliver(.accelerometer, timestamp: t, period: period) { _ in message }
             let previous = orientation.state
             let state = orientation.update(gravity: acceleration)
-            let screen = ScreenOrientation(rawValue: state.rawValue)!
-            latest.orientation = OrientationMessage(timestamp: t, orientation: screen)
+            latest.orientation = OrientationMessage(timestamp: t, orientation: state)
             if state != previous { deliverEvent(.orientation, latest.orientation!) }
         case .gyroscope:
             fusion?.update(sample)

@@ -12,33 +12,17 @@ import MotionCore
 ///   vertical (iio-sensor-proxy uses a similar tilt limit before it stops changing orientation);
 /// - `hysteresis` 10°: a new state must be entered this far past the boundary that leaves the old one.
 public struct OrientationDetector: Sendable, Codable, Equatable {
-    /// One of the six states.
-    public enum State: String, Sendable, Hashable, Codable, CaseIterable {
-        /// Upright: the top edge up.
-        case normal
-        /// Upside down: the bottom edge up.
-        case bottomUp = "bottom-up"
-        /// On its right edge: the left edge up.
-        case leftUp = "left-up"
-        /// On its left edge: the right edge up.
-        case rightUp = "right-up"
-        /// Lying flat, screen up.
-        case faceUp = "face-up"
-        /// Lying flat, screen down.
-        case faceDown = "face-down"
-    }
-
     public var flatAngle = 25.0 * .pi / 180
     public var hysteresis = 10.0 * .pi / 180
-    /// The current state, `nil` before the first update.
-    public private(set) var state: State?
+    /// The current orientation, `nil` before the first update.
+    public private(set) var state: ScreenOrientation?
 
     /// Creates a detector with the default parameters.
     public init() {}
 
     /// Feeds gravity in g (CoreMotion's sign: (0, 0, −1) face up); returns the state after it.
     @discardableResult
-    public mutating func update(gravity: Vector3) -> State {
+    public mutating func update(gravity: Vector3) -> ScreenOrientation {
         let length = gravity.length
         guard length > 0.1 else { return state ?? .faceUp }  // free fall: no opinion
         let down = gravity * (1 / length)
@@ -52,7 +36,7 @@ public struct OrientationDetector: Sendable, Codable, Equatable {
         }
         // In the screen's plane: the edge that points up is opposite to gravity.
         let angle = atan2(-down.x, -down.y)  // 0: top edge up; +π/2: right edge up
-        let candidate: State
+        let candidate: ScreenOrientation
         switch angle {
         case -.pi / 4 ..< .pi / 4: candidate = .normal
         case .pi / 4 ..< 3 * .pi / 4: candidate = .rightUp

@@ -108,8 +108,10 @@ struct ServerService: Service {
     let reload: @Sendable () throws -> Configuration
 
     func run() async throws {
-        try server.start()
+        // Trap SIGHUP before the socket exists: a reload sent as soon as clients can connect must
+        // not meet SIGHUP's default action (terminate).
         let hangups = await UnixSignalsSequence(trapping: .sighup)
+        try server.start()
         await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
                 var current = running

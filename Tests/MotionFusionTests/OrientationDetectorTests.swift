@@ -14,9 +14,9 @@ import Testing
     }
 
     @Test(arguments: [
-        (0.0, OrientationDetector.State.normal), (90.0, .rightUp), (-90.0, .leftUp), (180.0, .bottomUp),
+        (0.0, ScreenOrientation.normal), (90.0, .rightUp), (-90.0, .leftUp), (180.0, .bottomUp),
     ])
-    func eachEdgeUpGivesItsState(angle: Double, expected: OrientationDetector.State) {
+    func eachEdgeUpGivesItsState(angle: Double, expected: ScreenOrientation) {
         var detector = OrientationDetector()
         #expect(detector.update(gravity: gravity(inPlane: angle)) == expected)
     }
@@ -34,7 +34,7 @@ import Testing
     @Test func aDeviceHeldNearFortyFiveDegreesDoesNotFlap() {
         var detector = OrientationDetector()
         detector.update(gravity: gravity(inPlane: 0))
-        var states: [OrientationDetector.State] = []
+        var states: [ScreenOrientation] = []
         for angle in [40.0, 46, 44, 48, 42, 47] { states.append(detector.update(gravity: gravity(inPlane: angle))) }
         #expect(states.allSatisfy { $0 == .normal }, "\(states)")
         #expect(detector.update(gravity: gravity(inPlane: 51)) == .rightUp)
