@@ -54,6 +54,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 hub.reply(ErrorReply(id: nil, code: .tooLong, message: "line longer than \(ProtocolVersion.maximumLineLength) bytes"), to: client)
             }
         }
+        hub.pauseReadingIfCongested(client)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

@@ -23,6 +23,8 @@ final class Hub: @unchecked Sendable {
         var queue = DeliveryQueue<ByteBuffer>(capacity: Hub.queueCapacity)
         var watches: [StreamKind: Watch] = [:]
         var fullSince: Int64?
+        /// Whether reading its requests is paused until its queue drains.
+        var paused = false
     }
 
     private struct PendingPoll {
@@ -462,6 +464,20 @@ final class Hub: @unchecked Sendable {
             wrote = true
         }
         if wrote { channel.flush() }
+        if clients[id]!.paused && clients[id]!.queue.count < Self.queueCapacity / 2 {
+            clients[id]!.paused = false
+            channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+        }
+    }
+
+    /// Replies are never dropped, so a client that sends requests faster than it reads the replies
+    /// would grow its queue without bound: once its queue is full, its requests are no longer read
+    /// (the kernel's socket buffer then holds the sender back) until the queue has drained.
+    func pauseReadingIfCongested(_ id: ClientID) {
+        guard let client = clients[id], !client.paused, client.queue.count >= Self.queueCapacity else { return }
+        clients[id]!.paused = true
+        logger.debug("client reads its replies slowly: its requests wait", metadata: ["client": "\(id)"])
+        client.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
     }
 
     // MARK: Replies

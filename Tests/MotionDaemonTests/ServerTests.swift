@@ -475,6 +475,30 @@ extension Hardware.Server {
     }
 }
 
+extension Hardware.Server {
+    @Test func aClientFloodingRequestsWithoutReadingLosesNoReplyAndIsHeldBack() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let server = MotionServer(socketPath: Self.socketPath())
+        try server.start()
+        defer { try? server.stop() }
+        let client = try TestClient(path: server.socketPath)
+        _ = try client.next("VERSION")
+        // 20,000 requests (far more than a queue holds) written before any reply is read; the
+        // writer blocks when the daemon stops reading, and resumes as the replies are read.
+        let count = 20_000
+        let writer = Thread { for i in 0..<count { try? client.send(#"{"class":"STATUS","id":\#(i)}"#) } }
+        writer.start()
+        sleep(3)  // read nothing for a while: far more replies than the socket and the queue hold
+        var ids: [Int] = []
+        while ids.count < count {
+            let reply = try client.decode(StatusReply.self, try client.next(seconds: 10))
+            if case .number(let n) = reply.id { ids.append(Int(n)) }
+        }
+        #expect(ids == Array(0..<count), "every reply, in order")
+    }
+}
+
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {

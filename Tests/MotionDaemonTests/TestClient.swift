@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// A blocking line client for the daemon's Unix socket, as any program would write one.
-final class TestClient {
+/// `@unchecked Sendable`: one thread may `send` while another reads; sending touches only the descriptor.
+final class TestClient: @unchecked Sendable {
     private let fd: Int32
     private var framer = LineFramer(maximumLength: 1 << 20)
     private var lines: [[UInt8]] = []
