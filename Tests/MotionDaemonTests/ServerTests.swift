@@ -100,7 +100,8 @@ final class DaemonProcess {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardError = log
         try process.run()
-        try waitUntil { FileManager.default.fileExists(atPath: socket) }
+        // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
+        try waitUntil { (try? TestClient(path: socket)) != nil }
     }
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
@@ -461,6 +462,7 @@ extension Hardware.Server {
         let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--config", config, "--state-directory", state])
         try "log_level: [broken\n".write(toFile: config, atomically: true, encoding: .utf8)
         kill(daemon.process.processIdentifier, SIGHUP)
+        usleep(300_000)  // the reload reads the file asynchronously: let it see the broken one
         try "log_level: debug\nsocket: /elsewhere.sock\n".write(toFile: config, atomically: true, encoding: .utf8)
         usleep(300_000)
         kill(daemon.process.processIdentifier, SIGHUP)
