@@ -97,6 +97,14 @@ let package = Package(
             ],
             path: "Benchmarks/MotionFusionBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+        // motiond under load, as a child process on a fake IMU: see Benchmarks/DaemonLoad.
+        .executableTarget(
+            name: "daemon-load",
+            dependencies: [
+                "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/DaemonLoad"),
     ],
     swiftLanguageModes: [.v6]
 )

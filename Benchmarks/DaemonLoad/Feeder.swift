@@ -1,0 +1,61 @@
+import Foundation
+import Synchronization
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Plays a fake IMU: writes accelerometer + gyroscope scans with CLOCK_MONOTONIC timestamps to a
+/// testbed's `/dev/iio:deviceN` at a steady rate, as the kernel would, while the daemon has the
+/// buffer enabled.
+final class Feeder: Sendable {
+    private let stopRequested = Atomic<Bool>(false)
+    private let fed = Atomic<Int>(0)
+
+    /// Starts feeding `node` of `device` at `rate` Hz.
+    init(testbed: Testbed, device: String, node: String, rate: Double) {
+        let descriptor = testbed.controlDescriptor(for: node)
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        let enablePath = "\(testbed.root)/sys/bus/iio/devices/\(device)/buffer/enable"
+        let period = Int64(1e9 / rate)
+        let thread = Thread { [self] in
+            var scan = [UInt8](repeating: 0, count: 24)
+            var next = Feeder.now()
+            var enabled = false
+            var checkedAt: Int64 = 0
+            var i = 0
+            while !stopRequested.load(ordering: .relaxed) {
+                next += period
+                var deadline = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
+                while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil) == EINTR {}
+                if next - checkedAt > 100_000_000 {
+                    enabled = (try? String(contentsOfFile: enablePath, encoding: .utf8))?.hasPrefix("1") == true
+                    checkedAt = next
+                }
+                guard enabled else { continue }
+                i += 1
+                // At rest, face up, with a little noise on every axis: accel (0, 0, 1 g), gyro ≈ 0.
+                let values: [Int16] = [Int16(i % 7) - 3, Int16(i % 5) - 2, 16384 + Int16(i % 3), Int16(i % 3) - 1, Int16(i % 4) - 2, 1, 0, 0]
+                values.withUnsafeBytes { scan.replaceSubrange(0..<16, with: $0) }
+                let stamp = Feeder.now()
+                withUnsafeBytes(of: stamp.littleEndian) { scan.replaceSubrange(16..<24, with: $0) }
+                if write(descriptor, scan, scan.count) == scan.count { fed.add(1, ordering: .relaxed) }
+            }
+        }
+        thread.qualityOfService = .userInteractive
+        thread.start()
+    }
+
+    /// Scans written so far.
+    var scansFed: Int { fed.load(ordering: .relaxed) }
+
+    func stop() { stopRequested.store(true, ordering: .relaxed) }
+
+    /// CLOCK_MONOTONIC, ns: the clock the daemon stamps IIO samples with.
+    static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
