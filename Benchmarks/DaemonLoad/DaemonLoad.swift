@@ -45,7 +45,7 @@ struct DaemonLoad: ParsableCommand {
             let a = probe.read()
             usleep(UInt32(seconds * 1e6))
             let usage = ProcessProbe.usage(from: a, to: probe.read())
-            print("no clients (sensors closed): \(usage); RSS \(probe.status("VmRSS")) kB")
+            print("no clients (sensors closed): \(usage); RSS \(probe.status("VmRSS")) kB, of which anonymous \(probe.status("RssAnon")) kB")
         }
         for (rate, clients) in [(100.0, 1), (1000.0, 100), (100.0, largest)] {
             let daemon = try Daemon(executable: executable)
@@ -69,11 +69,11 @@ struct DaemonLoad: ParsableCommand {
             func percentile(_ p: Double) -> Double {
                 latencies.isEmpty ? .nan : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) * 1e-6
             }
-            let rss = probe.status("VmRSS"), peak = probe.status("VmHWM")
+            let rss = probe.status("VmRSS"), peak = probe.status("VmHWM"), anonymous = probe.status("RssAnon")
             heaviestRSS = max(heaviestRSS, peak)
             print(String(
-                format: "%4.0f Hz, %4d clients: %@; RSS %d kB (peak %d)\n    scans fed %d; motion lines per client min %d max %d (expected ≈ %d); dropped %d; latency p50 %.3f ms, p99 %.3f ms, max %.3f ms",
-                rate, clients, usage.description, rss, peak, fed, received.min() ?? 0, received.max() ?? 0, fed, load.dropped,
+                format: "%4.0f Hz, %4d clients: %@; RSS %d kB (peak %d; anonymous %d)\n    scans fed %d; motion lines per client min %d max %d (expected ≈ %d); dropped %d; latency p50 %.3f ms, p99 %.3f ms, max %.3f ms",
+                rate, clients, usage.description, rss, peak, anonymous, fed, received.min() ?? 0, received.max() ?? 0, fed, load.dropped,
                 percentile(0.5), percentile(0.99), percentile(1.0)))
         }
         do {

@@ -5,25 +5,23 @@ struct ProcessProbe {
     let pid: Int32
 
     struct Reading {
-        /// CPU time of all threads, ns (schedstat).
-        var cpu: Int64
-        /// Times any thread was put on a CPU: wake-ups plus preemptions (schedstat).
-        var runs: Int64
+        /// Per thread: CPU time, ns, and times put on a CPU (wake-ups plus preemptions), from schedstat.
+        var threads: [String: (cpu: Int64, runs: Int64)] = [:]
         /// Wall clock, ns.
-        var time: Int64
+        var time: Int64 = 0
     }
 
     func read() -> Reading {
-        var cpu: Int64 = 0, runs: Int64 = 0
+        var reading = Reading()
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         for task in tasks {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8) else { continue }
             let fields = text.split(separator: " ").compactMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             guard fields.count == 3 else { continue }
-            cpu += fields[0]
-            runs += fields[2]
+            reading.threads[task] = (fields[0], fields[2])
         }
-        return Reading(cpu: cpu, runs: runs, time: Feeder.now())
+        reading.time = Feeder.now()
+        return reading
     }
 
     /// A /proc/PID/status field in kB (VmRSS: resident now; VmHWM: the peak).
@@ -45,8 +43,15 @@ struct ProcessProbe {
         var description: String { String(format: "CPU %.2f %% of one core, %.1f wake-ups/s", cpuPercent, runsPerSecond) }
     }
 
+    /// Threads that ended between the readings are not counted (the daemon's threads live as long as a sensor runs).
     static func usage(from a: Reading, to b: Reading) -> Usage {
         let seconds = Double(b.time - a.time) * 1e-9
-        return Usage(cpuPercent: Double(b.cpu - a.cpu) * 1e-9 / seconds * 100, runsPerSecond: Double(b.runs - a.runs) / seconds)
+        var cpu: Int64 = 0, runs: Int64 = 0
+        for (thread, end) in b.threads {
+            let start = a.threads[thread] ?? (0, 0)
+            cpu += end.cpu - start.cpu
+            runs += end.runs - start.runs
+        }
+        return Usage(cpuPercent: Double(cpu) * 1e-9 / seconds * 100, runsPerSecond: Double(runs) / seconds)
     }
 }

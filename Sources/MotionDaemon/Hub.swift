@@ -55,6 +55,8 @@ final class Hub: @unchecked Sendable {
     static let queueCapacity = 256
     /// How long a POLL waits for the first sample, s.
     static let pollTimeout = 2.0
+    /// How long sensors started for a POLL keep running after the last poll that needs them, s.
+    static let pollLinger = 5.0
     /// How long a client may leave its queue full of replies and events before it is disconnected, ns.
     static let stuckClientTimeout: Int64 = 10_000_000_000
 
@@ -65,12 +67,19 @@ final class Hub: @unchecked Sendable {
     private var nextClient = 0
     private var clients: [ClientID: Client] = [:]
     private var pendingPolls: [PendingPoll] = []
+    /// Streams polled lately, and until when their sensors keep running.
+    private var recentPolls: [StreamKind: NIODeadline] = [:]
+    private var lingerEnd: Scheduled<Void>?
     private(set) var devices: [DeviceDescriptor] = []
     private var captures: [DeviceNumber: RunningCapture] = [:]
     private var fusion: SensorFusion?
     private var orientation = OrientationDetector()
     private var droppedByGoneClients = 0
     private var latest = Snapshot(id: nil)
+    /// Scratch space for `drain`, reused.
+    private var drained: [SensorEvent] = []
+    /// Writes per-sample lines, its buffer reused.
+    private var lineWriter = LineWriter()
     private let store: StateStore?
     /// Magnetic declination, degrees east of true north.
     private var declination = 0.0
@@ -222,6 +231,7 @@ final class Hub: @unchecked Sendable {
             reply(ErrorReply(id: poll.id, code: .unavailable, message: "no sensor for \(names)"), to: id)
             return
         }
+        keepRunningAfterPoll(poll.streams)
         if let snapshot = snapshot(for: poll) {
             reply(snapshot, to: id)
             return
@@ -235,6 +245,17 @@ final class Hub: @unchecked Sendable {
         }
         pendingPolls.append(PendingPoll(client: id, poll: poll, timeout: timeout))
         replan()
+    }
+
+    /// Keeps the sensors of polled streams running for `pollLinger` after this poll.
+    private func keepRunningAfterPoll(_ streams: [StreamKind]) {
+        let end = NIODeadline.now() + .milliseconds(Int64(Self.pollLinger * 1000))
+        for stream in streams { recentPolls[stream] = end }
+        lingerEnd?.cancel()
+        lingerEnd = eventLoop.scheduleTask(deadline: end) { [self] in
+            lingerEnd = nil
+            replan()
+        }
     }
 
     /// The snapshot for a poll, if every stream asked for has a value from a running sensor.
@@ -276,6 +297,9 @@ final class Hub: @unchecked Sendable {
         for pending in pendingPolls {
             for stream in pending.poll.streams { demands.append(.init(stream: stream, interval: Request.Watch.defaultInterval)) }
         }
+        let now = NIODeadline.now()
+        recentPolls = recentPolls.filter { $0.value > now }
+        for stream in recentPolls.keys { demands.append(.init(stream: stream, interval: Request.Watch.defaultInterval)) }
         let plan = CapturePlan(demands: demands, devices: devices)
         let wanted = Dictionary(uniqueKeysWithValues: plan.captures.map { ($0.device, $0) })
         for (number, running) in captures where wanted[number] != running.plan {
@@ -290,9 +314,10 @@ final class Hub: @unchecked Sendable {
                     device: device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate,
                     firstDataTimeout: firstDataTimeout)
                 captures[number] = RunningCapture(plan: entry, capture: capture)
+                let mailbox = EventMailbox()
                 capture.start { [weak self] event in
-                    guard let self else { return }
-                    self.eventLoop.execute { self.ingest(event, from: number) }
+                    guard let self, mailbox.post(event) else { return }
+                    self.eventLoop.execute { self.drain(mailbox, from: number) }
                 }
                 logger.info("sensor opened", metadata: [
                     "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
@@ -313,6 +338,13 @@ final class Hub: @unchecked Sendable {
                 fusion = fresh
             }
         }
+    }
+
+    /// Ingests what a capture's reader thread posted since the last drain.
+    private func drain(_ mailbox: EventMailbox, from number: DeviceNumber) {
+        mailbox.take(into: &drained)
+        for event in drained { ingest(event, from: number) }
+        drained.removeAll(keepingCapacity: true)
     }
 
     private func ingest(_ event: SensorEvent, from number: DeviceNumber) {
@@ -344,7 +376,7 @@ final class Hub: @unchecked Sendable {
             let acceleration = sample.vector * (-1 / Units.standardGravity)
             let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
             latest.accelerometer = message
-            deliver(.accelerometer, timestamp: t, period: period) { _ in message }
+            deliver(.accelerometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
             let previous = orientation.state
             let state = orientation.update(gravity: acceleration)
             latest.orientation = OrientationMessage(timestamp: t, orientation: state)
@@ -353,16 +385,16 @@ final class Hub: @unchecked Sendable {
             fusion?.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
             latest.gyroscope = message
-            deliver(.gyroscope, timestamp: t, period: period) { _ in message }
+            deliver(.gyroscope, timestamp: t, period: period) { writer, _ in writer.write(message) }
             if let fusion, latest.accelerometer != nil {
                 // Motion is produced at the gyroscope's rate, each frame encoded once per sample.
-                deliver(.motion, timestamp: t, period: period) { frame in self.motionMessage(fusion.deviceMotion(in: frame)) }
+                deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(self.motionMessage(fusion.deviceMotion(in: frame))) }
             }
         case .magnetometer:
             fusion?.update(sample)
             let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             latest.magnetometer = message
-            deliver(.magnetometer, timestamp: t, period: period) { _ in message }
+            deliver(.magnetometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
         case .proximity:
             let message = ProximityMessage(timestamp: t, near: sample.isNear, value: sample.vector.x)
             let changed = latest.proximity?.near != message.near
@@ -396,19 +428,44 @@ final class Hub: @unchecked Sendable {
 
     // MARK: Delivery
 
-    /// Sends a periodic stream's message to every client due one, encoding it once per frame.
-    private func deliver<M: ServerMessage>(_ stream: StreamKind, timestamp: Int64, period: Int64, message: (AttitudeReferenceFrame) -> M) {
-        var encoded: [AttitudeReferenceFrame: ByteBuffer] = [:]
+    /// Sends a periodic stream's message to every client due one, writing it once per frame.
+    private func deliver(_ stream: StreamKind, timestamp: Int64, period: Int64, write: (inout LineWriter, AttitudeReferenceFrame) -> Void) {
+        var lines = LinesByFrame()
         for id in clients.keys {
             guard var watch = clients[id]!.watches[stream] else { continue }
             let due = watch.decimator.accepts(timestamp, sensorPeriod: period)
             clients[id]!.watches[stream] = watch
             guard due else { continue }
             let frame = stream == .motion ? watch.frame : .xArbitraryZVertical
-            if encoded[frame] == nil, let bytes = try? Wire.encode(message(frame)) {
-                encoded[frame] = ByteBuffer(bytes: bytes)
+            if lines[frame] == nil {
+                write(&lineWriter, frame)
+                lines[frame] = ByteBuffer(bytes: lineWriter.bytes)
             }
-            if let buffer = encoded[frame] { enqueue(buffer, to: id, kind: .stream(stream)) }
+            enqueue(lines[frame]!, to: id, kind: .stream(stream))
+        }
+    }
+
+    /// One encoded line per reference frame, without a dictionary's allocation.
+    private struct LinesByFrame {
+        private var lines: (ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?)
+
+        subscript(frame: AttitudeReferenceFrame) -> ByteBuffer? {
+            get {
+                switch frame {
+                case .xArbitraryZVertical: lines.0
+                case .xArbitraryCorrectedZVertical: lines.1
+                case .xMagneticNorthZVertical: lines.2
+                case .xTrueNorthZVertical: lines.3
+                }
+            }
+            set {
+                switch frame {
+                case .xArbitraryZVertical: lines.0 = newValue
+                case .xArbitraryCorrectedZVertical: lines.1 = newValue
+                case .xMagneticNorthZVertical: lines.2 = newValue
+                case .xTrueNorthZVertical: lines.3 = newValue
+                }
+            }
         }
     }
 
@@ -536,6 +593,8 @@ final class Hub: @unchecked Sendable {
 
     /// Stops every capture (at shutdown).
     func stopAll() {
+        lingerEnd?.cancel()
+        recentPolls.removeAll()
         saveStateNow()
         for running in captures.values { running.capture.stop() }
         captures.removeAll()

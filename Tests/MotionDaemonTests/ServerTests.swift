@@ -82,7 +82,36 @@ extension Hardware {
 
             try client.send(#"{"class":"WATCH","id":6,"enable":false}"#)
             #expect(try client.decode(Watching.self, try client.next("WATCHING")).streams.isEmpty)
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+            // Closed once the poll's linger (5 s after the poll) is over.
+            try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+        }
+
+        @Test func aPollStartsTheSensorsWhichStayWarmForTheNextPollsThenClose() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let server = MotionServer(socketPath: Self.socketPath())
+            try server.start()
+            defer { try? server.stop() }
+            let client = try TestClient(path: server.socketPath)
+            _ = try client.next("VERSION")
+
+            try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer","gyroscope"]}"#)
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [10, 0, 0], time: 1_000_000))
+            let first = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
+            #expect(first.id == .number(1) && first.gyroscope?.timestamp == 1_000_000, "the first poll waits for the first sample")
+
+            try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [20, 0, 0], time: 2_000_000))
+            try waitUntil {
+                (try? client.send(#"{"class":"POLL","id":2,"streams":["accelerometer","gyroscope"]}"#)) != nil
+                    && (try? client.decode(Snapshot.self, client.next("SNAPSHOT")))?.gyroscope?.timestamp == 2_000_000
+            }
+            #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("1"), "still running between polls")
+
+            let lastPoll = Date()
+            try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+            let linger = Date().timeIntervalSince(lastPoll)
+            #expect(linger > 4 && linger < 7, "closed about 5 s after the last poll: \(linger) s")
         }
     }
 }

@@ -1,0 +1,89 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionWire
+
+@Suite struct LineWriterTests {
+    /// Random values over every magnitude the daemon may meet, both signs.
+    static func randomValues(count: Int) -> [Double] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in
+            let value = Double.random(in: 1...10, using: &generator) * pow(10, Double(Int.random(in: -14...17, using: &generator)))
+            return Bool.random(using: &generator) ? value : -value
+        }
+    }
+
+    @Test func numbersReadBackAsPrintfsNineDigitsDo() throws {
+        var writer = LineWriter()
+        for value in Self.randomValues(count: 5000) + [1, 10, 1000, 1e-5, 0.1, 123_456_789, 0.5, -2.75, 1e15, 9.999999999e-6] {
+            writer.number(value)
+            let text = String(decoding: writer.bytes, as: UTF8.self)
+            let parsed = try #require(Double(text), "\(value) → \(text)")
+            // The reference: C's %.9g, an independent formatter.
+            let reference = Double(String(format: "%.9g", value))!
+            #expect(parsed == reference || (parsed - value).magnitude <= 5e-9 * value.magnitude, "\(value) → \(text), %.9g: \(reference)")
+            #expect(!text.contains("+") && !text.hasSuffix("."), "JSON's number grammar: \(text)")
+            _ = try JSONSerialization.jsonObject(with: Data(("[" + text + "]").utf8))
+            writer = LineWriter()
+        }
+    }
+
+    @Test func notFiniteNumbersAreWrittenAsZeroSoTheLineStaysJSON() {
+        var writer = LineWriter()
+        writer.number(.nan)
+        writer.number(.infinity)
+        writer.number(-0.0)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "000")
+    }
+
+    @Test func timestampsAreExactIntegers() {
+        for value: Int64 in [0, 7, -12, 1_234_567_890_123_456_789, .max, .min + 1] {
+            var writer = LineWriter()
+            writer.integer(value)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == String(value))
+        }
+    }
+
+    static let motion = MotionMessage(
+        timestamp: 5_010_000_000, frame: .xMagneticNorthZVertical,
+        attitude: AttitudeMessage(
+            quaternion: Quaternion(w: 0.7071068, x: 0.001, y: -0.0002, z: -0.7071068), roll: 0.0021, pitch: -0.0013, yaw: -1.5707963,
+            rotationMatrix: [0, -1, 0.000012, 1, 0, 0, 0, 0.5, 1]),
+        gravity: Vector3(x: 0.01, y: -0.02, z: -0.9998), userAcceleration: Vector3(x: 1e-7, y: 0, z: 3.25),
+        rotationRate: Vector3(x: 0.01, y: 0, z: -12.5), magneticField: CalibratedFieldMessage(field: Vector3(x: 0, y: 19.25, z: -46), accuracy: .high),
+        heading: 359.5)
+
+    @Test func aMotionLineDecodesToTheMessageWithItsKeysInTheDocumentedOrder() throws {
+        var writer = LineWriter()
+        writer.write(Self.motion)
+        let line = writer.bytes
+        #expect(line.last == UInt8(ascii: "\n"))
+        #expect(try Wire.decode(MotionMessage.self, from: Array(line.dropLast())) == Self.motion)
+        let text = String(decoding: line, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"class":"MOTION","timestamp":5010000000,"frame":"xMagneticNorthZVertical","attitude":{"quaternion":{"x":0.001,"#), "\(text)")
+        // The same line as the general encoder writes, up to the order of keys.
+        let general = try JSONSerialization.jsonObject(with: Data(try Wire.encode(Self.motion))) as! NSDictionary
+        #expect(try JSONSerialization.jsonObject(with: Data(line)) as! NSDictionary == general)
+
+        var withoutHeading = Self.motion
+        withoutHeading.heading = nil
+        writer.write(withoutHeading)
+        #expect(!String(decoding: writer.bytes, as: UTF8.self).contains("heading"), "no heading outside the north frames, as Wire.encode")
+        #expect(try Wire.decode(MotionMessage.self, from: writer.bytes) == withoutHeading)
+    }
+
+    @Test func rawSensorLinesDecodeToTheirMessages() throws {
+        var writer = LineWriter()
+        let accelerometer = AccelerometerMessage(timestamp: 1, acceleration: Vector3(x: -0.25, y: 0.125, z: -1.0009765))
+        writer.write(accelerometer)
+        #expect(try Wire.decode(AccelerometerMessage.self, from: writer.bytes) == accelerometer)
+        let gyroscope = GyroscopeMessage(timestamp: 2, rotationRate: Vector3(x: 0.001065, y: -0.00213, z: 34.9))
+        writer.write(gyroscope)
+        #expect(try Wire.decode(GyroscopeMessage.self, from: writer.bytes) == gyroscope)
+        let magnetometer = MagnetometerMessage(timestamp: 3, magneticField: Vector3(x: 12.5, y: -40.75, z: 3))
+        writer.write(magnetometer)
+        #expect(try Wire.decode(MagnetometerMessage.self, from: writer.bytes) == magnetometer)
+        #expect(Wire.className(of: Array(writer.bytes.dropLast())) == "MAGNETOMETER")
+    }
+}
