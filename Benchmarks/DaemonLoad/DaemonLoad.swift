@@ -26,6 +26,9 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
+    @Option(help: "Scenarios to run, of: idle, 100x1, 1000x100, largest, poll.")
+    var scenarios: [String] = ["idle", "100x1", "1000x100", "largest", "poll"]
+
     func run() throws {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
@@ -38,7 +41,7 @@ struct DaemonLoad: ParsableCommand {
         print("motiond: \(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores; \(seconds) s per measurement\n")
 
         var heaviestRSS = 0
-        do {
+        if scenarios.contains("idle") {
             let daemon = try Daemon(executable: executable)
             sleep(2)
             let probe = ProcessProbe(pid: daemon.pid)
@@ -47,7 +50,8 @@ struct DaemonLoad: ParsableCommand {
             let usage = ProcessProbe.usage(from: a, to: probe.read())
             print("no clients (sensors closed): \(usage); RSS \(probe.status("VmRSS")) kB, of which anonymous \(probe.status("RssAnon")) kB")
         }
-        for (rate, clients) in [(100.0, 1), (1000.0, 100), (100.0, largest)] {
+        let loads = [("100x1", 100.0, 1), ("1000x100", 1000.0, 100), ("largest", 100.0, largest)].filter { scenarios.contains($0.0) }
+        for (_, rate, clients) in loads {
             let daemon = try Daemon(executable: executable)
             let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: rate)
             defer { feeder.stop() }
@@ -76,7 +80,7 @@ struct DaemonLoad: ParsableCommand {
                 rate, clients, usage.description, rss, peak, anonymous, fed, received.min() ?? 0, received.max() ?? 0, fed, load.dropped,
                 percentile(0.5), percentile(0.99), percentile(1.0)))
         }
-        do {
+        if scenarios.contains("poll") {
             let daemon = try Daemon(executable: executable)
             let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: 100)
             defer { feeder.stop() }

@@ -45,9 +45,12 @@ struct CapturePlan: Sendable, Hashable {
 
     init(demands: [Demand], devices: [DeviceDescriptor]) {
         var rates: [SensorKind: Double] = [:]
-        for demand in demands {
+        let available = Set(devices.flatMap(\.kinds))
+        // Many clients ask for few streams: the shortest interval per stream is all that matters.
+        var shortest: [StreamKind: Double] = [:]
+        for demand in demands { shortest[demand.stream] = min(shortest[demand.stream] ?? .infinity, demand.interval) }
+        for demand in shortest.map({ Demand(stream: $0.key, interval: $0.value) }) {
             let (required, optional) = Self.kinds(for: demand.stream)
-            let available = Set(devices.flatMap(\.kinds))
             guard required.isSubset(of: available) else {
                 unavailable.insert(demand.stream)
                 continue

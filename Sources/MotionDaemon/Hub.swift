@@ -25,6 +25,8 @@ final class Hub: @unchecked Sendable {
         var fullSince: Int64?
         /// Whether reading its requests is paused until its queue drains.
         var paused = false
+        /// Whether it is in `awaitingFlush`.
+        var awaitsFlush = false
     }
 
     private struct PendingPoll {
@@ -78,6 +80,10 @@ final class Hub: @unchecked Sendable {
     private var latest = Snapshot(id: nil)
     /// Scratch space for `drain`, reused.
     private var drained: [SensorEvent] = []
+    /// Whether a burst of samples is being ingested: writes wait for its end.
+    private var draining = false
+    /// Clients with lines queued during the burst.
+    private var awaitingFlush: [ClientID] = []
     /// Writes per-sample lines, its buffer reused.
     private var lineWriter = LineWriter()
     private let store: StateStore?
@@ -343,8 +349,17 @@ final class Hub: @unchecked Sendable {
     /// Ingests what a capture's reader thread posted since the last drain.
     private func drain(_ mailbox: EventMailbox, from number: DeviceNumber) {
         mailbox.take(into: &drained)
+        // One write per client for the whole burst: when the loop falls behind, bursts grow and the
+        // system calls per line shrink, instead of the backlog growing.
+        draining = true
         for event in drained { ingest(event, from: number) }
+        draining = false
         drained.removeAll(keepingCapacity: true)
+        for id in awaitingFlush where clients[id] != nil {
+            clients[id]!.awaitsFlush = false
+            flush(id)
+        }
+        awaitingFlush.removeAll(keepingCapacity: true)
     }
 
     private func ingest(_ event: SensorEvent, from number: DeviceNumber) {
@@ -505,7 +520,14 @@ final class Hub: @unchecked Sendable {
                 return
             }
         }
-        flush(id)
+        if draining {
+            if !clients[id]!.awaitsFlush {
+                clients[id]!.awaitsFlush = true
+                awaitingFlush.append(id)
+            }
+        } else {
+            flush(id)
+        }
     }
 
     /// Writes what the channel can take now; the rest waits in the queue for writability.
