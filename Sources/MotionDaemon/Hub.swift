@@ -37,7 +37,7 @@ final class Hub: @unchecked Sendable {
 
     private struct RunningCapture {
         var plan: CapturePlan.Capture
-        var capture: SensorCapture
+        var capture: any SensorStream
         var samples = 0
         var firstTimestamp: Int64?
         var lastTimestamp: Int64?
@@ -92,11 +92,11 @@ final class Hub: @unchecked Sendable {
     private var savedCalibration: SensorFusion.Calibration?
     private var saving = false
 
-    /// Seconds a buffered capture may wait for its first scan before it polls instead (nil: its default).
-    private let firstDataTimeout: Double?
+    /// Where the sensors come from.
+    let source: any SensorSource
 
-    init(eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, firstDataTimeout: Double? = nil) {
-        self.firstDataTimeout = firstDataTimeout
+    init(eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, source: any SensorSource) {
+        self.source = source
         self.eventLoop = eventLoop
         self.logger = logger
         self.release = release
@@ -149,7 +149,7 @@ final class Hub: @unchecked Sendable {
     /// device went away ends its streams with `ENDED`; one that appeared can be watched at once.
     func refreshDevices() {
         do {
-            let listing = try DeviceDiscovery().listDevices()
+            let listing = try source.listDevices()
             devices = listing.devices
             for problem in listing.problems { logger.warning("device skipped", metadata: ["reason": "\(problem)"]) }
         } catch {
@@ -316,9 +316,7 @@ final class Hub: @unchecked Sendable {
         for (number, entry) in wanted where captures[number] == nil {
             guard let device = devices.first(where: { $0.number == number }) else { continue }
             do {
-                let capture = try SensorCapture(
-                    device: device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate,
-                    firstDataTimeout: firstDataTimeout)
+                let capture = try source.open(device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate)
                 captures[number] = RunningCapture(plan: entry, capture: capture)
                 let mailbox = EventMailbox()
                 capture.start { [weak self] event in
@@ -327,7 +325,7 @@ final class Hub: @unchecked Sendable {
                 }
                 logger.info("sensor opened", metadata: [
                     "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
-                    "mode": "\(capture.mode)"])
+                    "mode": "\(capture.modeName)"])
             } catch {
                 logger.error("cannot open sensor", metadata: ["device": "\(number)", "error": "\(error)"])
             }
@@ -585,7 +583,7 @@ final class Hub: @unchecked Sendable {
             }
             return StatusReply.Sensor(
                 device: running.plan.device.sysname, kinds: running.plan.kinds.sorted { $0.rawValue < $1.rawValue },
-                mode: running.capture.mode.rawValue, rate: running.capture.rate, measuredRate: measured)
+                mode: running.capture.modeName, rate: running.capture.rate, measuredRate: measured)
         }
         let dropped = droppedByGoneClients + clients.values.reduce(0) { $0 + $1.queue.totalDropped }
         var calibration = fusion.map { f in

@@ -38,12 +38,11 @@ public final class MotionServer: @unchecked Sendable {
     /// - Parameters:
     ///   - stateDirectory: where the calibration is kept across restarts; `nil`: nowhere.
     ///   - stateSaveInterval: seconds between saves while the fusion core runs (and at stop).
-    ///   - firstDataTimeout: seconds a buffered capture waits for its first scan before polling
-    ///     (default: the capture's own, 1 s or ten sample periods).
+    ///   - source: where the sensors come from (default: this machine's, `HardwareSource`).
     ///   - socketMode: the socket file's permissions (default 0660: owner and group may connect).
     ///   - socketGroup: the socket file's group (default: the daemon's own).
     public init(
-        socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, firstDataTimeout: Double? = nil,
+        socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, release: String = "0.1.0", logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
@@ -54,7 +53,7 @@ public final class MotionServer: @unchecked Sendable {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         hub = Hub(
             eventLoop: group.next(), logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
-            firstDataTimeout: firstDataTimeout)
+            source: source)
     }
 
     /// Finds the sensors and starts listening (a stale socket file from a crashed run is replaced).
@@ -88,6 +87,10 @@ public final class MotionServer: @unchecked Sendable {
             hub.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: every) { [notifier] _ in notifier.notify("WATCHDOG=1") }
         }
         // Follow devices as they come and go (the monitor's thread sleeps until udev says something).
+        if hub.source.followsHotPlug { followHotPlug() }
+    }
+
+    private func followHotPlug() {
         do {
             let monitor = try DeviceMonitor()
             self.monitor = monitor

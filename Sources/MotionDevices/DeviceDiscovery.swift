@@ -6,6 +6,12 @@ public struct DeviceListing: Sendable {
     public var devices: [DeviceDescriptor]
     /// IIO devices that could not be used, each with the reason (a trigger is not listed here).
     public var problems: [DeviceError]
+
+    /// A listing of `devices`, and the `problems` of the devices left out.
+    public init(devices: [DeviceDescriptor], problems: [DeviceError]) {
+        self.devices = devices
+        self.problems = problems
+    }
 }
 
 /// Finds the IIO motion devices through libudev and reads their channels through libiio.

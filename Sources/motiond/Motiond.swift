@@ -43,6 +43,20 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: "Magnetic declination, degrees east of true north, for the true-north frame (default 0).")
     var declination: Double?
 
+    @Option(help: "Play this recording (docs/recording.md) instead of reading the machine's sensors.")
+    var replay: String?
+
+    @Option(help: "Replay speed: 2 plays twice as fast.")
+    var speed: Double = 1
+
+    @Flag(help: "Replay the recording over and over.")
+    var loop = false
+
+    func validate() throws {
+        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number, not \(speed)") }
+        if replay == nil && (loop || speed != 1) { throw ValidationError("--speed and --loop go with --replay FILE") }
+    }
+
     /// The settings given as flags.
     var flags: Configuration {
         var c = Configuration()
@@ -69,10 +83,20 @@ struct Motiond: AsyncParsableCommand {
         let level = LogLevelSetting(Logger.Level(rawValue: settings.logLevel ?? "info")!)
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "motiond")
+        let source: any SensorSource
+        if let replay {
+            do {
+                source = try ReplaySource(path: replay, speed: speed, loops: loop)
+            } catch {
+                throw ValidationError("cannot replay: \(error)")
+            }
+        } else {
+            source = HardwareSource()
+        }
         let server = MotionServer(
             socketPath: settings.socket ?? Self.defaultSocket(),
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
-            stateSaveInterval: settings.stateSaveInterval ?? 60,
+            stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
             logger: logger)
         server.apply(declination: settings.declination ?? 0)

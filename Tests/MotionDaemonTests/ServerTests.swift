@@ -271,7 +271,7 @@ extension Hardware.Server {
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")
         // Answering 500 WATCHes takes longer than a real device takes to send its first scan.
-        let server = MotionServer(socketPath: Self.socketPath(), firstDataTimeout: 30)
+        let server = MotionServer(socketPath: Self.socketPath(), source: HardwareSource(firstDataTimeout: 30))
         try server.start()
         defer { try? server.stop() }
         var clients: [TestClient] = []

@@ -1,0 +1,75 @@
+import Foundation
+import MotionCore
+import MotionDevices
+import MotionWire
+
+/// A recording (docs/recording.md) played as if its devices were plugged in: the whole daemon runs
+/// on it, with no hardware.
+public struct ReplaySource: SensorSource {
+    /// The devices of the recording.
+    public let devices: [DeviceDescriptor]
+    private let samples: [DeviceNumber: [SensorSample]]
+    private let speed: Double
+    private let loops: Bool
+    /// Every player counts from here, so that the recording's devices stay in step.
+    private let epoch = SamplePlayer.now()
+
+    /// Reads the recording at `path`, to be played at `speed` (2: twice as fast), over and over if `loops`.
+    public init(path: String, speed: Double = 1, loops: Bool = false) throws {
+        let (header, recorded) = try Recording.read(path: path)
+        var devices: [DeviceDescriptor] = []
+        var deviceOf: [SensorKind: DeviceNumber] = [:]
+        for (index, device) in header.devices.enumerated() {
+            let number = DeviceNumber(sysname: device.device) ?? DeviceNumber(Int32(index))
+            let sensors = device.kinds.map { kind in
+                // The recorded values already have the device's mount matrix applied.
+                SensorDescriptor(kind: kind, channels: [], mountMatrixSource: "recording")
+            }
+            devices.append(DeviceDescriptor(number: number, name: device.name, syspath: "replay:\(path)", sensors: sensors))
+            for kind in device.kinds where deviceOf[kind] == nil { deviceOf[kind] = number }
+        }
+        var samples: [DeviceNumber: [SensorSample]] = [:]
+        for sample in recorded {
+            // Recording.read checked that a device of the header carries every sample's kind.
+            let number = deviceOf[SensorKind(sample.stream)!]!
+            samples[number, default: []].append(sample.sensorSample(device: number))
+        }
+        self.devices = devices.filter { samples[$0.number] != nil }
+        self.samples = samples
+        self.speed = speed
+        self.loops = loops
+    }
+
+    public func listDevices() throws -> DeviceListing { DeviceListing(devices: devices, problems: []) }
+
+    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream {
+        let wanted = Set(kinds)
+        return SamplePlayer(
+            samples: (samples[device.number] ?? []).filter { wanted.contains($0.kind) }, device: device.number.sysname,
+            speed: speed, loops: loops, epoch: epoch)
+    }
+
+    public var followsHotPlug: Bool { false }
+}
+
+extension SensorKind {
+    /// The raw sensor behind a raw stream.
+    init?(_ stream: StreamKind) {
+        switch stream {
+        case .accelerometer: self = .accelerometer
+        case .gyroscope: self = .gyroscope
+        case .magnetometer: self = .magnetometer
+        case .proximity: self = .proximity
+        case .motion, .orientation: return nil
+        }
+    }
+}
+
+extension Recording.Sample {
+    /// The sample in the device layer's SI units (the inverse of what the hub sends on the wire).
+    func sensorSample(device: DeviceNumber) -> SensorSample {
+        let kind = SensorKind(stream)!
+        let vector = kind == .accelerometer ? self.vector * -Units.standardGravity : self.vector
+        return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: vector, isNear: near)
+    }
+}

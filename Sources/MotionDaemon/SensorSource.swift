@@ -1,0 +1,49 @@
+import MotionCore
+import MotionDevices
+
+/// Where the hub's sensors come from: this machine's IIO devices, or a recording.
+public protocol SensorSource: Sendable {
+    /// The devices there are now.
+    func listDevices() throws -> DeviceListing
+    /// Prepares reading `kinds` of `device` at `rate` Hz or faster.
+    func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream
+    /// Whether devices come and go (then udev's hot-plug events are followed).
+    var followsHotPlug: Bool { get }
+}
+
+/// Some sensors of one device, being read.
+public protocol SensorStream: AnyObject, Sendable {
+    /// The rate it runs at, Hz.
+    var rate: Double { get }
+    /// How it reads: `buffered`, `polled` or `replayed`.
+    var modeName: String { get }
+    /// Starts reading; `handler` gets every event, in order, on a thread of the stream's.
+    func start(handler: @escaping @Sendable (SensorEvent) -> Void)
+    /// Stops reading and waits until no more events come.
+    func stop()
+}
+
+/// The IIO devices of this machine, found through libudev and read through libiio.
+public struct HardwareSource: SensorSource {
+    /// Seconds a buffered capture waits for its first scan before polling (nil: the capture's default).
+    public var firstDataTimeout: Double?
+
+    /// The machine's sensors; see `firstDataTimeout`.
+    public init(firstDataTimeout: Double? = nil) { self.firstDataTimeout = firstDataTimeout }
+
+    public func listDevices() throws -> DeviceListing { try DeviceDiscovery().listDevices() }
+
+    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream {
+        try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)
+    }
+
+    public var followsHotPlug: Bool { true }
+}
+
+extension SensorCapture: SensorStream {
+    public var modeName: String { mode.rawValue }
+}
+
+extension SamplePlayer: SensorStream {
+    public var modeName: String { "replayed" }
+}
