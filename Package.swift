@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "MotionDevices", targets: ["MotionDevices"]),
         .library(name: "MotionFusion", targets: ["MotionFusion"]),
         .library(name: "MotionWire", targets: ["MotionWire"]),
+        .library(name: "MotionClient", targets: ["MotionClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -22,6 +23,7 @@ let package = Package(
         .target(name: "MotionCore"),
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
         .target(name: "MotionWire", dependencies: ["MotionCore"]),
+        .target(name: "MotionClient", dependencies: ["MotionWire", "MotionCore"]),
         .target(
             name: "MotionDaemon",
             dependencies: [
@@ -60,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "motionctl",
             dependencies: [
-                "MotionFusion", "MotionCore",
+                "MotionFusion", "MotionCore", "MotionClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -71,7 +73,8 @@ let package = Package(
 
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
-        .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "MotionFusion", "MotionCore"]),
+        .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "motiond", "MotionFusion", "MotionCore", "MotionClient", "TestSupport"]),
+        .testTarget(name: "MotionClientTests", dependencies: ["MotionClient", "motiond", "TestSupport"]),
         .testTarget(
             name: "MotionDaemonTests",
             dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "TestSupport", "motiond"]),

@@ -567,7 +567,7 @@ final class Hub: @unchecked Sendable {
             case nil: nil
             }
             return DevicesReply.Device(
-                device: device.number.sysname, name: device.name, kinds: device.kinds, mode: device.captureMode.rawValue,
+                device: device.number.sysname, name: device.name, kinds: device.kinds, mode: source.modeName(of: device),
                 rates: rates, mountMatrix: device.sensors.first?.mountMatrix.rowMajor ?? Matrix3.identity.rowMajor,
                 mountMatrixSource: device.sensors.first?.mountMatrixSource ?? "identity",
                 channels: Dictionary(uniqueKeysWithValues: device.sensors.map { ($0.kind.rawValue, $0.channels.map(\.valueAttribute)) }))

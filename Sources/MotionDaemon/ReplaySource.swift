@@ -2,17 +2,19 @@ import Foundation
 import MotionCore
 import MotionDevices
 import MotionWire
+import Synchronization
 
 /// A recording (docs/recording.md) played as if its devices were plugged in: the whole daemon runs
 /// on it, with no hardware.
-public struct ReplaySource: SensorSource {
+public final class ReplaySource: SensorSource {
     /// The devices of the recording.
     public let devices: [DeviceDescriptor]
     private let samples: [DeviceNumber: [SensorSample]]
     private let speed: Double
     private let loops: Bool
-    /// Every player counts from here, so that the recording's devices stay in step.
-    private let epoch = SamplePlayer.now()
+    /// Every player counts from the moment the first one opened, so that the recording starts
+    /// with its first watcher and its devices stay in step.
+    private let epoch = Mutex<Int64?>(nil)
 
     /// Reads the recording at `path`, to be played at `speed` (2: twice as fast), over and over if `loops`.
     public init(path: String, speed: Double = 1, loops: Bool = false) throws {
@@ -46,10 +48,15 @@ public struct ReplaySource: SensorSource {
         let wanted = Set(kinds)
         return SamplePlayer(
             samples: (samples[device.number] ?? []).filter { wanted.contains($0.kind) }, device: device.number.sysname,
-            speed: speed, loops: loops, epoch: epoch)
+            speed: speed, loops: loops, epoch: epoch.withLock { epoch in
+                if epoch == nil { epoch = SamplePlayer.now() }
+                return epoch!
+            })
     }
 
     public var followsHotPlug: Bool { false }
+
+    public func modeName(of device: DeviceDescriptor) -> String { "replayed" }
 }
 
 extension SensorKind {

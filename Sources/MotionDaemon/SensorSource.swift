@@ -9,6 +9,8 @@ public protocol SensorSource: Sendable {
     func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream
     /// Whether devices come and go (then udev's hot-plug events are followed).
     var followsHotPlug: Bool { get }
+    /// How the device's sensors are read: `buffered`, `polled` or `replayed`.
+    func modeName(of device: DeviceDescriptor) -> String
 }
 
 /// Some sensors of one device, being read.
@@ -38,6 +40,8 @@ public struct HardwareSource: SensorSource {
     }
 
     public var followsHotPlug: Bool { true }
+
+    public func modeName(of device: DeviceDescriptor) -> String { device.captureMode.rawValue }
 }
 
 extension SensorCapture: SensorStream {

@@ -1,0 +1,230 @@
+import Foundation
+
+import Synchronization
+@_exported import MotionCore
+@_exported import MotionWire
+
+/// A client of motiond (docs/client.md): snapshots on request (pull) and streams of updates (push).
+///
+/// Requests share one connection, made on first use and made again after the daemon restarts;
+/// each stream of updates has a connection of its own, which reconnects by itself.
+public final class MotionClient: Sendable {
+    /// The daemon's socket.
+    public let socketPath: String
+    /// Seconds a request waits for its reply (a first snapshot may wait up to 2 s for the sensors).
+    public let timeout: Double
+    private let connection = Mutex<LineConnection?>(nil)
+    private let nextID = Atomic<Int>(1)
+
+    /// A client of the daemon at `socketPath`: by default `$MOTIOND_SOCKET`, else the user's daemon
+    /// (`$XDG_RUNTIME_DIR/motiond.sock`) if it is there, else the system's (`/run/motiond/motiond.sock`).
+    public init(socketPath: String? = nil, timeout: Double = 5) {
+        self.socketPath = socketPath ?? Self.defaultSocketPath()
+        self.timeout = timeout
+    }
+
+    /// The socket used when none is given (see `init`).
+    public static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let path = environment["MOTIOND_SOCKET"], !path.isEmpty { return path }
+        if let runtime = environment["XDG_RUNTIME_DIR"], FileManager.default.fileExists(atPath: runtime + "/motiond.sock") {
+            return runtime + "/motiond.sock"
+        }
+        return "/run/motiond/motiond.sock"
+    }
+
+    // MARK: Pull
+
+    /// The latest value of each of `streams` (`motion` in `frame`). Blocks until the reply comes;
+    /// if the sensors were not running the daemon starts them and waits for their first sample.
+    public func snapshot(of streams: [StreamKind], frame: AttitudeReferenceFrame = .xArbitraryZVertical) throws(MotionClientError) -> Snapshot {
+        let id = makeID()
+        return try request(.poll(Request.Poll(id: id, streams: streams, frame: frame)), id: id, expecting: Snapshot.self)
+    }
+
+    /// `snapshot(of:frame:)` without blocking the caller's thread.
+    public func snapshot(of streams: [StreamKind], frame: AttitudeReferenceFrame = .xArbitraryZVertical) async throws -> Snapshot {
+        try await offThread { try self.snapshot(of: streams, frame: frame) }
+    }
+
+    /// The sensors the daemon has.
+    public func devices() throws(MotionClientError) -> [DevicesReply.Device] {
+        let id = makeID()
+        return try request(.devices(id: id), id: id, expecting: DevicesReply.self).devices
+    }
+
+    /// The daemon's state: uptime, running sensors and their real rates, clients, drops, calibration.
+    public func status() throws(MotionClientError) -> StatusReply {
+        let id = makeID()
+        return try request(.status(id: id), id: id, expecting: StatusReply.self)
+    }
+
+    private func makeID() -> RequestID { .number(Double(nextID.add(1, ordering: .relaxed).oldValue)) }
+
+    private func request<M: ServerMessage>(_ request: Request, id: RequestID, expecting type: M.Type) throws(MotionClientError) -> M {
+        try connection.withLock { (current: inout LineConnection?) throws(MotionClientError) -> M in
+            // One retry on a fresh connection: the daemon may have restarted since the last request.
+            for attempt in 0..<2 {
+                do throws(MotionClientError) {
+                    if current == nil { current = try LineConnection(socketPath: socketPath, timeout: timeout) }
+                    return try current!.roundTrip(request, id: id, expecting: type, timeout: timeout)
+                } catch {
+                    current = nil
+                    if case .connectionLost = error, attempt == 0 { continue }
+                    throw error
+                }
+            }
+            throw .connectionLost("unreachable")
+        }
+    }
+
+    // MARK: Push
+
+    /// One update of a watched stream.
+    public enum Update: Sendable, Hashable {
+        case motion(MotionMessage)
+        case accelerometer(AccelerometerMessage)
+        case gyroscope(GyroscopeMessage)
+        case magnetometer(MagnetometerMessage)
+        case proximity(ProximityMessage)
+        case orientation(OrientationMessage)
+        /// The daemon dropped `count` messages of `stream` because this client read too slowly.
+        case dropped(stream: StreamKind, count: Int)
+    }
+
+    /// Updates of `streams`, one every `interval` seconds (event streams when they change), `motion`
+    /// in `frame`. The stream reconnects after a daemon restart (`reconnects`); it ends with an error
+    /// if a sensor goes away (`streamEnded`), or if the daemon cannot be reached and `reconnects` is off.
+    public func updates(
+        of streams: [StreamKind], interval: Double = 0.1, frame: AttitudeReferenceFrame = .xArbitraryZVertical, reconnects: Bool = true
+    ) -> AsyncThrowingStream<Update, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<Update, any Error>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let subscription = watch(streams, interval: interval, frame: frame, reconnects: reconnects) { result in
+            switch result {
+            case .success(let update): continuation.yield(update)
+            case .failure(let error): continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in subscription.cancel() }
+        return stream
+    }
+
+    /// The callback form of `updates(of:interval:frame:reconnects:)`: `handler` gets each update, on
+    /// the subscription's own thread, until the subscription is cancelled or fails (then once with the error).
+    @discardableResult
+    public func watch(
+        _ streams: [StreamKind], interval: Double = 0.1, frame: AttitudeReferenceFrame = .xArbitraryZVertical, reconnects: Bool = true,
+        handler: @escaping @Sendable (Result<Update, MotionClientError>) -> Void
+    ) -> Subscription {
+        let watch = Request.Watch(streams: streams, interval: interval, frame: frame)
+        let subscription = Subscription(socketPath: socketPath, watch: watch, reconnects: reconnects, timeout: timeout, handler: handler)
+        subscription.start()
+        return subscription
+    }
+
+    private func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+}
+
+/// A running stream of updates; `cancel()` ends it.
+public final class Subscription: Sendable {
+    private let socketPath: String
+    private let watch: Request.Watch
+    private let reconnects: Bool
+    private let timeout: Double
+    private let handler: @Sendable (Result<MotionClient.Update, MotionClientError>) -> Void
+    private let state = Mutex<(cancelled: Bool, connection: LineConnection?)>((false, nil))
+
+    /// Seconds between attempts to reach a daemon that went away.
+    static let retryInterval = 0.5
+
+    init(
+        socketPath: String, watch: Request.Watch, reconnects: Bool, timeout: Double,
+        handler: @escaping @Sendable (Result<MotionClient.Update, MotionClientError>) -> Void
+    ) {
+        self.socketPath = socketPath
+        self.watch = watch
+        self.reconnects = reconnects
+        self.timeout = timeout
+        self.handler = handler
+    }
+
+    /// Whether `cancel()` was called.
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Stops the updates: the handler gets nothing more, save the call already running, if any.
+    public func cancel() {
+        let connection = state.withLock { state in
+            state.cancelled = true
+            return state.connection
+        }
+        connection?.shutDown()
+    }
+
+    func start() {
+        Thread { [self] in run() }.start()
+    }
+
+    private func run() {
+        var everConnected = false
+        while !isCancelled {
+            do throws(MotionClientError) {
+                let connection = try LineConnection(socketPath: socketPath, timeout: timeout)
+                let proceed = state.withLock { state in
+                    state.connection = connection
+                    return !state.cancelled
+                }
+                guard proceed else { return }
+                everConnected = true
+                try connection.send(.watch(watch))
+                try read(connection)
+            } catch {
+                if isCancelled { return }
+                switch error {
+                case .streamEnded, .refused, .incompatibleProtocol:
+                    handler(.failure(error))
+                    return
+                case .daemonNotRunning, .permissionDenied, .connectionLost, .timeout:
+                    // A daemon that was there and went away (a restart) is waited for; one never reached is an error.
+                    guard reconnects && everConnected else {
+                        handler(.failure(error))
+                        return
+                    }
+                    Thread.sleep(forTimeInterval: Self.retryInterval)
+                }
+            }
+        }
+    }
+
+    private func read(_ connection: LineConnection) throws(MotionClientError) {
+        while true {
+            let line = try connection.nextLine()
+            if isCancelled { return }
+            guard let update = try decode(line) else { continue }
+            handler(.success(update))
+        }
+    }
+
+    private func decode(_ line: [UInt8]) throws(MotionClientError) -> MotionClient.Update? {
+        func message<M: ServerMessage>(_ type: M.Type) -> M? { try? Wire.decode(type, from: line) }
+        switch Wire.className(of: line) {
+        case MotionMessage.className: return message(MotionMessage.self).map { .motion($0) }
+        case AccelerometerMessage.className: return message(AccelerometerMessage.self).map { .accelerometer($0) }
+        case GyroscopeMessage.className: return message(GyroscopeMessage.self).map { .gyroscope($0) }
+        case MagnetometerMessage.className: return message(MagnetometerMessage.self).map { .magnetometer($0) }
+        case ProximityMessage.className: return message(ProximityMessage.self).map { .proximity($0) }
+        case OrientationMessage.className: return message(OrientationMessage.self).map { .orientation($0) }
+        case Dropped.className: return message(Dropped.self).map { .dropped(stream: $0.stream, count: $0.count) }
+        case Ended.className:
+            let ended = message(Ended.self)
+            throw .streamEnded(stream: ended?.stream ?? .motion, reason: ended?.reason ?? "ended")
+        case ErrorReply.className:
+            let error = message(ErrorReply.self)
+            throw .refused(code: error?.code ?? .internal, message: error?.message ?? "")
+        default:
+            return nil  // WATCHING, and classes a later protocol minor version adds
+        }
+    }
+}

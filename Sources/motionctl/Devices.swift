@@ -1,0 +1,41 @@
+import ArgumentParser
+import MotionClient
+
+/// `motionctl devices`: the sensors motiond has.
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the sensors: kinds, channels, rates, mount matrices, capture mode.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(help: "Print the DEVICES reply as JSON.")
+    var json = false
+
+    func run() throws {
+        let devices = try reportingErrors { try connection.client.devices() }
+        if json {
+            print(motionctl.json(devices))
+            return
+        }
+        if devices.isEmpty { print("no motion sensors") }
+        for device in devices {
+            print("\(device.device)  \(device.name)  [\(device.mode)]")
+            print("  kinds: \(device.kinds.map(\.rawValue).joined(separator: ", "))")
+            if let rates = device.rates { print("  rates: \(rates.map { "\($0.formatted(digits: 3))" }.joined(separator: ", ")) Hz") }
+            let m = device.mountMatrix.map { $0.formatted(digits: 3) }
+            print("  mount matrix (\(device.mountMatrixSource)): [\(m[0..<3].joined(separator: " ")); \(m[3..<6].joined(separator: " ")); \(m[6..<9].joined(separator: " "))]")
+            for (kind, channels) in device.channels.sorted(by: { $0.key < $1.key }) where !channels.isEmpty {
+                print("  \(kind) channels: \(channels.joined(separator: " "))")
+            }
+        }
+    }
+}
+
+extension Double {
+    /// At most `digits` decimals, trailing zeros dropped.
+    func formatted(digits: Int) -> String {
+        var text = String(format: "%.\(digits)f", self)
+        while text.contains("."), text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text == "-0" ? "0" : text
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import MotionClient
+
+/// What `watch` and `get` show: the latest value of every stream, as lines of text.
+struct MotionView {
+    var motion: MotionMessage?
+    var accelerometer: AccelerometerMessage?
+    var gyroscope: GyroscopeMessage?
+    var magnetometer: MagnetometerMessage?
+    var proximity: ProximityMessage?
+    var orientation: OrientationMessage?
+    var dropped = 0
+    /// Timestamps of the last second of updates of the fastest stream, to show the real rate, ns.
+    private var recent: [Int64] = []
+
+    mutating func take(_ snapshot: Snapshot) {
+        motion = snapshot.motion ?? motion
+        accelerometer = snapshot.accelerometer ?? accelerometer
+        gyroscope = snapshot.gyroscope ?? gyroscope
+        magnetometer = snapshot.magnetometer ?? magnetometer
+        proximity = snapshot.proximity ?? proximity
+        orientation = snapshot.orientation ?? orientation
+    }
+
+    mutating func take(_ update: MotionClient.Update) {
+        switch update {
+        case .motion(let m):
+            motion = m
+            count(m.timestamp)
+        case .accelerometer(let m):
+            accelerometer = m
+            if motion == nil { count(m.timestamp) }
+        case .gyroscope(let m): gyroscope = m
+        case .magnetometer(let m): magnetometer = m
+        case .proximity(let m): proximity = m
+        case .orientation(let m): orientation = m
+        case .dropped(_, let n): dropped += n
+        }
+    }
+
+    private mutating func count(_ timestamp: Int64) {
+        recent.append(timestamp)
+        recent.removeAll { $0 < timestamp - 1_000_000_000 }
+    }
+
+    /// Updates per second, over the last second of sample timestamps.
+    var rate: Double? {
+        guard recent.count > 1, let first = recent.first, let last = recent.last, last > first else { return nil }
+        return Double(recent.count - 1) / (Double(last - first) * 1e-9)
+    }
+
+    func render(color: Bool) -> [String] {
+        func vector(_ v: Vector3, _ digits: Int = 3) -> String {
+            [v.x, v.y, v.z].map { String(format: "%+.\(digits)f", $0) }.joined(separator: "  ")
+        }
+        func degrees(_ radians: Double) -> String { String(format: "%+8.2f°", radians * 180 / .pi) }
+        var lines: [String] = []
+        let rateText = rate.map { String(format: "%.1f Hz", $0) } ?? "–"
+        lines.append("motiond   rate \(rateText)   dropped \(dropped)")
+        if let m = motion {
+            let a = m.attitude
+            lines.append("attitude        roll \(degrees(a.roll))  pitch \(degrees(a.pitch))  yaw \(degrees(a.yaw))   (\(m.frame.rawValue))")
+            let q = a.quaternion
+            lines.append(String(format: "quaternion      w %+.4f  x %+.4f  y %+.4f  z %+.4f", q.w, q.x, q.y, q.z))
+            lines.append("gravity         \(vector(m.gravity)) g")
+            lines.append("user accel      \(vector(m.userAcceleration)) g")
+            lines.append("rotation rate   \(vector(m.rotationRate)) rad/s")
+            lines.append("magnetic field  \(vector(m.magneticField.field, 1)) µT   accuracy \(m.magneticField.accuracy.rawValue)")
+            if let heading = m.heading { lines.append(String(format: "heading         %.1f°", heading)) }
+        }
+        if let m = accelerometer { lines.append("accelerometer   \(vector(m.acceleration)) g") }
+        if let m = gyroscope { lines.append("gyroscope       \(vector(m.rotationRate)) rad/s") }
+        if let m = magnetometer { lines.append("magnetometer    \(vector(m.magneticField, 1)) µT") }
+        if let m = proximity { lines.append("proximity       \(m.near ? "near" : "far") (\(m.value.formatted(digits: 1)))") }
+        if let m = orientation { lines.append("orientation     \(m.orientation.rawValue)") }
+        return lines
+    }
+}

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import MotionClient
+import Synchronization
+
+/// `motionctl record`: raw samples to a file (docs/recording.md), until Ctrl-C.
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record raw samples (accelerometer, gyroscope, magnetometer, proximity) to a file until Ctrl-C.",
+        discussion: "Play it back with `motiond --replay FILE`. Everything received before Ctrl-C (or SIGTERM) is written.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: "The file to write.")
+    var output: String
+
+    @Option(help: "Seconds between samples of each sensor (the sensors run at least this fast).")
+    var interval: Double = 0.01
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    func run() throws {
+        let client = connection.client
+        let devices = try reportingErrors { try client.devices() }
+        let raw: [StreamKind] = [.accelerometer, .gyroscope, .magnetometer, .proximity]
+        let kinds = Set(devices.flatMap(\.kinds).map(\.rawValue))
+        let streams = raw.filter { kinds.contains($0.rawValue) }
+        guard !streams.isEmpty else {
+            FileHandle.standardError.write(Data("motionctl: motiond has no sensors to record\n".utf8))
+            throw ExitCode(ExitStatus.failure)
+        }
+        guard FileManager.default.createFile(atPath: output, contents: nil), let file = FileHandle(forWritingAtPath: output) else {
+            FileHandle.standardError.write(Data("motionctl: cannot create \(output)\n".utf8))
+            throw ExitCode(ExitStatus.failure)
+        }
+        let writer = RecordingFile(file: file)
+        do {
+            try writer.write(Recording.line(for: Recording.Header(devices: devices, source: "motionctl record from \(client.socketPath)")))
+        } catch {
+            FileHandle.standardError.write(Data("motionctl: cannot write \(output): \(error)\n".utf8))
+            throw ExitCode(ExitStatus.failure)
+        }
+
+        let done = DispatchSemaphore(value: 0)
+        let failure = Mutex<MotionClientError?>(nil)
+        let subscription = client.watch(streams, interval: interval, reconnects: false) { result in
+            switch result {
+            case .success(let update):
+                guard let sample = update.recordedSample else { return }
+                writer.append(Recording.line(for: sample))
+            case .failure(let error):
+                failure.withLock { $0 = error }
+                done.signal()
+            }
+        }
+        // Ctrl-C and SIGTERM end the recording cleanly.
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { done.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        if let duration {
+            _ = done.wait(timeout: .now() + duration)
+        } else {
+            done.wait()
+        }
+        subscription.cancel()
+        sources.forEach { $0.cancel() }
+        let count = writer.close()
+        FileHandle.standardError.write(Data("motionctl: \(count) samples written to \(output)\n".utf8))
+        switch failure.withLock({ $0 }) {
+        case nil: break
+        case .streamEnded(_, let reason)?:
+            // A sensor unplugged, or the end of a replayed recording: what came before is the recording.
+            FileHandle.standardError.write(Data("motionctl: recording ended: \(reason)\n".utf8))
+        case let error?: throw fail(error)
+        }
+    }
+}
+
+/// The recording being written: lines are gathered and written in blocks; `close` writes the rest.
+final class RecordingFile: Sendable {
+    private let file: FileHandle
+    private let state = Mutex<(pending: String, samples: Int, failed: Bool)>(("", 0, false))
+
+    init(file: FileHandle) { self.file = file }
+
+    func write(_ bytes: [UInt8]) throws { try file.write(contentsOf: bytes) }
+
+    func append(_ line: String) {
+        state.withLock { state in
+            state.pending += line
+            state.samples += 1
+            if state.pending.utf8.count >= 1 << 16 { flush(&state) }
+        }
+    }
+
+    /// Writes what is left and closes the file; returns the number of samples written.
+    func close() -> Int {
+        state.withLock { state in
+            flush(&state)
+            try? file.synchronize()
+            try? file.close()
+            return state.samples
+        }
+    }
+
+    private func flush(_ state: inout (pending: String, samples: Int, failed: Bool)) {
+        do {
+            try file.write(contentsOf: Data(state.pending.utf8))
+        } catch {
+            if !state.failed { FileHandle.standardError.write(Data("motionctl: cannot write the recording: \(error)\n".utf8)) }
+            state.failed = true
+        }
+        state.pending.removeAll(keepingCapacity: true)
+    }
+}
+
+extension MotionClient.Update {
+    /// The update as a recorded raw sample (raw streams only).
+    var recordedSample: Recording.Sample? {
+        switch self {
+        case .accelerometer(let m): Recording.Sample(stream: .accelerometer, timestamp: m.timestamp, vector: m.acceleration)
+        case .gyroscope(let m): Recording.Sample(stream: .gyroscope, timestamp: m.timestamp, vector: m.rotationRate)
+        case .magnetometer(let m): Recording.Sample(stream: .magnetometer, timestamp: m.timestamp, vector: m.magneticField)
+        case .proximity(let m): Recording.Sample(stream: .proximity, timestamp: m.timestamp, vector: Vector3(x: m.value, y: 0, z: 0), near: m.near)
+        default: nil
+        }
+    }
+}

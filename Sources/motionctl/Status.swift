@@ -1,0 +1,31 @@
+import ArgumentParser
+import MotionClient
+
+/// `motionctl status`: what motiond is doing.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show motiond's uptime, running sensors and their real rates, clients, drops and calibration.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(help: "Print the STATUS reply as JSON.")
+    var json = false
+
+    func run() throws {
+        let status = try reportingErrors { try connection.client.status() }
+        if json {
+            print(motionctl.json(status))
+            return
+        }
+        print("up \(status.uptime.formatted(digits: 0)) s, \(status.clients) client(s), \(status.dropped) message(s) dropped")
+        if status.sensors.isEmpty { print("no sensor running (none is watched)") }
+        for sensor in status.sensors {
+            let measured = sensor.measuredRate.map { ", measured \($0.formatted(digits: 1)) Hz" } ?? ""
+            print("\(sensor.device): \(sensor.kinds.map(\.rawValue).joined(separator: ", ")) [\(sensor.mode)] at \(sensor.rate.formatted(digits: 1)) Hz\(measured)")
+        }
+        if let c = status.calibration {
+            let b = c.gyroscopeBias, o = c.magnetometerOffset
+            print("gyroscope bias: (\(b.x.formatted(digits: 5)), \(b.y.formatted(digits: 5)), \(b.z.formatted(digits: 5))) rad/s")
+            print("magnetometer offset: (\(o.x.formatted(digits: 2)), \(o.y.formatted(digits: 2)), \(o.z.formatted(digits: 2))) µT, accuracy \(c.magneticFieldAccuracy.rawValue)")
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import MotionClient
+
+/// `motionctl watch`: the values, live.
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show attitude, gravity, user acceleration, rotation rate, magnetic field, proximity and orientation live.",
+        discussion: "In a terminal the view is redrawn in place; piped, or with --json, one line per update.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "Seconds between updates.")
+    var interval: Double = 0.1
+
+    @Option(help: "The attitude's reference frame: xArbitraryZVertical, xArbitraryCorrectedZVertical, xMagneticNorthZVertical, xTrueNorthZVertical.")
+    var frame: AttitudeReferenceFrame = .xArbitraryZVertical
+
+    @Option(name: .customLong("stream"), help: "A stream to watch (repeat for more; default: motion, proximity and orientation, those the machine has).")
+    var streams: [StreamKind] = []
+
+    @Flag(help: "Print each update as one JSON line.")
+    var json = false
+
+    @Flag(help: "Print the first full view (or first update with --json) and exit.")
+    var once = false
+
+    func run() async throws {
+        let client = connection.client
+        var streams = self.streams
+        if streams.isEmpty {
+            let kinds = Set(try reportingErrors { try client.devices() }.flatMap(\.kinds))
+            if kinds.isSuperset(of: [.gyroscope, .accelerometer]) { streams.append(.motion) } else if kinds.contains(.accelerometer) { streams.append(.accelerometer) }
+            if kinds.contains(.proximity) { streams.append(.proximity) }
+            if kinds.contains(.accelerometer) { streams.append(.orientation) }
+            guard !streams.isEmpty else {
+                FileHandle.standardError.write(Data("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n".utf8))
+                throw ExitCode(ExitStatus.failure)
+            }
+        }
+        let inPlace = !json && isatty(STDOUT_FILENO) == 1
+        var view = MotionView()
+        var lastDraw = Date.distantPast
+        do {
+            for try await update in client.updates(of: streams, interval: interval, frame: frame, reconnects: !once) {
+                view.take(update)
+                if json {
+                    write(line(update) + "\n")
+                    if once { return }
+                    continue
+                }
+                let complete = !streams.contains(.motion) || view.motion != nil
+                guard complete, Date().timeIntervalSince(lastDraw) >= 0.05 || once else { continue }
+                lastDraw = Date()
+                let lines = view.render(color: inPlace)
+                if inPlace {
+                    // Home, each line cleared to its end, then whatever was below cleared.
+                    write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J")
+                } else {
+                    write(lines.joined(separator: "\n") + "\n\n")
+                }
+                if once {
+                    if inPlace { write("\n") }
+                    return
+                }
+            }
+        } catch let error as MotionClientError {
+            throw fail(error)
+        }
+    }
+
+    /// Unbuffered, so that a pipe sees each update at once.
+    private func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+
+    private func line(_ update: MotionClient.Update) -> String {
+        switch update {
+        case .motion(let m): motionctl.json(m)
+        case .accelerometer(let m): motionctl.json(m)
+        case .gyroscope(let m): motionctl.json(m)
+        case .magnetometer(let m): motionctl.json(m)
+        case .proximity(let m): motionctl.json(m)
+        case .orientation(let m): motionctl.json(m)
+        case .dropped(let stream, let count): motionctl.json(Dropped(stream: stream, count: count))
+        }
+    }
+}

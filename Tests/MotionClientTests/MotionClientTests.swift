@@ -1,0 +1,116 @@
+import Foundation
+import MotionClient
+import Synchronization
+import Testing
+import TestSupport
+
+/// The client library against a real motiond replaying the bundled BROAD recording.
+@Suite(.serialized) struct MotionClientTests {
+    @Test func pullGivesASnapshotWithGravityOfOneG() throws {
+        let daemon = try ReplayDaemon()
+        let client = MotionClient(socketPath: daemon.socket)
+        let snapshot = try client.snapshot(of: [.motion, .accelerometer])
+        let motion = try #require(snapshot.motion)
+        #expect(abs(motion.gravity.length - 1) < 1e-6, "gravity is a unit vector in g")
+        #expect(snapshot.accelerometer != nil)
+        #expect(try client.devices().map(\.kinds) == [[.accelerometer, .gyroscope, .magnetometer]])
+        #expect(try client.devices().first?.mode == "replayed")
+        usleep(300_000)
+        let sensor = try #require(try client.status().sensors.first, "the sensors stay warm after a poll")
+        #expect(sensor.mode == "replayed" && abs((sensor.measuredRate ?? 0) - 285.714) < 3, "\(sensor)")
+    }
+
+    @Test func pullWithoutBlockingTheCaller() async throws {
+        let daemon = try ReplayDaemon()
+        let snapshot = try await MotionClient(socketPath: daemon.socket).snapshot(of: [.gyroscope])
+        #expect(snapshot.gyroscope != nil && snapshot.motion == nil, "only what was asked")
+    }
+
+    @Test func pushDeliversUpdatesAtTheAskedIntervalOnTheSampleClock() async throws {
+        let daemon = try ReplayDaemon()
+        let client = MotionClient(socketPath: daemon.socket)
+        var stamps: [Int64] = []
+        for try await update in client.updates(of: [.motion], interval: 0.05) {
+            guard case .motion(let motion) = update else { continue }
+            stamps.append(motion.timestamp)
+            if stamps.count == 21 { break }
+        }
+        let mean = Double(stamps.last! - stamps.first!) / 20 * 1e-9
+        #expect(abs(mean - 0.05) < 0.004, "mean interval \(mean) s from a 285.7 Hz recording")
+    }
+
+    @Test func theCallbackFormStopsWhenCancelled() throws {
+        let daemon = try ReplayDaemon()
+        let client = MotionClient(socketPath: daemon.socket)
+        let count = Atomic<Int>(0)
+        let subscription = client.watch([.gyroscope], interval: 0.01) { result in
+            if case .success(.gyroscope) = result { count.add(1, ordering: .relaxed) }
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while count.load(ordering: .relaxed) < 20 && Date() < deadline { usleep(10_000) }
+        #expect(count.load(ordering: .relaxed) >= 20)
+        subscription.cancel()
+        usleep(100_000)
+        let after = count.load(ordering: .relaxed)
+        usleep(300_000)
+        #expect(count.load(ordering: .relaxed) == after, "nothing after cancel")
+    }
+
+    @Test func aStreamResumesAfterTheDaemonRestarts() async throws {
+        var daemon: ReplayDaemon? = try ReplayDaemon()
+        let socket = daemon!.socket
+        let client = MotionClient(socketPath: socket)
+        var seen = 0
+        var restarted = false
+        for try await update in client.updates(of: [.gyroscope], interval: 0.02) {
+            guard case .gyroscope = update else { continue }
+            seen += 1
+            if seen == 5 {
+                daemon!.stop()
+                daemon = try ReplayDaemon(socket: socket)
+                restarted = true
+            }
+            if seen == 10 { break }
+        }
+        #expect(restarted && seen == 10, "updates came again from the new daemon")
+    }
+
+    @Test func aMissingDaemonIsReportedWithWhatToDo() throws {
+        let client = MotionClient(socketPath: NSTemporaryDirectory() + "no-motiond-here.sock")
+        #expect(throws: MotionClientError.daemonNotRunning(socket: client.socketPath)) { try client.status() }
+        #expect("\(MotionClientError.daemonNotRunning(socket: "/x"))".contains("systemctl start motiond"))
+    }
+
+    @Test func theSocketComesFromTheArgumentTheEnvironmentOrTheDefaults() {
+        #expect(MotionClient(socketPath: "/a").socketPath == "/a")
+        #expect(MotionClient.defaultSocketPath(environment: ["MOTIOND_SOCKET": "/b"]) == "/b")
+        #expect(MotionClient.defaultSocketPath(environment: ["XDG_RUNTIME_DIR": "/nonexistent"]) == "/run/motiond/motiond.sock")
+    }
+
+    @Test func theMotionManagerWorksAsCoreMotionsDoes() throws {
+        let daemon = try ReplayDaemon()
+        let manager = MotionManager(client: MotionClient(socketPath: daemon.socket))
+        #expect(manager.isDeviceMotionAvailable && manager.isMagnetometerAvailable)
+        #expect(!manager.isProximityAvailable)
+        manager.deviceMotionUpdateInterval = 0.02
+        let received = Atomic<Int>(0)
+        let queue = OperationQueue()
+        manager.startDeviceMotionUpdates(using: .xMagneticNorthZVertical, to: queue) { motion, error in
+            if let motion, motion.frame == .xMagneticNorthZVertical, motion.heading != nil { received.add(1, ordering: .relaxed) }
+        }
+        #expect(manager.isDeviceMotionActive)
+        let deadline = Date().addingTimeInterval(5)
+        while received.load(ordering: .relaxed) < 10 && Date() < deadline { usleep(10_000) }
+        #expect(received.load(ordering: .relaxed) >= 10)
+        #expect(manager.deviceMotion?.frame == .xMagneticNorthZVertical, "the pull property follows the updates")
+        manager.stopDeviceMotionUpdates()
+        #expect(manager.deviceMotion == nil && !manager.isDeviceMotionActive)
+
+        // Started without a handler: read the property.
+        manager.startGyroUpdates()
+        let until = Date().addingTimeInterval(5)
+        while manager.gyroData == nil && Date() < until { usleep(10_000) }
+        #expect(manager.gyroData != nil)
+        manager.stopGyroUpdates()
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `motiond --replay` child process on a socket of its own (the built `motiond` next to the
+/// test bundle), stopped with SIGTERM when released. It needs no hardware and no umockdev.
+public final class ReplayDaemon {
+    public let process = Process()
+    /// The socket it listens on.
+    public let socket: String
+    /// Its own directory (socket, state, log).
+    public let directory: String
+
+    /// The built products' directory.
+    public static var products: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent() }
+
+    /// The bundled BROAD recording.
+    public static var bundledRecording: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Recordings/broad-04-slow-rotation.motionrec").standardized.path
+    }
+
+    /// Starts `motiond --replay recording` with `arguments`, on `socket` (default: a fresh path).
+    public init(recording: String = ReplayDaemon.bundledRecording, arguments: [String] = ["--loop"], socket: String? = nil) throws {
+        directory = NSTemporaryDirectory() + "replay-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.socket = socket ?? directory + "/motiond.sock"
+        process.executableURL = Self.products.appendingPathComponent("motiond")
+        process.arguments = ["--replay", recording, "--socket", self.socket, "--state-directory", directory + "/state"] + arguments
+        _ = FileManager.default.createFile(atPath: directory + "/motiond.log", contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: directory + "/motiond.log")
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.accepts(self.socket) {
+            guard Date() < deadline, process.isRunning else { throw TestbedError("motiond did not start: \(log)") }
+            usleep(10_000)
+        }
+    }
+
+    deinit { stop() }
+
+    /// What it logged.
+    public var log: String { (try? String(contentsOfFile: directory + "/motiond.log", encoding: .utf8)) ?? "" }
+
+    /// Stops it (SIGTERM) and waits for it to exit.
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    /// Whether something accepts connections at `path`.
+    public static func accepts(_ path: String) -> Bool {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+}
