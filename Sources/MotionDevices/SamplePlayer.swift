@@ -17,6 +17,8 @@ public final class SamplePlayer: Sendable {
     private let epoch: Int64
     private let device: String
     private let state = Mutex<(stopRequested: Bool, thread: ReaderThread?)>((false, nil))
+    /// How late a sample may be played when a player starts, ns.
+    static let joinTolerance: Int64 = 50_000_000
 
     /// A player of `samples` (one device's, any order), from `epoch` (ns, CLOCK_MONOTONIC; default now).
     public init(samples: [SensorSample], device: String, speed: Double = 1, loops: Bool = false, epoch: Int64? = nil) {
@@ -67,8 +69,8 @@ public final class SamplePlayer: Sendable {
             handler(.ended(.deviceVanished(device: device)))
             return
         }
-        // Join where the recording is by now.
-        let position = first + played % cycle
+        // Join where the recording is by now; a player started at once (the first) plays from the start.
+        let position = first + played % cycle - Self.joinTolerance
         var index = samples.partitioningIndex { $0.timestamp >= position }
         while !state.withLock({ $0.stopRequested }) {
             if index == samples.count {

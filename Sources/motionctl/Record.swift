@@ -31,7 +31,11 @@ struct Record: ParsableCommand {
             FileHandle.standardError.write(Data("motionctl: motiond has no sensors to record\n".utf8))
             throw ExitCode(ExitStatus.failure)
         }
-        guard FileManager.default.createFile(atPath: output, contents: nil), let file = FileHandle(forWritingAtPath: output) else {
+        // Opened in place, not replaced: the output may be a pipe or a device.
+        let exists = FileManager.default.fileExists(atPath: output)
+        guard exists || FileManager.default.createFile(atPath: output, contents: nil),
+            let file = try? FileHandle(forWritingTo: URL(fileURLWithPath: output)), (try? file.truncate(atOffset: 0)) != nil || !exists
+        else {
             FileHandle.standardError.write(Data("motionctl: cannot create \(output)\n".utf8))
             throw ExitCode(ExitStatus.failure)
         }

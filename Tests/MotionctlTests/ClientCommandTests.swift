@@ -1,0 +1,154 @@
+import Foundation
+import MotionClient
+import Testing
+import TestSupport
+
+/// motionctl's commands that talk to motiond, run as a user runs them, against a replaying daemon.
+@Suite(.serialized) struct ClientCommandTests {
+    struct Run {
+        var status: Int32
+        var output: String
+        var errors: String
+    }
+
+    func motionctl(_ arguments: [String], socket: String? = nil, asNobody: Bool = false) throws -> Run {
+        let process = Process()
+        let executable = ReplayDaemon.products.appendingPathComponent("motionctl").path
+        if asNobody {
+            // A user outside the socket's group (the tests run as root, who may connect anywhere).
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["MOTIOND_SOCKET"] = socket ?? NSTemporaryDirectory() + "motionctl-test-no-daemon.sock"
+        process.environment = environment
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile(), err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), errors: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test(arguments: ["watch", "get", "devices", "status", "record", "fuse"])
+    func everyCommandExplainsItself(command: String) throws {
+        let run = try motionctl([command, "--help"])
+        #expect(run.status == 0)
+        #expect(run.output.contains("USAGE: motionctl \(command)"), "\(run.output)")
+    }
+
+    @Test(arguments: [["watch", "--once"], ["get"], ["devices"], ["status"], ["record", NSTemporaryDirectory() + "never-written.motionrec"]])
+    func withoutADaemonEachCommandSaysHowToStartOne(arguments: [String]) throws {
+        let run = try motionctl(arguments)
+        #expect(run.status == 69, "EX_UNAVAILABLE")
+        #expect(run.errors.contains("motiond is not running") && run.errors.contains("systemctl start motiond"), "\(run.errors)")
+    }
+
+    @Test func aUserOutsideTheSocketsGroupIsToldWhichGroupToJoin() throws {
+        let daemon = try ReplayDaemon()  // its socket: root's, mode 0660
+        let run = try motionctl(["status"], socket: daemon.socket, asNobody: true)
+        #expect(run.status == 77, "EX_NOPERM: \(run.errors)")
+        #expect(run.errors.contains("usermod -aG motion"), "\(run.errors)")
+    }
+
+    @Test func getDevicesAndStatusPrintWhatTheDaemonSays() throws {
+        let daemon = try ReplayDaemon()
+        let get = try motionctl(["get", "--json", "motion", "magnetometer", "--frame", "xMagneticNorthZVertical"], socket: daemon.socket)
+        #expect(get.status == 0, "\(get.errors)")
+        let snapshot = try Wire.decode(Snapshot.self, from: Array(get.output.utf8))
+        #expect(snapshot.motion?.frame == .xMagneticNorthZVertical && snapshot.magnetometer != nil)
+
+        let text = try motionctl(["get"], socket: daemon.socket)
+        #expect(text.output.contains("attitude") && text.output.contains("gravity"), "\(text.output)")
+
+        let devices = try motionctl(["devices"], socket: daemon.socket)
+        #expect(devices.output.contains("iio:device0  myon aktos-t  [replayed]"), "\(devices.output)")
+        #expect(devices.output.contains("kinds: accelerometer, gyroscope, magnetometer"))
+
+        let status = try motionctl(["status"], socket: daemon.socket)
+        #expect(status.output.contains("iio:device0: accelerometer, gyroscope, magnetometer [replayed]"), "\(status.output)")
+    }
+
+    @Test func watchJSONPrintsOneLinePerUpdateAtTheInterval() throws {
+        let daemon = try ReplayDaemon()
+        let process = Process()
+        process.executableURL = ReplayDaemon.products.appendingPathComponent("motionctl")
+        process.arguments = ["watch", "--json", "--stream", "gyroscope", "--interval", "0.05", "--socket", daemon.socket]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        usleep(1_200_000)
+        process.terminate()
+        process.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let stamps = try lines.map { try Wire.decode(GyroscopeMessage.self, from: Array($0.utf8)).timestamp }
+        #expect(stamps.count >= 15 && stamps.count <= 26, "about 20 updates in 1.2 s: \(stamps.count)")
+        let mean = Double(stamps.last! - stamps.first!) / Double(stamps.count - 1) * 1e-9
+        #expect(abs(mean - 0.05) < 0.005)
+    }
+
+    @Test func watchInATerminalRedrawsValuesThatChange() throws {
+        let daemon = try ReplayDaemon()
+        let session = "motionctl-test-\(getpid())"
+        let executable = ReplayDaemon.products.appendingPathComponent("motionctl").path
+        func tmux(_ arguments: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/tmux")
+            process.arguments = arguments
+            // A file, not a pipe: the tmux server started by new-session inherits it and never closes it.
+            let path = NSTemporaryDirectory() + "tmux-output-\(getpid())"
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            process.standardOutput = FileHandle(forWritingAtPath: path)
+            try process.run()
+            process.waitUntilExit()
+            return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        }
+        _ = try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "20", "\(executable) watch --socket \(daemon.socket)"])
+        defer { _ = try? tmux(["kill-session", "-t", session]) }
+        usleep(1_500_000)
+        let first = try tmux(["capture-pane", "-p", "-t", session])
+        usleep(1_000_000)
+        let second = try tmux(["capture-pane", "-p", "-t", session])
+        for screen in [first, second] {
+            #expect(screen.hasPrefix("motiond   rate "), "drawn in place from the top: \(screen)")
+            #expect(screen.contains("attitude") && screen.contains("rotation rate") && screen.contains("orientation"))
+            #expect(screen.components(separatedBy: "attitude").count == 2, "one view, not a scroll of them")
+        }
+        #expect(first.contains(" Hz") || second.contains(" Hz"), "the real rate is shown")
+        let attitude = { (screen: String) in screen.split(separator: "\n").first { $0.hasPrefix("attitude") } }
+        #expect(attitude(first) != nil && attitude(first) != attitude(second), "the values change:\n\(first)\n\(second)")
+    }
+
+    @Test func aRecordingReplayedAndRecordedAgainHasTheSameSamplesBitForBit() throws {
+        // First recording: 1.5 s of the bundled one, every sample (the interval is below the sensor's period).
+        let source = try ReplayDaemon()
+        let directory = source.directory
+        let first = try motionctl(["record", directory + "/first.motionrec", "--interval", "0.001", "--duration", "1.5"], socket: source.socket)
+        #expect(first.status == 0, "\(first.errors)")
+        source.stop()
+
+        // Played once through (no loop), recorded again until the replay ends.
+        let replay = try ReplayDaemon(recording: directory + "/first.motionrec", arguments: [])
+        let second = try motionctl(["record", directory + "/second.motionrec", "--interval", "0.001", "--duration", "10"], socket: replay.socket)
+        #expect(second.status == 0, "\(second.errors)")
+        #expect(second.errors.contains("recording ended"), "stopped by the end of the replay: \(second.errors)")
+
+        let a = try Recording.read(path: directory + "/first.motionrec").samples
+        let b = try Recording.read(path: directory + "/second.motionrec").samples
+        #expect(a.count > 1000, "1.5 s × 285.7 Hz × 3 sensors: \(a.count)")
+        #expect(a.count == b.count)
+        // The replay stamps samples with the time it plays them: the same intervals, a new origin.
+        let shift = (b.first?.timestamp ?? 0) - (a.first?.timestamp ?? 0)
+        let differences = zip(a, b).filter { x, y in
+            x.stream != y.stream || x.timestamp + shift != y.timestamp
+                || x.vector.x.bitPattern != y.vector.x.bitPattern || x.vector.y.bitPattern != y.vector.y.bitPattern
+                || x.vector.z.bitPattern != y.vector.z.bitPattern
+        }
+        #expect(differences.isEmpty, "\(differences.count) differ; the first: \(differences.prefix(2))")
+    }
+}
