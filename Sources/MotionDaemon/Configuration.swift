@@ -19,7 +19,7 @@ public struct Configuration: Sendable, Equatable, Decodable {
     /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
     public var declination: Double?
 
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case socket, declination
         case socketMode = "socket_mode"
         case socketGroup = "socket_group"
@@ -48,8 +48,17 @@ public struct Configuration: Sendable, Equatable, Decodable {
         do {
             let text = String(decoding: data, as: UTF8.self)
             // An empty file (or one with only comments) is all defaults.
-            if try Yams.load(yaml: text) == nil { return Configuration() }
+            guard let document = try Yams.load(yaml: text) else { return Configuration() }
+            // A misspelt key would otherwise be a setting silently not applied.
+            if let mapping = document as? [String: Any] {
+                let known = Set(CodingKeys.allCases.map(\.rawValue))
+                if let unknown = mapping.keys.sorted().first(where: { !known.contains($0) }) {
+                    throw Invalid(path: path, problem: "unknown key \"\(unknown)\" (known: \(known.sorted().joined(separator: ", ")))")
+                }
+            }
             configuration = try YAMLDecoder().decode(Configuration.self, from: text)
+        } catch let error as Invalid {
+            throw error
         } catch let error as DecodingError {
             throw Invalid(path: path, problem: describe(error))
         } catch {

@@ -31,7 +31,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: "The socket file's group: its members may connect (default: the daemon's group).")
     var socketGroup: String?
 
-    @Option(help: "Where the calibration is kept across restarts (default: /var/lib/motiond as root, else $XDG_STATE_HOME/motiond).")
+    @Option(help: "Where the calibration is kept across restarts (default: $STATE_DIRECTORY, else /var/lib/motiond as root, else $XDG_STATE_HOME/motiond).")
     var stateDirectory: String?
 
     @Option(help: "Seconds between saves of the calibration while sensors run (default 60).")
@@ -110,8 +110,10 @@ struct Motiond: AsyncParsableCommand {
     }
 
     static func defaultStateDirectory() -> String {
-        if getuid() == 0 { return "/var/lib/motiond" }
         let environment = ProcessInfo.processInfo.environment
+        // systemd's StateDirectory= (the service runs as its own user).
+        if let given = environment["STATE_DIRECTORY"], !given.isEmpty { return given }
+        if getuid() == 0 { return "/var/lib/motiond" }
         let state = environment["XDG_STATE_HOME"] ?? (environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/state"
         return state + "/motiond"
     }

@@ -26,6 +26,20 @@ import Testing
         #expect(c.stateDirectory == "/var/lib/motiond" && c.stateSaveInterval == 30 && c.logLevel == "debug" && c.declination == 3.5)
     }
 
+    @Test func aMisspeltKeyIsAnErrorNamingIt() throws {
+        let path = try file("log_levle: debug\n")
+        #expect {
+            try Configuration.load(path: path, required: true)
+        } throws: { error in
+            "\(error)".contains("unknown key \"log_levle\"") && "\(error)".contains("log_level")
+        }
+    }
+
+    @Test func theSampleConfigurationIsValidAndAllDefaults() throws {
+        let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/motiond.conf").standardized.path
+        #expect(try Configuration.load(path: sample, required: true) == Configuration())
+    }
+
     @Test func anEmptyFileOrAMissingDefaultFileMeansDefaults() throws {
         #expect(try Configuration.load(path: file("# nothing\n"), required: true) == Configuration())
         #expect(try Configuration.load(path: "/nonexistent/motiond.conf", required: false) == Configuration())
