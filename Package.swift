@@ -75,6 +75,7 @@ let package = Package(
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
         .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "motiond", "MotionFusion", "MotionCore", "MotionClient", "TestSupport"]),
         .testTarget(name: "MotionClientTests", dependencies: ["MotionClient", "motiond", "TestSupport"]),
+        .testTarget(name: "InstallTests", dependencies: ["motiond", "motionctl", "TestSupport"]),
         .testTarget(
             name: "MotionDaemonTests",
             dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "TestSupport", "motiond"]),

@@ -1,0 +1,78 @@
+# motiond: build and install (README.md, docs/security.md).
+#
+#   make                      build the release binaries (Swift runtime linked in: they run without a Swift toolchain)
+#   sudo make install         install, create the users, reload systemd and udev, start the socket
+#   sudo make uninstall       remove it all again (the users and the saved calibration stay)
+#
+# PREFIX (default /usr/local) and DESTDIR work as usual; with DESTDIR set, nothing outside it is
+# touched (no users, no reloads): that is for packagers. BUILD_DIR names the binaries to install
+# (default: the release build; NO_BUILD=1 installs what is there without building).
+
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+SYSCONFDIR  ?= /etc
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+DOCDIR      ?= $(PREFIX)/share/doc/motiond
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+BUILD_DIR   ?= .build/release
+SWIFT_BUILD_FLAGS ?= -c release --static-swift-stdlib
+
+BINARIES = motiond motionctl
+DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md
+
+.PHONY: all build install install-files uninstall
+
+all: build
+
+build:
+	swift build $(SWIFT_BUILD_FLAGS) --product motiond
+	swift build $(SWIFT_BUILD_FLAGS) --product motionctl
+
+install: $(if $(NO_BUILD),,build) install-files
+ifeq ($(DESTDIR),)
+	systemd-sysusers $(SYSUSERSDIR)/motiond.conf
+	systemctl daemon-reload
+	udevadm control --reload
+	udevadm trigger --action=add --subsystem-match=iio
+	systemctl enable --now motiond.socket
+	@echo "motiond installed. Let a user read motion data: sudo usermod -aG motion USER (then log in again)."
+endif
+
+install-files:
+	install -d $(DESTDIR)$(BINDIR)
+	for b in $(BINARIES); do install -m 0755 $(BUILD_DIR)/$$b $(DESTDIR)$(BINDIR)/$$b; done
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's|/usr/local/bin/motiond|$(BINDIR)/motiond|' systemd/motiond.service > $(DESTDIR)$(UNITDIR)/motiond.service
+	install -m 0644 systemd/motiond.socket $(DESTDIR)$(UNITDIR)/motiond.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/motiond.service
+	install -D -m 0644 udev-rules/70-motiond.rules $(DESTDIR)$(UDEVRULESDIR)/70-motiond.rules
+	install -D -m 0644 systemd/motiond.sysusers $(DESTDIR)$(SYSUSERSDIR)/motiond.conf
+	# The sample configuration never replaces one that is there.
+	install -d $(DESTDIR)$(SYSCONFDIR)/motiond
+	test -e $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf || install -m 0644 systemd/motiond.conf $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf
+	install -D -m 0644 docs/motiond.8 $(DESTDIR)$(MANDIR)/man8/motiond.8
+	install -D -m 0644 docs/motiond.conf.5 $(DESTDIR)$(MANDIR)/man5/motiond.conf.5
+	install -D -m 0644 docs/motionctl.1 $(DESTDIR)$(MANDIR)/man1/motionctl.1
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 0644 $(DOCS) Recordings/README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 Recordings/broad-04-slow-rotation.motionrec $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+ifeq ($(DESTDIR),)
+	-systemctl disable --now motiond.socket motiond.service
+endif
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINARIES))
+	rm -f $(DESTDIR)$(UNITDIR)/motiond.service $(DESTDIR)$(UNITDIR)/motiond.socket
+	rm -f $(DESTDIR)$(UDEVRULESDIR)/70-motiond.rules $(DESTDIR)$(SYSUSERSDIR)/motiond.conf
+	rm -f $(DESTDIR)$(MANDIR)/man8/motiond.8 $(DESTDIR)$(MANDIR)/man5/motiond.conf.5 $(DESTDIR)$(MANDIR)/man1/motionctl.1
+	rm -rf $(DESTDIR)$(DOCDIR)
+	# The configuration is removed only if it is still the sample.
+	-cmp -s systemd/motiond.conf $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf && rm -f $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/motiond 2>/dev/null
+ifeq ($(DESTDIR),)
+	systemctl daemon-reload
+	udevadm control --reload
+endif

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The units, the udev rule and the install, checked with the tools that will run them:
+/// systemd-analyze, udevadm (on umockdev devices), make.
+@Suite struct InstallTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
+    static var products: String { ReplayDaemon.products.path }
+
+    struct Run {
+        var status: Int32
+        var output: String
+    }
+
+    static func run(_ command: String, _ arguments: [String], environment: [String: String] = [:], directory: String = root) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [command] + arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    }
+
+    /// `make install` into a fresh DESTDIR, with the binaries the tests were built with.
+    static func install(prefix: String = "/usr") throws -> String {
+        let destination = NSTemporaryDirectory() + "motiond-install-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let make = try run("make", ["install", "NO_BUILD=1", "BUILD_DIR=\(products)", "DESTDIR=\(destination)", "PREFIX=\(prefix)"])
+        guard make.status == 0 else { throw TestbedError("make install failed: \(make.output)") }
+        return destination
+    }
+
+    static func files(under directory: String) -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: directory)
+        var files: [String] = []
+        while let path = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue { files.append("/" + path) }
+        }
+        return files.sorted()
+    }
+
+    @Test func theServicesExposureIsAtMostTwo() throws {
+        let result = try Self.run("systemd-analyze", ["security", "--offline=yes", "--no-pager", "systemd/motiond.service"])
+        let line = try #require(result.output.split(separator: "\n").first { $0.contains("Overall exposure level for motiond.service") }, "\(result.output)")
+        print(line)
+        let score = try #require(line.split(separator: " ").compactMap { Double($0) }.first, "\(line)")
+        #expect(score <= 2.0, "\(line)")
+    }
+
+    @Test func theInstallPutsTheseFilesAndTheUninstallRemovesThem() throws {
+        let destination = try Self.install()
+        #expect(Self.files(under: destination) == [
+            "/etc/motiond/motiond.conf",
+            "/usr/bin/motionctl",
+            "/usr/bin/motiond",
+            "/usr/lib/systemd/system/motiond.service",
+            "/usr/lib/systemd/system/motiond.socket",
+            "/usr/lib/sysusers.d/motiond.conf",
+            "/usr/lib/udev/rules.d/70-motiond.rules",
+            "/usr/share/doc/motiond/README.md",
+            "/usr/share/doc/motiond/broad-04-slow-rotation.motionrec",
+            "/usr/share/doc/motiond/client.md",
+            "/usr/share/doc/motiond/frames.md",
+            "/usr/share/doc/motiond/protocol.md",
+            "/usr/share/doc/motiond/recording.md",
+            "/usr/share/doc/motiond/security.md",
+            "/usr/share/man/man1/motionctl.1",
+            "/usr/share/man/man5/motiond.conf.5",
+            "/usr/share/man/man8/motiond.8",
+        ])
+        let unit = try String(contentsOfFile: destination + "/usr/lib/systemd/system/motiond.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=/usr/bin/motiond\n"), "the unit runs the binary where PREFIX put it")
+
+        let uninstall = try Self.run("make", ["uninstall", "DESTDIR=\(destination)", "PREFIX=/usr"])
+        #expect(uninstall.status == 0, "\(uninstall.output)")
+        #expect(Self.files(under: destination) == [], "nothing left behind")
+    }
+
+    @Test func systemdFindsNothingToSayAboutTheInstalledUnits() throws {
+        let destination = try Self.install()
+        // The installed units, pointed at the installed binary (verify checks that it is executable),
+        // and the installed man pages (verify runs `man` for each Documentation= page).
+        let units = destination + "/verify"
+        try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
+        let service = try String(contentsOfFile: destination + "/usr/lib/systemd/system/motiond.service", encoding: .utf8)
+            .replacingOccurrences(of: "ExecStart=/usr/bin/motiond", with: "ExecStart=\(destination)/usr/bin/motiond")
+        try service.write(toFile: units + "/motiond.service", atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: destination + "/usr/lib/systemd/system/motiond.socket", toPath: units + "/motiond.socket")
+        let verify = try Self.run(
+            "systemd-analyze", ["verify", units + "/motiond.socket", units + "/motiond.service"],
+            environment: ["MANPATH": destination + "/usr/share/man"])
+        print("systemd-analyze verify: exit \(verify.status), output: \"\(verify.output)\"")
+        #expect(verify.status == 0 && verify.output.isEmpty, "\(verify.output)")
+    }
+}
+
+extension Hardware {
+    /// The udev rule applied by udevadm to umockdev devices. Needs root: it creates motiond's users
+    /// (systemd-sysusers with the package's file) and puts the rule in /run/udev/rules.d for the test.
+    @Suite struct UdevRule {
+        static let devices = """
+            P: /devices/platform/spi-0/spi0.0/iio:device0
+            N: iio:device0
+            E: SUBSYSTEM=iio
+            E: DEVNAME=/dev/iio:device0
+            E: MAJOR=250
+            E: MINOR=0
+            A: dev=250:0\\n
+            A: name=bmi160\\n
+            A: in_accel_x_raw=0\\n
+            A: in_anglvel_x_raw=0\\n
+
+            P: /devices/platform/i2c-1/1-0039/iio:device1
+            N: iio:device1
+            E: SUBSYSTEM=iio
+            E: DEVNAME=/dev/iio:device1
+            E: MAJOR=250
+            E: MINOR=1
+            A: dev=250:1\\n
+            A: name=stk3310\\n
+            A: in_proximity_raw=10\\n
+
+            P: /devices/platform/soc/adc/iio:device2
+            N: iio:device2
+            E: SUBSYSTEM=iio
+            E: DEVNAME=/dev/iio:device2
+            E: MAJOR=250
+            E: MINOR=2
+            A: dev=250:2\\n
+            A: name=ads1015\\n
+            A: in_voltage0_raw=1200\\n
+            """
+
+        func udevTest(_ syspath: String) throws -> String {
+            try InstallTests.run("udevadm", ["test", "--action=add", syspath], environment: ["SYSTEMD_LOG_LEVEL": "debug"]).output
+        }
+
+        @Test func motionAndProximityDevicesAreTaggedGivenToMotiondAndStartTheService() throws {
+            let sysusers = try InstallTests.run("systemd-sysusers", [InstallTests.root + "/systemd/motiond.sysusers"])
+            #expect(sysusers.status == 0, "\(sysusers.output)")
+            let group = try InstallTests.run("getent", ["group", "motiond"]).output
+            let gid = try #require(group.split(separator: ":").dropFirst(2).first, "the motiond group exists: \(group)")
+
+            try FileManager.default.createDirectory(atPath: "/run/udev/rules.d", withIntermediateDirectories: true)
+            let installed = "/run/udev/rules.d/70-motiond.rules"
+            try? FileManager.default.removeItem(atPath: installed)
+            try FileManager.default.copyItem(atPath: InstallTests.root + "/udev-rules/70-motiond.rules", toPath: installed)
+            defer { try? FileManager.default.removeItem(atPath: installed) }
+
+            let testbed = try Testbed()
+            try testbed.add(Self.devices)
+            for syspath in ["/sys/devices/platform/spi-0/spi0.0/iio:device0", "/sys/devices/platform/i2c-1/1-0039/iio:device1"] {
+                let output = try udevTest(syspath)
+                #expect(output.contains("70-motiond.rules"), "the rule was read: \(output.suffix(2000))")
+                #expect(output.contains("\nTAGS=:") && output.split(separator: "\n").contains { $0.hasPrefix("TAGS=") && $0.contains(":motiond:") && $0.contains(":systemd:") }, "\(syspath): \(output.suffix(1500))")
+                #expect(output.contains("\nSYSTEMD_WANTS=motiond.service"), "\(output.suffix(1500))")
+                #expect(output.contains("70-motiond.rules:26 GROUP \(gid)"), "\(output.suffix(1500))")
+                #expect(output.contains("70-motiond.rules:26 MODE 0660"))
+                #expect(output.contains("chgrp motiond"), "the sysfs attributes a capture writes go to the group")
+            }
+            let adc = try udevTest("/sys/devices/platform/soc/adc/iio:device2")
+            #expect(!adc.contains("motiond.service") && !adc.contains(":motiond:"), "an ADC is none of motiond's business: \(adc.suffix(1500))")
+        }
+    }
+}
