@@ -18,8 +18,10 @@ final class Hub: @unchecked Sendable {
         var decimator: StreamDecimator
     }
 
-    private struct Client {
-        var channel: any Channel
+    /// A class, not a struct: the hot path mutates its queue in place, and a struct in a dictionary
+    /// gets copied (and its queue's storage with it) by the lookups around a mutation.
+    private final class Client {
+        let channel: any Channel
         var queue = DeliveryQueue<ByteBuffer>(capacity: Hub.queueCapacity)
         var watches: [StreamKind: Watch] = [:]
         var fullSince: Int64?
@@ -27,6 +29,8 @@ final class Hub: @unchecked Sendable {
         var paused = false
         /// Whether it is in `awaitingFlush`.
         var awaitsFlush = false
+
+        init(channel: any Channel) { self.channel = channel }
     }
 
     private struct PendingPoll {
@@ -353,9 +357,10 @@ final class Hub: @unchecked Sendable {
         for event in drained { ingest(event, from: number) }
         draining = false
         drained.removeAll(keepingCapacity: true)
-        for id in awaitingFlush where clients[id] != nil {
-            clients[id]!.awaitsFlush = false
-            flush(id)
+        for id in awaitingFlush {
+            guard let client = clients[id] else { continue }
+            client.awaitsFlush = false
+            flush(client)
         }
         awaitingFlush.removeAll(keepingCapacity: true)
     }
@@ -444,17 +449,17 @@ final class Hub: @unchecked Sendable {
     /// Sends a periodic stream's message to every client due one, writing it once per frame.
     private func deliver(_ stream: StreamKind, timestamp: Int64, period: Int64, write: (inout LineWriter, AttitudeReferenceFrame) -> Void) {
         var lines = LinesByFrame()
-        for id in clients.keys {
-            guard var watch = clients[id]!.watches[stream] else { continue }
+        for (id, client) in clients {
+            guard var watch = client.watches[stream] else { continue }
             let due = watch.decimator.accepts(timestamp, sensorPeriod: period)
-            clients[id]!.watches[stream] = watch
+            client.watches[stream] = watch
             guard due else { continue }
             let frame = stream == .motion ? watch.frame : .xArbitraryZVertical
             if lines[frame] == nil {
                 write(&lineWriter, frame)
                 lines[frame] = ByteBuffer(bytes: lineWriter.bytes)
             }
-            enqueue(lines[frame]!, to: id, kind: .stream(stream))
+            enqueue(lines[frame]!, to: client, id: id, kind: .stream(stream))
         }
     }
 
@@ -485,7 +490,7 @@ final class Hub: @unchecked Sendable {
     private func deliverEvent<M: ServerMessage>(_ stream: StreamKind, _ message: M) {
         guard let bytes = try? Wire.encode(message) else { return }
         let buffer = ByteBuffer(bytes: bytes)
-        for id in clients.keys where clients[id]!.watches[stream] != nil { enqueue(buffer, to: id, kind: .kept) }
+        for (id, client) in clients where client.watches[stream] != nil { enqueue(buffer, to: client, id: id, kind: .kept) }
     }
 
     private func sendCurrentEvent(_ stream: StreamKind, to id: ClientID) {
@@ -505,35 +510,42 @@ final class Hub: @unchecked Sendable {
     }
 
     private func enqueue(_ line: ByteBuffer, to id: ClientID, kind: DeliveryQueue<ByteBuffer>.Kind) {
-        guard clients[id] != nil else { return }
-        if clients[id]!.queue.push(line, kind: kind) {
-            clients[id]!.fullSince = nil
+        guard let client = clients[id] else { return }
+        enqueue(line, to: client, id: id, kind: kind)
+    }
+
+    private func enqueue(_ line: ByteBuffer, to client: Client, id: ClientID, kind: DeliveryQueue<ByteBuffer>.Kind) {
+        if client.queue.push(line, kind: kind) {
+            client.fullSince = nil
         } else {
             let now = Int64(Date().timeIntervalSince1970 * 1e9)
-            let since = clients[id]!.fullSince ?? now
-            clients[id]!.fullSince = since
+            let since = client.fullSince ?? now
+            client.fullSince = since
             if now - since > Self.stuckClientTimeout {
                 logger.warning("client does not read its replies: disconnected", metadata: ["client": "\(id)"])
-                clients[id]!.channel.close(promise: nil)
+                client.channel.close(promise: nil)
                 return
             }
         }
         if draining {
-            if !clients[id]!.awaitsFlush {
-                clients[id]!.awaitsFlush = true
+            if !client.awaitsFlush {
+                client.awaitsFlush = true
                 awaitingFlush.append(id)
             }
         } else {
-            flush(id)
+            flush(client)
         }
     }
 
     /// Writes what the channel can take now; the rest waits in the queue for writability.
     func flush(_ id: ClientID) {
-        guard clients[id] != nil else { return }
-        let channel = clients[id]!.channel
+        if let client = clients[id] { flush(client) }
+    }
+
+    private func flush(_ client: Client) {
+        let channel = client.channel
         var wrote = false
-        while channel.isWritable, let (line, dropped) = clients[id]!.queue.pop() {
+        while channel.isWritable, let (line, dropped) = client.queue.pop() {
             if let (stream, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
                 channel.write(ByteBuffer(bytes: bytes), promise: nil)
             }
@@ -541,8 +553,8 @@ final class Hub: @unchecked Sendable {
             wrote = true
         }
         if wrote { channel.flush() }
-        if clients[id]!.paused && clients[id]!.queue.count < Self.queueCapacity / 2 {
-            clients[id]!.paused = false
+        if client.paused && client.queue.count < Self.queueCapacity / 2 {
+            client.paused = false
             channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
         }
     }
@@ -552,7 +564,7 @@ final class Hub: @unchecked Sendable {
     /// (the kernel's socket buffer then holds the sender back) until the queue has drained.
     func pauseReadingIfCongested(_ id: ClientID) {
         guard let client = clients[id], !client.paused, client.queue.count >= Self.queueCapacity else { return }
-        clients[id]!.paused = true
+        client.paused = true
         logger.debug("client reads its replies slowly: its requests wait", metadata: ["client": "\(id)"])
         client.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
     }
