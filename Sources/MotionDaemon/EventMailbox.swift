@@ -2,8 +2,9 @@ import MotionDevices
 import Synchronization
 
 /// Hands a capture's events from its reader thread to the hub's event loop, all that arrived
-/// since the last hand-over at once: one event-loop wake-up per burst (an IMU scan gives an
-/// accelerometer and a gyroscope sample together) and no allocation per sample once warm.
+/// since the last hand-over at once: the loop is woken once per read (`readComplete`: an IMU scan
+/// gives an accelerometer and a gyroscope sample together), not per sample, and nothing is
+/// allocated per sample once warm.
 final class EventMailbox: Sendable {
     private struct State {
         var events: [SensorEvent] = []
@@ -20,14 +21,23 @@ final class EventMailbox: Sendable {
         state.withLock { $0.events.reserveCapacity(64) }
     }
 
-    /// Posts an event (on the reader thread). Returns whether the consumer must be woken to take it.
+    /// Posts an event (on the reader thread). Returns whether the consumer must be woken to take
+    /// what is waiting: at the end of a read, or for an event that is not a sample.
     func post(_ event: SensorEvent) -> Bool {
         state.withLock { state in
-            if state.events.count >= Self.capacity, let oldest = state.events.firstIndex(where: \.isSample) {
-                state.events.remove(at: oldest)
+            switch event {
+            case .readComplete:
+                break
+            case .sample:
+                if state.events.count >= Self.capacity, let oldest = state.events.firstIndex(where: \.isSample) {
+                    state.events.remove(at: oldest)
+                }
+                state.events.append(event)
+                return false
+            default:
+                state.events.append(event)
             }
-            state.events.append(event)
-            guard !state.scheduled else { return false }
+            guard !state.scheduled, !state.events.isEmpty else { return false }
             state.scheduled = true
             return true
         }

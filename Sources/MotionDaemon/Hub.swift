@@ -377,6 +377,8 @@ final class Hub: @unchecked Sendable {
             logger.notice("sensor capture mode changed", metadata: ["device": "\(number)", "mode": "\(mode)", "reason": "\(reason)"])
         case .readFailed(let error):
             logger.warning("sensor read failed", metadata: ["device": "\(number)", "error": "\(error)"])
+        case .readComplete:
+            break  // the mailbox wakes the loop on it and does not pass it on
         case .ended(let error):
             logger.warning("sensor ended", metadata: ["device": "\(number)", "reason": "\(error)"])
             guard let running = captures.removeValue(forKey: number) else { return }

@@ -83,6 +83,7 @@ public final class SamplePlayer: Sendable {
             }
             var sample = samples[index]
             let due = epoch + Int64(Double(sample.timestamp - first + round * cycle) / speed)
+            if Self.now() < due { handler(.readComplete) }  // what was due is out: now a wait
             // Sleep in short slices so that a stop is never kept waiting by a gap in the recording.
             while Self.now() < due {
                 if state.withLock({ $0.stopRequested }) { return }

@@ -5,6 +5,10 @@ import Synchronization
 public enum SensorEvent: Sendable {
     /// A reading.
     case sample(SensorSample)
+    /// Every sample of one read (a buffered refill, a polled round, a replayed instant) has been
+    /// reported; the capture now waits for the device. A consumer that hands samples to another
+    /// thread can wake it once here rather than once per sample.
+    case readComplete
     /// The capture switched mode (buffered capture could not start, or gave no data in time).
     case captureModeChanged(CaptureMode, reason: DeviceError)
     /// One reading failed; the capture goes on.
@@ -182,6 +186,7 @@ public final class SensorCapture: Sendable {
         while !stopRequested {
             do throws(DeviceError) {
                 try reader.read { handler(.sample($0)) }
+                handler(.readComplete)
                 receivedAny = true
                 failures = 0
             } catch {
@@ -222,6 +227,7 @@ public final class SensorCapture: Sendable {
             if reads % readsPerPresenceCheck == 0, !sysfs.deviceExists(name) { return .deviceVanished(device: name) }
             do throws(DeviceError) {
                 try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
+                handler(.readComplete)
                 failures = 0
             } catch {
                 guard sysfs.deviceExists(name) else { return .deviceVanished(device: name) }

@@ -57,6 +57,8 @@ struct MotionProbe: AsyncParsableCommand {
                 print("    now \(mode): \(reason)")
             case .readFailed(let error):
                 print("    read failed: \(error)")
+            case .readComplete:
+                continue
             case .ended(let error):
                 print("    ended: \(error)")
                 return
