@@ -88,6 +88,8 @@ final class Hub: @unchecked Sendable {
     private var draining = false
     /// Clients with lines queued during the burst.
     private var awaitingFlush: [ClientID] = []
+    /// The gyroscope sample (timestamp, period, ns) whose motion is still to be sent.
+    private var pendingMotion: (timestamp: Int64, period: Int64)?
     /// Writes per-sample lines, its buffer reused.
     private var lineWriter = LineWriter()
     private let store: StateStore?
@@ -355,6 +357,7 @@ final class Hub: @unchecked Sendable {
         // system calls per line shrink, instead of the backlog growing.
         draining = true
         for event in drained { ingest(event, from: number) }
+        deliverPendingMotion()
         draining = false
         drained.removeAll(keepingCapacity: true)
         for id in awaitingFlush {
@@ -402,14 +405,14 @@ final class Hub: @unchecked Sendable {
             latest.orientation = OrientationMessage(timestamp: t, orientation: state)
             if state != previous { deliverEvent(.orientation, latest.orientation!) }
         case .gyroscope:
+            deliverPendingMotion()
             fusion?.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
             latest.gyroscope = message
             deliver(.gyroscope, timestamp: t, period: period) { writer, _ in writer.write(message) }
-            if let fusion, latest.accelerometer != nil {
-                // Motion is produced at the gyroscope's rate, each frame encoded once per sample.
-                deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(self.motionMessage(fusion.deviceMotion(in: frame))) }
-            }
+            // Motion is produced at the gyroscope's rate, once the other samples of the same read
+            // (the magnetometer's, often after the gyroscope's in a scan) are fused too.
+            if fusion != nil, latest.accelerometer != nil { pendingMotion = (t, period) }
         case .magnetometer:
             fusion?.update(sample)
             let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
@@ -422,6 +425,13 @@ final class Hub: @unchecked Sendable {
             if changed { deliverEvent(.proximity, message) }
         }
         answerPendingPolls()
+    }
+
+    /// Sends the motion of the last gyroscope sample, if not yet sent (each frame encoded once).
+    private func deliverPendingMotion() {
+        guard let (t, period) = pendingMotion, let fusion else { return }
+        pendingMotion = nil
+        deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(self.motionMessage(fusion.deviceMotion(in: frame))) }
     }
 
     private func answerPendingPolls() {

@@ -39,6 +39,17 @@ import TestSupport
         #expect(abs(mean - 0.05) < 0.004, "mean interval \(mean) s from a 285.7 Hz recording")
     }
 
+    @Test func everyMotionUpdateHasTheMagnetometerSampleOfItsOwnRead() async throws {
+        // In the recording each instant has accelerometer, gyroscope, then magnetometer samples:
+        // motion is sent once the whole read is fused, so even the first one has a field.
+        let daemon = try ReplayDaemon()
+        for try await update in MotionClient(socketPath: daemon.socket).updates(of: [.motion], interval: 0.01) {
+            guard case .motion(let motion) = update else { continue }
+            #expect(motion.magneticField.field.length > 20, "\(motion.magneticField)")
+            break
+        }
+    }
+
     @Test func theCallbackFormStopsWhenCancelled() throws {
         let daemon = try ReplayDaemon()
         let client = MotionClient(socketPath: daemon.socket)
