@@ -13,8 +13,8 @@ import MotionCore
 /// magnet lying near a moving device (not a sphere) or too little motion (no centre) changes nothing.
 /// The window is short, so that a magnet attached to the device (or removed) is learnt in seconds.
 ///
-/// Soft iron (an ellipsoid instead of a sphere) is not estimated: it needs far more motion than a
-/// few seconds give, and consumer devices' soft-iron errors are a few percent.
+/// Soft iron (an ellipsoid instead of a sphere) is not this fit's business: it needs far more motion
+/// than a few seconds give. `SoftIronCalibrator` estimates it over a long window, after this offset.
 ///
 /// Parameters:
 /// - `windowTau` 5 s: time constant of the window;

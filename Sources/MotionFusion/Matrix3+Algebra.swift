@@ -78,3 +78,54 @@ extension Vector3 {
 
     @inline(__always) var squaredLength: Double { x * x + y * y + z * z }
 }
+
+extension Matrix3 {
+    /// Eigenvalues and eigenvectors (the columns of `vectors`) of a symmetric matrix, by cyclic
+    /// Jacobi rotations: `self = vectors × diag(values) × vectorsᵀ`. Allocates nothing.
+    var symmetricEigen: (values: Vector3, vectors: Matrix3) {
+        // Row-major 3×3 in fixed-size storage.
+        var a: InlineArray<9, Double> = [row0.x, row0.y, row0.z, row1.x, row1.y, row1.z, row2.x, row2.y, row2.z]
+        var v: InlineArray<9, Double> = [1, 0, 0, 0, 1, 0, 0, 0, 1]
+        for _ in 0..<32 {
+            if a[1] * a[1] + a[2] * a[2] + a[5] * a[5] < 1e-30 { break }
+            for pair in 0..<3 {
+                // (0, 1), (0, 2), (1, 2)
+                let p = pair == 2 ? 1 : 0, q = pair == 0 ? 1 : 2
+                guard a[p * 3 + q] != 0 else { continue }
+                // The rotation that zeroes a[p][q] (Golub & Van Loan, the symmetric Schur decomposition).
+                let theta = (a[q * 3 + q] - a[p * 3 + p]) / (2 * a[p * 3 + q])
+                let t = (theta >= 0 ? 1.0 : -1.0) / (abs(theta) + (theta * theta + 1).squareRoot())
+                let c = 1 / (t * t + 1).squareRoot(), s = t * c
+                for k in 0..<3 {
+                    let akp = a[k * 3 + p], akq = a[k * 3 + q]
+                    a[k * 3 + p] = c * akp - s * akq
+                    a[k * 3 + q] = s * akp + c * akq
+                }
+                for k in 0..<3 {
+                    let apk = a[p * 3 + k], aqk = a[q * 3 + k]
+                    a[p * 3 + k] = c * apk - s * aqk
+                    a[q * 3 + k] = s * apk + c * aqk
+                }
+                for k in 0..<3 {
+                    let vkp = v[k * 3 + p], vkq = v[k * 3 + q]
+                    v[k * 3 + p] = c * vkp - s * vkq
+                    v[k * 3 + q] = s * vkp + c * vkq
+                }
+            }
+        }
+        return (
+            Vector3(x: a[0], y: a[4], z: a[8]),
+            Matrix3(
+                row0: Vector3(x: v[0], y: v[1], z: v[2]), row1: Vector3(x: v[3], y: v[4], z: v[5]),
+                row2: Vector3(x: v[6], y: v[7], z: v[8])))
+    }
+
+    /// √(Σ elements²).
+    var frobeniusNorm: Double { (row0.squaredLength + row1.squaredLength + row2.squaredLength).squareRoot() }
+
+    /// `vectors × diag(values) × vectorsᵀ`.
+    static func symmetric(values: Vector3, vectors e: Matrix3) -> Matrix3 {
+        let d = Matrix3.diagonal(values.x, values.y, values.z)
+        return e * d * e.transposed
+    }
+}

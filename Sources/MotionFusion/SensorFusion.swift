@@ -15,6 +15,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     public private(set) var filter: OrientationFilter
     /// The magnetometer's hard-iron calibration.
     public private(set) var calibrator: MagnetometerCalibrator
+    /// The magnetometer's soft-iron correction, applied after the hard-iron offset.
+    public private(set) var softIron: SoftIronCalibrator
     /// Magnetic declination, radians east of true north (for `xTrueNorthZVertical`).
     public var declination: Double
     private var specificForce = Vector3.zero
@@ -46,6 +48,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             gyroscopeRate: gyroscopeRate, accelerometerRate: accelerometerRate, magnetometerRate: headingRate,
             parameters: parameters)
         calibrator = MagnetometerCalibrator(rate: headingRate, parameters: calibration)
+        softIron = SoftIronCalibrator(rate: headingRate)
         self.declination = declination * .pi / 180
     }
 
@@ -58,13 +61,19 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         public var magnetometerOffset: Vector3
         public var magnetometerOffsetError: Double?
         public var fieldStrength: Double
+        /// Magnetometer soft-iron correction, row by row (nil: none estimated; absent from older saves).
+        public var magnetometerSoftIron: [Double]?
 
-        public init(gyroscopeBias: Vector3, gyroscopeBiasSigma: Double, magnetometerOffset: Vector3, magnetometerOffsetError: Double?, fieldStrength: Double) {
+        public init(
+            gyroscopeBias: Vector3, gyroscopeBiasSigma: Double, magnetometerOffset: Vector3, magnetometerOffsetError: Double?,
+            fieldStrength: Double, magnetometerSoftIron: [Double]? = nil
+        ) {
             self.gyroscopeBias = gyroscopeBias
             self.gyroscopeBiasSigma = gyroscopeBiasSigma
             self.magnetometerOffset = magnetometerOffset
             self.magnetometerOffsetError = magnetometerOffsetError
             self.fieldStrength = fieldStrength
+            self.magnetometerSoftIron = magnetometerSoftIron
         }
     }
 
@@ -73,13 +82,16 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         Calibration(
             gyroscopeBias: filter.gyroscopeBias, gyroscopeBiasSigma: filter.gyroscopeBiasSigma,
             magnetometerOffset: calibrator.offset, magnetometerOffsetError: calibrator.offsetError,
-            fieldStrength: calibrator.radius)
+            fieldStrength: calibrator.radius, magnetometerSoftIron: softIron.isEstimated ? softIron.matrix.rowMajor : nil)
     }
 
     /// Starts from a calibration learnt before (the attitude itself starts afresh).
     public mutating func restore(_ calibration: Calibration) {
         filter.setGyroscopeBias(calibration.gyroscopeBias, sigma: calibration.gyroscopeBiasSigma)
         calibrator.restore(offset: calibration.magnetometerOffset, offsetError: calibration.magnetometerOffsetError, radius: calibration.fieldStrength)
+        if let m = calibration.magnetometerSoftIron, m.count == 9 {
+            softIron.restore(matrix: Matrix3(rowMajor: m))
+        }
     }
 
     /// Fuses one sample (proximity samples are ignored). Allocates nothing.
@@ -96,11 +108,14 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             hasMagnetometer = true
             magnetometerCountdown -= 1
             guard magnetometerCountdown <= 0 else {
-                magneticField = sample.vector - calibrator.offset
+                magneticField = softIron.matrix * (sample.vector - calibrator.offset)
                 return
             }
             magnetometerCountdown = magnetometerDecimation
-            magneticField = calibrator.calibrate(sample.vector)
+            let hardIronCorrected = calibrator.calibrate(sample.vector)
+            // Only undisturbed readings teach the soft-iron fit (a magnet nearby is not an ellipsoid).
+            magneticField = calibrator.currentFieldFits
+                ? softIron.calibrate(hardIronCorrected) : softIron.matrix * hardIronCorrected
             filter.update(magnetometer: magneticField, timestamp: sample.timestamp)
             if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
         case .proximity:
