@@ -393,6 +393,8 @@ final class Hub: @unchecked Sendable {
 
     private func ingest(_ sample: SensorSample, period: Int64) {
         let t = sample.timestamp
+        // A later sample is about to be fused: the pending motion goes out first, stamped as it was.
+        if let pending = pendingMotion, t > pending.timestamp { deliverPendingMotion() }
         switch sample.kind {
         case .accelerometer:
             fusion?.update(sample)
@@ -405,7 +407,6 @@ final class Hub: @unchecked Sendable {
             latest.orientation = OrientationMessage(timestamp: t, orientation: state)
             if state != previous { deliverEvent(.orientation, latest.orientation!) }
         case .gyroscope:
-            deliverPendingMotion()
             fusion?.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
             latest.gyroscope = message
