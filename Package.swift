@@ -78,9 +78,9 @@ let package = Package(
         .testTarget(name: "InstallTests", dependencies: ["motiond", "motionctl", "TestSupport"]),
         .testTarget(
             name: "MotionDaemonTests",
-            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "TestSupport", "motiond"]),
+            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "TestSupport", "motiond"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
-        .target(name: "TestSupport", dependencies: ["CUMockdev"], path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
+        .target(name: "TestSupport", dependencies: ["CUMockdev", "MotionClient"], path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",
             dependencies: ["MotionDevices", "MotionCore", "TestSupport", "CLibIIO"]),
@@ -105,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "daemon-load",
             dependencies: [
-                "TestSupport",
+                "TestSupport", "MotionClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/DaemonLoad"),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MotionClient
 import TestSupport
 
 #if canImport(Glibc)
@@ -132,19 +133,7 @@ final class BlockingClient {
     private var pending: [UInt8] = []
 
     init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard status == 0 else {
-            close(fd)
-            throw LoadError("connect \(path): errno \(errno)")
-        }
+        fd = try UnixSocket.connect(to: path)
     }
 
     deinit { close(fd) }

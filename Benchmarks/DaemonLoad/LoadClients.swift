@@ -1,4 +1,5 @@
 import Foundation
+import MotionClient
 import Synchronization
 
 #if canImport(Glibc)
@@ -25,23 +26,14 @@ final class LoadClients: @unchecked Sendable {
     /// Connects `count` clients to `socket`.
     init(socket path: String, count: Int) throws {
         var descriptors: [Int32] = []
-        for _ in 0..<count {
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        do {
+            for _ in 0..<count {
+                // A full listen backlog is waited out: 1000 connections arrive faster than they are accepted.
+                descriptors.append(try UnixSocket.connect(to: path, patience: 10))
             }
-            var attempts = 0
-            while withUnsafePointer(to: &address, {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }) != 0 {
-                // A full listen backlog refuses with EAGAIN: wait for the daemon to accept.
-                attempts += 1
-                guard errno == EAGAIN, attempts < 1000 else { throw LoadError("connect \(path): errno \(errno)") }
-                usleep(1000)
-            }
-            descriptors.append(fd)
+        } catch {
+            for fd in descriptors { close(fd) }
+            throw error
         }
         self.descriptors = descriptors
         received = Array(repeating: 0, count: count)

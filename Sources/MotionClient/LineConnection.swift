@@ -50,39 +50,13 @@ final class LineConnection: @unchecked Sendable {
     /// Connects and reads the greeting, checking the protocol's major version.
     init(socketPath: String, timeout: Double = 5) throws(MotionClientError) {
         self.socketPath = socketPath
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .connectionLost("socket(): \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard socketPath.utf8.count < capacity else {
-            close(fd)
-            throw .connectionLost("socket path longer than \(capacity - 1) bytes: \(socketPath)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in socketPath.utf8.enumerated() { raw[i] = byte }
-        }
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        if status != 0 {
-            let code = errno
-            close(fd)
-            switch code {
-            case ENOENT, ECONNREFUSED: throw .daemonNotRunning(socket: socketPath)
-            case EACCES, EPERM: throw .permissionDenied(socket: socketPath)
-            default: throw .connectionLost("connect \(socketPath): \(String(cString: strerror(code)))")
-            }
-        }
+        fd = try UnixSocket.connect(to: socketPath)
+        // From here `deinit` closes `fd`, also when this initialiser throws.
         let greeting = try nextLine(timeout: timeout)
         guard let version = try? Wire.decode(Version.self, from: greeting) else {
-            close(fd)
             throw .connectionLost("no VERSION greeting from \(socketPath)")
         }
-        guard version.protoMajor == ProtocolVersion.major else {
-            close(fd)
-            throw .incompatibleProtocol(major: version.protoMajor)
-        }
+        guard version.protoMajor == ProtocolVersion.major else { throw .incompatibleProtocol(major: version.protoMajor) }
     }
 
     deinit { close(fd) }

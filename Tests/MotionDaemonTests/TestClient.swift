@@ -1,4 +1,5 @@
 import Foundation
+import MotionClient
 import MotionWire
 
 #if canImport(Glibc)
@@ -13,16 +14,7 @@ final class TestClient: @unchecked Sendable {
     private var lines: [[UInt8]] = []
 
     init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard status == 0 else { throw TestClientError("connect \(path): errno \(errno)") }
+        fd = try UnixSocket.connect(to: path)
     }
 
     deinit { close(fd) }

@@ -1,4 +1,5 @@
 import Foundation
+import MotionClient
 
 #if canImport(Glibc)
 import Glibc
@@ -53,15 +54,8 @@ public final class ReplayDaemon {
 
     /// Whether something accepts connections at `path`.
     public static func accepts(_ path: String) -> Bool {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        } == 0
+        guard let fd = try? UnixSocket.connect(to: path) else { return false }
+        close(fd)
+        return true
     }
 }
