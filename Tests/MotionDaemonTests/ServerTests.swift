@@ -12,6 +12,15 @@ extension Hardware {
     @Suite struct Server {
         static func socketPath() -> String { NSTemporaryDirectory() + "motiond-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock" }
 
+        /// A testbed with the buffered IMU fixture and a started in-process server on a fresh socket.
+        static func startServerOnIMU() throws -> (Testbed, MotionServer) {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let server = MotionServer(socketPath: socketPath())
+            try server.start()
+            return (testbed, server)
+        }
+
         /// One IMU scan (accelerometer + gyroscope + timestamp, 24 bytes) for the imu-buffered fixture.
         static func scan(accelerometer: [Int], gyroscope: [Int], time: Int64) -> [UInt8] {
             var bytes: [UInt8] = []
@@ -20,10 +29,7 @@ extension Hardware {
         }
 
         @Test func greetingDevicesErrorsWatchPollAndStatus() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "imu-buffered")
-            let server = MotionServer(socketPath: Self.socketPath())
-            try server.start()
+            let (testbed, server) = try Self.startServerOnIMU()
             defer { try? server.stop() }
 
             let client = try TestClient(path: server.socketPath)
@@ -87,10 +93,7 @@ extension Hardware {
         }
 
         @Test func aPollStartsTheSensorsWhichStayWarmForTheNextPollsThenClose() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "imu-buffered")
-            let server = MotionServer(socketPath: Self.socketPath())
-            try server.start()
+            let (testbed, server) = try Self.startServerOnIMU()
             defer { try? server.stop() }
             let client = try TestClient(path: server.socketPath)
             _ = try client.next("VERSION")
@@ -169,10 +172,7 @@ extension Hardware.Server {
 
 extension Hardware.Server {
     @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let server = MotionServer(socketPath: Self.socketPath())
-        try server.start()
+        let (testbed, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
         let client = try TestClient(path: server.socketPath)
         _ = try client.next("VERSION")
@@ -210,10 +210,7 @@ extension Hardware.Server {
 
 extension Hardware.Server {
     @Test func aClientThatNeverReadsSlowsNobodyAndIsToldWhatItLost() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let server = MotionServer(socketPath: Self.socketPath())
-        try server.start()
+        let (testbed, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
         let reader = try TestClient(path: server.socketPath)
         let sleeper = try TestClient(path: server.socketPath)
@@ -508,11 +505,11 @@ extension Hardware.Server {
 
 extension Hardware.Server {
     @Test func aClientFloodingRequestsWithoutReadingLosesNoReplyAndIsHeldBack() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let server = MotionServer(socketPath: Self.socketPath())
-        try server.start()
-        defer { try? server.stop() }
+        let (testbed, server) = try Self.startServerOnIMU()
+        defer {
+            try? server.stop()
+            withExtendedLifetime(testbed) {}  // the fake device must outlive the server
+        }
         let client = try TestClient(path: server.socketPath)
         _ = try client.next("VERSION")
         // 20,000 requests (far more than a queue holds) written before any reply is read; the
