@@ -8,24 +8,10 @@ import TestSupport
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
     static var products: String { ReplayDaemon.products.path }
 
-    struct Run {
-        var status: Int32
-        var output: String
-    }
-
-    static func run(_ command: String, _ arguments: [String], environment: [String: String] = [:], directory: String = root) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [command] + arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    /// Runs a tool from the top of the package; `output` holds both of its output streams.
+    static func run(_ command: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let run = try runProgram(command, arguments, environment: environment, directory: root)
+        return (run.status, run.output + run.errors)
     }
 
     /// `make install` into a fresh DESTDIR, with the binaries the tests were built with.
@@ -161,8 +147,8 @@ extension Hardware {
                 #expect(output.contains("70-motiond.rules"), "the rule was read: \(output.suffix(2000))")
                 #expect(output.contains("\nTAGS=:") && output.split(separator: "\n").contains { $0.hasPrefix("TAGS=") && $0.contains(":motiond:") && $0.contains(":systemd:") }, "\(syspath): \(output.suffix(1500))")
                 #expect(output.contains("\nSYSTEMD_WANTS=motiond.service"), "\(output.suffix(1500))")
-                #expect(output.contains("70-motiond.rules:26 GROUP \(gid)"), "\(output.suffix(1500))")
-                #expect(output.contains("70-motiond.rules:26 MODE 0660"))
+                #expect(output.contains(try Regex("70-motiond\\.rules:[0-9]+ GROUP \(gid)\n")), "\(output.suffix(1500))")
+                #expect(output.contains(try Regex("70-motiond\\.rules:[0-9]+ MODE 0660\n")))
                 #expect(output.contains("chgrp motiond"), "the sysfs attributes a capture writes go to the group")
             }
             let adc = try udevTest("/sys/devices/platform/soc/adc/iio:device2")

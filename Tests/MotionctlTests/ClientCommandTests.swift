@@ -5,33 +5,13 @@ import TestSupport
 
 /// motionctl's commands that talk to motiond, run as a user runs them, against a replaying daemon.
 @Suite(.serialized) struct ClientCommandTests {
-    struct Run {
-        var status: Int32
-        var output: String
-        var errors: String
-    }
-
-    func motionctl(_ arguments: [String], socket: String? = nil, asNobody: Bool = false) throws -> Run {
-        let process = Process()
+    func motionctl(_ arguments: [String], socket: String? = nil, asNobody: Bool = false) throws -> ProgramRun {
         let executable = ReplayDaemon.products.appendingPathComponent("motionctl").path
-        if asNobody {
-            // A user outside the socket's group (the tests run as root, who may connect anywhere).
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-        }
-        var environment = ProcessInfo.processInfo.environment
-        environment["MOTIOND_SOCKET"] = socket ?? NSTemporaryDirectory() + "motionctl-test-no-daemon.sock"
-        process.environment = environment
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile(), err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), errors: String(decoding: err, as: UTF8.self))
+        let environment = ["MOTIOND_SOCKET": socket ?? NSTemporaryDirectory() + "motionctl-test-no-daemon.sock"]
+        // As nobody: a user outside the socket's group (the tests run as root, who may connect anywhere).
+        return asNobody
+            ? try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments, environment: environment)
+            : try runProgram(executable, arguments, environment: environment)
     }
 
     @Test(arguments: ["watch", "get", "devices", "status", "record", "fuse"])
@@ -95,19 +75,7 @@ import TestSupport
         let daemon = try ReplayDaemon()
         let session = "motionctl-test-\(getpid())"
         let executable = ReplayDaemon.products.appendingPathComponent("motionctl").path
-        func tmux(_ arguments: [String]) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/tmux")
-            process.arguments = arguments
-            // A file, not a pipe: the tmux server started by new-session inherits it and never closes it.
-            let path = NSTemporaryDirectory() + "tmux-output-\(getpid())"
-            _ = FileManager.default.createFile(atPath: path, contents: nil)
-            defer { try? FileManager.default.removeItem(atPath: path) }
-            process.standardOutput = FileHandle(forWritingAtPath: path)
-            try process.run()
-            process.waitUntilExit()
-            return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        }
+        func tmux(_ arguments: [String]) throws -> String { try runProgram("/usr/bin/tmux", arguments).output }
         _ = try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "20", "\(executable) watch --socket \(daemon.socket)"])
         defer { _ = try? tmux(["kill-session", "-t", session]) }
         usleep(1_500_000)

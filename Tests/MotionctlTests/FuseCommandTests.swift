@@ -2,6 +2,7 @@ import Foundation
 import MotionCore
 import MotionFusion
 import Testing
+import TestSupport
 
 /// `motionctl fuse`, run as a user runs it: the built executable, real files.
 @Suite struct FuseCommandTests {
@@ -10,17 +11,10 @@ import Testing
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     }
 
+    /// Runs motionctl; `output` holds both of its output streams.
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = Self.products.appendingPathComponent("motionctl")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let run = try runProgram(Self.products.appendingPathComponent("motionctl").path, arguments)
+        return (run.status, run.output + run.errors)
     }
 
     func temporaryFile(_ name: String, _ contents: String? = nil) throws -> String {
