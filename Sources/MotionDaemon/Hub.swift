@@ -630,7 +630,7 @@ final class Hub: @unchecked Sendable {
         let a = motion.attitude
         return MotionMessage(
             timestamp: motion.timestamp, frame: motion.referenceFrame,
-            attitude: AttitudeMessage(quaternion: a.quaternion, roll: a.roll, pitch: a.pitch, yaw: a.yaw, rotationMatrix: a.rotationMatrix.rowMajor),
+            attitude: AttitudeMessage(quaternion: a.quaternion, roll: a.roll, pitch: a.pitch, yaw: a.yaw, rotationMatrix: a.rotationMatrix),
             gravity: motion.gravity, userAcceleration: motion.userAcceleration, rotationRate: motion.rotationRate,
             magneticField: CalibratedFieldMessage(field: motion.magneticField, accuracy: motion.magneticFieldAccuracy),
             heading: motion.heading)

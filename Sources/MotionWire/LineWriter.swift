@@ -20,26 +20,22 @@ public struct LineWriter: Sendable {
         begin(MotionMessage.self, timestamp: message.timestamp)
         raw(#","frame":""#)
         raw(message.frame.rawValue)
-        raw(#"","attitude":{"quaternion":{"x":"#)
+        raw(#"","attitude":{"quaternion":"#)
         let q = message.attitude.quaternion
-        number(q.x)
-        raw(#","y":"#)
-        number(q.y)
-        raw(#","z":"#)
-        number(q.z)
-        raw(#","w":"#)
-        number(q.w)
-        raw(#"},"roll":"#)
+        xyz(q.x, q.y, q.z, w: q.w)
+        raw(#","roll":"#)
         number(message.attitude.roll)
         raw(#","pitch":"#)
         number(message.attitude.pitch)
         raw(#","yaw":"#)
         number(message.attitude.yaw)
         raw(#","rotation_matrix":["#)
-        for (i, element) in message.attitude.rotationMatrix.enumerated() {
-            if i > 0 { bytes.append(UInt8(ascii: ",")) }
-            number(element)
-        }
+        let m = message.attitude.rotationMatrix
+        row(m.row0)
+        bytes.append(UInt8(ascii: ","))
+        row(m.row1)
+        bytes.append(UInt8(ascii: ","))
+        row(m.row2)
         raw("]}")
         vector(#","gravity":"#, message.gravity)
         vector(#","user_acceleration":"#, message.userAcceleration)
@@ -88,13 +84,31 @@ public struct LineWriter: Sendable {
 
     private mutating func vector(_ key: StaticString, _ v: Vector3) {
         raw(key)
+        xyz(v.x, v.y, v.z)
+    }
+
+    /// `{"x":…,"y":…,"z":…}`, with `"w":…` last when given (a quaternion).
+    private mutating func xyz(_ x: Double, _ y: Double, _ z: Double, w: Double? = nil) {
         raw(#"{"x":"#)
-        number(v.x)
+        number(x)
         raw(#","y":"#)
-        number(v.y)
+        number(y)
         raw(#","z":"#)
-        number(v.z)
+        number(z)
+        if let w {
+            raw(#","w":"#)
+            number(w)
+        }
         raw("}")
+    }
+
+    /// A matrix row: `x,y,z`.
+    private mutating func row(_ v: Vector3) {
+        number(v.x)
+        bytes.append(UInt8(ascii: ","))
+        number(v.y)
+        bytes.append(UInt8(ascii: ","))
+        number(v.z)
     }
 
     private mutating func raw(_ text: StaticString) {

@@ -82,15 +82,40 @@ public struct AttitudeMessage: Codable, Sendable, Hashable {
     public var roll: Double
     public var pitch: Double
     public var yaw: Double
-    /// CoreMotion's rotation matrix (reference → device), row by row.
-    public var rotationMatrix: [Double]
+    /// CoreMotion's rotation matrix (reference → device); on the wire, nine numbers row by row.
+    public var rotationMatrix: Matrix3
 
-    public init(quaternion: Quaternion, roll: Double, pitch: Double, yaw: Double, rotationMatrix: [Double]) {
+    public init(quaternion: Quaternion, roll: Double, pitch: Double, yaw: Double, rotationMatrix: Matrix3) {
         self.quaternion = quaternion
         self.roll = roll
         self.pitch = pitch
         self.yaw = yaw
         self.rotationMatrix = rotationMatrix
+    }
+
+    enum CodingKeys: String, CodingKey { case quaternion, roll, pitch, yaw, rotationMatrix }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        quaternion = try container.decode(Quaternion.self, forKey: .quaternion)
+        roll = try container.decode(Double.self, forKey: .roll)
+        pitch = try container.decode(Double.self, forKey: .pitch)
+        yaw = try container.decode(Double.self, forKey: .yaw)
+        let elements = try container.decode([Double].self, forKey: .rotationMatrix)
+        guard elements.count == 9 else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .rotationMatrix, in: container, debugDescription: "a rotation matrix has 9 numbers, not \(elements.count)")
+        }
+        rotationMatrix = Matrix3(rowMajor: elements)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(quaternion, forKey: .quaternion)
+        try container.encode(roll, forKey: .roll)
+        try container.encode(pitch, forKey: .pitch)
+        try container.encode(yaw, forKey: .yaw)
+        try container.encode(rotationMatrix.rowMajor, forKey: .rotationMatrix)
     }
 }
 

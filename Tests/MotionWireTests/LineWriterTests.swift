@@ -49,7 +49,7 @@ import Testing
         timestamp: 5_010_000_000, frame: .xMagneticNorthZVertical,
         attitude: AttitudeMessage(
             quaternion: Quaternion(w: 0.7071068, x: 0.001, y: -0.0002, z: -0.7071068), roll: 0.0021, pitch: -0.0013, yaw: -1.5707963,
-            rotationMatrix: [0, -1, 0.000012, 1, 0, 0, 0, 0.5, 1]),
+            rotationMatrix: Matrix3(rowMajor: [0, -1, 0.000012, 1, 0, 0, 0, 0.5, 1])),
         gravity: Vector3(x: 0.01, y: -0.02, z: -0.9998), userAcceleration: Vector3(x: 1e-7, y: 0, z: 3.25),
         rotationRate: Vector3(x: 0.01, y: 0, z: -12.5), magneticField: CalibratedFieldMessage(field: Vector3(x: 0, y: 19.25, z: -46), accuracy: .high),
         heading: 359.5)
@@ -71,6 +71,13 @@ import Testing
         writer.write(withoutHeading)
         #expect(!String(decoding: writer.bytes, as: UTF8.self).contains("heading"), "no heading outside the north frames, as Wire.encode")
         #expect(try Wire.decode(MotionMessage.self, from: writer.bytes) == withoutHeading)
+    }
+
+    @Test func aRotationMatrixOfOtherThanNineNumbersIsADecodingErrorNotACrash() throws {
+        var writer = LineWriter()
+        writer.write(Self.motion)
+        let line = String(decoding: writer.bytes, as: UTF8.self).replacingOccurrences(of: #""rotation_matrix":[0,"#, with: #""rotation_matrix":["#)
+        #expect(throws: DecodingError.self) { try Wire.decode(MotionMessage.self, from: Array(line.utf8)) }
     }
 
     @Test func rawSensorLinesDecodeToTheirMessages() throws {

@@ -83,7 +83,7 @@ import Testing
 @Suite struct MessageTests {
     let motion = MotionMessage(
         timestamp: 1_234_567_890_123, frame: .xMagneticNorthZVertical,
-        attitude: AttitudeMessage(quaternion: Quaternion(w: 0.7071068, x: 0, y: 0, z: -0.7071068), roll: 0, pitch: 0, yaw: -1.5707963, rotationMatrix: [0, -1, 0, 1, 0, 0, 0, 0, 1]),
+        attitude: AttitudeMessage(quaternion: Quaternion(w: 0.7071068, x: 0, y: 0, z: -0.7071068), roll: 0, pitch: 0, yaw: -1.5707963, rotationMatrix: Matrix3(rowMajor: [0, -1, 0, 1, 0, 0, 0, 0, 1])),
         gravity: Vector3(x: 0, y: 0, z: -1), userAcceleration: .zero, rotationRate: Vector3(x: 0.01, y: 0, z: 0),
         magneticField: CalibratedFieldMessage(field: Vector3(x: 0, y: 19, z: -46), accuracy: .high), heading: 0)
 
