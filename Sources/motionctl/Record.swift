@@ -90,14 +90,16 @@ struct Record: ParsableCommand {
 /// The recording being written: lines are gathered and written in blocks; `close` writes the rest.
 final class RecordingFile: Sendable {
     private let file: FileHandle
-    private let state = Mutex<(pending: String, samples: Int, failed: Bool)>(("", 0, false))
+    private let state = Mutex<(pending: String, samples: Int, failed: Bool, closed: Bool)>(("", 0, false, false))
 
     init(file: FileHandle) { self.file = file }
 
     func write(_ bytes: [UInt8]) throws { try file.write(contentsOf: bytes) }
 
+    /// Adds a sample's line; one that arrives after `close` (the subscription's last, racing Ctrl-C) is not counted.
     func append(_ line: String) {
         state.withLock { state in
+            guard !state.closed else { return }
             state.pending += line
             state.samples += 1
             if state.pending.utf8.count >= 1 << 16 { flush(&state) }
@@ -108,13 +110,14 @@ final class RecordingFile: Sendable {
     func close() -> Int {
         state.withLock { state in
             flush(&state)
+            state.closed = true
             try? file.synchronize()
             try? file.close()
             return state.samples
         }
     }
 
-    private func flush(_ state: inout (pending: String, samples: Int, failed: Bool)) {
+    private func flush(_ state: inout (pending: String, samples: Int, failed: Bool, closed: Bool)) {
         do {
             try file.write(contentsOf: Data(state.pending.utf8))
         } catch {
