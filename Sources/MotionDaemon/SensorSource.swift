@@ -19,7 +19,8 @@ public protocol SensorStream: AnyObject, Sendable {
     var rate: Double { get }
     /// How it reads: `buffered`, `polled` or `replayed`.
     var modeName: String { get }
-    /// Starts reading; `handler` gets every event, in order, on a thread of the stream's.
+    /// Starts reading; `handler` gets every event, in order, on a thread of the stream's. After
+    /// each read's samples comes `.readComplete`: the hub hands samples on only then.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void)
     /// Stops reading and waits until no more events come.
     func stop()
