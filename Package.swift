@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -80,7 +82,14 @@ let package = Package(
             name: "MotionDaemonTests",
             dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "TestSupport", "motiond"]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
-        .target(name: "TestSupport", dependencies: ["CUMockdev", "MotionClient"], path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "CUMockdev", "MotionClient",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",
             dependencies: ["MotionDevices", "MotionCore", "TestSupport", "CLibIIO"]),

@@ -18,7 +18,6 @@ public final class MotionServer: @unchecked Sendable {
     private let hub: Hub
     private var channel: (any Channel)?
     private var monitor: DeviceMonitor?
-    private var monitorTask: Task<Void, Never>?
 
     private let stateSaveInterval: Double
     private let socketMode: mode_t
@@ -94,13 +93,13 @@ public final class MotionServer: @unchecked Sendable {
         do {
             let monitor = try DeviceMonitor()
             self.monitor = monitor
-            let changes = monitor.changes()
-            monitorTask = Task { [hub] in
-                for await change in changes {
-                    hub.logger.info("device \(change.action)", metadata: ["device": "\(change.device)"])
-                    hub.eventLoop.execute { hub.refreshDevices() }
-                }
+            // Handed from the monitor's own thread to the event loop: no Swift concurrency thread in
+            // between, so a busy cooperative pool cannot hold a hot-plug back.
+            let failure = monitor.start { [hub] change in
+                hub.logger.info("device \(change.action)", metadata: ["device": "\(change.device)"])
+                hub.eventLoop.execute { hub.refreshDevices() }
             }
+            if let failure { throw failure }
         } catch {
             hub.logger.error("cannot follow devices (hot-plug off)", metadata: ["error": "\(error)"])
         }
@@ -133,7 +132,6 @@ public final class MotionServer: @unchecked Sendable {
     public func stop() throws {
         notifier.notify("STOPPING=1")
         monitor?.stop()
-        monitorTask?.cancel()
         monitor = nil
         try channel?.close().wait()
         channel = nil

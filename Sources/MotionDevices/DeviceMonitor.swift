@@ -1,5 +1,6 @@
 import CLibUdev
 import MotionCore
+import Synchronization
 
 /// A change to the set of IIO devices, as udev reports it.
 public struct DeviceChange: Sendable, Hashable {
@@ -23,15 +24,16 @@ public struct DeviceChange: Sendable, Hashable {
 
 /// Follows IIO devices as they come and go, through a libudev monitor on the `iio` subsystem.
 ///
-/// `changes()` delivers each add, remove and change as it happens; while nothing happens the monitor's
-/// thread sleeps in `poll` with no timeout (no wake-ups).
+/// `start(handler:)` delivers each add, remove and change as it happens; while nothing happens the
+/// monitor's thread sleeps in `poll` with no timeout (no wake-ups).
 public final class DeviceMonitor: @unchecked Sendable {
     // @unchecked: udev and monitor pointers are touched only by the monitor thread after start;
-    // `stop()` only writes to the wake pipe.
+    // `stop()` only writes to the wake pipe and joins that thread.
     private let udev: Udev
     private let monitor: OpaquePointer
     private let wakeRead: Int32
     private let wakeWrite: Int32
+    private let thread = Mutex<ReaderThread?>(nil)
 
     /// Starts listening for udev events of the `iio` subsystem.
     public init() throws(DeviceError) {
@@ -97,21 +99,22 @@ public final class DeviceMonitor: @unchecked Sendable {
         }
     }
 
-    /// Wakes a thread blocked in `nextChange` so that it returns `nil`.
-    public func stop() { Syscall.wake(wakeWrite) }
+    /// Wakes a thread blocked in `nextChange` so that it returns `nil`, and waits for the thread that
+    /// `start(handler:)` made to end. Not to be called from `handler`.
+    public func stop() {
+        Syscall.wake(wakeWrite)
+        thread.withLock { $0?.join(); $0 = nil }
+    }
 
-    /// The changes as an asynchronous sequence, read on a thread of its own until `stop()`.
-    public func changes() -> AsyncStream<DeviceChange> {
-        let (stream, continuation) = AsyncStream<DeviceChange>.makeStream(bufferingPolicy: .unbounded)
-        let thread = ReaderThread { [self] in
-            while true {
-                guard let change = try? nextChange() else { break }
-                continuation.yield(change)
-            }
-            continuation.finish()
+    /// Calls `handler` with each change, on a thread of its own, until `stop()`. The thread is a plain
+    /// OS thread: the changes arrive however busy Swift concurrency's threads are. On failure (the
+    /// process's thread limit) returns the error and nothing is followed.
+    public func start(handler: @escaping @Sendable (DeviceChange) -> Void) -> DeviceError? {
+        let reader = ReaderThread { [self] in
+            while let change = try? nextChange() { handler(change) }
         }
-        continuation.onTermination = { [self] _ in stop() }
-        if thread.start() != nil { continuation.finish() }
-        return stream
+        if let errno = reader.start() { return .udevFailed(operation: "pthread_create", errno: errno.code) }
+        thread.withLock { $0 = reader }
+        return nil
     }
 }

@@ -9,15 +9,15 @@ import TestSupport
     static var products: String { ReplayDaemon.products.path }
 
     /// Runs a tool from the top of the package; `output` holds both of its output streams.
-    static func run(_ command: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let run = try runProgram(command, arguments, environment: environment, directory: root)
+    static func run(_ command: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+        let run = try await runProgram(command, arguments, environment: environment, directory: root)
         return (run.status, run.output + run.errors)
     }
 
     /// `make install` into a fresh DESTDIR, with the binaries the tests were built with.
-    static func install(prefix: String = "/usr") throws -> String {
+    static func install(prefix: String = "/usr") async throws -> String {
         let destination = NSTemporaryDirectory() + "motiond-install-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let make = try run("make", ["install", "NO_BUILD=1", "BUILD_DIR=\(products)", "DESTDIR=\(destination)", "PREFIX=\(prefix)"])
+        let make = try await run("make", ["install", "NO_BUILD=1", "BUILD_DIR=\(products)", "DESTDIR=\(destination)", "PREFIX=\(prefix)"])
         guard make.status == 0 else { throw TestbedError("make install failed: \(make.output)") }
         return destination
     }
@@ -32,16 +32,16 @@ import TestSupport
         return files.sorted()
     }
 
-    @Test func theServicesExposureIsAtMostTwo() throws {
-        let result = try Self.run("systemd-analyze", ["security", "--offline=yes", "--no-pager", "systemd/motiond.service"])
+    @Test func theServicesExposureIsAtMostTwo() async throws {
+        let result = try await Self.run("systemd-analyze", ["security", "--offline=yes", "--no-pager", "systemd/motiond.service"])
         let line = try #require(result.output.split(separator: "\n").first { $0.contains("Overall exposure level for motiond.service") }, "\(result.output)")
         print(line)
         let score = try #require(line.split(separator: " ").compactMap { Double($0) }.first, "\(line)")
         #expect(score <= 2.0, "\(line)")
     }
 
-    @Test func theInstallPutsTheseFilesAndTheUninstallRemovesThem() throws {
-        let destination = try Self.install()
+    @Test func theInstallPutsTheseFilesAndTheUninstallRemovesThem() async throws {
+        let destination = try await Self.install()
         #expect(Self.files(under: destination) == [
             "/etc/motiond/motiond.conf",
             "/usr/bin/motionctl",
@@ -64,13 +64,13 @@ import TestSupport
         let unit = try String(contentsOfFile: destination + "/usr/lib/systemd/system/motiond.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/motiond\n"), "the unit runs the binary where PREFIX put it")
 
-        let uninstall = try Self.run("make", ["uninstall", "DESTDIR=\(destination)", "PREFIX=/usr"])
+        let uninstall = try await Self.run("make", ["uninstall", "DESTDIR=\(destination)", "PREFIX=/usr"])
         #expect(uninstall.status == 0, "\(uninstall.output)")
         #expect(Self.files(under: destination) == [], "nothing left behind")
     }
 
-    @Test func systemdFindsNothingToSayAboutTheInstalledUnits() throws {
-        let destination = try Self.install()
+    @Test func systemdFindsNothingToSayAboutTheInstalledUnits() async throws {
+        let destination = try await Self.install()
         // The installed units, pointed at the installed binary (verify checks that it is executable),
         // and the installed man pages (verify runs `man` for each Documentation= page).
         let units = destination + "/verify"
@@ -79,7 +79,7 @@ import TestSupport
             .replacingOccurrences(of: "ExecStart=/usr/bin/motiond", with: "ExecStart=\(destination)/usr/bin/motiond")
         try service.write(toFile: units + "/motiond.service", atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(atPath: destination + "/usr/lib/systemd/system/motiond.socket", toPath: units + "/motiond.socket")
-        let verify = try Self.run(
+        let verify = try await Self.run(
             "systemd-analyze", ["verify", units + "/motiond.socket", units + "/motiond.service"],
             environment: ["MANPATH": destination + "/usr/share/man"])
         print("systemd-analyze verify: exit \(verify.status), output: \"\(verify.output)\"")
@@ -124,14 +124,14 @@ extension Hardware {
             A: in_voltage0_raw=1200\\n
             """
 
-        func udevTest(_ syspath: String) throws -> String {
-            try InstallTests.run("udevadm", ["test", "--action=add", syspath], environment: ["SYSTEMD_LOG_LEVEL": "debug"]).output
+        func udevTest(_ syspath: String) async throws -> String {
+            try await InstallTests.run("udevadm", ["test", "--action=add", syspath], environment: ["SYSTEMD_LOG_LEVEL": "debug"]).output
         }
 
-        @Test func motionAndProximityDevicesAreTaggedGivenToMotiondAndStartTheService() throws {
-            let sysusers = try InstallTests.run("systemd-sysusers", [InstallTests.root + "/systemd/motiond.sysusers"])
+        @Test func motionAndProximityDevicesAreTaggedGivenToMotiondAndStartTheService() async throws {
+            let sysusers = try await InstallTests.run("systemd-sysusers", [InstallTests.root + "/systemd/motiond.sysusers"])
             #expect(sysusers.status == 0, "\(sysusers.output)")
-            let group = try InstallTests.run("getent", ["group", "motiond"]).output
+            let group = try await InstallTests.run("getent", ["group", "motiond"]).output
             let gid = try #require(group.split(separator: ":").dropFirst(2).first, "the motiond group exists: \(group)")
 
             try FileManager.default.createDirectory(atPath: "/run/udev/rules.d", withIntermediateDirectories: true)
@@ -143,7 +143,7 @@ extension Hardware {
             let testbed = try Testbed()
             try testbed.add(Self.devices)
             for syspath in ["/sys/devices/platform/spi-0/spi0.0/iio:device0", "/sys/devices/platform/i2c-1/1-0039/iio:device1"] {
-                let output = try udevTest(syspath)
+                let output = try await udevTest(syspath)
                 #expect(output.contains("70-motiond.rules"), "the rule was read: \(output.suffix(2000))")
                 #expect(output.contains("\nTAGS=:") && output.split(separator: "\n").contains { $0.hasPrefix("TAGS=") && $0.contains(":motiond:") && $0.contains(":systemd:") }, "\(syspath): \(output.suffix(1500))")
                 #expect(output.contains("\nSYSTEMD_WANTS=motiond.service"), "\(output.suffix(1500))")
@@ -151,7 +151,7 @@ extension Hardware {
                 #expect(output.contains(try Regex("70-motiond\\.rules:[0-9]+ MODE 0660\n")))
                 #expect(output.contains("chgrp motiond"), "the sysfs attributes a capture writes go to the group")
             }
-            let adc = try udevTest("/sys/devices/platform/soc/adc/iio:device2")
+            let adc = try await udevTest("/sys/devices/platform/soc/adc/iio:device2")
             #expect(!adc.contains("motiond.service") && !adc.contains(":motiond:"), "an ADC is none of motiond's business: \(adc.suffix(1500))")
         }
     }

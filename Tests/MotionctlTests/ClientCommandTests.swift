@@ -5,55 +5,55 @@ import TestSupport
 
 /// motionctl's commands that talk to motiond, run as a user runs them, against a replaying daemon.
 @Suite(.serialized) struct ClientCommandTests {
-    func motionctl(_ arguments: [String], socket: String? = nil, asNobody: Bool = false) throws -> ProgramRun {
+    func motionctl(_ arguments: [String], socket: String? = nil, asNobody: Bool = false) async throws -> ProgramRun {
         let executable = ReplayDaemon.products.appendingPathComponent("motionctl").path
         let environment = ["MOTIOND_SOCKET": socket ?? NSTemporaryDirectory() + "motionctl-test-no-daemon.sock"]
         // As nobody: a user outside the socket's group (the tests run as root, who may connect anywhere).
         return asNobody
-            ? try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments, environment: environment)
-            : try runProgram(executable, arguments, environment: environment)
+            ? try await runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments, environment: environment)
+            : try await runProgram(executable, arguments, environment: environment)
     }
 
     @Test(arguments: ["watch", "get", "devices", "status", "record", "fuse"])
-    func everyCommandExplainsItself(command: String) throws {
-        let run = try motionctl([command, "--help"])
+    func everyCommandExplainsItself(command: String) async throws {
+        let run = try await motionctl([command, "--help"])
         #expect(run.status == 0)
         #expect(run.output.contains("USAGE: motionctl \(command)"), "\(run.output)")
     }
 
     @Test(arguments: [["watch", "--once"], ["get"], ["devices"], ["status"], ["record", NSTemporaryDirectory() + "never-written.motionrec"]])
-    func withoutADaemonEachCommandSaysHowToStartOne(arguments: [String]) throws {
-        let run = try motionctl(arguments)
+    func withoutADaemonEachCommandSaysHowToStartOne(arguments: [String]) async throws {
+        let run = try await motionctl(arguments)
         #expect(run.status == 69, "EX_UNAVAILABLE")
         #expect(run.errors.contains("motiond is not running") && run.errors.contains("systemctl start motiond"), "\(run.errors)")
     }
 
-    @Test func aUserOutsideTheSocketsGroupIsToldWhichGroupToJoin() throws {
+    @Test func aUserOutsideTheSocketsGroupIsToldWhichGroupToJoin() async throws {
         let daemon = try ReplayDaemon()  // its socket: root's, mode 0660
-        let run = try motionctl(["status"], socket: daemon.socket, asNobody: true)
+        let run = try await motionctl(["status"], socket: daemon.socket, asNobody: true)
         #expect(run.status == 77, "EX_NOPERM: \(run.errors)")
         #expect(run.errors.contains("usermod -aG motion"), "\(run.errors)")
     }
 
-    @Test func getDevicesAndStatusPrintWhatTheDaemonSays() throws {
+    @Test func getDevicesAndStatusPrintWhatTheDaemonSays() async throws {
         let daemon = try ReplayDaemon()
-        let get = try motionctl(["get", "--json", "motion", "magnetometer", "--frame", "xMagneticNorthZVertical"], socket: daemon.socket)
+        let get = try await motionctl(["get", "--json", "motion", "magnetometer", "--frame", "xMagneticNorthZVertical"], socket: daemon.socket)
         #expect(get.status == 0, "\(get.errors)")
         let snapshot = try Wire.decode(Snapshot.self, from: Array(get.output.utf8))
         #expect(snapshot.motion?.frame == .xMagneticNorthZVertical && snapshot.magnetometer != nil)
 
-        let text = try motionctl(["get"], socket: daemon.socket)
+        let text = try await motionctl(["get"], socket: daemon.socket)
         #expect(text.output.contains("attitude") && text.output.contains("gravity"), "\(text.output)")
 
-        let devices = try motionctl(["devices"], socket: daemon.socket)
+        let devices = try await motionctl(["devices"], socket: daemon.socket)
         #expect(devices.output.contains("iio:device0  myon aktos-t  [replayed]"), "\(devices.output)")
         #expect(devices.output.contains("kinds: accelerometer, gyroscope, magnetometer"))
 
-        let status = try motionctl(["status"], socket: daemon.socket)
+        let status = try await motionctl(["status"], socket: daemon.socket)
         #expect(status.output.contains("iio:device0: accelerometer, gyroscope, magnetometer [replayed]"), "\(status.output)")
     }
 
-    @Test func watchJSONPrintsOneLinePerUpdateAtTheInterval() throws {
+    @Test func watchJSONPrintsOneLinePerUpdateAtTheInterval() async throws {
         let daemon = try ReplayDaemon()
         let process = Process()
         process.executableURL = ReplayDaemon.products.appendingPathComponent("motionctl")
@@ -71,17 +71,24 @@ import TestSupport
         #expect(abs(mean - 0.05) < 0.005)
     }
 
-    @Test func watchInATerminalRedrawsValuesThatChange() throws {
+    @Test func watchInATerminalRedrawsValuesThatChange() async throws {
         let daemon = try ReplayDaemon()
         let session = "motionctl-test-\(getpid())"
         let executable = ReplayDaemon.products.appendingPathComponent("motionctl").path
-        func tmux(_ arguments: [String]) throws -> String { try runProgram("/usr/bin/tmux", arguments).output }
-        _ = try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "20", "\(executable) watch --socket \(daemon.socket)"])
-        defer { _ = try? tmux(["kill-session", "-t", session]) }
-        usleep(1_500_000)
-        let first = try tmux(["capture-pane", "-p", "-t", session])
-        usleep(1_000_000)
-        let second = try tmux(["capture-pane", "-p", "-t", session])
+        // A tmux server of the test's own (-L), so that no user's sessions are touched.
+        func tmux(_ arguments: [String]) async throws -> String { try await runProgram("/usr/bin/tmux", ["-L", session] + arguments).output }
+        _ = try await tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "20", "\(executable) watch --socket \(daemon.socket)"])
+        let first: String, second: String
+        do {
+            try await Task.sleep(for: .milliseconds(1500))
+            first = try await tmux(["capture-pane", "-p", "-t", session])
+            try await Task.sleep(for: .milliseconds(1000))
+            second = try await tmux(["capture-pane", "-p", "-t", session])
+        } catch {
+            _ = try? await tmux(["kill-server"])
+            throw error
+        }
+        _ = try await tmux(["kill-server"])
         for screen in [first, second] {
             #expect(screen.hasPrefix("motiond   rate "), "drawn in place from the top: \(screen)")
             #expect(screen.contains("attitude") && screen.contains("rotation rate") && screen.contains("orientation"))
@@ -92,17 +99,17 @@ import TestSupport
         #expect(attitude(first) != nil && attitude(first) != attitude(second), "the values change:\n\(first)\n\(second)")
     }
 
-    @Test func aRecordingReplayedAndRecordedAgainHasTheSameSamplesBitForBit() throws {
+    @Test func aRecordingReplayedAndRecordedAgainHasTheSameSamplesBitForBit() async throws {
         // First recording: 1.5 s of the bundled one, every sample (the interval is below the sensor's period).
         let source = try ReplayDaemon()
         let directory = source.directory
-        let first = try motionctl(["record", directory + "/first.motionrec", "--interval", "0.001", "--duration", "1.5"], socket: source.socket)
+        let first = try await motionctl(["record", directory + "/first.motionrec", "--interval", "0.001", "--duration", "1.5"], socket: source.socket)
         #expect(first.status == 0, "\(first.errors)")
         source.stop()
 
         // Played once through (no loop), recorded again until the replay ends.
         let replay = try ReplayDaemon(recording: directory + "/first.motionrec", arguments: [])
-        let second = try motionctl(["record", directory + "/second.motionrec", "--interval", "0.001", "--duration", "10"], socket: replay.socket)
+        let second = try await motionctl(["record", directory + "/second.motionrec", "--interval", "0.001", "--duration", "10"], socket: replay.socket)
         #expect(second.status == 0, "\(second.errors)")
         #expect(second.errors.contains("recording ended"), "stopped by the end of the replay: \(second.errors)")
 

@@ -12,8 +12,8 @@ import TestSupport
     }
 
     /// Runs motionctl; `output` holds both of its output streams.
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let run = try runProgram(Self.products.appendingPathComponent("motionctl").path, arguments)
+    func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let run = try await runProgram(Self.products.appendingPathComponent("motionctl").path, arguments)
         return (run.status, run.output + run.errors)
     }
 
@@ -35,10 +35,10 @@ import TestSupport
         return text
     }
 
-    @Test func fuseWritesOneUnitQuaternionPerRowMatchingTheLibrary() throws {
+    @Test func fuseWritesOneUnitQuaternionPerRowMatchingTheLibrary() async throws {
         let input = try temporaryFile("in.csv", recording)
         let output = try temporaryFile("out.csv")
-        let result = try run(["fuse", "--input", input, "--output", output])
+        let result = try await run(["fuse", "--input", input, "--output", output])
         #expect(result.status == 0, "\(result.output)")
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
         #expect(lines.first == "t,qw,qx,qy,qz")
@@ -58,27 +58,27 @@ import TestSupport
         #expect(q.angle(to: Quaternion(angle: 0.2 * 2.99, axis: Vector3(x: 0, y: 0, z: 1))) < 0.01)
     }
 
-    @Test func withoutTheMagnetometerTheFieldIsIgnored() throws {
+    @Test func withoutTheMagnetometerTheFieldIsIgnored() async throws {
         // Garbage magnetometer columns must not matter in 6D.
         let noisy = recording.split(separator: "\n").enumerated().map { i, line in
             i == 0 ? String(line) : line.split(separator: ",").prefix(7).joined(separator: ",") + ",1e6,-1e6,5"
         }.joined(separator: "\n")
         let clean = try temporaryFile("clean.csv", recording), dirty = try temporaryFile("dirty.csv", noisy)
         let a = try temporaryFile("a.csv"), b = try temporaryFile("b.csv")
-        #expect(try run(["fuse", "--no-magnetometer", "--input", clean, "--output", a]).status == 0)
-        #expect(try run(["fuse", "--no-magnetometer", "--input", dirty, "--output", b]).status == 0)
+        #expect(try await run(["fuse", "--no-magnetometer", "--input", clean, "--output", a]).status == 0)
+        #expect(try await run(["fuse", "--no-magnetometer", "--input", dirty, "--output", b]).status == 0)
         #expect(try String(contentsOfFile: a, encoding: .utf8) == String(contentsOfFile: b, encoding: .utf8))
     }
 
-    @Test func aBadFileIsAClearErrorAndAFailingExitStatus() throws {
+    @Test func aBadFileIsAClearErrorAndAFailingExitStatus() async throws {
         let badHeader = try temporaryFile("bad.csv", "time,a,b\n1,2,3\n")
-        let result = try run(["fuse", "--input", badHeader, "--output", try temporaryFile("x.csv")])
+        let result = try await run(["fuse", "--input", badHeader, "--output", try temporaryFile("x.csv")])
         #expect(result.status != 0)
         #expect(result.output.contains("header"), "\(result.output)")
         let badRow = try temporaryFile("row.csv", "t,ax,ay,az,gx,gy,gz,mx,my,mz\n0,1,2,3,4,5,6,7,8,9\n0.01,1,2,x,4,5,6,7,8,9\n")
-        let second = try run(["fuse", "--input", badRow, "--output", try temporaryFile("y.csv")])
+        let second = try await run(["fuse", "--input", badRow, "--output", try temporaryFile("y.csv")])
         #expect(second.status != 0 && second.output.contains("line 3"), "\(second.output)")
-        let missing = try run(["fuse", "--input", "/nonexistent/in.csv", "--output", try temporaryFile("z.csv")])
+        let missing = try await run(["fuse", "--input", "/nonexistent/in.csv", "--output", try temporaryFile("z.csv")])
         #expect(missing.status != 0 && missing.output.contains("/nonexistent/in.csv"), "\(missing.output)")
     }
 }

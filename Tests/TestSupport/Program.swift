@@ -1,7 +1,10 @@
 import Foundation
+import Subprocess
+import SystemPackage
 
 /// How a program run to its end went.
 public struct ProgramRun: Sendable {
+    /// The exit status, or 128 + the signal that ended it (as a shell reports it).
     public var status: Int32
     /// Standard output.
     public var output: String
@@ -9,33 +12,26 @@ public struct ProgramRun: Sendable {
     public var errors: String
 }
 
-/// Runs `executable` (a path, or a name looked up in `PATH`) to its end. Output goes through files,
-/// not pipes: nothing blocks on a full pipe, and a background process the program leaves behind
-/// (a tmux server) cannot hold the reading end open.
+/// Runs `executable` (a path, or a name looked up in `PATH`) to its end, through swift-subprocess.
+/// Not Foundation's `Process`: on Linux it learns of the child's end from a socket the child inherits,
+/// so a program that leaves a process behind (tmux's server) made `waitUntilExit()` wait forever
+/// (swift-corelibs-foundation issue 4795); swift-subprocess waits on the child's pidfd.
 public func runProgram(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil
-) throws -> ProgramRun {
-    let process = Process()
-    if executable.contains("/") {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-    } else {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
+) async throws -> ProgramRun {
+    var updates: [Environment.Key: String?] = [:]
+    for (name, value) in environment { updates[Environment.Key(stringLiteral: name)] = value }
+    let result = try await run(
+        executable.contains("/") ? .path(FilePath(executable)) : .name(executable),
+        arguments: Arguments(arguments),
+        environment: .inherit.updating(updates),
+        workingDirectory: directory.map { FilePath($0) },
+        output: .string(limit: 1 << 24),
+        error: .string(limit: 1 << 24))
+    let status: Int32
+    switch result.terminationStatus {
+    case .exited(let code): status = code
+    case .signaled(let signal): status = 128 + signal
     }
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    let base = NSTemporaryDirectory() + "program-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    defer {
-        try? FileManager.default.removeItem(atPath: base + ".out")
-        try? FileManager.default.removeItem(atPath: base + ".err")
-    }
-    _ = FileManager.default.createFile(atPath: base + ".out", contents: nil)
-    _ = FileManager.default.createFile(atPath: base + ".err", contents: nil)
-    process.standardOutput = FileHandle(forWritingAtPath: base + ".out")
-    process.standardError = FileHandle(forWritingAtPath: base + ".err")
-    try process.run()
-    process.waitUntilExit()
-    func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-    return ProgramRun(status: process.terminationStatus, output: read(base + ".out"), errors: read(base + ".err"))
+    return ProgramRun(status: status, output: result.standardOutput, errors: result.standardError)
 }
