@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import MotionDaemon
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import UnixSignals
 
@@ -18,6 +20,23 @@ struct Motiond: AsyncParsableCommand {
             """)
 
     static let defaultConfigurationPath = "/etc/motiond/motiond.conf"
+
+    static func main() async {
+        // Swift concurrency's jobs (lifecycle, signals) run on NIO's event loops, not libdispatch's
+        // worker pool: that pool's monitor wakes the process every second for good (a daemon with no
+        // clients should sleep), and a job hopping through it costs a thread wake-up.
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 
     @Option(help: "The configuration file (default: \(Motiond.defaultConfigurationPath), if it exists).")
     var config: String?
@@ -137,7 +156,9 @@ struct ServerService: Service {
         // Trap SIGHUP before the socket exists: a reload sent as soon as clients can connect must
         // not meet SIGHUP's default action (terminate).
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        try server.start()
+        // Starting and stopping wait for the server's event loop: blocking work, so on NIO's thread
+        // pool (async code now runs on event loops, where waiting is not allowed).
+        try await NIOThreadPool.singleton.runIfActive { try server.start() }
         await withTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
                 var current = running
@@ -158,6 +179,6 @@ struct ServerService: Service {
             try? await gracefulShutdown()
             tasks.cancelAll()
         }
-        try server.stop()
+        try await NIOThreadPool.singleton.runIfActive { try server.stop() }
     }
 }
