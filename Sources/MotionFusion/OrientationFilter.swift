@@ -32,10 +32,16 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         /// The highest rate at which magnetometer samples are fused, Hz (default 100; 0: all of them).
         /// The heading correction averages over seconds, so faster samples add cost, not accuracy.
         public var headingCorrectionRate = 100.0
+        /// Whether the gyroscope's scale-factor errors are estimated with its bias (default true; see
+        /// `GyroscopeCalibrator`).
+        public var estimatesGyroscopeScale: Bool {
+            get { gyroscope.estimatesScale }
+            set { gyroscope.estimatesScale = newValue }
+        }
         /// Whether magnetic disturbances stop or slow the heading correction (default true).
         public var rejectsMagneticDisturbances = true
         var rest = RestDetector.Parameters()
-        var bias = GyroscopeBiasEstimator.Parameters()
+        var gyroscope = GyroscopeCalibrator.Parameters()
         var magnetic = MagneticDisturbanceDetector.Parameters()
 
         /// The defaults.
@@ -58,7 +64,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     private var heading = 0.0
     private var accelerationMean: LowPassFilter<Vector3>
     private var rest: RestDetector
-    private var biasEstimator: GyroscopeBiasEstimator
+    private var gyroscopeCalibrator: GyroscopeCalibrator
     private var magnetic: MagneticDisturbanceDetector
     // Gain floor 1/N for the first magnetometer samples, so that the heading converges at once.
     private var initialMagnetometerGain = 1.0
@@ -66,6 +72,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     // The bias estimator sees every `biasDecimation`-th accelerometer sample (see `init`).
     let biasDecimation: Int
     private var biasCountdown = 0
+    // The raw rotation rates since the calibrator's last step, whose mean it is given.
+    private var rateSum = Vector3.zero
+    private var rateCount = 0
 
     /// Creates a filter for sensors sampled at the given rates, Hz (the magnetometer's defaults to the
     /// gyroscope's).
@@ -80,8 +89,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         // The bias changes over minutes and the estimator's inputs are low-passed with τ = 3 s
         // (cut-off 0.075 Hz), so sampling them at 50 Hz loses nothing; faster samples are skipped.
         biasDecimation = max(1, Int(parameters.biasEstimationRate == 0 ? 1 : (1 / accelerometerPeriod) / parameters.biasEstimationRate))
-        biasEstimator = GyroscopeBiasEstimator(
-            parameters: parameters.bias, accelerometerPeriod: accelerometerPeriod * Double(biasDecimation),
+        gyroscopeCalibrator = GyroscopeCalibrator(
+            parameters: parameters.gyroscope, accelerometerPeriod: accelerometerPeriod * Double(biasDecimation),
             accelerometerTau: parameters.accelerometerTau)
         magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
     }
@@ -97,10 +106,20 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     }
 
     /// The estimated gyroscope bias, rad/s, device frame.
-    public var gyroscopeBias: Vector3 { biasEstimator.bias }
+    public var gyroscopeBias: Vector3 { gyroscopeCalibrator.bias }
 
     /// The bias estimate's standard deviation, rad/s.
-    public var gyroscopeBiasSigma: Double { biasEstimator.sigma }
+    public var gyroscopeBiasSigma: Double { gyroscopeCalibrator.sigma }
+
+    /// The estimated scale-factor error of the gyroscope per device axis, dimensionless: the rate
+    /// integrated is `raw × (1 + scale) − bias` (0.002: the axis reads 0.2 % low).
+    public var gyroscopeScale: Vector3 { gyroscopeCalibrator.scale }
+
+    /// The scale estimate's standard deviation, dimensionless.
+    public var gyroscopeScaleSigma: Double { gyroscopeCalibrator.scaleSigma }
+
+    /// A raw gyroscope reading (rad/s) with the estimated scale and bias removed, rad/s.
+    public func correctedRotationRate(_ rate: Vector3) -> Vector3 { gyroscopeCalibrator.corrected(rate) }
 
     /// Whether the device is resting.
     public var isResting: Bool { rest.isResting }
@@ -117,9 +136,11 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// The undisturbed field's strength, µT (0 until known).
     public var referenceFieldStrength: Double { magnetic.referenceNorm }
 
-    /// Sets the gyroscope bias (rad/s) and its standard deviation (rad/s), e.g. from a saved calibration.
-    public mutating func setGyroscopeBias(_ bias: Vector3, sigma: Double) {
-        biasEstimator.set(bias: bias, sigma: sigma)
+    /// Sets the gyroscope calibration, e.g. from a saved one: the bias (rad/s) with its standard
+    /// deviation (rad/s), and the scale-factor error per axis with its standard deviation (nil: the
+    /// scale is learnt afresh).
+    public mutating func setGyroscopeCalibration(bias: Vector3, sigma: Double, scale: Vector3? = nil, scaleSigma: Double? = nil) {
+        gyroscopeCalibrator.set(bias: bias, sigma: sigma, scale: scale, scaleSigma: scaleSigma)
     }
 
     // MARK: Updates
@@ -136,7 +157,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         if parameters.estimatesBiasAtRest || parameters.rejectsMagneticDisturbances {
             rest.update(gyroscope: rate)
         }
-        let unbiased = rate - biasEstimator.bias
+        rateSum = rateSum + rate
+        rateCount += 1
+        let unbiased = gyroscopeCalibrator.corrected(rate)
         let speedSquared = unbiased.squaredLength
         guard speedSquared > 1e-24 else { return }
         gyroscopeAttitude = (gyroscopeAttitude * rotationStep(unbiased, speedSquared: speedSquared, period: period)).renormalized
@@ -169,8 +192,11 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             let resting = parameters.estimatesBiasAtRest && rest.isResting
             if biasCountdown <= 0 && (resting || parameters.estimatesBiasInMotion) {
                 biasCountdown = biasDecimation
-                biasEstimator.update(
-                    rotation: attitudeWithoutMagnetometer.rotationMatrix, correction: up,
+                let meanRate = rateCount > 0 ? rateSum * (1 / Double(rateCount)) : .zero
+                rateSum = .zero
+                rateCount = 0
+                gyroscopeCalibrator.update(
+                    rotation: attitudeWithoutMagnetometer.rotationMatrix, rate: meanRate, correction: up,
                     restingRate: resting ? rest.meanRotationRate : nil, period: accelerometerPeriod)
             }
         }

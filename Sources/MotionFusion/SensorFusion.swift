@@ -63,10 +63,15 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         public var fieldStrength: Double
         /// Magnetometer soft-iron correction, row by row (nil: none estimated; absent from older saves).
         public var magnetometerSoftIron: [Double]?
+        /// Gyroscope scale-factor error per axis, dimensionless, and its standard deviation (nil:
+        /// absent from older saves, learnt afresh).
+        public var gyroscopeScale: Vector3?
+        public var gyroscopeScaleSigma: Double?
 
         public init(
             gyroscopeBias: Vector3, gyroscopeBiasSigma: Double, magnetometerOffset: Vector3, magnetometerOffsetError: Double?,
-            fieldStrength: Double, magnetometerSoftIron: [Double]? = nil
+            fieldStrength: Double, magnetometerSoftIron: [Double]? = nil, gyroscopeScale: Vector3? = nil,
+            gyroscopeScaleSigma: Double? = nil
         ) {
             self.gyroscopeBias = gyroscopeBias
             self.gyroscopeBiasSigma = gyroscopeBiasSigma
@@ -74,6 +79,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             self.magnetometerOffsetError = magnetometerOffsetError
             self.fieldStrength = fieldStrength
             self.magnetometerSoftIron = magnetometerSoftIron
+            self.gyroscopeScale = gyroscopeScale
+            self.gyroscopeScaleSigma = gyroscopeScaleSigma
         }
     }
 
@@ -82,12 +89,15 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         Calibration(
             gyroscopeBias: filter.gyroscopeBias, gyroscopeBiasSigma: filter.gyroscopeBiasSigma,
             magnetometerOffset: calibrator.offset, magnetometerOffsetError: calibrator.offsetError,
-            fieldStrength: calibrator.radius, magnetometerSoftIron: softIron.isEstimated ? softIron.matrix.rowMajor : nil)
+            fieldStrength: calibrator.radius, magnetometerSoftIron: softIron.isEstimated ? softIron.matrix.rowMajor : nil,
+            gyroscopeScale: filter.gyroscopeScale, gyroscopeScaleSigma: filter.gyroscopeScaleSigma)
     }
 
     /// Starts from a calibration learnt before (the attitude itself starts afresh).
     public mutating func restore(_ calibration: Calibration) {
-        filter.setGyroscopeBias(calibration.gyroscopeBias, sigma: calibration.gyroscopeBiasSigma)
+        filter.setGyroscopeCalibration(
+            bias: calibration.gyroscopeBias, sigma: calibration.gyroscopeBiasSigma,
+            scale: calibration.gyroscopeScale, scaleSigma: calibration.gyroscopeScaleSigma)
         calibrator.restore(offset: calibration.magnetometerOffset, offsetError: calibration.magnetometerOffsetError, radius: calibration.fieldStrength)
         if let m = calibration.magnetometerSoftIron, m.count == 9 {
             softIron.restore(matrix: Matrix3(rowMajor: m))
@@ -163,7 +173,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         return DeviceMotion(
             timestamp: timestamp, referenceFrame: frame, attitude: attitude, gravity: gravity,
             userAcceleration: specificForce == .zero ? .zero : acceleration - gravity,
-            rotationRate: rotationRate - filter.gyroscopeBias,
+            rotationRate: filter.correctedRotationRate(rotationRate),
             magneticField: magneticField, magneticFieldAccuracy: hasMagnetometer ? calibrator.accuracy : .uncalibrated,
             heading: heading)
     }

@@ -19,6 +19,39 @@ import Testing
         #expect(simulation.fusion.deviceMotion().rotationRate.length < 1e-4, "the bias is removed from the rate")
     }
 
+    @Test func turningAboutTiltedAxesTeachesTheGyroscopesScaleErrors() {
+        // A gyroscope whose axes read 0.5 % low, 0.4 % high and 0.2 % low, with a bias and noise.
+        func run(estimatingScale: Bool) -> (scale: Vector3, worstTilt: Double) {
+            var parameters = OrientationFilter.Parameters()
+            parameters.estimatesGyroscopeScale = estimatingScale
+            var simulation = Simulation(useMagnetometer: false, parameters: parameters)
+            simulation.noiseLevel = 1
+            simulation.gyroscopeSensitivity = Vector3(x: 0.995, y: 1.004, z: 0.998)
+            simulation.gyroscopeBias = Vector3(x: 0.003, y: -0.002, z: 0.001)
+            simulation.hold(.identity, seconds: 5)
+            var q = Quaternion.identity
+            var worstTilt = 0.0
+            // Ordinary handling: turns about axes that take every device axis through the horizontal.
+            let axes = [Vector3(x: 0.6, y: 0.3, z: 1), Vector3(x: -1, y: 0.5, z: 0.2), Vector3(x: 0.2, y: -1, z: 0.6), Vector3(x: 1, y: 1, z: -0.4)]
+            for round in 0..<12 {
+                for axis in axes { q = simulation.rotate(from: q, rate: axis * (2 / axis.length), seconds: 2.5) }
+                guard round >= 8 else { continue }
+                let estimate = simulation.fusion.filter.attitudeWithoutMagnetometer
+                let up = Vector3(x: 0, y: 0, z: 1)
+                let tilt = acos(min(1, q.conjugate.rotate(up).dot(estimate.conjugate.rotate(up))))
+                worstTilt = max(worstTilt, tilt * 180 / .pi)
+            }
+            return (simulation.fusion.filter.gyroscopeScale, worstTilt)
+        }
+        let learnt = run(estimatingScale: true)
+        let expected = Vector3(x: 1 / 0.995 - 1, y: 1 / 1.004 - 1, z: 1 / 0.998 - 1)  // raw × (1 + scale) = true
+        // After two minutes of turning the estimate is within a fifth of the injected error (still converging).
+        #expect((learnt.scale - expected).length < 0.0012, "learnt \(learnt.scale), expected \(expected)")
+        let biasOnly = run(estimatingScale: false)
+        #expect(biasOnly.scale == .zero)
+        #expect(learnt.worstTilt < biasOnly.worstTilt / 3,  "tilt error \(learnt.worstTilt)° with the scale learnt, \(biasOnly.worstTilt)° without")
+    }
+
     @Test func aConstantRotationGivesTheRightYawRate() {
         var simulation = Simulation(useMagnetometer: false)
         simulation.hold(.identity, seconds: 2)
@@ -123,7 +156,7 @@ import Testing
     }
 
     /// An accuracy regression on 45 s of a real recording (BROAD trial 24, tapping), against its
-    /// optical ground truth. Today: total 0.913°, inclination 0.513°; the bounds sit within 10 % above.
+    /// optical ground truth. Today: total 0.901°, inclination 0.510°; the bounds sit within 10 % above.
     @Test func accuracyOnARealRecordingDoesNotRegress() throws {
         let slice = try BROADSlice.load()
         var fusion = SensorFusion(gyroscopeRate: 285.714)
@@ -147,7 +180,7 @@ import Testing
         let total = degrees((squaredTotal / count).squareRoot())
         let inclination = degrees((squaredInclination / count).squareRoot())
         #expect(count > 4000)
-        #expect(total < 1.0, "total RMSE \(total)°")
+        #expect(total < 0.99, "total RMSE \(total)°")
         #expect(inclination < 0.56, "inclination RMSE \(inclination)°")
     }
 }

@@ -10,6 +10,8 @@ struct Simulation {
     /// The Earth's field in ENU, µT (Berlin-like: 19 µT north, 46 µT down).
     var earthField = Vector3(x: 0, y: 19, z: -46)
     var gyroscopeBias = Vector3.zero
+    /// The gyroscope's sensitivity per axis: it reads the true rate × this (1: exact).
+    var gyroscopeSensitivity = Vector3(x: 1, y: 1, z: 1)
     var magnetometerOffset = Vector3.zero
     var fusion: SensorFusion
     private(set) var time: Int64 = 0
@@ -17,9 +19,9 @@ struct Simulation {
     /// Scales the noise: 1 gives 0.003 rad/s, 0.05 m/s² and 0.5 µT per sample (a consumer MEMS IMU).
     var noiseLevel = 0.0
 
-    init(rate: Double = 100, useMagnetometer: Bool = true, declination: Double = 0) {
+    init(rate: Double = 100, useMagnetometer: Bool = true, declination: Double = 0, parameters: OrientationFilter.Parameters = .init()) {
         self.rate = rate
-        fusion = SensorFusion(gyroscopeRate: rate, declination: declination)
+        fusion = SensorFusion(gyroscopeRate: rate, declination: declination, parameters: parameters)
         self.useMagnetometer = useMagnetometer
     }
 
@@ -43,7 +45,8 @@ struct Simulation {
             let toDevice = q.conjugate
             let force = toDevice.rotate(Vector3(x: 0, y: 0, z: Units.standardGravity))
             let field = toDevice.rotate(earthField + extraField) + magnetometerOffset
-            feed(.gyroscope, omega + gyroscopeBias + noise.vector(noiseLevel * 0.003))
+            let read = Vector3(x: omega.x * gyroscopeSensitivity.x, y: omega.y * gyroscopeSensitivity.y, z: omega.z * gyroscopeSensitivity.z)
+            feed(.gyroscope, read + gyroscopeBias + noise.vector(noiseLevel * 0.003))
             feed(.accelerometer, force + noise.vector(noiseLevel * 0.05))
             if useMagnetometer { feed(.magnetometer, field + noise.vector(noiseLevel * 0.5)) }
         }

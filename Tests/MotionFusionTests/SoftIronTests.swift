@@ -62,7 +62,8 @@ import Testing
         var fusion = SensorFusion(gyroscopeRate: 100)
         let saved = SensorFusion.Calibration(
             gyroscopeBias: .zero, gyroscopeBiasSigma: 0.01, magnetometerOffset: Vector3(x: 3, y: 0, z: 0), magnetometerOffsetError: 0.4,
-            fieldStrength: 45, magnetometerSoftIron: Self.distortion.rowMajor)
+            fieldStrength: 45, magnetometerSoftIron: Self.distortion.rowMajor,
+            gyroscopeScale: Vector3(x: 0.002, y: -0.001, z: 0), gyroscopeScaleSigma: 0.003)
         fusion.restore(saved)
         #expect(fusion.calibration == saved)
         #expect(fusion.softIron.matrix == Self.distortion)
