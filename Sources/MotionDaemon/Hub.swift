@@ -613,12 +613,12 @@ final class Hub: @unchecked Sendable {
         let dropped = droppedByGoneClients + clients.values.reduce(0) { $0 + $1.queue.totalDropped }
         var calibration = fusion.map { f in
             StatusReply.Calibration(
-                gyroscopeBias: f.filter.gyroscopeBias, magnetometerOffset: f.calibrator.offset,
+                gyroscopeBias: f.filter.gyroscopeBias, gyroscopeScale: f.filter.gyroscopeScale, magnetometerOffset: f.calibrator.offset,
                 magneticFieldAccuracy: f.calibrator.accuracy)
         }
         if calibration == nil, let saved = savedCalibration {
             calibration = StatusReply.Calibration(
-                gyroscopeBias: saved.gyroscopeBias, magnetometerOffset: saved.magnetometerOffset,
+                gyroscopeBias: saved.gyroscopeBias, gyroscopeScale: saved.gyroscopeScale, magnetometerOffset: saved.magnetometerOffset,
                 magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
         }
         return StatusReply(

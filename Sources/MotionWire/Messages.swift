@@ -320,12 +320,19 @@ public struct StatusReply: ServerMessage {
     public struct Calibration: Codable, Sendable, Hashable {
         /// rad/s.
         public var gyroscopeBias: Vector3
+        /// The gyroscope's sensitivity error per device axis, dimensionless (nil: not known): the rate
+        /// used is raw × (1 + scale) − bias.
+        public var gyroscopeScale: Vector3?
         /// µT.
         public var magnetometerOffset: Vector3
         public var magneticFieldAccuracy: MagneticFieldAccuracy
 
-        public init(gyroscopeBias: Vector3, magnetometerOffset: Vector3, magneticFieldAccuracy: MagneticFieldAccuracy) {
+        public init(
+            gyroscopeBias: Vector3, gyroscopeScale: Vector3? = nil, magnetometerOffset: Vector3,
+            magneticFieldAccuracy: MagneticFieldAccuracy
+        ) {
             self.gyroscopeBias = gyroscopeBias
+            self.gyroscopeScale = gyroscopeScale
             self.magnetometerOffset = magnetometerOffset
             self.magneticFieldAccuracy = magneticFieldAccuracy
         }

@@ -25,6 +25,10 @@ struct Status: ParsableCommand {
         if let c = status.calibration {
             let b = c.gyroscopeBias, o = c.magnetometerOffset
             print("gyroscope bias: (\(b.x.formatted(digits: 5)), \(b.y.formatted(digits: 5)), \(b.z.formatted(digits: 5))) rad/s")
+            if let s = c.gyroscopeScale {
+                let percent = s * 100
+                print("gyroscope scale error: (\(percent.x.formatted(digits: 3)), \(percent.y.formatted(digits: 3)), \(percent.z.formatted(digits: 3))) %")
+            }
             print("magnetometer offset: (\(o.x.formatted(digits: 2)), \(o.y.formatted(digits: 2)), \(o.z.formatted(digits: 2))) µT, accuracy \(c.magneticFieldAccuracy.rawValue)")
         }
     }

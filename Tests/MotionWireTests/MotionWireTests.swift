@@ -123,7 +123,9 @@ import Testing
             mountMatrix: [1, 0, 0, 0, 1, 0, 0, 0, 1], mountMatrixSource: "identity", channels: ["accelerometer": ["in_accel_x_raw"]])]))
         try roundTrip(StatusReply(id: .number(4), uptime: 3600.5, clients: 2, sensors: [StatusReply.Sensor(
             device: "iio:device0", kinds: [.accelerometer], mode: "polled", rate: 100, measuredRate: 99.97)], dropped: 0,
-            calibration: StatusReply.Calibration(gyroscopeBias: .zero, magnetometerOffset: Vector3(x: 3.1, y: -2, z: 5.2), magneticFieldAccuracy: .high)))
+            calibration: StatusReply.Calibration(
+                gyroscopeBias: .zero, gyroscopeScale: Vector3(x: 0.0021, y: -0.0008, z: 0.0003),
+                magnetometerOffset: Vector3(x: 3.1, y: -2, z: 5.2), magneticFieldAccuracy: .high)))
     }
 }
 
@@ -157,6 +159,13 @@ import Testing
             checked += 1
         }
         #expect(checked >= 20)
+    }
+
+    @Test func theStatusExampleCarriesTheGyroscopeCalibrationUnderItsDocumentedKeys() throws {
+        let line = try #require(try Self.exampleLines().first { $0.hasPrefix("{\"class\":\"STATUS\"") && $0.contains("uptime") })
+        let calibration = try #require(try Wire.decode(StatusReply.self, from: Array(line.utf8)).calibration)
+        #expect(calibration.gyroscopeBias == Vector3(x: 0.001, y: -0.002, z: 0.0005))
+        #expect(calibration.gyroscopeScale == Vector3(x: 0.0021, y: -0.0008, z: 0.0003))
     }
 
     @Test func everyClientExampleIsAValidRequestOrGetsItsDocumentedError() throws {
