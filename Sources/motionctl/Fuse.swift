@@ -23,6 +23,9 @@ struct Fuse: ParsableCommand {
     @Flag(help: "Use the gyroscope and accelerometer only (6D).")
     var noMagnetometer = false
 
+    @Flag(help: "Print the calibration learnt by the end (gyroscope bias and scale, magnetometer offset) to standard error.")
+    var showCalibration = false
+
     func run() throws {
         let text = try String(contentsOfFile: input, encoding: .utf8)
         let recording: IMUTable
@@ -45,5 +48,15 @@ struct Fuse: ParsableCommand {
             csv += "\(row.time),\(q.w),\(q.x),\(q.y),\(q.z)\n"
         }
         try csv.write(toFile: output, atomically: true, encoding: .utf8)
+        if showCalibration {
+            let c = fusion.calibration
+            func show(_ v: Vector3, _ k: Double, _ digits: Int) -> String {
+                "(\((v.x * k).formatted(digits: digits)), \((v.y * k).formatted(digits: digits)), \((v.z * k).formatted(digits: digits)))"
+            }
+            var lines = "gyroscope bias: \(show(c.gyroscopeBias, 180 / .pi, 4)) °/s\n"
+            if let scale = c.gyroscopeScale { lines += "gyroscope scale error: \(show(scale, 100, 3)) %\n" }
+            lines += "magnetometer offset: \(show(c.magnetometerOffset, 1, 2)) µT\n"
+            FileHandle.standardError.write(Data(lines.utf8))
+        }
     }
 }

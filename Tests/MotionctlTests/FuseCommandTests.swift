@@ -58,6 +58,19 @@ import TestSupport
         #expect(q.angle(to: Quaternion(angle: 0.2 * 2.99, axis: Vector3(x: 0, y: 0, z: 1))) < 0.01)
     }
 
+    @Test func theCalibrationLearntIsShownOnRequest() async throws {
+        let input = try temporaryFile("calibration.csv", recording)
+        let result = try await runProgram(
+            Self.products.appendingPathComponent("motionctl").path,
+            ["fuse", "--show-calibration", "--input", input, "--output", try temporaryFile("calibration-out.csv")])
+        #expect(result.status == 0)
+        let lines = result.errors.split(separator: "\n")
+        #expect(lines.count == 3 && lines[0].hasPrefix("gyroscope bias: (") && lines[0].hasSuffix(") °/s"), "\(result.errors)")
+        #expect(lines[1].hasPrefix("gyroscope scale error: (") && lines[2].hasPrefix("magnetometer offset: ("), "\(result.errors)")
+        let plain = try await run(["fuse", "--input", input, "--output", try temporaryFile("plain-out.csv")])
+        #expect(plain.output.isEmpty, "nothing printed unless asked")
+    }
+
     @Test func withoutTheMagnetometerTheFieldIsIgnored() async throws {
         // Garbage magnetometer columns must not matter in 6D.
         let noisy = recording.split(separator: "\n").enumerated().map { i, line in
