@@ -27,6 +27,10 @@ import MotionCore
 /// - `scaleClip` 0.03 (3 %): the largest scale error accepted, the widest datasheet tolerance;
 /// - `scaleForgettingTime` 1000 s: time for the scale uncertainty to grow by 0.1 % (sensitivity
 ///   drifts with temperature, some 0.01–0.03 %/K);
+/// - `scaleCorrelation` 0.5: the correlation of the three axes' scale errors at start. Three-axis
+///   MEMS gyroscopes commonly drive one proof-mass oscillation for all axes, so part of a sensitivity
+///   error is common to them; half is a middling prior. It lets turns about the axes that are
+///   observed teach something about the one that stays vertical.
 /// - `estimatesScale` (default true): false keeps the scale at zero (VQF's bias-only estimator).
 struct GyroscopeCalibrator: Sendable, Codable, Equatable {
     struct Parameters: Sendable, Codable, Equatable {
@@ -39,6 +43,7 @@ struct GyroscopeCalibrator: Sendable, Codable, Equatable {
         var initialScaleSigma = 0.01
         var scaleClip = 0.03
         var scaleForgettingTime = 1000.0
+        var scaleCorrelation = 0.5
         var estimatesScale = true
     }
 
@@ -85,7 +90,10 @@ struct GyroscopeCalibrator: Sendable, Codable, Equatable {
         coefficients = Coefficients(parameters, accelerometerPeriod: accelerometerPeriod)
         covariance = .diagonal(coefficients.initialVariance, coefficients.initialVariance, coefficients.initialVariance)
         let sv = coefficients.initialScaleVariance
-        scaleCovariance = .diagonal(sv, sv, sv)
+        let shared = sv * parameters.scaleCorrelation
+        scaleCovariance = Matrix3(
+            row0: Vector3(x: sv, y: shared, z: shared), row1: Vector3(x: shared, y: sv, z: shared),
+            row2: Vector3(x: shared, y: shared, z: sv))
         crossCovariance = .zero
         rotationMean = LowPassFilter(tau: accelerometerTau, period: accelerometerPeriod)
         rotatedRateMean = LowPassFilter(tau: accelerometerTau, period: accelerometerPeriod)
