@@ -12,7 +12,7 @@ public struct DeviceMotion: Sendable, Hashable, Codable {
     public var gravity: Vector3
     /// Acceleration the user gives the device, in g: total acceleration − gravity; 0 at rest.
     public var userAcceleration: Vector3
-    /// Rotation rate, rad/s, device frame, with the estimated gyroscope bias removed.
+    /// Rotation rate, rad/s, device frame, with the estimated gyroscope bias and scale errors removed.
     public var rotationRate: Vector3
     /// Magnetic field, µT, device frame, with the estimated hard-iron offset removed.
     public var magneticField: Vector3

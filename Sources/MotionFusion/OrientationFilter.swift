@@ -4,7 +4,8 @@ import Glibc
 import MotionCore
 
 /// Estimates the attitude of a device from its gyroscope, accelerometer and (optionally)
-/// magnetometer, with gyroscope bias estimation and magnetic disturbance rejection.
+/// magnetometer, with estimation of the gyroscope's bias and scale errors (`GyroscopeCalibrator`) and
+/// magnetic disturbance rejection.
 ///
 /// The structure follows VQF (D. Laidig, T. Seel, "VQF: Highly accurate IMU orientation estimation
 /// with bias estimation and magnetic disturbance rejection", Information Fusion 91, 2023): the
