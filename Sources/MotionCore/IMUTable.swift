@@ -24,7 +24,7 @@ public struct IMUTable: Sendable {
         public var description: String {
             switch self {
             case .badHeader(let h): "the header is \"\(h)\", expected t,ax,ay,az,gx,gy,gz,mx,my,mz"
-            case .badRow(let line): "line \(line): expected 10 numbers"
+            case .badRow(let line): "line \(line): expected 10 finite numbers"
             case .tooFewRows: "fewer than two rows"
             }
         }
@@ -44,7 +44,7 @@ public struct IMUTable: Sendable {
         while let line = lines.next() {
             number += 1
             let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { Double($0) }
-            guard fields.count == 10, fields.allSatisfy({ $0 != nil }) else { throw .badRow(line: number) }
+            guard fields.count == 10, fields.allSatisfy({ $0?.isFinite == true }) else { throw .badRow(line: number) }
             let v = fields.map { $0! }
             rows.append(Row(
                 time: v[0], timestamp: Int64((v[0] * 1e9).rounded()),

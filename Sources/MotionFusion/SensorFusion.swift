@@ -104,8 +104,10 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         }
     }
 
-    /// Fuses one sample (proximity samples are ignored). Allocates nothing.
+    /// Fuses one sample (proximity samples are ignored, and so are samples with a non-finite
+    /// component, which would poison the filters' state for good). Allocates nothing.
     public mutating func update(_ sample: SensorSample) {
+        guard sample.vector.x.isFinite && sample.vector.y.isFinite && sample.vector.z.isFinite else { return }
         timestamp = max(timestamp, sample.timestamp)
         switch sample.kind {
         case .gyroscope:

@@ -52,6 +52,19 @@ import Testing
         #expect(learnt.worstTilt < biasOnly.worstTilt / 3,  "tilt error \(learnt.worstTilt)° with the scale learnt, \(biasOnly.worstTilt)° without")
     }
 
+    @Test func aNonFiniteSampleIsIgnoredAndLeavesTheStateAsItWas() {
+        var simulation = Simulation()
+        simulation.noiseLevel = 1
+        simulation.rotate(from: .identity, rate: Vector3(x: 0.3, y: -0.2, z: 0.5), seconds: 3)
+        var fed = simulation.fusion
+        for kind in [SensorKind.gyroscope, .accelerometer, .magnetometer] {
+            for bad in [Vector3(x: .nan, y: 0, z: 0), Vector3(x: 0, y: .infinity, z: 0), Vector3(x: 0, y: 0, z: -.infinity)] {
+                fed.update(SensorSample(kind: kind, device: DeviceNumber(0), timestamp: simulation.time + 1, vector: bad))
+            }
+        }
+        #expect(fed == simulation.fusion)
+    }
+
     @Test func aConstantRotationGivesTheRightYawRate() {
         var simulation = Simulation(useMagnetometer: false)
         simulation.hold(.identity, seconds: 2)

@@ -91,6 +91,12 @@ import TestSupport
         let badRow = try temporaryFile("row.csv", "t,ax,ay,az,gx,gy,gz,mx,my,mz\n0,1,2,3,4,5,6,7,8,9\n0.01,1,2,x,4,5,6,7,8,9\n")
         let second = try await run(["fuse", "--input", badRow, "--output", try temporaryFile("y.csv")])
         #expect(second.status != 0 && second.output.contains("line 3"), "\(second.output)")
+        // A number that is not finite would poison the filter's state: refused like any garbage.
+        for garbage in ["nan", "inf", "-inf"] {
+            let notFinite = try temporaryFile("\(garbage).csv", "t,ax,ay,az,gx,gy,gz,mx,my,mz\n0,1,2,3,4,5,6,7,8,9\n0.01,1,2,3,\(garbage),5,6,7,8,9\n")
+            let refused = try await run(["fuse", "--input", notFinite, "--output", try temporaryFile("\(garbage)-out.csv")])
+            #expect(refused.status != 0 && refused.output.contains("line 3: expected 10 finite numbers"), "\(garbage): \(refused.output)")
+        }
         let missing = try await run(["fuse", "--input", "/nonexistent/in.csv", "--output", try temporaryFile("z.csv")])
         #expect(missing.status != 0 && missing.output.contains("/nonexistent/in.csv"), "\(missing.output)")
     }
