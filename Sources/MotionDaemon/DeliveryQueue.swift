@@ -27,7 +27,9 @@ struct DeliveryQueue<Line: Sendable>: Sendable {
     init(capacity: Int) {
         precondition(capacity > 0)
         self.capacity = capacity
-        entries.reserveCapacity(capacity)
+        // No storage reserved up front: a client that keeps up holds a line or two at a time, and
+        // 1000 clients × `capacity` entries would be megabytes for nothing. The storage grows once
+        // to the largest backlog a client has had, and is reused from then on.
     }
 
     /// Entries waiting.
@@ -53,7 +55,10 @@ struct DeliveryQueue<Line: Sendable>: Sendable {
         guard head < entries.count else { return nil }
         let entry = entries[head]
         head += 1
-        if head > 64 && head * 2 > entries.count {
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64 && head * 2 > entries.count {
             entries.removeFirst(head)
             head = 0
         }
