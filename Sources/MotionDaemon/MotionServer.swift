@@ -95,9 +95,14 @@ public final class MotionServer: @unchecked Sendable {
             self.monitor = monitor
             // Handed from the monitor's own thread to the event loop: no Swift concurrency thread in
             // between, so a busy cooperative pool cannot hold a hot-plug back.
-            let failure = monitor.start { [hub] change in
-                hub.logger.info("device \(change.action)", metadata: ["device": "\(change.device)"])
-                hub.eventLoop.execute { hub.refreshDevices() }
+            let failure = monitor.start { [hub] result in
+                switch result {
+                case .success(let change):
+                    hub.logger.info("device \(change.action)", metadata: ["device": "\(change.device)"])
+                    hub.eventLoop.execute { hub.refreshDevices() }
+                case .failure(let error):
+                    hub.logger.error("stopped following devices (hot-plug off until restart)", metadata: ["error": "\(error)"])
+                }
             }
             if let failure { throw failure }
         } catch {

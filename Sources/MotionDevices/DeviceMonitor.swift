@@ -107,11 +107,16 @@ public final class DeviceMonitor: @unchecked Sendable {
     }
 
     /// Calls `handler` with each change, on a thread of its own, until `stop()`. The thread is a plain
-    /// OS thread: the changes arrive however busy Swift concurrency's threads are. On failure (the
-    /// process's thread limit) returns the error and nothing is followed.
-    public func start(handler: @escaping @Sendable (DeviceChange) -> Void) -> DeviceError? {
+    /// OS thread: the changes arrive however busy Swift concurrency's threads are. If waiting for
+    /// udev fails, `handler` gets the error last and the thread ends (devices are then no longer
+    /// followed). Returns an error if the thread cannot be made (the process's thread limit).
+    public func start(handler: @escaping @Sendable (Result<DeviceChange, DeviceError>) -> Void) -> DeviceError? {
         let reader = ReaderThread { [self] in
-            while let change = try? nextChange() { handler(change) }
+            do throws(DeviceError) {
+                while let change = try nextChange() { handler(.success(change)) }
+            } catch {
+                handler(.failure(error))
+            }
         }
         if let errno = reader.start() { return .udevFailed(operation: "pthread_create", errno: errno.code) }
         thread.withLock { $0 = reader }

@@ -24,15 +24,27 @@ extension Hardware {
             #expect(try monitor.nextChange(timeoutMilliseconds: 100) == nil, "the trigger's events are not reported")
         }
 
-        @Test func stopWakesAThreadWaitingForChanges() throws {
+        @Test func startDeliversChangesAndStopEndsTheThread() throws {
             let testbed = try Testbed()
-            _ = testbed
             let monitor = try DeviceMonitor()
-            let seen = Mutex(0)
-            #expect(monitor.start { _ in seen.withLock { $0 += 1 } } == nil)
-            usleep(50_000)
-            monitor.stop()  // returns only once the monitor's thread has ended
-            #expect(seen.withLock { $0 } == 0, "nothing happened, nothing was reported")
+            let seen = Mutex<[DeviceChange]>([])
+            #expect(monitor.start { result in if case .success(let change) = result { seen.withLock { $0.append(change) } } } == nil)
+            func device(_ n: Int) -> String {
+                "P: /devices/platform/usb/iio:device\(n)\nE: SUBSYSTEM=iio\nA: name=hotplugged\\n\nA: in_anglvel_x_raw=1\\n\n\n"
+            }
+            try testbed.add(device(5))
+            let deadline = Date().addingTimeInterval(2)
+            while seen.withLock({ $0.isEmpty }) && Date() < deadline { usleep(1000) }
+            #expect(seen.withLock { $0.map(\.device) } == [DeviceNumber(5)], "the change came through the handler")
+
+            // stop() wakes and joins the thread; on another thread, so that a regression fails here
+            // instead of hanging the run.
+            let stopped = DispatchSemaphore(value: 0)
+            Thread { monitor.stop(); stopped.signal() }.start()
+            #expect(stopped.wait(timeout: .now() + 2) == .success, "stop() returned")
+            try testbed.add(device(6))
+            usleep(200_000)
+            #expect(seen.withLock { $0.count } == 1, "nothing is reported after stop()")
         }
 
         @Test func aDeviceAddedWhileAnotherIsReadIsPickedUpAndARemovedOneEndsItsCapture() throws {
