@@ -12,26 +12,49 @@ public struct ProgramRun: Sendable {
     public var errors: String
 }
 
-/// Runs `executable` (a path, or a name looked up in `PATH`) to its end, through swift-subprocess.
-/// Not Foundation's `Process`: on Linux it learns of the child's end from a socket the child inherits,
-/// so a program that leaves a process behind (tmux's server) made `waitUntilExit()` wait forever
-/// (swift-corelibs-foundation issue 4795); swift-subprocess waits on the child's pidfd.
+/// A program that did not end within its time limit (it has been killed).
+public struct ProgramTimedOut: Error, CustomStringConvertible {
+    public var executable: String
+    public var seconds: Double
+    public var description: String { "\(executable) did not end within \(seconds) s: killed" }
+}
+
+/// Runs `executable` (a path, or a name looked up in `PATH`) to its end, through swift-subprocess,
+/// and kills it after `timeLimit` seconds, so that a stuck program fails its test rather than
+/// hanging the run. Not Foundation's `Process`: on Linux it learns of the child's end from a socket
+/// the child inherits, so a program that leaves a process behind (tmux's server) made
+/// `waitUntilExit()` wait forever (swift-corelibs-foundation issue 4795); swift-subprocess waits on
+/// the child's pidfd.
 public func runProgram(
-    _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+    timeLimit: Double = 120
 ) async throws -> ProgramRun {
     var updates: [Environment.Key: String?] = [:]
     for (name, value) in environment { updates[Environment.Key(stringLiteral: name)] = value }
-    let result = try await run(
-        executable.contains("/") ? .path(FilePath(executable)) : .name(executable),
+    let configuration = Configuration(
+        executable: executable.contains("/") ? .path(FilePath(executable)) : .name(executable),
         arguments: Arguments(arguments),
         environment: .inherit.updating(updates),
-        workingDirectory: directory.map { FilePath($0) },
-        output: .string(limit: 1 << 24),
-        error: .string(limit: 1 << 24))
-    let status: Int32
-    switch result.terminationStatus {
-    case .exited(let code): status = code
-    case .signaled(let signal): status = 128 + signal
+        workingDirectory: directory.map { FilePath($0) })
+    return try await withThrowingTaskGroup(of: ProgramRun?.self) { group in
+        group.addTask {
+            let result = try await run(configuration, output: .string(limit: 1 << 24), error: .string(limit: 1 << 24))
+            let status: Int32
+            switch result.terminationStatus {
+            case .exited(let code): status = code
+            case .signaled(let signal): status = 128 + signal
+            }
+            return ProgramRun(status: status, output: result.standardOutput, errors: result.standardError)
+        }
+        group.addTask {
+            try await Task.sleep(for: .seconds(timeLimit))
+            return nil
+        }
+        // The first to finish decides; cancelling the other kills the program if it is still running.
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let finished = first else {
+            throw ProgramTimedOut(executable: executable, seconds: timeLimit)
+        }
+        return finished
     }
-    return ProgramRun(status: status, output: result.standardOutput, errors: result.standardError)
 }

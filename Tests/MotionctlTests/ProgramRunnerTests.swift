@@ -1,0 +1,24 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The runner every command test goes through: a stuck program must fail its test, not hang the run.
+@Suite struct ProgramRunnerTests {
+    @Test func aProgramThatOutlivesItsTimeLimitIsKilledAndReported() async throws {
+        let seconds = "30.\(getpid())"  // a sleep no other process is having
+        let marker = "sleep \(seconds)"
+        let start = Date()
+        await #expect(throws: ProgramTimedOut.self) {
+            _ = try await runProgram("sleep", [seconds], timeLimit: 0.5)
+        }
+        #expect(Date().timeIntervalSince(start) < 10, "reported at the limit, not when the program ends")
+        try await Task.sleep(for: .milliseconds(200))
+        let left = try await runProgram("pgrep", ["-f", marker])
+        #expect(left.status == 1, "the program was killed: \(left.output)")
+    }
+
+    @Test func statusAndBothOutputsComeBack() async throws {
+        let run = try await runProgram("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"])
+        #expect(run.status == 3 && run.output == "out\n" && run.errors == "err\n")
+    }
+}
