@@ -77,7 +77,7 @@ import TestSupport
             guard case .gyroscope = update else { continue }
             seen += 1
             if seen == 5 {
-                daemon!.stop()
+                #expect(daemon!.stop(), "motiond stops on SIGTERM")
                 daemon = try ReplayDaemon(socket: socket)
                 restarted = true
             }

@@ -138,9 +138,11 @@ final class DaemonProcess {
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
+    /// Sends `number` and waits for the daemon to exit (killed after 10 s: the test then fails on
+    /// its termination reason instead of hanging).
     func signal(_ number: Int32) {
         kill(process.processIdentifier, number)
-        process.waitUntilExit()
+        process.waitUntilExit(seconds: 10)
     }
 }
 
@@ -479,7 +481,7 @@ extension Hardware.Server {
         let output = Pipe()
         failing.standardError = output
         try failing.run()
-        failing.waitUntilExit()
+        #expect(failing.waitUntilExit(seconds: 10), "a bad configuration stops the start")
         #expect(failing.terminationStatus != 0)
         let message = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(message.contains(config) && message.contains("log_level"), "\(message)")

@@ -105,7 +105,7 @@ import TestSupport
         let directory = source.directory
         let first = try await motionctl(["record", directory + "/first.motionrec", "--interval", "0.001", "--duration", "1.5"], socket: source.socket)
         #expect(first.status == 0, "\(first.errors)")
-        source.stop()
+        #expect(source.stop(), "motiond stops on SIGTERM")
 
         // Played once through (no loop), recorded again until the replay ends.
         let replay = try ReplayDaemon(recording: directory + "/first.motionrec", arguments: [])

@@ -58,3 +58,17 @@ public func runProgram(
         return finished
     }
 }
+
+extension Process {
+    /// Waits up to `seconds` for the process to end; past that, kills it (SIGKILL), waits for that,
+    /// and returns `false`: a process that does not stop fails its test instead of hanging the run.
+    @discardableResult
+    public func waitUntilExit(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning && Date() < deadline { usleep(1000) }
+        guard isRunning else { return true }
+        kill(processIdentifier, SIGKILL)
+        waitUntilExit()
+        return false
+    }
+}

@@ -45,11 +45,13 @@ public final class ReplayDaemon {
     /// What it logged.
     public var log: String { (try? String(contentsOfFile: directory + "/motiond.log", encoding: .utf8)) ?? "" }
 
-    /// Stops it (SIGTERM) and waits for it to exit.
-    public func stop() {
-        guard process.isRunning else { return }
+    /// Stops it (SIGTERM) and waits for it to exit; one that has not within 10 s is killed and
+    /// `false` returned.
+    @discardableResult
+    public func stop() -> Bool {
+        guard process.isRunning else { return true }
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        return process.waitUntilExit(seconds: 10)
     }
 
     /// Whether something accepts connections at `path`.
