@@ -94,7 +94,7 @@ let package = Package(
             path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",
-            dependencies: ["MotionDevices", "MotionCore", "TestSupport", "CLibIIO"]),
+            dependencies: ["MotionDevices", "MotionCore", "MotionFusion", "TestSupport", "CLibIIO"]),
 
         .executableTarget(
             name: "MotionDevicesBenchmarks",

@@ -44,4 +44,25 @@ public struct Matrix3: Sendable, Hashable, Codable {
             y: m.row1.x * v.x + m.row1.y * v.y + m.row1.z * v.z,
             z: m.row2.x * v.x + m.row2.y * v.y + m.row2.z * v.z)
     }
+
+    /// The product `a × b` (apply `b`, then `a`).
+    @inlinable
+    public static func * (a: Matrix3, b: Matrix3) -> Matrix3 {
+        // Each row of the product is a row of `a` combining the rows of `b`.
+        func row(_ r: Vector3) -> Vector3 { b.row0 * r.x + b.row1 * r.y + b.row2 * r.z }
+        return Matrix3(row0: row(a.row0), row1: row(a.row1), row2: row(a.row2))
+    }
+
+    /// The transpose (the inverse of a rotation).
+    @inlinable
+    public var transposed: Matrix3 {
+        Matrix3(
+            row0: Vector3(x: row0.x, y: row1.x, z: row2.x),
+            row1: Vector3(x: row0.y, y: row1.y, z: row2.y),
+            row2: Vector3(x: row0.z, y: row1.z, z: row2.z))
+    }
+
+    /// The determinant: +1 for a rotation, −1 for a rotation with a mirror.
+    @inlinable
+    public var determinant: Double { row0.dot(row1.cross(row2)) }
 }

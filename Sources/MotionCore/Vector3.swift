@@ -42,6 +42,20 @@ public struct Vector3: Sendable, Hashable, Codable {
         }
     }
 
+    /// The squared length, in the unit of the components squared.
+    @inlinable
+    public var squaredLength: Double { x * x + y * y + z * z }
+
+    /// The dot product with `other`.
+    @inlinable
+    public func dot(_ other: Vector3) -> Double { x * other.x + y * other.y + z * other.z }
+
+    /// The cross product `self × other` (right-handed).
+    @inlinable
+    public func cross(_ other: Vector3) -> Vector3 {
+        Vector3(x: y * other.z - z * other.y, y: z * other.x - x * other.z, z: x * other.y - y * other.x)
+    }
+
     @inlinable
     public static func + (lhs: Vector3, rhs: Vector3) -> Vector3 {
         Vector3(x: lhs.x + rhs.x, y: lhs.y + rhs.y, z: lhs.z + rhs.z)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MotionDevices
 import Yams
 
 /// motiond's settings: `/etc/motiond/motiond.conf` (YAML, see docs/), overridden by command-line flags.
@@ -18,9 +19,41 @@ public struct Configuration: Sendable, Equatable, Decodable {
     public var logLevel: String?
     /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
     public var declination: Double?
+    /// Mount matrices for boards with none or a wrong one (see docs/frames.md); read at start.
+    public var mountMatrices: [MountMatrixSetting]?
+
+    /// One entry of `mount_matrices`: exactly one of `name`, `label`, `syspath`, and the `matrix`
+    /// (`"x1, y1, z1; x2, y2, z2; x3, y3, z3"`, in Linux userspace's frame as the hwdb's).
+    public struct MountMatrixSetting: Sendable, Equatable, Decodable {
+        public var name: String?
+        public var label: String?
+        public var syspath: String?
+        public var matrix: String
+
+        /// The override it stands for, or why it is wrong.
+        func override() throws(Invalid) -> MountMatrixOverride {
+            let matches: [MountMatrixOverride.Match] = [name.map { .name($0) }, label.map { .label($0) }, syspath.map { .syspath($0) }]
+                .compactMap { $0 }
+            guard matches.count == 1 else {
+                throw Invalid(path: "", problem: "a mount_matrices entry names exactly one of name, label, syspath (it has \(matches.count))")
+            }
+            guard let override = MountMatrixOverride(match: matches[0], matrix: matrix) else {
+                throw Invalid(path: "", problem: "mount_matrices \(matches[0]): \"\(matrix)\" is not a rotation written \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")
+            }
+            return override
+        }
+    }
+
+    /// The mount-matrix overrides, checked.
+    public func mountMatrixOverrides() throws(Invalid) -> [MountMatrixOverride] {
+        var overrides: [MountMatrixOverride] = []
+        for setting in mountMatrices ?? [] { overrides.append(try setting.override()) }
+        return overrides
+    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case socket, declination
+        case mountMatrices = "mount_matrices"
         case socketMode = "socket_mode"
         case socketGroup = "socket_group"
         case stateDirectory = "state_directory"
@@ -82,6 +115,11 @@ public struct Configuration: Sendable, Equatable, Decodable {
         if let declination, !(-180...180).contains(declination) {
             throw Invalid(path: path, problem: "declination \(declination) is outside −180…180 degrees")
         }
+        do {
+            _ = try mountMatrixOverrides()
+        } catch {
+            throw Invalid(path: path, problem: error.problem)
+        }
     }
 
     /// `other`'s settings where it has them, else these.
@@ -94,6 +132,7 @@ public struct Configuration: Sendable, Equatable, Decodable {
         merged.stateSaveInterval = other.stateSaveInterval ?? stateSaveInterval
         merged.logLevel = other.logLevel ?? logLevel
         merged.declination = other.declination ?? declination
+        merged.mountMatrices = other.mountMatrices ?? mountMatrices
         return merged
     }
 
@@ -105,6 +144,7 @@ public struct Configuration: Sendable, Equatable, Decodable {
         if socketGroup != other.socketGroup { names.append("socket_group") }
         if stateDirectory != other.stateDirectory { names.append("state_directory") }
         if stateSaveInterval != other.stateSaveInterval { names.append("state_save_interval") }
+        if mountMatrices != other.mountMatrices { names.append("mount_matrices") }
         return names
     }
 

@@ -30,11 +30,16 @@ public protocol SensorStream: AnyObject, Sendable {
 public struct HardwareSource: SensorSource {
     /// Seconds a buffered capture waits for its first scan before polling (nil: the capture's default).
     public var firstDataTimeout: Double?
+    /// Mount matrices from motiond.conf, which win over udev's and sysfs's.
+    public var mountMatrixOverrides: [MountMatrixOverride]
 
-    /// The machine's sensors; see `firstDataTimeout`.
-    public init(firstDataTimeout: Double? = nil) { self.firstDataTimeout = firstDataTimeout }
+    /// The machine's sensors; see the properties.
+    public init(firstDataTimeout: Double? = nil, mountMatrixOverrides: [MountMatrixOverride] = []) {
+        self.firstDataTimeout = firstDataTimeout
+        self.mountMatrixOverrides = mountMatrixOverrides
+    }
 
-    public func listDevices() throws -> DeviceListing { try DeviceDiscovery().listDevices() }
+    public func listDevices() throws -> DeviceListing { try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices() }
 
     public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream {
         try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)

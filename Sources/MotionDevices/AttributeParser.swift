@@ -35,7 +35,8 @@ enum AttributeParser {
     }
 
     /// Parses a mount matrix, `x1, y1, z1; x2, y2, z2; x3, y3, z3` (IIO's and systemd hwdb's format).
-    /// Rejects anything but nine finite numbers in three rows, and a singular matrix.
+    /// Rejects anything but nine finite numbers in three rows (whether it is a usable rotation is
+    /// `DeviceFrame`'s to judge: the hwdb has matrices whose z row repeats another).
     static func mountMatrix(_ text: String) -> Matrix3? {
         let rows = text.trimmingWhitespace.split(separator: ";", omittingEmptySubsequences: false)
         guard rows.count == 3 else { return nil }
@@ -48,13 +49,7 @@ enum AttributeParser {
                 values.append(v)
             }
         }
-        let m = Matrix3(rowMajor: values)
-        let determinant =
-            m.row0.x * (m.row1.y * m.row2.z - m.row1.z * m.row2.y)
-            - m.row0.y * (m.row1.x * m.row2.z - m.row1.z * m.row2.x)
-            + m.row0.z * (m.row1.x * m.row2.y - m.row1.y * m.row2.x)
-        guard abs(determinant) > 1e-6 else { return nil }
-        return m
+        return Matrix3(rowMajor: values)
     }
 
     /// Parses `sampling_frequency_available`: a list (`12.5 25 50 100`) or a range (`[min step max]`).

@@ -54,10 +54,15 @@ public struct SensorDescriptor: Sendable, Hashable, Codable {
     public var kind: SensorKind
     /// Its channels: x, y, z in that order for a vector sensor, one channel for proximity.
     public var channels: [ChannelDescriptor]
-    /// The mount matrix applied to every reading (identity if none is given).
+    /// The mount matrix as given (identity if none is given), in Linux userspace's frame.
     public var mountMatrix: Matrix3
-    /// Where the mount matrix came from: `udev:ACCEL_MOUNT_MATRIX`, `sysfs:<attribute>` or `identity`.
+    /// Where the mount matrix came from: `config:<match>` (motiond.conf), `udev:ACCEL_MOUNT_MATRIX`,
+    /// `sysfs:<attribute>` or `identity`.
     public var mountMatrixSource: String
+    /// What is applied to every reading: chip axes → motiond's device frame (see `DeviceFrame`).
+    public var deviceFrameMatrix: Matrix3
+    /// Set when the mount matrix was not a rotation and its z row was completed (see `DeviceFrame`).
+    public var mountMatrixCorrection: String?
     /// Proximity only: the raw reading at and above which something is near
     /// (udev `PROXIMITY_NEAR_LEVEL`, else sysfs `in_proximity_nearlevel`); `nil` if neither is given.
     public var nearLevel: Double?
@@ -65,12 +70,14 @@ public struct SensorDescriptor: Sendable, Hashable, Codable {
     /// Creates a sensor description; see the properties for units.
     public init(
         kind: SensorKind, channels: [ChannelDescriptor], mountMatrix: Matrix3 = .identity,
-        mountMatrixSource: String = "identity", nearLevel: Double? = nil
+        mountMatrixSource: String = "identity", deviceFrame: DeviceFrame.Transform = .identity, nearLevel: Double? = nil
     ) {
         self.kind = kind
         self.channels = channels
         self.mountMatrix = mountMatrix
         self.mountMatrixSource = mountMatrixSource
+        self.deviceFrameMatrix = deviceFrame.matrix
+        self.mountMatrixCorrection = deviceFrame.correction
         self.nearLevel = nearLevel
     }
 }
@@ -83,6 +90,11 @@ public struct DeviceDescriptor: Sendable, Hashable {
     public var name: String
     /// Its sysfs path as udev reports it.
     public var syspath: String
+    /// Its `label` attribute (`accel-display`, `accel-base`, …), `nil` if it has none.
+    public var label: String?
+    /// Where it sits in a 2-in-1: udev `ACCEL_LOCATION`, else the `label`, else sysfs `location`
+    /// (cros-ec); `display` when nothing says (as iio-sensor-proxy assumes).
+    public var location: SensorLocation
     /// The sensors it carries.
     public var sensors: [SensorDescriptor]
     /// The rates it offers (`sampling_frequency_available`), `nil` if it does not say.
@@ -103,7 +115,8 @@ public struct DeviceDescriptor: Sendable, Hashable {
 
     /// Creates a device description; see the properties for units.
     public init(
-        number: DeviceNumber, name: String, syspath: String, sensors: [SensorDescriptor],
+        number: DeviceNumber, name: String, syspath: String, label: String? = nil, location: SensorLocation = .display,
+        sensors: [SensorDescriptor],
         availableRates: AvailableRates? = nil, samplingFrequency: Double? = nil,
         samplingFrequencyAttribute: String? = nil, captureMode: CaptureMode = .polled,
         timestampScan: TimestampScan? = nil, trigger: String? = nil, problems: [DeviceError] = []
@@ -111,6 +124,8 @@ public struct DeviceDescriptor: Sendable, Hashable {
         self.number = number
         self.name = name
         self.syspath = syspath
+        self.label = label
+        self.location = location
         self.sensors = sensors
         self.availableRates = availableRates
         self.samplingFrequency = samplingFrequency
@@ -140,4 +155,12 @@ public struct TimestampScan: Sendable, Hashable, Codable {
         self.index = index
         self.scanType = scanType
     }
+}
+
+/// Where a sensor sits in a device whose screen folds against a base (a 2-in-1 or a laptop).
+public enum SensorLocation: String, Sendable, Hashable, Codable {
+    /// In the lid or tablet, with the screen: the sensor that decides the screen's orientation.
+    case display
+    /// In the base, under the keyboard.
+    case base
 }

@@ -17,9 +17,14 @@ public struct DeviceListing: Sendable {
 /// Finds the IIO motion devices through libudev and reads their channels through libiio.
 public struct DeviceDiscovery: Sendable {
     let sysfs: Sysfs
+    /// Mount matrices from motiond.conf, which win over udev's and sysfs's.
+    public var overrides: [MountMatrixOverride]
 
     /// Creates a discovery over the real `/sys` (which umockdev redirects in tests).
-    public init() { sysfs = Sysfs() }
+    public init(overrides: [MountMatrixOverride] = []) {
+        sysfs = Sysfs()
+        self.overrides = overrides
+    }
 
     /// Lists every IIO device with motion or proximity channels.
     ///
@@ -59,7 +64,7 @@ public struct DeviceDiscovery: Sendable {
         guard let iioDevice = context.device(sysname: udevDevice.sysname) else {
             throw .deviceVanished(device: udevDevice.sysname)
         }
-        let inspector = DeviceInspector(sysfs: sysfs, properties: udevDevice.properties)
+        let inspector = DeviceInspector(sysfs: sysfs, properties: udevDevice.properties, overrides: overrides)
         return try inspector.describe(iioDevice, syspath: udevDevice.syspath, context: context)
     }
 }

@@ -6,6 +6,8 @@ struct DeviceInspector {
     var sysfs: Sysfs
     /// The device's udev properties (`ACCEL_MOUNT_MATRIX`, `PROXIMITY_NEAR_LEVEL`, …).
     var properties: [String: String]
+    /// Mount matrices from motiond.conf, which win over udev's and sysfs's.
+    var overrides: [MountMatrixOverride] = []
     /// Where device nodes live (`/dev`).
     var deviceNodeDirectory = "/dev"
 
@@ -15,13 +17,15 @@ struct DeviceInspector {
         guard sysfs.deviceExists(sysname) else { throw .deviceVanished(device: sysname) }
         var problems: [DeviceError] = []
         let channels = device.channels.filter { !$0.isOutput }
+        let label = try sysfs.readIfPresent(device: sysname, attribute: "label").get().map { String($0.trimmingWhitespace) }
+        let identity = MountMatrixOverride.Identity(name: device.name, label: label, syspath: syspath)
 
         var sensors: [SensorDescriptor] = []
         for driver in SensorDrivers.all {
             let ofKind = channels.filter { $0.type == driver.channelType }
             guard !ofKind.isEmpty else { continue }
             do {
-                sensors.append(try sensor(driver, channels: ofKind, device: sysname, problems: &problems))
+                sensors.append(try sensor(driver, channels: ofKind, device: sysname, identity: identity, problems: &problems))
             } catch {
                 problems.append(error)
             }
@@ -59,7 +63,8 @@ struct DeviceInspector {
         if let bufferProblem { problems.append(bufferProblem) }
 
         return DeviceDescriptor(
-            number: number, name: device.name, syspath: syspath, sensors: sensors,
+            number: number, name: device.name, syspath: syspath, label: label,
+            location: try location(label: label, device: sysname), sensors: sensors,
             availableRates: availableRates, samplingFrequency: samplingFrequency,
             samplingFrequencyAttribute: samplingFrequencyAttribute,
             captureMode: bufferProblem == nil ? .buffered : .polled,
@@ -85,7 +90,8 @@ struct DeviceInspector {
     }
 
     private func sensor(
-        _ driver: any SensorDriver, channels: [IIOChannel], device: String, problems: inout [DeviceError]
+        _ driver: any SensorDriver, channels: [IIOChannel], device: String, identity: MountMatrixOverride.Identity,
+        problems: inout [DeviceError]
     ) throws(DeviceError) -> SensorDescriptor {
         var described: [ChannelDescriptor] = []
         if driver.isVector {
@@ -100,14 +106,22 @@ struct DeviceInspector {
             let channel = channels.sorted { $0.id < $1.id }.first!
             described.append(try self.channel(channel, axis: nil, driver: driver, device: device, problems: &problems))
         }
-        let (matrix, source) = try mountMatrix(driver: driver, device: device)
+        let (matrix, source) = try mountMatrix(driver: driver, device: device, identity: identity)
+        let deviceFrame: DeviceFrame.Transform
+        do {
+            deviceFrame = try DeviceFrame.transform(mountMatrix: matrix)
+        } catch {
+            throw .attributeMalformed(
+                device: device, attribute: String(source.drop { $0 != ":" }.dropFirst()), value: matrix.rowMajor.map { "\($0)" }.joined(separator: ", "),
+                expected: "a rotation (\(error))")
+        }
         var nearLevel: Double? = nil
         if driver.kind == .proximity {
             nearLevel = try self.nearLevel(channel: channels.sorted { $0.id < $1.id }.first!, device: device)
         }
         return SensorDescriptor(
             kind: driver.kind, channels: described, mountMatrix: matrix, mountMatrixSource: source,
-            nearLevel: nearLevel)
+            deviceFrame: deviceFrame, nearLevel: nearLevel)
     }
 
     private func channel(
@@ -164,7 +178,12 @@ struct DeviceInspector {
         return value
     }
 
-    private func mountMatrix(driver: any SensorDriver, device: String) throws(DeviceError) -> (Matrix3, String) {
+    private func mountMatrix(
+        driver: any SensorDriver, device: String, identity: MountMatrixOverride.Identity
+    ) throws(DeviceError) -> (Matrix3, String) {
+        if let override = overrides.first(where: { $0.matches(identity) }) {
+            return (override.matrix, "config:\(override.match)")
+        }
         if let text = properties["ACCEL_MOUNT_MATRIX"] {
             guard let m = AttributeParser.mountMatrix(text) else {
                 throw .attributeMalformed(
@@ -183,6 +202,31 @@ struct DeviceInspector {
             return (m, "sysfs:\(attribute)")
         }
         return (.identity, "identity")
+    }
+
+    /// udev's `ACCEL_LOCATION` (systemd hwdb), else the `label` (`accel-base`, `accel-display`), else
+    /// sysfs `location` (cros-ec's `base`/`lid`), else the display, as iio-sensor-proxy assumes.
+    private func location(label: String?, device: String) throws(DeviceError) -> SensorLocation {
+        if let text = properties["ACCEL_LOCATION"] {
+            guard let location = SensorLocation(rawValue: String(text.trimmingWhitespace)) else {
+                throw .attributeMalformed(device: device, attribute: "ACCEL_LOCATION", value: text, expected: "base or display")
+            }
+            return location
+        }
+        switch label {
+        case "accel-base": return .base
+        case "accel-display": return .display
+        default: break
+        }
+        if case .success(let text?) = sysfs.readIfPresent(device: device, attribute: "location") {
+            switch text.trimmingWhitespace {
+            case "base": return .base
+            case "lid", "display": return .display
+            default:
+                throw .attributeMalformed(device: device, attribute: "location", value: text, expected: "base, lid or display")
+            }
+        }
+        return .display
     }
 
     private func nearLevel(channel: IIOChannel, device: String) throws(DeviceError) -> Double? {

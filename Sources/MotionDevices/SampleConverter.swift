@@ -1,7 +1,7 @@
 import MotionCore
 
 /// Turns the raw counts of one sensor's channels into a `SensorSample`: offset and scale to the
-/// IIO unit, the driver's factor to SI, then the mount matrix; for proximity, near/far.
+/// IIO unit, the driver's factor to SI, then into the device frame (`DeviceFrame`); for proximity, near/far.
 struct SampleConverter {
     let kind: SensorKind
     let device: DeviceNumber
@@ -20,7 +20,7 @@ struct SampleConverter {
         }
         offset = Vector3(x: component(0, \.offset), y: component(1, \.offset), z: component(2, \.offset))
         scale = Vector3(x: component(0, \.scale), y: component(1, \.scale), z: component(2, \.scale))
-        mountMatrix = sensor.kind.isVector ? sensor.mountMatrix : .identity
+        mountMatrix = sensor.kind.isVector ? sensor.deviceFrameMatrix : .identity
         proximity = ProximityDetector(nearLevel: sensor.nearLevel)
     }
 

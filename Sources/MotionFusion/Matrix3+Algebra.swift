@@ -8,13 +8,6 @@ extension Matrix3 {
         Matrix3(row0: Vector3(x: x, y: 0, z: 0), row1: Vector3(x: 0, y: y, z: 0), row2: Vector3(x: 0, y: 0, z: z))
     }
 
-    var transposed: Matrix3 {
-        Matrix3(
-            row0: Vector3(x: row0.x, y: row1.x, z: row2.x),
-            row1: Vector3(x: row0.y, y: row1.y, z: row2.y),
-            row2: Vector3(x: row0.z, y: row1.z, z: row2.z))
-    }
-
     static func + (a: Matrix3, b: Matrix3) -> Matrix3 {
         Matrix3(row0: a.row0 + b.row0, row1: a.row1 + b.row1, row2: a.row2 + b.row2)
     }
@@ -25,13 +18,6 @@ extension Matrix3 {
 
     static func * (a: Matrix3, k: Double) -> Matrix3 {
         Matrix3(row0: a.row0 * k, row1: a.row1 * k, row2: a.row2 * k)
-    }
-
-    @inline(__always)
-    static func * (a: Matrix3, b: Matrix3) -> Matrix3 {
-        // Each row of the product is a row of `a` combining the rows of `b`.
-        func row(_ r: Vector3) -> Vector3 { b.row0 * r.x + b.row1 * r.y + b.row2 * r.z }
-        return Matrix3(row0: row(a.row0), row1: row(a.row1), row2: row(a.row2))
     }
 
     /// `self × bᵀ` where the result is known to be symmetric: six dot products instead of nine.
@@ -70,13 +56,9 @@ extension Matrix3 {
 }
 
 extension Vector3 {
-    @inline(__always) func dot(_ o: Vector3) -> Double { x * o.x + y * o.y + z * o.z }
-
     @inline(__always) func clamped(to limit: Double) -> Vector3 {
         Vector3(x: min(max(x, -limit), limit), y: min(max(y, -limit), limit), z: min(max(z, -limit), limit))
     }
-
-    @inline(__always) var squaredLength: Double { x * x + y * y + z * z }
 }
 
 extension Matrix3 {

@@ -110,7 +110,7 @@ struct Motiond: AsyncParsableCommand {
                 throw ValidationError("cannot replay: \(error)")
             }
         } else {
-            source = HardwareSource()
+            source = HardwareSource(mountMatrixOverrides: try settings.mountMatrixOverrides())
         }
         let server = MotionServer(
             socketPath: settings.socket ?? Self.defaultSocket(),

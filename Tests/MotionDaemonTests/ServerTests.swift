@@ -337,8 +337,8 @@ extension Hardware.Server {
             while (lastMotion?.timestamp ?? 0) < 19_900_000_000 { lastMotion = try client.decode(MotionMessage.self, try client.next("MOTION")) }
             daemon.signal(SIGTERM)
         }
-        // (10, −20, 5) counts × 0.001065 rad/s.
-        let bias = Vector3(x: 0.01065, y: -0.0213, z: 0.005325)
+        // (10, −20, 5) counts × 0.001065 rad/s, then into the device frame (x, y negated: docs/frames.md).
+        let bias = Vector3(x: -0.01065, y: 0.0213, z: 0.005325)
         let saved = try StateStore(directory: state).load(SensorFusion.Calibration.self)
         #expect(((saved?.gyroscopeBias ?? .zero) - bias).length < 2e-4, "\(String(describing: saved))")
 

@@ -77,7 +77,8 @@ extension Hardware {
             try testbed.setAttribute("iio:device0", "in_accel_y_raw", "4\n")
             try events.waitUntil { $0.samples.count >= 2 }
             capture.stop()
-            expectClose(events.samples[0].vector, Vector3(x: 0.5, y: 2, z: 1.5))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(events.samples[0].vector, Vector3(x: -0.5, y: -2, z: 1.5))
         }
 
         @Test func aReadThatKeepsFailingEndsTheCaptureWithTheError() throws {

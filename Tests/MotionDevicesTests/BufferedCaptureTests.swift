@@ -40,8 +40,10 @@ extension Hardware {
             let samples = events.samples
             #expect(samples.map(\.kind) == [.accelerometer, .gyroscope, .accelerometer, .gyroscope])
             #expect(samples.map(\.timestamp) == [1_000_000_000, 1_000_000_000, 1_010_000_000, 1_010_000_000])
-            expectClose(samples[0].vector, Vector3(x: 0.000598, y: -0.001196, z: 9.797632))
-            expectClose(samples[1].vector, Vector3(x: 0.1065, y: -0.1065, z: 0))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(samples[0].vector, Vector3(x: -0.000598, y: 0.001196, z: 9.797632))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(samples[1].vector, Vector3(x: -0.1065, y: 0.1065, z: 0))
             expectClose(samples[2].vector, Vector3(x: 0, y: 0, z: -9.797632))
             expectClose(samples[3].vector, Vector3(x: 0, y: 0, z: 34.896855))
             #expect(capture.mode == .buffered)
@@ -150,8 +152,10 @@ extension Hardware {
             try events.waitUntil { $0.samples.count >= 2 }
             capture.stop()
             let samples = events.samples
-            expectClose(samples[0].vector, Vector3(x: -1.5, y: 32767.5, z: -1024))
-            expectClose(samples[1].vector, Vector3(x: -100_000, y: -5, z: 4_000_000_000))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(samples[0].vector, Vector3(x: 1.5, y: -32767.5, z: -1024))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(samples[1].vector, Vector3(x: 100_000, y: 5, z: 4_000_000_000))
             // No timestamp channel: stamped with CLOCK_MONOTONIC on arrival.
             #expect(samples[0].timestamp >= before && samples[0].timestamp <= Syscall.monotonicNanoseconds())
         }

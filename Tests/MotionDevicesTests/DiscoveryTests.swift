@@ -21,9 +21,11 @@ extension Hardware {
             #expect(accelerometer.availableRates == .list([15.62, 31.26, 62.5, 125]))
             #expect(accelerometer.captureMode == .polled)  // no /dev node, no scan elements
             // (10, -20, 256) counts × 0.038307 m/s², then x' = y, y' = -x.
-            expectClose(try readOnce(accelerometer, .accelerometer), Vector3(x: -0.76614, y: -0.38307, z: 9.806592))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(accelerometer, .accelerometer), Vector3(x: 0.76614, y: 0.38307, z: 9.806592))
             // 8.75 mdps per count in rad/s.
-            expectClose(try readOnce(listing.devices[1], .gyroscope), Vector3(x: 0.0152716, y: -0.0305432, z: 0.0458148))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(listing.devices[1], .gyroscope), Vector3(x: -0.0152716, y: 0.0305432, z: 0.0458148))
         }
 
         @Test func magnetometerWithPerAxisScalesConvertsGaussToMicrotesla() throws {
@@ -32,7 +34,8 @@ extension Hardware {
             let magnetometer = try DeviceDiscovery().describe(DeviceNumber(2))
             #expect(magnetometer.sensor(.magnetometer)?.channels.map(\.scale) == [0.3, 0.31, 0.29])  // µT per count
             // (100, -50, -150) counts × (0.003, 0.0031, 0.0029) G × 100 µT/G.
-            expectClose(try readOnce(magnetometer, .magnetometer), Vector3(x: 30, y: -15.5, z: -43.5))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(magnetometer, .magnetometer), Vector3(x: -30, y: 15.5, z: -43.5))
         }
 
         @Test func hidSensorHubStyleAppliesSharedOffsetAndScaleAndEachMountMatrixSpelling() throws {
@@ -44,11 +47,14 @@ extension Hardware {
             #expect(devices.compactMap { $0.sensors.first?.mountMatrixSource }
                 == ["udev:ACCEL_MOUNT_MATRIX", "sysfs:in_mount_matrix", "sysfs:mount_matrix"])
             // (-12 + 2, 34 + 2, -1000 + 2) × 0.00980665, then the hwdb matrix flips x and y.
-            expectClose(try readOnce(devices[0], .accelerometer), Vector3(x: 0.0980665, y: -0.3530394, z: -9.7870367))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(devices[0], .accelerometer), Vector3(x: -0.0980665, y: 0.3530394, z: -9.7870367))
             // (1000, 0, -500) × 0.000174533 rad/s, then x' = -y, y' = x.
-            expectClose(try readOnce(devices[1], .gyroscope), Vector3(x: 0, y: 0.174533, z: -0.0872665))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(devices[1], .gyroscope), Vector3(x: 0, y: -0.174533, z: -0.0872665))
             // (250 - 50, -100 - 50, 400 - 50) × 0.001 G × 100.
-            expectClose(try readOnce(devices[2], .magnetometer), Vector3(x: 20, y: -15, z: 35))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(devices[2], .magnetometer), Vector3(x: -20, y: 15, z: 35))
         }
 
         @Test func imuDeviceCarriesAccelerometerAndGyroscopeAndPrefersBufferedCapture() throws {
@@ -117,7 +123,8 @@ extension Hardware {
                 """)
             let device = try DeviceDiscovery().describe(DeviceNumber(0))
             #expect(device.sensor(.accelerometer)?.channels.allSatisfy(\.isProcessed) == true)
-            expectClose(try readOnce(device, .accelerometer), Vector3(x: 0.5, y: -0.25, z: 9.80665))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(device, .accelerometer), Vector3(x: -0.5, y: 0.25, z: 9.80665))
         }
 
         @Test func noIIODevicesAtAllIsAnEmptyListing() throws {

@@ -71,7 +71,8 @@ extension Hardware {
             let added = try #require(try monitor.nextChange(timeoutMilliseconds: 2000))
             #expect(added.action == .added && added.device == DeviceNumber(7))
             let newcomer = try DeviceDiscovery().describe(added.device)
-            expectClose(try readOnce(newcomer, .gyroscope), Vector3(x: 0.5, y: 1, z: 1.5))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(try readOnce(newcomer, .gyroscope), Vector3(x: -0.5, y: -1, z: 1.5))
 
             testbed.remove(syspath: accelerometer.syspath)
             try events.waitUntil { log in log.all.contains { if case .ended = $0 { true } else { false } } }
@@ -107,7 +108,8 @@ extension Hardware {
                 return
             }
             #expect(events.samples.map(\.timestamp) == [5])
-            expectClose(events.samples[0].vector, Vector3(x: 0.01065, y: 0.0213, z: 0.03195))
+            // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
+            expectClose(events.samples[0].vector, Vector3(x: -0.01065, y: -0.0213, z: 0.03195))
             #expect(capture.mode == .buffered, "a vanished device is not a reason to poll")
         }
     }
