@@ -1,0 +1,180 @@
+import Foundation
+import MotionCore
+import MotionWire
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The reference for the screen orientation is the real iio-sensor-proxy (Debian's, run with its
+/// `monitor-sensor` on a private system bus), on the same umockdev accelerometer as motiond: while
+/// the fixture turns through every orientation, both must report the same sequence. No copy of its
+/// logic stands in for it: the expected sequence is what it printed.
+extension Hardware {
+    @Suite struct IIOSensorProxyAgreement {
+        /// One polled accelerometer, iio-sensor-proxy's scale (0.00980665 m/s² per count), and how its
+        /// mount matrix is given.
+        struct Fixture: CustomTestStringConvertible, Sendable {
+            var label: String
+            var name: String
+            /// Extra `E:` (udev) and `A:` (sysfs) lines.
+            var extra: [String]
+            /// The mount matrix as written (identity when none), to turn each pose into raw counts.
+            var matrix: Matrix3
+            var testDescription: String { label }
+        }
+
+        static let fixtures: [Fixture] = [
+            Fixture(label: "iio-sensor-proxy's own fake accelerometer, no matrix", name: "IIO Test Accelerometer", extra: [], matrix: .identity),
+            // The most common entry of Debian 12's 60-sensor.hwdb (42 of 207), determinant −1.
+            Fixture(label: "hwdb mirror matrix (Bosch BMA250E tablet)", name: "bma250e",
+                    extra: ["E: ACCEL_MOUNT_MATRIX=0, -1, 0; -1, 0, 0; 0, 0, 1"], matrix: Matrix3(rowMajor: [0, -1, 0, -1, 0, 0, 0, 0, 1])),
+            // A base accelerometer of a 2-in-1 in the hwdb (six entries): it mixes z into y.
+            Fixture(label: "hwdb matrix that mixes z", name: "bmc150_accel",
+                    extra: ["E: ACCEL_MOUNT_MATRIX=-0, -1, 0; 0, 0, -1; 1, 0, 0"], matrix: Matrix3(rowMajor: [0, -1, 0, 0, 0, -1, 1, 0, 0])),
+            // A phone's device-tree matrix in sysfs.
+            Fixture(label: "sysfs in_accel_mount_matrix (phone)", name: "mxc4005",
+                    extra: ["A: in_accel_mount_matrix=0, 1, 0; -1, 0, 0; 0, 0, 1\\n"], matrix: Matrix3(rowMajor: [0, 1, 0, -1, 0, 0, 0, 0, 1])),
+        ]
+
+        /// The poses, as Linux userspace's frame reads them (counts): normal, left-up, bottom-up,
+        /// right-up, normal, each held past iio-sensor-proxy's 700 ms poll.
+        static let poses: [Vector3] = [
+            Vector3(x: 0, y: -1000, z: 100), Vector3(x: 1000, y: 0, z: 100), Vector3(x: 0, y: 1000, z: 100),
+            Vector3(x: -1000, y: 0, z: 100), Vector3(x: 0, y: -1000, z: 100),
+        ]
+
+        @Test(arguments: fixtures)
+        func motiondReportsTheOrientationsIIOSensorProxyReports(fixture: Fixture) async throws {
+            guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/iio-sensor-proxy") else {
+                Issue.record("iio-sensor-proxy is not installed (Debian package iio-sensor-proxy; .ci/run installs it)")
+                return
+            }
+            let testbed = try Testbed()
+            // The raw counts that the matrix as written turns into the pose: raw = Mᵀ × pose (M is orthogonal).
+            func raw(_ pose: Vector3) -> Vector3 { fixture.matrix.transposed * pose }
+            let first = raw(Self.poses[0])
+            try testbed.add(([
+                "P: /devices/platform/accelerometer/iio:device0", "N: iio:device0", "E: SUBSYSTEM=iio", "E: DEVTYPE=iio_device",
+                "E: IIO_SENSOR_PROXY_TYPE=iio-poll-accel",
+            ] + fixture.extra + [
+                "A: name=\(fixture.name)\\n", "A: in_accel_x_raw=\(Int(first.x))\\n", "A: in_accel_y_raw=\(Int(first.y))\\n",
+                "A: in_accel_z_raw=\(Int(first.z))\\n", "A: in_accel_scale=0.00980665\\n",
+            ]).joined(separator: "\n") + "\n")
+            let bus = try PrivateSystemBus()
+            let proxy = try Peer("/usr/sbin/iio-sensor-proxy", bus: bus)
+            let monitor = try Peer("/usr/bin/monitor-sensor", bus: bus)
+            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", bus.directory + "/state"])
+            let client = try TestClient(path: daemon.socket)
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"WATCH","streams":["orientation"]}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil(seconds: 10) { monitor.output.contains("orientation") }
+
+            var motiond: [String] = []
+            func collect(for seconds: Double) throws {
+                let end = Date().addingTimeInterval(seconds)
+                while Date() < end {
+                    guard let line = try? client.next("ORIENTATION", seconds: max(0.01, end.timeIntervalSinceNow)) else { continue }
+                    motiond.append(try client.decode(OrientationMessage.self, line).orientation.rawValue)
+                }
+            }
+            try collect(for: 1.6)
+            for pose in Self.poses.dropFirst() {
+                let counts = raw(pose)
+                for (axis, value) in [("x", counts.x), ("y", counts.y), ("z", counts.z)] {
+                    try testbed.setAttribute("iio:device0", "in_accel_\(axis)_raw", "\(Int(value.rounded()))\n")
+                }
+                try collect(for: 1.6)
+            }
+            proxy.stop()
+            monitor.stop()
+
+            // monitor-sensor prints "=== Has accelerometer (orientation: X)" and then each
+            // "Accelerometer orientation changed: X".
+            var reference: [String] = []
+            for line in monitor.output.split(separator: "\n") {
+                for marker in ["orientation changed: ", "(orientation: "] {
+                    guard let range = line.range(of: marker) else { continue }
+                    let state = line[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: ") "))
+                    if state != "undefined" && reference.last != state { reference.append(state) }
+                }
+            }
+            // The fixture did turn through every orientation, by iio-sensor-proxy's account.
+            #expect(reference == ["normal", "left-up", "bottom-up", "right-up", "normal"], "monitor-sensor printed: \(monitor.output)")
+            #expect(motiond == reference, "iio-sensor-proxy: \(reference)")
+        }
+    }
+}
+
+/// A `dbus-daemon` of the system bus's type on a socket of its own, anyone allowed anything: the
+/// system bus the peers under test talk on. Stopped when released.
+final class PrivateSystemBus {
+    let directory: String
+    let address: String
+    private let process = Process()
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "system-bus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let socket = directory + "/bus"
+        address = "unix:path=" + socket
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <listen>\(address)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow user="*"/>
+                <allow own="*"/>
+                <allow send_destination="*"/>
+                <allow receive_sender="*"/>
+              </policy>
+            </busconfig>
+            """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"]
+        try process.run()
+        try waitUntil(seconds: 10) { FileManager.default.fileExists(atPath: socket) }
+    }
+
+    deinit {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// A peer program on the private bus (it inherits the testbed through umockdev's preload), its
+/// standard output kept in a file.
+final class Peer {
+    private let process = Process()
+    private let outputPath: String
+
+    init(_ executable: String, bus: PrivateSystemBus) throws {
+        outputPath = bus.directory + "/" + URL(fileURLWithPath: executable).lastPathComponent + ".out"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { _, new in new }
+        let file = FileHandle(forWritingAtPath: outputPath)
+        process.standardOutput = file
+        process.standardError = file
+        try process.run()
+    }
+
+    /// What it printed so far.
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Kills it: neither peer keeps state, and under umockdev's preload neither ends on SIGTERM
+    /// within 5 s.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
