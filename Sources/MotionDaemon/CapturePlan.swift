@@ -6,7 +6,7 @@ import MotionWire
 ///
 /// A sensor runs only while some stream needs it (no watcher: nothing open, no wake-ups), at the
 /// fastest rate any client asks for; event streams sample at `eventRate`. `motion` needs the
-/// gyroscope and accelerometer, and the magnetometer when there is one; `orientation` needs the
+/// accelerometer, and uses the gyroscope and the magnetometer where there are; `orientation` needs the
 /// accelerometer. Where one device carries several of the kinds needed (an IMU), it is preferred, so
 /// that their samples share timestamps.
 struct CapturePlan: Sendable, Hashable {
@@ -35,12 +35,22 @@ struct CapturePlan: Sendable, Hashable {
     /// The kinds a stream needs; `optional` ones are used when present.
     static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
         switch stream {
-        case .motion: ([.gyroscope, .accelerometer], [.magnetometer])
+        case .motion: ([.accelerometer], [.gyroscope, .magnetometer])
         case .accelerometer, .orientation: ([.accelerometer], [])
         case .gyroscope: ([.gyroscope], [])
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])
         }
+    }
+
+    /// Why the streams in `unavailable` cannot be had, one sentence each: "motion needs an
+    /// accelerometer, and this machine has none".
+    static func reasons(for streams: Set<StreamKind>, devices: [DeviceDescriptor]) -> String {
+        let available = Set(devices.flatMap(\.kinds))
+        return streams.sorted { $0.rawValue < $1.rawValue }.map { stream in
+            let missing = kinds(for: stream).required.subtracting(available).map(\.rawValue).sorted()
+            return "\(stream.rawValue) needs a sensor this machine does not have: \(missing.joined(separator: ", "))"
+        }.joined(separator: "; ")
     }
 
     init(demands: [Demand], devices: [DeviceDescriptor]) {

@@ -213,8 +213,8 @@ final class Hub: @unchecked Sendable {
         } else {
             let plan = CapturePlan(demands: streams.map { .init(stream: $0, interval: watch.interval ?? Request.Watch.defaultInterval) }, devices: devices)
             if !plan.unavailable.isEmpty {
-                let names = plan.unavailable.map(\.rawValue).sorted().joined(separator: ", ")
-                reply(ErrorReply(id: watch.id, code: .unavailable, message: "no sensor for \(names)"), to: id)
+                let reasons = CapturePlan.reasons(for: plan.unavailable, devices: devices)
+                reply(ErrorReply(id: watch.id, code: .unavailable, message: reasons), to: id)
                 return
             }
             for stream in streams {
@@ -239,8 +239,7 @@ final class Hub: @unchecked Sendable {
     private func handlePoll(_ poll: Request.Poll, from id: ClientID) {
         let plan = CapturePlan(demands: poll.streams.map { .init(stream: $0, interval: Request.Watch.defaultInterval) }, devices: devices)
         if !plan.unavailable.isEmpty {
-            let names = plan.unavailable.map(\.rawValue).sorted().joined(separator: ", ")
-            reply(ErrorReply(id: poll.id, code: .unavailable, message: "no sensor for \(names)"), to: id)
+            reply(ErrorReply(id: poll.id, code: .unavailable, message: CapturePlan.reasons(for: plan.unavailable, devices: devices)), to: id)
             return
         }
         keepRunningAfterPoll(poll.streams)
@@ -276,7 +275,7 @@ final class Hub: @unchecked Sendable {
         for stream in poll.streams {
             switch stream {
             case .motion:
-                guard let fusion, latest.gyroscope != nil, latest.accelerometer != nil else { return nil }
+                guard let fusion, latest.accelerometer != nil, fusion.gyroscopeFree != nil || latest.gyroscope != nil else { return nil }
                 snapshot.motion = motionMessage(fusion.deviceMotion(in: poll.frame ?? .xArbitraryZVertical))
             case .accelerometer:
                 guard let value = latest.accelerometer else { return nil }
@@ -340,9 +339,9 @@ final class Hub: @unchecked Sendable {
         let motionNeeded = demands.contains { $0.stream == .motion }
         if motionNeeded && fusion == nil {
             let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
-            if let gyroscopeRate = rate(.gyroscope) {
+            if let accelerometerRate = rate(.accelerometer) {
                 var fresh = SensorFusion(
-                    gyroscopeRate: gyroscopeRate, accelerometerRate: rate(.accelerometer), magnetometerRate: rate(.magnetometer),
+                    gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
                     declination: declination)
                 if let savedCalibration { fresh.restore(savedCalibration) }
                 fusion = fresh
@@ -398,6 +397,8 @@ final class Hub: @unchecked Sendable {
         switch sample.kind {
         case .accelerometer:
             fusion?.update(sample)
+            // Without a gyroscope, motion is produced at the accelerometer's rate.
+            if let fusion, fusion.gyroscopeFree != nil { pendingMotion = (t, period) }
             let acceleration = sample.vector * (-1 / Units.standardGravity)
             let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
             latest.accelerometer = message
@@ -633,7 +634,7 @@ final class Hub: @unchecked Sendable {
             attitude: AttitudeMessage(quaternion: a.quaternion, roll: a.roll, pitch: a.pitch, yaw: a.yaw, rotationMatrix: a.rotationMatrix),
             gravity: motion.gravity, userAcceleration: motion.userAcceleration, rotationRate: motion.rotationRate,
             magneticField: CalibratedFieldMessage(field: motion.magneticField, accuracy: motion.magneticFieldAccuracy),
-            heading: motion.heading)
+            heading: motion.heading, unavailable: motion.unavailable)
     }
 
     /// Stops every capture (at shutdown).

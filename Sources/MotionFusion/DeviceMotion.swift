@@ -2,7 +2,8 @@ import MotionCore
 
 /// The fused motion of the device at one instant, in CoreMotion's units and signs (`CMDeviceMotion`).
 public struct DeviceMotion: Sendable, Hashable, Codable {
-    /// When, integer nanoseconds of CLOCK_MONOTONIC (the timestamp of the latest sample fused).
+    /// When, integer nanoseconds of CLOCK_MONOTONIC: the timestamp of the IMU sample it belongs to
+    /// (the gyroscope's, or the accelerometer's where there is no gyroscope).
     public var timestamp: Int64
     /// The frame `attitude` is relative to.
     public var referenceFrame: AttitudeReferenceFrame
@@ -21,4 +22,6 @@ public struct DeviceMotion: Sendable, Hashable, Codable {
     /// Compass heading of the device's top edge, degrees in [0, 360) clockwise from north (true or
     /// magnetic as `referenceFrame` says); `nil` in the arbitrary frames.
     public var heading: Double?
+    /// What the machine's sensors cannot give (reported as 0 and to be ignored), with the reasons.
+    public var unavailable: UnavailableOutputs = []
 }

@@ -11,8 +11,10 @@ import MotionCore
 /// Its whole state is `Codable`: saving it and restoring it into a new instance continues exactly
 /// where it stopped (calibration survives a restart).
 public struct SensorFusion: Sendable, Codable, Equatable {
-    /// The orientation filter.
+    /// The orientation filter (gyroscope, accelerometer, magnetometer).
     public private(set) var filter: OrientationFilter
+    /// The orientation filter of a machine without a gyroscope; `nil` when there is one.
+    public private(set) var gyroscopeFree: GyroscopeFreeFilter?
     /// The magnetometer's hard-iron calibration.
     public private(set) var calibrator: MagnetometerCalibrator
     /// The magnetometer's soft-iron correction, applied after the hard-iron offset.
@@ -23,6 +25,11 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     private var rotationRate = Vector3.zero
     private var magneticField = Vector3.zero
     private var hasMagnetometer = false
+    /// Whether a magnetometer rate was given: one runs, though it may not have sampled yet.
+    private var expectsMagnetometer = false
+    /// The timestamp of the IMU sample the outputs belong to: the latest gyroscope sample's, or the
+    /// accelerometer's where there is no gyroscope. Not the latest of any sensor: a magnetometer polled
+    /// on another clock edge would label an older attitude with its own, later time.
     private var timestamp: Int64 = 0
     // The heading path (calibration, disturbance detection, correction) sees every
     // `magnetometerDecimation`-th magnetometer sample: it averages over seconds, so about 100 Hz is plenty.
@@ -32,15 +39,21 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     // initial convergence), so that frame starts where the uncorrected one does.
     private var correctedFrameOffset: Double?
 
-    /// Creates the fusion core for sensors sampled at the given rates, Hz.
+    /// Creates the fusion core for sensors sampled at the given rates, Hz. Without a gyroscope
+    /// (`gyroscopeRate` nil), the attitude comes from `GyroscopeFreeFilter`: tilt from the
+    /// accelerometer and, with a magnetometer, a tilt-compensated heading.
     ///
     /// - Parameter declination: magnetic declination, degrees east of true north (default 0).
     public init(
-        gyroscopeRate: Double, accelerometerRate: Double? = nil, magnetometerRate: Double? = nil,
+        gyroscopeRate: Double?, accelerometerRate: Double? = nil, magnetometerRate: Double? = nil,
         declination: Double = 0, parameters: OrientationFilter.Parameters = .init(),
-        calibration: MagnetometerCalibrator.Parameters = .init()
+        calibration: MagnetometerCalibrator.Parameters = .init(), gyroscopeFreeParameters: GyroscopeFreeFilter.Parameters = .init()
     ) {
-        let magnetometerRate = magnetometerRate ?? gyroscopeRate
+        let hasGyroscope = gyroscopeRate != nil
+        expectsMagnetometer = magnetometerRate != nil
+        let imuRate = gyroscopeRate ?? accelerometerRate ?? 100
+        let magnetometerRate = magnetometerRate ?? imuRate
+        let gyroscopeRate = gyroscopeRate ?? imuRate
         magnetometerDecimation = parameters.headingCorrectionRate > 0
             ? max(1, Int(magnetometerRate / parameters.headingCorrectionRate)) : 1
         let headingRate = magnetometerRate / Double(magnetometerDecimation)
@@ -50,6 +63,10 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         calibrator = MagnetometerCalibrator(rate: headingRate, parameters: calibration)
         softIron = SoftIronCalibrator(rate: headingRate)
         self.declination = declination * .pi / 180
+        if hasGyroscope == false {
+            gyroscopeFree = GyroscopeFreeFilter(
+                accelerometerRate: accelerometerRate ?? imuRate, magnetometerRate: headingRate, parameters: gyroscopeFreeParameters)
+        }
     }
 
     /// What the fusion core has learnt about the sensors, to carry over a restart (or a change of rates).
@@ -108,14 +125,20 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// component, which would poison the filters' state for good). Allocates nothing.
     public mutating func update(_ sample: SensorSample) {
         guard sample.vector.x.isFinite && sample.vector.y.isFinite && sample.vector.z.isFinite else { return }
-        timestamp = max(timestamp, sample.timestamp)
         switch sample.kind {
         case .gyroscope:
+            guard gyroscopeFree == nil else { return }
+            timestamp = sample.timestamp
             rotationRate = sample.vector
             filter.update(gyroscope: sample.vector, timestamp: sample.timestamp)
         case .accelerometer:
             specificForce = sample.vector
-            filter.update(accelerometer: sample.vector, timestamp: sample.timestamp)
+            if gyroscopeFree != nil {
+                timestamp = sample.timestamp
+                gyroscopeFree!.update(accelerometer: sample.vector)
+            } else {
+                filter.update(accelerometer: sample.vector, timestamp: sample.timestamp)
+            }
         case .magnetometer:
             hasMagnetometer = true
             magnetometerCountdown -= 1
@@ -128,6 +151,11 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             // Only undisturbed readings teach the soft-iron fit (a magnet nearby is not an ellipsoid).
             magneticField = calibrator.currentFieldFits
                 ? softIron.calibrate(hardIronCorrected) : softIron.matrix * hardIronCorrected
+            if gyroscopeFree != nil {
+                gyroscopeFree!.update(magnetometer: magneticField)
+                if correctedFrameOffset == nil { correctedFrameOffset = gyroscopeFree!.headingCorrection }
+                return
+            }
             filter.update(magnetometer: magneticField, timestamp: sample.timestamp)
             if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
         case .proximity:
@@ -138,20 +166,24 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// The device → reference quaternion in `frame`. Without a magnetometer every frame is the
     /// arbitrary one.
     public func attitude(in frame: AttitudeReferenceFrame) -> Attitude {
-        guard hasMagnetometer else { return Attitude(quaternion: filter.attitudeWithoutMagnetometer) }
+        let withoutMagnetometer = gyroscopeFree?.tilt ?? filter.attitudeWithoutMagnetometer
+        guard hasMagnetometer else { return Attitude(quaternion: withoutMagnetometer) }
+        let headingCorrection = gyroscopeFree?.headingCorrection ?? filter.headingCorrection
+        let enu = gyroscopeFree?.attitude ?? filter.attitude
         let q: Quaternion
         switch frame {
-        case .xArbitraryZVertical:
-            q = filter.attitudeWithoutMagnetometer
-        case .xArbitraryCorrectedZVertical:
-            let offset = correctedFrameOffset ?? filter.headingCorrection
-            q = Attitude.yawRotation(filter.headingCorrection - offset) * filter.attitudeWithoutMagnetometer
+        case .xArbitraryZVertical where gyroscopeFree == nil:
+            q = withoutMagnetometer
+        case .xArbitraryZVertical, .xArbitraryCorrectedZVertical:
+            // Without a gyroscope the arbitrary frame is the corrected one: only the compass gives a yaw.
+            let offset = correctedFrameOffset ?? headingCorrection
+            q = Attitude.yawRotation(headingCorrection - offset) * withoutMagnetometer
         case .xMagneticNorthZVertical:
             // East-North-Up → North-West-Up: (e, n, u) ↦ (n, −e, u), a −90° turn about up.
-            q = Attitude.yawRotation(-.pi / 2) * filter.attitude
+            q = Attitude.yawRotation(-.pi / 2) * enu
         case .xTrueNorthZVertical:
             // Magnetic north lies `declination` east of true north.
-            q = Attitude.yawRotation(-.pi / 2 - declination) * filter.attitude
+            q = Attitude.yawRotation(-.pi / 2 - declination) * enu
         }
         return Attitude(quaternion: q.normalized)
     }
@@ -160,7 +192,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     public func deviceMotion(in frame: AttitudeReferenceFrame = .xArbitraryZVertical) -> DeviceMotion {
         let attitude = attitude(in: frame)
         // Up in device coordinates is the third row of device → earth; gravity points the other way.
-        let upright = filter.attitudeWithoutMagnetometer.rotationMatrix.row2
+        let upright = gyroscopeFree?.upDirection ?? filter.attitudeWithoutMagnetometer.rotationMatrix.row2
         let gravity = upright * -1
         // IIO's specific force is +1 g up at rest; CoreMotion's acceleration is −1 g there.
         let acceleration = specificForce * (-1 / Units.standardGravity)
@@ -172,11 +204,18 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             if degrees < 0 { degrees += 360 }
             heading = degrees >= 360 ? 0 : degrees
         }
+        var unavailable: UnavailableOutputs = []
+        if gyroscopeFree != nil { unavailable.insert(.rotationRate) }
+        if !hasMagnetometer && !expectsMagnetometer {
+            unavailable.insert(.magneticField)
+            if gyroscopeFree != nil { unavailable.insert(.yaw) }
+            if frame.isNorthReferenced { unavailable.insert(.heading) }
+        }
         return DeviceMotion(
             timestamp: timestamp, referenceFrame: frame, attitude: attitude, gravity: gravity,
             userAcceleration: specificForce == .zero ? .zero : acceleration - gravity,
-            rotationRate: filter.correctedRotationRate(rotationRate),
+            rotationRate: gyroscopeFree == nil ? filter.correctedRotationRate(rotationRate) : .zero,
             magneticField: magneticField, magneticFieldAccuracy: hasMagnetometer ? calibrator.accuracy : .uncalibrated,
-            heading: heading)
+            heading: heading, unavailable: unavailable)
     }
 }

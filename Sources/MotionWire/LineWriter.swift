@@ -48,6 +48,20 @@ public struct LineWriter: Sendable {
             raw(#","heading":"#)
             number(heading)
         }
+        if let unavailable = message.unavailable, !unavailable.isEmpty {
+            raw(#","unavailable":{"#)
+            var first = true
+            for entry in UnavailableOutputs.explained where unavailable.contains(entry.member) {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                bytes.append(UInt8(ascii: "\""))
+                raw(entry.name)
+                raw(#"":""#)
+                raw(entry.reason)
+                bytes.append(UInt8(ascii: "\""))
+            }
+            raw("}")
+        }
         end()
     }
 

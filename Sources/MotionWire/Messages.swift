@@ -147,11 +147,15 @@ public struct MotionMessage: ServerMessage {
     public var magneticField: CalibratedFieldMessage
     /// Degrees in [0, 360), north frames only.
     public var heading: Double?
+    /// What the machine's sensors cannot give, field name → reason; absent when everything is there.
+    public var unavailable: UnavailableOutputs?
 
     public init(
         timestamp: Int64, frame: AttitudeReferenceFrame, attitude: AttitudeMessage, gravity: Vector3,
-        userAcceleration: Vector3, rotationRate: Vector3, magneticField: CalibratedFieldMessage, heading: Double?
+        userAcceleration: Vector3, rotationRate: Vector3, magneticField: CalibratedFieldMessage, heading: Double?,
+        unavailable: UnavailableOutputs? = nil
     ) {
+        self.unavailable = unavailable?.isEmpty == true ? nil : unavailable
         self.timestamp = timestamp
         self.frame = frame
         self.attitude = attitude

@@ -46,8 +46,17 @@ import Testing
     }
 
     @Test func aStreamNoDeviceCanGiveIsUnavailableAndOpensNothing() {
-        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.1), .init(stream: .proximity, interval: 1)], devices: [device(0, [.accelerometer])])
+        let devices = [device(0, [.gyroscope])]
+        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.1), .init(stream: .proximity, interval: 1)], devices: devices)
         #expect(plan.unavailable == [.motion, .proximity])
         #expect(plan.captures.isEmpty)
+        #expect(CapturePlan.reasons(for: plan.unavailable, devices: devices)
+            == "motion needs a sensor this machine does not have: accelerometer; proximity needs a sensor this machine does not have: proximity")
+    }
+
+    @Test func motionRunsOnAnAccelerometerAloneAndUsesAMagnetometerWhereThereIsOne() {
+        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.05)], devices: [device(0, [.accelerometer]), device(1, [.magnetometer])])
+        #expect(plan.unavailable.isEmpty)
+        #expect(plan.captures == [.init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 20), .init(device: DeviceNumber(1), kinds: [.magnetometer], rate: 20)])
     }
 }

@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MotionCore
+
+/// The attitude of a device with no gyroscope: tilt (pitch and roll) from the accelerometer and,
+/// with a magnetometer, the heading from the field tilted into the horizontal plane (a
+/// tilt-compensated compass), each low-passed so that it is steady in a hand.
+///
+/// Without a gyroscope nothing tells a turn from an acceleration, so the low-pass is the whole
+/// trade: a short time constant follows a turn quickly and shakes with the hand, a long one is
+/// steady and lags. A magnet near the device is rejected as the gyroscope-aided filter rejects it
+/// (`MagneticDisturbanceDetector`: the field's strength or dip leaves the learnt ones), so the heading
+/// holds instead of swinging toward it.
+///
+/// Parameters:
+/// - `gravityTau` 0.2 s: time constant of the low-pass on the specific force (a turn of the screen
+///   is reported within about 0.3 s, as a desktop's rotation needs);
+/// - `headingTau` 0.5 s: time constant of the heading (a compass needle's settling).
+///
+/// Frames as `OrientationFilter`'s: device frame in, device → earth (z up; x East, y North with a
+/// magnetometer, else the heading is 0) out.
+public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
+    /// Tuning, with units and defaults.
+    public struct Parameters: Sendable, Codable, Equatable {
+        /// Time constant of the low-pass on the specific force, s (default 0.2).
+        public var gravityTau = 0.2
+        /// Time constant of the heading, s (default 0.5).
+        public var headingTau = 0.5
+        var magnetic = MagneticDisturbanceDetector.Parameters()
+
+        /// The defaults.
+        public init() {}
+    }
+
+    public let parameters: Parameters
+    private var specificForce: LowPassFilter<Vector3>
+    private var up = Vector3(x: 0, y: 0, z: 1)
+    private let headingGain: Double
+    private var heading = 0.0
+    private var hasHeading = false
+    private var magnetic: MagneticDisturbanceDetector
+    private let magnetometerPeriod: Double
+
+    /// A filter for an accelerometer and a magnetometer sampled at the given rates, Hz.
+    public init(accelerometerRate: Double, magnetometerRate: Double? = nil, parameters: Parameters = .init()) {
+        self.parameters = parameters
+        specificForce = LowPassFilter(tau: parameters.gravityTau, period: 1 / accelerometerRate)
+        magnetometerPeriod = 1 / (magnetometerRate ?? accelerometerRate)
+        headingGain = firstOrderGain(tau: parameters.headingTau, period: magnetometerPeriod)
+        magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
+    }
+
+    /// The device's up direction in the device frame (unit vector): minus gravity.
+    public var upDirection: Vector3 { up }
+
+    /// Device → earth with yaw 0: CoreMotion's pitch then roll, from gravity alone.
+    public var tilt: Quaternion {
+        // up = (−sin roll · cos pitch, sin pitch, cos roll · cos pitch) for the attitude
+        // yaw · pitch (about x) · roll (about y); docs/frames.md has the worked examples.
+        let pitch = asin(max(-1, min(1, up.y)))
+        let roll = atan2(-up.x, up.z)
+        return Quaternion(angle: pitch, axis: Vector3(x: 1, y: 0, z: 0)) * Quaternion(angle: roll, axis: Vector3(x: 0, y: 1, z: 0))
+    }
+
+    /// Device → East-North-Up (needs magnetometer samples; until the first, the heading is 0).
+    public var attitude: Quaternion { Quaternion(angle: heading, axis: Vector3(x: 0, y: 0, z: 1)) * tilt }
+
+    /// The heading correction, rad: the turn about the vertical from the tilt frame to ENU.
+    public var headingCorrection: Double { heading }
+
+    /// Whether the magnetic field is currently judged disturbed.
+    public var isMagneticFieldDisturbed: Bool { magnetic.isDisturbed }
+
+    /// One accelerometer sample: specific force, m/s² (+9.81 up at rest).
+    public mutating func update(accelerometer acceleration: Vector3) {
+        let mean = specificForce.update(acceleration)
+        let length = mean.length
+        guard length > 0 else { return }
+        up = mean * (1 / length)
+    }
+
+    /// One magnetometer sample: the calibrated field, µT.
+    public mutating func update(magnetometer field: Vector3) {
+        guard field.squaredLength > 0 else { return }
+        let fieldEarth = tilt.rotate(field)
+        // Horizontal field points North (+y of ENU): the heading that turns it there.
+        let measured = atan2(fieldEarth.x, fieldEarth.y)
+        guard hasHeading else {
+            heading = measured
+            hasHeading = true
+            return
+        }
+        // No gyroscope tells whether the device turns, so a new steady field is accepted after the
+        // detector's `newFieldTime` whether or not it turned (as if it always did).
+        var gain = headingGain * magnetic.update(fieldEarth: fieldEarth, rotationRate: .greatestFiniteMagnitude, period: magnetometerPeriod)
+        // The detector judges a low-passed field; without a gyroscope to hold the heading, the few
+        // samples before its verdict would already swing it, so each sample is judged on its own too.
+        let norm = fieldEarth.length
+        let dip = -asin(max(-1, min(1, fieldEarth.z / norm)))
+        if magnetic.referenceNorm > 0,
+            abs(norm - magnetic.referenceNorm) > parameters.magnetic.normThreshold * magnetic.referenceNorm
+                || abs(dip - magnetic.referenceDip) > parameters.magnetic.dipThreshold
+        {
+            gain = 0
+        }
+        heading = wrapAngle(heading + gain * wrapAngle(measured - heading))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionFusion
+
+/// Machines without a gyroscope: an accelerometer alone (most 2-in-1 laptops), or with a magnetometer
+/// (many tablets). Expected values come from the pose by hand (docs/frames.md's worked examples).
+@Suite struct GyroscopeFreeTests {
+    /// Feeds `seconds` of a device held at `attitude` (device → ENU) at 50 Hz, with the Earth's field
+    /// (19 µT north, 46 µT down) plus `extraField` (µT, ENU), and noise of a consumer MEMS part.
+    static func hold(
+        _ fusion: inout SensorFusion, _ attitude: Quaternion, seconds: Double, from start: Int64 = 0,
+        magnetometer: Bool = true, extraField: Vector3 = .zero, noise: inout SeededNoise, headings: ((Double) -> Void)? = nil
+    ) -> Int64 {
+        var t = start
+        for _ in 0..<Int(seconds * 50) {
+            t += 20_000_000
+            let toDevice = attitude.conjugate
+            let force = toDevice.rotate(Vector3(x: 0, y: 0, z: Units.standardGravity)) + noise.vector(0.05)
+            fusion.update(SensorSample(kind: .accelerometer, device: DeviceNumber(0), timestamp: t, vector: force))
+            if magnetometer {
+                let field = toDevice.rotate(Vector3(x: 0, y: 19, z: -46) + extraField) + noise.vector(0.5)
+                fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(1), timestamp: t + 3_000_000, vector: field))
+            }
+            if let headings, let heading = fusion.deviceMotion(in: .xMagneticNorthZVertical).heading { headings(heading) }
+        }
+        return t
+    }
+
+    @Test func anAccelerometerAloneGivesGravityPitchAndRollAndSaysYawIsUnavailable() {
+        var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 50)
+        var noise = SeededNoise(seed: 3)
+        // Portrait, top edge up, then leaning back 30°: pitch 60°, gravity (0, −sin 60°, −cos 60°) g.
+        let last = Self.hold(&fusion, turn(60, about: .x), seconds: 2, magnetometer: false, noise: &noise)
+        let motion = fusion.deviceMotion()
+        #expect(abs(degrees(motion.attitude.pitch) - 60) < 0.5)
+        #expect(abs(degrees(motion.attitude.roll)) < 0.5)
+        #expect(abs(motion.attitude.yaw) < 1e-12)
+        #expect((motion.gravity - Vector3(x: 0, y: -0.866025, z: -0.5)).length < 0.01)
+        #expect(motion.userAcceleration.length < 0.02)
+        #expect(motion.unavailable == [.yaw, .rotationRate, .magneticField])
+        #expect(fusion.deviceMotion(in: .xMagneticNorthZVertical).unavailable.contains(.heading))
+        #expect(motion.timestamp == last, "stamped with the accelerometer sample it belongs to")
+        // Landscape, right edge up (−90° about y): roll −90°, gravity (−1, 0, 0).
+        _ = Self.hold(&fusion, turn(-90, about: .y), seconds: 2, from: last, magnetometer: false, noise: &noise)
+        #expect(abs(degrees(fusion.deviceMotion().attitude.roll) + 90) < 0.5)
+        #expect((fusion.deviceMotion().gravity - Vector3(x: -1, y: 0, z: 0)).length < 0.01)
+    }
+
+    @Test func anAccelerometerAndAMagnetometerGiveASteadyHeadingThatIgnoresAMagnet() {
+        var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 50, magnetometerRate: 50)
+        var noise = SeededNoise(seed: 4)
+        // Flat, top edge east (yaw −90° from ENU's north-facing y... the device's y points east):
+        // heading 90°. Tilted 20° toward the user, so the tilt compensation matters.
+        let pose = Attitude.yawRotation(-.pi / 2) * turn(20, about: .x)
+        var last = Self.hold(&fusion, pose, seconds: 3, noise: &noise)
+        var headings: [Double] = []
+        last = Self.hold(&fusion, pose, seconds: 5, from: last, noise: &noise) { headings.append($0) }
+        let mean = headings.reduce(0, +) / Double(headings.count)
+        let spread = (headings.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(headings.count)).squareRoot()
+        #expect(abs(mean - 90) < 1, "mean heading \(mean)°")
+        #expect(spread < 0.5, "steady in the hand: standard deviation \(spread)°")
+        #expect(fusion.deviceMotion(in: .xMagneticNorthZVertical).unavailable == [.rotationRate])
+        // A magnet brought near (30 µT east): the heading holds instead of swinging toward it.
+        var worst = 0.0
+        _ = Self.hold(&fusion, pose, seconds: 5, from: last, extraField: Vector3(x: 30, y: 0, z: 0), noise: &noise) {
+            worst = max(worst, abs($0 - 90))
+        }
+        #expect(worst < 3, "worst heading error with the magnet: \(worst)°")
+    }
+
+    @Test func theTiltIsReportedWithinThreeHundredMillisecondsOfATurn() {
+        var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 50)
+        var noise = SeededNoise(seed: 5)
+        var t = Self.hold(&fusion, turn(90, about: .x), seconds: 2, magnetometer: false, noise: &noise)
+        // Turned onto its right edge at once: how long until gravity points within 20° of −x?
+        var elapsed = 0.0
+        while elapsed < 1 {
+            t = Self.hold(&fusion, turn(-90, about: .y), seconds: 0.02, from: t, magnetometer: false, noise: &noise)
+            elapsed += 0.02
+            if fusion.deviceMotion().gravity.x < -cos(20 * Double.pi / 180) { break }
+        }
+        #expect(elapsed <= 0.3, "\(elapsed) s")
+    }
+}
