@@ -36,7 +36,7 @@ struct CapturePlan: Sendable, Hashable {
     static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
         switch stream {
         case .motion: ([.accelerometer], [.gyroscope, .magnetometer])
-        case .accelerometer, .orientation: ([.accelerometer], [])
+        case .accelerometer, .orientation, .tilt: ([.accelerometer], [])
         case .gyroscope: ([.gyroscope], [])
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])

@@ -80,6 +80,7 @@ final class Hub: @unchecked Sendable {
     private var captures: [DeviceNumber: RunningCapture] = [:]
     private var fusion: SensorFusion?
     private var orientation = OrientationDetector()
+    private var tilt = TiltDetector()
     private var droppedByGoneClients = 0
     private var latest = Snapshot(id: nil)
     /// Scratch space for `drain`, reused.
@@ -292,6 +293,9 @@ final class Hub: @unchecked Sendable {
             case .orientation:
                 guard let value = latest.orientation else { return nil }
                 snapshot.orientation = value
+            case .tilt:
+                guard let value = latest.tilt else { return nil }
+                snapshot.tilt = value
             }
         }
         return snapshot
@@ -407,6 +411,10 @@ final class Hub: @unchecked Sendable {
             let state = orientation.update(gravity: acceleration)
             latest.orientation = OrientationMessage(timestamp: t, orientation: state)
             if state != previous { deliverEvent(.orientation, latest.orientation!) }
+            let previousTilt = tilt.state
+            let tiltState = tilt.update(gravity: acceleration)
+            latest.tilt = TiltMessage(timestamp: t, tilt: tiltState)
+            if tiltState != previousTilt { deliverEvent(.tilt, latest.tilt!) }
         case .gyroscope:
             fusion?.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
@@ -511,6 +519,7 @@ final class Hub: @unchecked Sendable {
         switch stream {
         case .proximity: if let message = latest.proximity { send(message, to: id, kind: .kept) }
         case .orientation: if let message = latest.orientation { send(message, to: id, kind: .kept) }
+        case .tilt: if let message = latest.tilt { send(message, to: id, kind: .kept) }
         default: break
         }
     }
@@ -596,6 +605,9 @@ final class Hub: @unchecked Sendable {
                 device: device.number.sysname, name: device.name, kinds: device.kinds, mode: source.modeName(of: device),
                 rates: rates, mountMatrix: device.sensors.first?.mountMatrix.rowMajor ?? Matrix3.identity.rowMajor,
                 mountMatrixSource: device.sensors.first?.mountMatrixSource ?? "identity",
+                frameMatrix: device.sensors.first { $0.kind.isVector }?.deviceFrameMatrix.rowMajor,
+                mountMatrixCorrection: device.sensors.first?.mountMatrixCorrection, label: device.label,
+                location: device.location.rawValue,
                 channels: Dictionary(uniqueKeysWithValues: device.sensors.map { ($0.kind.rawValue, $0.channels.map(\.valueAttribute)) }))
         })
     }

@@ -225,6 +225,17 @@ public struct OrientationMessage: ServerMessage {
     }
 }
 
+/// `TILT`: how far the screen leans back or forward (protocol 1.1).
+public struct TiltMessage: ServerMessage {
+    public static let className = "TILT"
+    public var timestamp: Int64
+    public var tilt: ScreenTilt
+    public init(timestamp: Int64, tilt: ScreenTilt) {
+        self.timestamp = timestamp
+        self.tilt = tilt
+    }
+}
+
 /// `DROPPED`: stream messages lost to a slow reader.
 public struct Dropped: ServerMessage {
     public static let className = "DROPPED"
@@ -257,6 +268,7 @@ public struct Snapshot: ServerMessage {
     public var magnetometer: MagnetometerMessage?
     public var proximity: ProximityMessage?
     public var orientation: OrientationMessage?
+    public var tilt: TiltMessage?
 
     public init(id: RequestID?) { self.id = id }
 }
@@ -276,10 +288,26 @@ public struct DevicesReply: ServerMessage {
         /// Row by row.
         public var mountMatrix: [Double]
         public var mountMatrixSource: String
+        /// What is applied to the readings to put them in the device frame, row by row (1.1).
+        public var frameMatrix: [Double]?
+        /// What was changed in a mount matrix that is no rotation (1.1; absent when nothing was).
+        public var mountMatrixCorrection: String?
+        /// The sysfs `label` (1.1).
+        public var label: String?
+        /// `display` or `base` (1.1).
+        public var location: String?
         /// Value attributes per kind.
         public var channels: [String: [String]]
 
-        public init(device: String, name: String, kinds: [SensorKind], mode: String, rates: [Double]?, mountMatrix: [Double], mountMatrixSource: String, channels: [String: [String]]) {
+        public init(
+            device: String, name: String, kinds: [SensorKind], mode: String, rates: [Double]?, mountMatrix: [Double],
+            mountMatrixSource: String, frameMatrix: [Double]? = nil, mountMatrixCorrection: String? = nil, label: String? = nil,
+            location: String? = nil, channels: [String: [String]]
+        ) {
+            self.frameMatrix = frameMatrix
+            self.mountMatrixCorrection = mountMatrixCorrection
+            self.label = label
+            self.location = location
             self.device = device
             self.name = name
             self.kinds = kinds

@@ -5,7 +5,7 @@ public enum ProtocolVersion {
     /// Incompatible changes change the major version.
     public static let major = 1
     /// Additions change the minor version.
-    public static let minor = 0
+    public static let minor = 1
     /// The longest request line the daemon reads, bytes, `\n` included.
     public static let maximumLineLength = 4096
 }
@@ -24,9 +24,11 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case proximity
     /// Screen orientation events.
     case orientation
+    /// Screen tilt events.
+    case tilt
 
     /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
-    public var isEventStream: Bool { self == .proximity || self == .orientation }
+    public var isEventStream: Bool { self == .proximity || self == .orientation || self == .tilt }
 }
 
 /// A request's `id`: any JSON number or string, copied into the reply.

@@ -21,13 +21,23 @@ struct Devices: ParsableCommand {
             print("\(device.device)  \(device.name)  [\(device.mode)]")
             print("  kinds: \(device.kinds.map(\.rawValue).joined(separator: ", "))")
             if let rates = device.rates { print("  rates: \(rates.map { "\($0.formatted(digits: 3))" }.joined(separator: ", ")) Hz") }
-            let m = device.mountMatrix.map { $0.formatted(digits: 3) }
-            print("  mount matrix (\(device.mountMatrixSource)): [\(m[0..<3].joined(separator: " ")); \(m[3..<6].joined(separator: " ")); \(m[6..<9].joined(separator: " "))]")
+            print("  mount matrix (\(device.mountMatrixSource)): \(matrix(device.mountMatrix))")
+            if let correction = device.mountMatrixCorrection { print("    corrected: \(correction)") }
+            if let frame = device.frameMatrix { print("  applied, into motiond's device frame: \(matrix(frame))") }
+            if let label = device.label { print("  label: \(label)") }
+            if let location = device.location { print("  location: \(location)") }
             for (kind, channels) in device.channels.sorted(by: { $0.key < $1.key }) where !channels.isEmpty {
                 print("  \(kind) channels: \(channels.joined(separator: " "))")
             }
         }
     }
+}
+
+/// `[a b c; d e f; g h i]` for nine numbers in row order.
+private func matrix(_ values: [Double]) -> String {
+    let m = values.map { $0.formatted(digits: 3) }
+    guard m.count == 9 else { return "\(values)" }
+    return "[\(m[0..<3].joined(separator: " ")); \(m[3..<6].joined(separator: " ")); \(m[6..<9].joined(separator: " "))]"
 }
 
 extension Double {

@@ -9,6 +9,7 @@ struct MotionView {
     var magnetometer: MagnetometerMessage?
     var proximity: ProximityMessage?
     var orientation: OrientationMessage?
+    var tilt: TiltMessage?
     var dropped = 0
     /// Timestamps of the last second of updates of the fastest stream, to show the real rate, ns.
     private var recent: [Int64] = []
@@ -20,6 +21,7 @@ struct MotionView {
         magnetometer = snapshot.magnetometer ?? magnetometer
         proximity = snapshot.proximity ?? proximity
         orientation = snapshot.orientation ?? orientation
+        tilt = snapshot.tilt ?? tilt
     }
 
     mutating func take(_ update: MotionClient.Update) {
@@ -34,6 +36,7 @@ struct MotionView {
         case .magnetometer(let m): magnetometer = m
         case .proximity(let m): proximity = m
         case .orientation(let m): orientation = m
+        case .tilt(let m): tilt = m
         case .dropped(_, let n): dropped += n
         }
     }
@@ -59,20 +62,26 @@ struct MotionView {
         lines.append("motiond   rate \(rateText)   dropped \(dropped)")
         if let m = motion {
             let a = m.attitude
-            lines.append("attitude        roll \(degrees(a.roll))  pitch \(degrees(a.pitch))  yaw \(degrees(a.yaw))   (\(m.frame.rawValue))")
+            let unavailable = m.unavailable ?? []
+            let yaw = unavailable.contains(.yaw) ? "      –  " : degrees(a.yaw)
+            lines.append("attitude        roll \(degrees(a.roll))  pitch \(degrees(a.pitch))  yaw \(yaw)   (\(m.frame.rawValue))")
             let q = a.quaternion
             lines.append(String(format: "quaternion      w %+.4f  x %+.4f  y %+.4f  z %+.4f", q.w, q.x, q.y, q.z))
             lines.append("gravity         \(vector(m.gravity)) g")
             lines.append("user accel      \(vector(m.userAcceleration)) g")
-            lines.append("rotation rate   \(vector(m.rotationRate)) rad/s")
-            lines.append("magnetic field  \(vector(m.magneticField.field, 1)) µT   accuracy \(m.magneticField.accuracy.rawValue)")
+            if !unavailable.contains(.rotationRate) { lines.append("rotation rate   \(vector(m.rotationRate)) rad/s") }
+            if !unavailable.contains(.magneticField) {
+                lines.append("magnetic field  \(vector(m.magneticField.field, 1)) µT   accuracy \(m.magneticField.accuracy.rawValue)")
+            }
             if let heading = m.heading { lines.append(String(format: "heading         %.1f°", heading)) }
+            for reason in unavailable.reasons { lines.append("unavailable     \(reason)") }
         }
         if let m = accelerometer { lines.append("accelerometer   \(vector(m.acceleration)) g") }
         if let m = gyroscope { lines.append("gyroscope       \(vector(m.rotationRate)) rad/s") }
         if let m = magnetometer { lines.append("magnetometer    \(vector(m.magneticField, 1)) µT") }
         if let m = proximity { lines.append("proximity       \(m.near ? "near" : "far") (\(m.value.formatted(digits: 1)))") }
         if let m = orientation { lines.append("orientation     \(m.orientation.rawValue)") }
+        if let m = tilt { lines.append("tilt            \(m.tilt.rawValue)") }
         return lines
     }
 }

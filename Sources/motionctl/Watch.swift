@@ -30,9 +30,9 @@ struct Watch: AsyncParsableCommand {
         var streams = self.streams
         if streams.isEmpty {
             let kinds = Set(try reportingErrors { try client.devices() }.flatMap(\.kinds))
-            if kinds.isSuperset(of: [.gyroscope, .accelerometer]) { streams.append(.motion) } else if kinds.contains(.accelerometer) { streams.append(.accelerometer) }
+            // Motion needs only an accelerometer; it says itself what the other sensors would add.
+            if kinds.contains(.accelerometer) { streams += [.motion, .orientation, .tilt] }
             if kinds.contains(.proximity) { streams.append(.proximity) }
-            if kinds.contains(.accelerometer) { streams.append(.orientation) }
             guard !streams.isEmpty else {
                 FileHandle.standardError.write(Data("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n".utf8))
                 throw ExitCode(ExitStatus.failure)
@@ -80,6 +80,7 @@ struct Watch: AsyncParsableCommand {
         case .magnetometer(let m): motionctl.json(m)
         case .proximity(let m): motionctl.json(m)
         case .orientation(let m): motionctl.json(m)
+        case .tilt(let m): motionctl.json(m)
         case .dropped(let stream, let count): motionctl.json(Dropped(stream: stream, count: count))
         }
     }
