@@ -1,0 +1,145 @@
+import Foundation
+import MotionCore
+import MotionWire
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The machines Linux users have, each a umockdev fixture (Tests/TestSupport/Fixtures), run through
+/// the whole daemon. Each expectation is derived by hand in the comment above it, from the pose the
+/// fixture's counts stand for and docs/frames.md's rule (Linux userspace's frame after the mount
+/// matrix, then a half turn about z: x and y negated).
+extension Hardware {
+    @Suite struct MachineClasses {
+        /// Starts motiond on `fixture`, watches `streams` at 0.1 s, and returns the last line of each
+        /// class seen within `seconds`.
+        static func watch(
+            _ fixture: String, streams: [String], frame: String = "xArbitraryZVertical", seconds: Double = 1.5,
+            arguments: [String] = []
+        ) throws -> (lines: [String: String], devices: DevicesReply) {
+            let testbed = try Testbed()
+            try testbed.add(fixture: fixture)
+            let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", state] + arguments)
+            defer { daemon.signal(SIGTERM) }
+            let client = try TestClient(path: daemon.socket)
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"DEVICES"}"#)
+            let devices = try client.decode(DevicesReply.self, try client.next("DEVICES"))
+            let names = streams.map { "\"\($0)\"" }.joined(separator: ",")
+            try client.send(#"{"class":"WATCH","streams":[\#(names)],"interval":0.1,"frame":"\#(frame)"}"#)
+            let watching = try client.next()
+            guard watching.contains("WATCHING") else { throw TestClientError("WATCH refused: \(watching)") }
+            var lines: [String: String] = [:]
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                guard let line = try? client.next(seconds: max(0.01, end.timeIntervalSinceNow)) else { continue }
+                if let name = Wire.className(of: Array(line.utf8)) { lines[name] = line }
+            }
+            return (lines, devices)
+        }
+
+        static func motion(_ lines: [String: String]) throws -> MotionMessage {
+            try Wire.decode(MotionMessage.self, from: Array(try #require(lines["MOTION"]).utf8))
+        }
+
+        /// (a) A laptop lid with an HID sensor hub accelerometer (`accel_3d`: shared scale, offset,
+        /// hysteresis), no gyroscope, no magnetometer. The lid stands upright leaning back 30°:
+        /// Linux userspace reads (0, −cos 30°, sin 30°) g = (0, −866, 500) mg, and with the offset of
+        /// 2 counts the raw values are (−2, −868, 498). In motiond's frame the specific force is
+        /// (0, 866, 500) mg, so gravity is (0, −0.866, −0.5) g, pitch +60°, roll 0; orientation
+        /// `normal` (top edge up), tilt `tilted-up` (the screen 30° above the vertical).
+        @Test func laptopWithAnHIDAccelerometerGetsGravityTiltAndOrientationAndIsToldYawIsUnavailable() throws {
+            let (lines, devices) = try Self.watch("laptop-hid-accelerometer", streams: ["motion", "orientation", "tilt"])
+            #expect(devices.devices.first?.location == "display")
+            let motion = try Self.motion(lines)
+            #expect((motion.gravity - Vector3(x: 0, y: -0.866025, z: -0.5)).length < 0.005, "\(motion.gravity)")
+            #expect(abs(motion.attitude.pitch * 180 / .pi - 60) < 0.5)
+            #expect(abs(motion.attitude.roll) < 0.01)
+            #expect(motion.unavailable == [.yaw, .rotationRate, .magneticField])
+            #expect(lines["MOTION"]?.contains(#""yaw":"yaw needs a magnetometer or a gyroscope""#) == true)
+            #expect(lines["ORIENTATION"]?.contains(#""orientation":"normal""#) == true)
+            #expect(lines["TILT"]?.contains(#""tilt":"tilted-up""#) == true)
+        }
+
+        /// (c) A tablet with an accelerometer and a magnetometer on separate devices, no gyroscope,
+        /// lying face up with its top edge pointing east. The Earth's field (19 µT north, 46 µT down,
+        /// ENU (0, 19, −46)) in the device frame (x south, y east, z up) is (−19, 0, −46) µT; Linux
+        /// userspace's frame negates x and y: (19, 0, −46) µT = (190, 0, −460) counts of 0.001 G.
+        /// Expected: heading 90°, gravity (0, 0, −1) g, and only the rotation rate unavailable.
+        @Test func tabletWithAnAccelerometerAndAMagnetometerGetsItsCompassHeading() throws {
+            let (lines, _) = try Self.watch("tablet-accelerometer-magnetometer", streams: ["motion"], frame: "xMagneticNorthZVertical")
+            let motion = try Self.motion(lines)
+            let heading = try #require(motion.heading)
+            #expect(abs(heading - 90) < 1, "heading \(heading)°")
+            #expect((motion.gravity - Vector3(x: 0, y: 0, z: -1)).length < 0.005)
+            #expect(motion.unavailable == [.rotationRate])
+            #expect((motion.magneticField.field - Vector3(x: -19, y: 0, z: -46)).length < 0.5, "\(motion.magneticField.field)")
+        }
+
+        /// (e) A Bosch accelerometer with the hwdb's most common kind of entry, a mirror
+        /// (`1, 0, 0; 0, -1, 0; 0, 0, 1`, determinant −1): the chip faces the back, so lying face up
+        /// it reads z = −1 g (−1000 counts). The hwdb's x and y rows are kept and the z row becomes
+        /// x × y = (0, 0, −1): motiond reports face up, gravity (0, 0, −1) g. (iio-sensor-proxy 3.6+,
+        /// which applies the matrix as written, calls this pose face-down: docs/frames.md.)
+        @Test func boschAccelerometerWithAMirrorMatrixIsFaceUpWhenFaceUp() throws {
+            let (lines, devices) = try Self.watch("tablet-bosch-mirror-matrix", streams: ["motion", "tilt"])
+            let device = try #require(devices.devices.first)
+            #expect(device.mountMatrixSource == "udev:ACCEL_MOUNT_MATRIX")
+            #expect(device.mountMatrix == [1, 0, 0, 0, -1, 0, 0, 0, 1])
+            #expect(device.frameMatrix == [-1, 0, 0, 0, 1, 0, 0, 0, -1])
+            #expect(device.mountMatrixCorrection?.contains("determinant is -1") == true)
+            let motion = try Self.motion(lines)
+            #expect((motion.gravity - Vector3(x: 0, y: 0, z: -1)).length < 0.005, "\(motion.gravity)")
+            #expect(lines["TILT"]?.contains(#""tilt":"face-up""#) == true)
+        }
+
+        /// (g) A bare IMU board (bmi160) with no matrix anywhere, given one in motiond.conf: a chip
+        /// turned 90° on the board (`0, 1, 0; -1, 0, 0; 0, 0, 1`). DEVICES names the configuration as
+        /// the source, and the matrix applied is the half turn times it: (0, −1, 0; 1, 0, 0; 0, 0, 1).
+        @Test func bareIMUBoardTakesItsMatrixFromTheConfiguration() throws {
+            let config = NSTemporaryDirectory() + "motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+            try """
+                mount_matrices:
+                  - name: bmi160
+                    matrix: "0, 1, 0; -1, 0, 0; 0, 0, 1"
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let (_, devices) = try Self.watch("imu-buffered", streams: ["accelerometer"], seconds: 0.1, arguments: ["--config", config])
+            let device = try #require(devices.devices.first)
+            #expect(device.mountMatrixSource == "config:name=bmi160")
+            #expect(device.frameMatrix == [0, -1, 0, 1, 0, 0, 0, 0, 1])
+            #expect(device.mountMatrixCorrection == nil)
+        }
+
+        /// A gyroscope alone gives its rotation rate, and motion is refused with the reason.
+        @Test func motionOnAMachineWithoutAnAccelerometerIsRefusedWithItsReason() throws {
+            let testbed = try Testbed()
+            try testbed.add("""
+                P: /devices/platform/i2c-1/1-0068/iio:device0
+                E: SUBSYSTEM=iio
+                E: DEVTYPE=iio_device
+                A: name=l3g4200d\\n
+                A: in_anglvel_x_raw=100\\n
+                A: in_anglvel_y_raw=0\\n
+                A: in_anglvel_z_raw=0\\n
+                A: in_anglvel_scale=0.000152716\\n
+
+                """)
+            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", NSTemporaryDirectory() + "motiond-state-\(getpid())"])
+            defer { daemon.signal(SIGTERM) }
+            let client = try TestClient(path: daemon.socket)
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"WATCH","streams":["motion"]}"#)
+            let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
+            #expect(error.code == .unavailable)
+            #expect(error.message == "motion needs a sensor this machine does not have: accelerometer")
+            try client.send(#"{"class":"POLL","streams":["gyroscope"]}"#)
+            let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
+            // 100 counts × 0.000152716 rad/s on x, negated into the device frame.
+            #expect(abs((snapshot.gyroscope?.rotationRate.x ?? 0) + 0.0152716) < 1e-6)
+        }
+    }
+}
