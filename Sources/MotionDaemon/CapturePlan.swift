@@ -75,7 +75,9 @@ struct CapturePlan: Sendable, Hashable {
         var byDevice: [DeviceNumber: Set<SensorKind>] = [:]
         for kind in needed.sorted(by: { $0.rawValue < $1.rawValue }) {
             let candidates = devices.filter { $0.kinds.contains(kind) }
+            // A 2-in-1's base accelerometer says nothing of the screen: the display's is preferred.
             guard let best = candidates.max(by: { a, b in
+                if a.location != b.location { return a.location == .base }
                 let sa = needed.intersection(a.kinds).count, sb = needed.intersection(b.kinds).count
                 return sa != sb ? sa < sb : a.number > b.number
             }) else { continue }

@@ -54,6 +54,15 @@ import Testing
             == "motion needs a sensor this machine does not have: accelerometer; proximity needs a sensor this machine does not have: proximity")
     }
 
+    /// A 2-in-1 (hwdb's `ACCEL_LOCATION=base` on the lower-numbered device): the screen's orientation
+    /// and the motion come from the display's accelerometer.
+    @Test func theDisplaysAccelerometerIsPreferredOverTheBases() {
+        var base = device(0, [.accelerometer])
+        base.location = .base
+        let plan = CapturePlan(demands: [.init(stream: .orientation, interval: 1), .init(stream: .motion, interval: 0.1)], devices: [base, device(3, [.accelerometer])])
+        #expect(plan.captures == [.init(device: DeviceNumber(3), kinds: [.accelerometer], rate: 10)])
+    }
+
     @Test func motionRunsOnAnAccelerometerAloneAndUsesAMagnetometerWhereThereIsOne() {
         let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.05)], devices: [device(0, [.accelerometer]), device(1, [.magnetometer])])
         #expect(plan.unavailable.isEmpty)
