@@ -9,8 +9,9 @@ struct Fuse: ParsableCommand {
         abstract: "Estimate the attitude for each row of an IMU recording.",
         discussion: """
             Input: CSV with header t,ax,ay,az,gx,gy,gz,mx,my,mz (s; m/s² specific force, +9.81 up at rest; \
-            rad/s; µT), the format of the BROAD dataset. Output: t,qw,qx,qy,qz, one row per input row: the \
-            rotation from the sensor frame to East-North-Up (or, with --no-magnetometer, to an earth frame \
+            rad/s; µT), the format of the BROAD dataset, in one right-handed frame taken as the device frame \
+            (motiond's: x right, y up, z out of the screen; BROAD's IMU frame as it is). Output: t,qw,qx,qy,qz, \
+            one row per input row: the rotation from that frame to East-North-Up (or, with --no-magnetometer, to an earth frame \
             with z up and an arbitrary heading).
             """)
 
