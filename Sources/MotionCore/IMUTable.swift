@@ -1,5 +1,6 @@
 /// IMU readings in the CSV format of the BROAD dataset: header `t,ax,ay,az,gx,gy,gz,mx,my,mz`, then one
-/// row per instant (s; m/s² specific force, +9.81 up at rest; rad/s; µT). Parsing only, no I/O.
+/// row per instant (s; m/s² specific force, +9.81 up at rest; rad/s; µT). A row whose `mx,my,mz` are
+/// empty has no magnetometer sample (a magnetometer slower than the IMU). Parsing only, no I/O.
 public struct IMUTable: Sendable {
     /// One row.
     public struct Row: Sendable, Hashable {
@@ -11,8 +12,8 @@ public struct IMUTable: Sendable {
         public var accelerometer: Vector3
         /// Rotation rate, rad/s.
         public var gyroscope: Vector3
-        /// Magnetic field, µT.
-        public var magnetometer: Vector3
+        /// Magnetic field, µT; `nil` where the row has no magnetometer sample.
+        public var magnetometer: Vector3?
     }
 
     /// What is wrong with a CSV text.
@@ -24,7 +25,7 @@ public struct IMUTable: Sendable {
         public var description: String {
             switch self {
             case .badHeader(let h): "the header is \"\(h)\", expected t,ax,ay,az,gx,gy,gz,mx,my,mz"
-            case .badRow(let line): "line \(line): expected 10 finite numbers"
+            case .badRow(let line): "line \(line): expected 10 finite numbers (or 7 and three empty magnetometer fields)"
             case .tooFewRows: "fewer than two rows"
             }
         }
@@ -43,21 +44,33 @@ public struct IMUTable: Sendable {
         var number = 1
         while let line = lines.next() {
             number += 1
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map { Double($0) }
-            guard fields.count == 10, fields.allSatisfy({ $0?.isFinite == true }) else { throw .badRow(line: number) }
-            let v = fields.map { $0! }
+            let cells = line.split(separator: ",", omittingEmptySubsequences: false)
+            let fields = cells.map { Double($0) }
+            let hasMagnetometer = cells.count == 10 && !cells[7...].allSatisfy { $0.allSatisfy(\.isWhitespace) }
+            let used = hasMagnetometer ? fields : Array(fields.prefix(7))
+            guard cells.count == 10, used.allSatisfy({ $0?.isFinite == true }) else { throw .badRow(line: number) }
+            let v = used.map { $0! }
             rows.append(Row(
                 time: v[0], timestamp: Int64((v[0] * 1e9).rounded()),
                 accelerometer: Vector3(x: v[1], y: v[2], z: v[3]),
                 gyroscope: Vector3(x: v[4], y: v[5], z: v[6]),
-                magnetometer: Vector3(x: v[7], y: v[8], z: v[9])))
+                magnetometer: hasMagnetometer ? Vector3(x: v[7], y: v[8], z: v[9]) : nil))
         }
         guard rows.count >= 2 else { throw .tooFewRows }
     }
 
     /// The sampling rate, Hz, from the median interval between rows.
-    public var rate: Double {
-        let intervals = zip(rows.dropFirst(), rows).map { $0.time - $1.time }.sorted()
+    public var rate: Double { Self.medianRate(rows.map(\.time)) }
+
+    /// The magnetometer's rate, Hz, from the median interval between rows that have a sample; `nil`
+    /// with fewer than two.
+    public var magnetometerRate: Double? {
+        let times = rows.filter { $0.magnetometer != nil }.map(\.time)
+        return times.count < 2 ? nil : Self.medianRate(times)
+    }
+
+    private static func medianRate(_ times: [Double]) -> Double {
+        let intervals = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()
         return 1 / intervals[intervals.count / 2]
     }
 }

@@ -9,7 +9,7 @@ struct Fuse: ParsableCommand {
         abstract: "Estimate the attitude for each row of an IMU recording.",
         discussion: """
             Input: CSV with header t,ax,ay,az,gx,gy,gz,mx,my,mz (s; m/s² specific force, +9.81 up at rest; \
-            rad/s; µT), the format of the BROAD dataset, in one right-handed frame taken as the device frame \
+            rad/s; µT; mx,my,mz empty on rows without a magnetometer sample), the format of the BROAD dataset, in one right-handed frame taken as the device frame \
             (motiond's: x right, y up, z out of the screen; BROAD's IMU frame as it is). Output: t,qw,qx,qy,qz, \
             one row per input row: the rotation from that frame to East-North-Up (or, with --no-magnetometer, to an earth frame \
             with z up and an arbitrary heading).
@@ -35,15 +35,15 @@ struct Fuse: ParsableCommand {
         } catch {
             throw ValidationError("\(input): \(error)")
         }
-        var fusion = SensorFusion(gyroscopeRate: recording.rate)
+        var fusion = SensorFusion(gyroscopeRate: recording.rate, magnetometerRate: recording.magnetometerRate)
         var csv = "t,qw,qx,qy,qz\n"
         csv.reserveCapacity(recording.rows.count * 64)
         let device = DeviceNumber(0)
         for row in recording.rows {
             fusion.update(SensorSample(kind: .gyroscope, device: device, timestamp: row.timestamp, vector: row.gyroscope))
             fusion.update(SensorSample(kind: .accelerometer, device: device, timestamp: row.timestamp, vector: row.accelerometer))
-            if !noMagnetometer {
-                fusion.update(SensorSample(kind: .magnetometer, device: device, timestamp: row.timestamp, vector: row.magnetometer))
+            if !noMagnetometer, let field = row.magnetometer {
+                fusion.update(SensorSample(kind: .magnetometer, device: device, timestamp: row.timestamp, vector: field))
             }
             let q = noMagnetometer ? fusion.filter.attitudeWithoutMagnetometer : fusion.filter.attitude
             csv += "\(row.time),\(q.w),\(q.x),\(q.y),\(q.z)\n"

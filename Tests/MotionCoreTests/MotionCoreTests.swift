@@ -33,3 +33,27 @@ import Testing
         #expect(!SensorKind.proximity.isVector && SensorKind.magnetometer.isVector)
     }
 }
+
+@Suite struct IMUTableTests {
+    @Test func rowsWithoutAMagnetometerSampleLeaveItsFieldsEmpty() throws {
+        let table = try IMUTable(csv: """
+            t,ax,ay,az,gx,gy,gz,mx,my,mz
+            0.00,0,0,9.8,0,0,0,1,2,3
+            0.01,0,0,9.8,0,0,0,,,
+            0.02,0,0,9.8,0,0,0,,,
+            0.03,0,0,9.8,0,0,0,,,
+            0.04,0,0,9.8,0,0,0,4,5,6
+            0.05,0,0,9.8,0,0,0,,,
+            0.06,0,0,9.8,0,0,0,,,
+            0.07,0,0,9.8,0,0,0,,,
+            0.08,0,0,9.8,0,0,0,7,8,9
+            """)
+        #expect(table.rows.map(\.magnetometer) == [Vector3(x: 1, y: 2, z: 3), nil, nil, nil, Vector3(x: 4, y: 5, z: 6), nil, nil, nil, Vector3(x: 7, y: 8, z: 9)])
+        #expect(abs(table.rate - 100) < 1e-6)
+        #expect(abs((table.magnetometerRate ?? 0) - 25) < 1e-6)
+        // One empty magnetometer field of three is a bad row, not a missing sample.
+        #expect(throws: IMUTable.ParseError.badRow(line: 3)) {
+            try IMUTable(csv: "t,ax,ay,az,gx,gy,gz,mx,my,mz\n0,0,0,9.8,0,0,0,1,2,3\n0.01,0,0,9.8,0,0,0,1,,3\n")
+        }
+    }
+}

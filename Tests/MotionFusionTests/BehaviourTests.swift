@@ -178,7 +178,7 @@ import Testing
             let t = row.timestamp
             fusion.update(SensorSample(kind: .gyroscope, device: DeviceNumber(0), timestamp: t, vector: row.gyroscope))
             fusion.update(SensorSample(kind: .accelerometer, device: DeviceNumber(0), timestamp: t, vector: row.accelerometer))
-            fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: t, vector: row.magnetometer))
+            fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: t, vector: row.magnetometer!))
             guard let truth = slice.truth[i] else { continue }
             let estimate = fusion.filter.attitude
             let total = estimate.angle(to: truth)
@@ -208,7 +208,7 @@ struct BROADSlice {
         imu.rows.flatMap { row in
             [SensorSample(kind: .gyroscope, device: DeviceNumber(0), timestamp: row.timestamp, vector: row.gyroscope),
              SensorSample(kind: .accelerometer, device: DeviceNumber(0), timestamp: row.timestamp, vector: row.accelerometer),
-             SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: row.timestamp, vector: row.magnetometer)]
+             SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: row.timestamp, vector: row.magnetometer!)]
         }
     }
 

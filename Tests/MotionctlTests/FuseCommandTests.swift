@@ -49,7 +49,7 @@ import TestSupport
         // The same rows through the library give the same attitude.
         var fusion = SensorFusion(gyroscopeRate: 100)
         for row in try IMUTable(csv: recording).rows {
-            for (kind, v) in [(SensorKind.gyroscope, row.gyroscope), (.accelerometer, row.accelerometer), (.magnetometer, row.magnetometer)] {
+            for (kind, v) in [(SensorKind.gyroscope, row.gyroscope), (.accelerometer, row.accelerometer), (.magnetometer, row.magnetometer!)] {
                 fusion.update(SensorSample(kind: kind, device: DeviceNumber(0), timestamp: row.timestamp, vector: v))
             }
         }
