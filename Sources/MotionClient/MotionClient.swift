@@ -89,6 +89,8 @@ public final class MotionClient: Sendable {
         case orientation(OrientationMessage)
         /// A `TILT` event.
         case tilt(TiltMessage)
+        /// A `HINGE` sample.
+        case hinge(HingeMessage)
         /// The daemon dropped `count` messages of `stream` because this client read too slowly.
         case dropped(stream: StreamKind, count: Int)
     }
@@ -219,6 +221,7 @@ public final class Subscription: Sendable {
         case ProximityMessage.className: return message(ProximityMessage.self).map { .proximity($0) }
         case OrientationMessage.className: return message(OrientationMessage.self).map { .orientation($0) }
         case TiltMessage.className: return message(TiltMessage.self).map { .tilt($0) }
+        case HingeMessage.className: return message(HingeMessage.self).map { .hinge($0) }
         case Dropped.className: return message(Dropped.self).map { .dropped(stream: $0.stream, count: $0.count) }
         case Ended.className:
             let ended = message(Ended.self)

@@ -31,12 +31,14 @@ struct CapturePlan: Sendable, Hashable {
     private(set) var captures: [Capture] = []
     /// Streams no device can give.
     private(set) var unavailable: Set<StreamKind> = []
+    /// The base's accelerometer, opened for the hinge only (its samples feed nothing else).
+    private(set) var baseAccelerometer: DeviceNumber?
 
     /// The kinds a stream needs; `optional` ones are used when present.
     static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
         switch stream {
         case .motion: ([.accelerometer], [.gyroscope, .magnetometer])
-        case .accelerometer, .orientation, .tilt: ([.accelerometer], [])
+        case .accelerometer, .orientation, .tilt, .hinge: ([.accelerometer], [])
         case .gyroscope: ([.gyroscope], [])
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])
@@ -48,6 +50,9 @@ struct CapturePlan: Sendable, Hashable {
     static func reasons(for streams: Set<StreamKind>, devices: [DeviceDescriptor]) -> String {
         let available = Set(devices.flatMap(\.kinds))
         return streams.sorted { $0.rawValue < $1.rawValue }.map { stream in
+            if stream == .hinge && available.contains(.accelerometer) {
+                return "hinge needs two accelerometers, one in the display and one in the base"
+            }
             let missing = kinds(for: stream).required.subtracting(available).map(\.rawValue).sorted()
             return "\(stream.rawValue) needs a sensor this machine does not have: \(missing.joined(separator: ", "))"
         }.joined(separator: "; ")
@@ -82,6 +87,19 @@ struct CapturePlan: Sendable, Hashable {
                 return sa != sb ? sa < sb : a.number > b.number
             }) else { continue }
             byDevice[best.number, default: []].insert(kind)
+        }
+        // The hinge needs the base's accelerometer too, beside the display's chosen above.
+        if let hingeRate = shortest[.hinge].map({ 1 / $0 }) {
+            let accelerometers = devices.filter { $0.kinds.contains(.accelerometer) }
+            if let base = accelerometers.first(where: { $0.location == .base }),
+                accelerometers.contains(where: { $0.location == .display })
+            {
+                byDevice[base.number, default: []].insert(.accelerometer)
+                baseAccelerometer = base.number
+                rates[.accelerometer] = max(rates[.accelerometer] ?? 0, hingeRate)
+            } else {
+                unavailable.insert(.hinge)
+            }
         }
         captures = byDevice.map { number, kinds in
             Capture(device: number, kinds: kinds, rate: kinds.map { rates[$0]! }.max()!)

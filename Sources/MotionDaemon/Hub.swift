@@ -81,6 +81,9 @@ final class Hub: @unchecked Sendable {
     private var fusion: SensorFusion?
     private var orientation = OrientationDetector()
     private var tilt = TiltDetector()
+    private var hinge: HingeEstimator?
+    /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
+    private var baseAccelerometer: DeviceNumber?
     private var droppedByGoneClients = 0
     private var latest = Snapshot(id: nil)
     /// Scratch space for `drain`, reused.
@@ -296,6 +299,9 @@ final class Hub: @unchecked Sendable {
             case .tilt:
                 guard let value = latest.tilt else { return nil }
                 snapshot.tilt = value
+            case .hinge:
+                guard let value = latest.hinge else { return nil }
+                snapshot.hinge = value
             }
         }
         return snapshot
@@ -316,6 +322,12 @@ final class Hub: @unchecked Sendable {
         recentPolls = recentPolls.filter { $0.value > now }
         for stream in recentPolls.keys { demands.append(.init(stream: stream, interval: Request.Watch.defaultInterval)) }
         let plan = CapturePlan(demands: demands, devices: devices)
+        baseAccelerometer = plan.baseAccelerometer
+        if let base = plan.baseAccelerometer, hinge == nil {
+            hinge = HingeEstimator(rate: plan.captures.first { $0.device == base }?.rate ?? CapturePlan.eventRate)
+        } else if plan.baseAccelerometer == nil {
+            hinge = nil
+        }
         let wanted = Dictionary(uniqueKeysWithValues: plan.captures.map { ($0.device, $0) })
         for (number, running) in captures where wanted[number] != running.plan {
             running.capture.stop()
@@ -398,8 +410,20 @@ final class Hub: @unchecked Sendable {
         let t = sample.timestamp
         // A later sample is about to be fused: the pending motion goes out first, stamped as it was.
         if let pending = pendingMotion, t > pending.timestamp { deliverPendingMotion() }
+        if sample.kind == .accelerometer, sample.device == baseAccelerometer {
+            hinge?.update(base: sample.vector)
+            return
+        }
         switch sample.kind {
         case .accelerometer:
+            if hinge != nil {
+                hinge!.update(display: sample.vector)
+                if let angle = hinge!.angle, let mode = hinge!.mode {
+                    let message = HingeMessage(timestamp: t, angle: angle, mode: mode)
+                    latest.hinge = message
+                    deliver(.hinge, timestamp: t, period: period) { writer, _ in writer.write(message) }
+                }
+            }
             fusion?.update(sample)
             // Without a gyroscope, motion is produced at the accelerometer's rate.
             if let fusion, fusion.gyroscopeFree != nil { pendingMotion = (t, period) }

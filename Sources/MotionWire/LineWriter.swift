@@ -66,6 +66,17 @@ public struct LineWriter: Sendable {
     }
 
     /// Writes `message` as one line, replacing what was written before.
+    public mutating func write(_ message: HingeMessage) {
+        begin(HingeMessage.self, timestamp: message.timestamp)
+        raw(#","angle":"#)
+        number(message.angle)
+        raw(#","mode":""#)
+        raw(message.mode.rawValue)
+        raw(#"""#)
+        end()
+    }
+
+    /// Writes `message` as one line, replacing what was written before.
     public mutating func write(_ message: AccelerometerMessage) {
         begin(AccelerometerMessage.self, timestamp: message.timestamp)
         vector(#","acceleration":"#, message.acceleration)

@@ -236,6 +236,20 @@ public struct TiltMessage: ServerMessage {
     }
 }
 
+/// `HINGE`: a 2-in-1's hinge angle, degrees, and mode (protocol 1.1).
+public struct HingeMessage: ServerMessage {
+    public static let className = "HINGE"
+    public var timestamp: Int64
+    /// Degrees in [0, 360]: 0 shut, 180 flat, 360 folded back.
+    public var angle: Double
+    public var mode: HingeMode
+    public init(timestamp: Int64, angle: Double, mode: HingeMode) {
+        self.timestamp = timestamp
+        self.angle = angle
+        self.mode = mode
+    }
+}
+
 /// `DROPPED`: stream messages lost to a slow reader.
 public struct Dropped: ServerMessage {
     public static let className = "DROPPED"
@@ -269,6 +283,7 @@ public struct Snapshot: ServerMessage {
     public var proximity: ProximityMessage?
     public var orientation: OrientationMessage?
     public var tilt: TiltMessage?
+    public var hinge: HingeMessage?
 
     public init(id: RequestID?) { self.id = id }
 }

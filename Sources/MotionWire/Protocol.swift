@@ -26,6 +26,8 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case orientation
     /// Screen tilt events.
     case tilt
+    /// A 2-in-1's hinge angle and mode.
+    case hinge
 
     /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
     public var isEventStream: Bool { self == .proximity || self == .orientation || self == .tilt }

@@ -10,6 +10,7 @@ struct MotionView {
     var proximity: ProximityMessage?
     var orientation: OrientationMessage?
     var tilt: TiltMessage?
+    var hinge: HingeMessage?
     var dropped = 0
     /// Timestamps of the last second of updates of the fastest stream, to show the real rate, ns.
     private var recent: [Int64] = []
@@ -22,6 +23,7 @@ struct MotionView {
         proximity = snapshot.proximity ?? proximity
         orientation = snapshot.orientation ?? orientation
         tilt = snapshot.tilt ?? tilt
+        hinge = snapshot.hinge ?? hinge
     }
 
     mutating func take(_ update: MotionClient.Update) {
@@ -37,6 +39,7 @@ struct MotionView {
         case .proximity(let m): proximity = m
         case .orientation(let m): orientation = m
         case .tilt(let m): tilt = m
+        case .hinge(let m): hinge = m
         case .dropped(_, let n): dropped += n
         }
     }
@@ -82,6 +85,7 @@ struct MotionView {
         if let m = proximity { lines.append("proximity       \(m.near ? "near" : "far") (\(m.value.formatted(digits: 1)))") }
         if let m = orientation { lines.append("orientation     \(m.orientation.rawValue)") }
         if let m = tilt { lines.append("tilt            \(m.tilt.rawValue)") }
+        if let m = hinge { lines.append(String(format: "hinge           %.1f°   ", m.angle) + m.mode.rawValue) }
         return lines
     }
 }

@@ -29,9 +29,12 @@ struct Watch: AsyncParsableCommand {
         let client = connection.client
         var streams = self.streams
         if streams.isEmpty {
-            let kinds = Set(try reportingErrors { try client.devices() }.flatMap(\.kinds))
+            let devices = try reportingErrors { try client.devices() }
+            let kinds = Set(devices.flatMap(\.kinds))
             // Motion needs only an accelerometer; it says itself what the other sensors would add.
             if kinds.contains(.accelerometer) { streams += [.motion, .orientation, .tilt] }
+            let locations = Set(devices.filter { $0.kinds.contains(.accelerometer) }.compactMap(\.location))
+            if locations.isSuperset(of: ["display", "base"]) { streams.append(.hinge) }
             if kinds.contains(.proximity) { streams.append(.proximity) }
             guard !streams.isEmpty else {
                 FileHandle.standardError.write(Data("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n".utf8))
@@ -81,6 +84,7 @@ struct Watch: AsyncParsableCommand {
         case .proximity(let m): motionctl.json(m)
         case .orientation(let m): motionctl.json(m)
         case .tilt(let m): motionctl.json(m)
+        case .hinge(let m): motionctl.json(m)
         case .dropped(let stream, let count): motionctl.json(Dropped(stream: stream, count: count))
         }
     }

@@ -65,6 +65,36 @@ extension Hardware {
             #expect(lines["TILT"]?.contains(#""tilt":"tilted-up""#) == true)
         }
 
+        /// (b) A 2-in-1 with two accelerometers (cros-ec: `label` accel-display / accel-base,
+        /// `location` lid / base), lid opened to 120° over a base lying flat, keyboard up. By the
+        /// hwdb's definition of a base sensor (shut, both read the same), the base's specific force is
+        /// (0, 0, −1) g in its frame and the display's (0, sin 120°, −cos 120°) = (0, 0.866, 0.5) g;
+        /// in Linux userspace's frame (x, y negated) that is (0, 0, −1000) and (0, −866, 500) counts.
+        /// Expected: hinge 120°, `laptop`; orientation `normal` from the display (the base alone would
+        /// say face-down).
+        @Test func convertibleWithTwoAccelerometersGetsItsHingeAndTheDisplaysOrientation() throws {
+            let (lines, devices) = try Self.watch("convertible-two-accelerometers", streams: ["hinge", "orientation", "tilt"])
+            #expect(devices.devices.map { $0.location } == ["display", "base"])
+            #expect(devices.devices.map { $0.label } == ["accel-display", "accel-base"])
+            let hinge = try Wire.decode(HingeMessage.self, from: Array(try #require(lines["HINGE"]).utf8))
+            #expect(abs(hinge.angle - 120) < 0.5, "\(hinge.angle)°")
+            #expect(hinge.mode == .laptop)
+            #expect(lines["ORIENTATION"]?.contains(#""orientation":"normal""#) == true)
+            #expect(lines["TILT"]?.contains(#""tilt":"tilted-up""#) == true)
+        }
+
+        @Test func theHingeOfAMachineWithOneAccelerometerIsRefusedWithItsReason() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "laptop-hid-accelerometer")
+            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", NSTemporaryDirectory() + "motiond-state-\(getpid())"])
+            defer { daemon.signal(SIGTERM) }
+            let client = try TestClient(path: daemon.socket)
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"WATCH","streams":["hinge"]}"#)
+            let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
+            #expect(error.message == "hinge needs two accelerometers, one in the display and one in the base")
+        }
+
         /// (c) A tablet with an accelerometer and a magnetometer on separate devices, no gyroscope,
         /// lying face up with its top edge pointing east. The Earth's field (19 µT north, 46 µT down,
         /// ENU (0, 19, −46)) in the device frame (x south, y east, z up) is (−19, 0, −46) µT; Linux

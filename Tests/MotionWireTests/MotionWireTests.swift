@@ -144,7 +144,7 @@ import Testing
             "DEVICES": DevicesReply.self, "STATUS": StatusReply.self, "MOTION": MotionMessage.self,
             "ACCELEROMETER": AccelerometerMessage.self, "GYROSCOPE": GyroscopeMessage.self,
             "MAGNETOMETER": MagnetometerMessage.self, "PROXIMITY": ProximityMessage.self,
-            "ORIENTATION": OrientationMessage.self, "TILT": TiltMessage.self, "DROPPED": Dropped.self, "ENDED": Ended.self,
+            "ORIENTATION": OrientationMessage.self, "TILT": TiltMessage.self, "HINGE": HingeMessage.self, "DROPPED": Dropped.self, "ENDED": Ended.self,
         ]
         var checked = 0
         for var line in try Self.exampleLines() {

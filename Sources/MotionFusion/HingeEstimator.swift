@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MotionCore
+
+/// The hinge angle of a 2-in-1 from its two accelerometers, display and base, both in the device
+/// frame. systemd's hwdb defines the base's mount matrix so that, folded shut, the two read the same
+/// (60-sensor.hwdb's note on `ACCEL_LOCATION=base`): the angle is then the turn about the hinge, the
+/// shared x axis, that takes the base's gravity direction to the display's.
+///
+/// Parameters:
+/// - `tau` 0.2 s: time constant of the low-pass on each accelerometer (a hand on the lid shakes it);
+/// - `verticalHingeLimit` 25°: within this of vertical the hinge axis is too close to gravity for
+///   the angle to show, and the last one is kept;
+/// - `foldedLimit` 20°: nearer than this to 0°/360°, the base's keyboard tells shut from folded back.
+public struct HingeEstimator: Sendable, Codable, Equatable {
+    public var tau = 0.2
+    public var verticalHingeLimit = 25.0 * .pi / 180
+    public var foldedLimit = 20.0
+    private var display: LowPassFilter<Vector3>
+    private var base: LowPassFilter<Vector3>
+    private var displayForce = Vector3.zero
+    private var baseForce = Vector3.zero
+    /// The angle, degrees in [0, 360]: 0 shut, 90 a laptop's lid upright, 180 flat, 360 folded back.
+    public private(set) var angle: Double?
+    /// The mode the angle falls in.
+    public private(set) var mode: HingeMode?
+
+    /// An estimator for accelerometers sampled at `rate` Hz.
+    public init(rate: Double) {
+        display = LowPassFilter(tau: tau, period: 1 / rate)
+        base = LowPassFilter(tau: tau, period: 1 / rate)
+    }
+
+    /// A sample of the display's accelerometer: specific force, m/s².
+    public mutating func update(display force: Vector3) {
+        displayForce = display.update(force)
+        estimate()
+    }
+
+    /// A sample of the base's accelerometer: specific force, m/s².
+    public mutating func update(base force: Vector3) {
+        baseForce = base.update(force)
+        estimate()
+    }
+
+    private mutating func estimate() {
+        let d = displayForce, b = baseForce
+        let dLength = d.length, bLength = b.length
+        guard dLength > 1, bLength > 1 else { return }
+        // The hinge (x) near vertical: gravity has almost no component to turn about it.
+        let limit = cos(verticalHingeLimit)
+        guard abs(d.x) / dLength < limit, abs(b.x) / bLength < limit else { return }
+        var degrees = atan2(b.y * d.z - b.z * d.y, b.y * d.y + b.z * d.z) * 180 / .pi
+        if degrees < 0 { degrees += 360 }
+        let folded = degrees < foldedLimit || degrees > 360 - foldedLimit
+        if folded {
+            // Shut and folded right back read alike; the base's keyboard (−z of its frame) says which.
+            let keyboardUp = b.z < 0
+            mode = keyboardUp ? .closed : .tablet
+            angle = keyboardUp ? (degrees > 180 ? 0 : degrees) : (degrees < 180 ? 360 : degrees)
+        } else {
+            angle = degrees
+            mode = degrees < 200 ? .laptop : degrees < 330 ? .tent : .tablet
+        }
+    }
+}

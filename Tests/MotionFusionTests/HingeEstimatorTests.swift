@@ -1,0 +1,51 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionFusion
+
+/// The hinge from two accelerometers. Frames as systemd's hwdb defines them for a base sensor: shut,
+/// both read the same. With the base flat and its keyboard up, its specific force is (0, 0, −g) (its
+/// z points into the keyboard, as the shut display's screen does), and the display opened by α about
+/// the hinge reads (0, g sin α, −g cos α): α = 90° upright (0, g, 0), 180° flat face up (0, 0, g).
+@Suite struct HingeEstimatorTests {
+    static let g = Units.standardGravity
+
+    static func settle(_ estimator: inout HingeEstimator, display: Vector3, base: Vector3) {
+        for _ in 0..<50 {
+            estimator.update(base: base)
+            estimator.update(display: display)
+        }
+    }
+
+    static func opened(_ degrees: Double) -> Vector3 {
+        let a = degrees * .pi / 180
+        return Vector3(x: 0, y: g * sin(a), z: -g * cos(a))
+    }
+
+    @Test(arguments: [(5.0, HingeMode.closed), (90, .laptop), (120, .laptop), (180, .laptop), (270, .tent), (340, .tablet)])
+    func anOpenedLidGivesItsAngleAndMode(degrees: Double, mode: HingeMode) throws {
+        var estimator = HingeEstimator(rate: 50)
+        Self.settle(&estimator, display: Self.opened(degrees), base: Vector3(x: 0, y: 0, z: -Self.g))
+        #expect(abs(try #require(estimator.angle) - degrees) < 0.01)
+        #expect(estimator.mode == mode)
+    }
+
+    @Test func shutAndFoldedBackAreToldApartByTheKeyboard() {
+        var shut = HingeEstimator(rate: 50)
+        Self.settle(&shut, display: Vector3(x: 0, y: 0, z: -Self.g), base: Vector3(x: 0, y: 0, z: -Self.g))
+        #expect(shut.angle == 0 && shut.mode == .closed)
+        // Folded right back and laid on the table screen up: the whole device turned over.
+        var tablet = HingeEstimator(rate: 50)
+        Self.settle(&tablet, display: Vector3(x: 0, y: 0, z: Self.g), base: Vector3(x: 0, y: 0, z: Self.g))
+        #expect(tablet.angle == 360 && tablet.mode == .tablet)
+    }
+
+    @Test func aVerticalHingeKeepsTheLastAngle() {
+        var estimator = HingeEstimator(rate: 50)
+        Self.settle(&estimator, display: Self.opened(110), base: Vector3(x: 0, y: 0, z: -Self.g))
+        // Stood on its side: gravity along the hinge in both halves.
+        Self.settle(&estimator, display: Vector3(x: Self.g, y: 0, z: 0), base: Vector3(x: Self.g, y: 0, z: 0))
+        #expect(abs((estimator.angle ?? 0) - 110) < 0.01)
+    }
+}
