@@ -20,13 +20,8 @@ extension Hardware {
             _ fixture: String, streams: [String], frame: String = "xArbitraryZVertical", seconds: Double = 1.5,
             arguments: [String] = []
         ) throws -> (lines: [String: String], devices: DevicesReply) {
-            let testbed = try Testbed()
-            try testbed.add(fixture: fixture)
-            let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", state] + arguments)
-            defer { daemon.signal(SIGTERM) }
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
+            let session = try Session(fixture, arguments: arguments)
+            let client = session.client
             try client.send(#"{"class":"DEVICES"}"#)
             let devices = try client.decode(DevicesReply.self, try client.next("DEVICES"))
             let names = streams.map { "\"\($0)\"" }.joined(separator: ",")
@@ -40,6 +35,24 @@ extension Hardware {
                 if let name = Wire.className(of: Array(line.utf8)) { lines[name] = line }
             }
             return (lines, devices)
+        }
+
+        /// motiond on a fixture, with a connected client; stopped when released.
+        final class Session {
+            let testbed: Testbed
+            let daemon: DaemonProcess
+            let client: TestClient
+
+            init(_ fixture: String, arguments: [String] = []) throws {
+                testbed = try Testbed()
+                try testbed.add(fixture: fixture)
+                let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+                daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", state] + arguments)
+                client = try TestClient(path: daemon.socket)
+                _ = try client.next("VERSION")
+            }
+
+            deinit { daemon.signal(SIGTERM) }
         }
 
         static func motion(_ lines: [String: String]) throws -> MotionMessage {
@@ -84,12 +97,8 @@ extension Hardware {
         }
 
         @Test func theHingeOfAMachineWithOneAccelerometerIsRefusedWithItsReason() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "laptop-hid-accelerometer")
-            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", NSTemporaryDirectory() + "motiond-state-\(getpid())"])
-            defer { daemon.signal(SIGTERM) }
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
+            let session = try Session("laptop-hid-accelerometer")
+            let client = session.client
             try client.send(#"{"class":"WATCH","streams":["hinge"]}"#)
             let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
             #expect(error.message == "hinge needs two accelerometers, one in the display and one in the base")
@@ -146,22 +155,8 @@ extension Hardware {
 
         /// A gyroscope alone gives its rotation rate, and motion is refused with the reason.
         @Test func motionOnAMachineWithoutAnAccelerometerIsRefusedWithItsReason() throws {
-            let testbed = try Testbed()
-            try testbed.add("""
-                P: /devices/platform/i2c-1/1-0068/iio:device0
-                E: SUBSYSTEM=iio
-                E: DEVTYPE=iio_device
-                A: name=l3g4200d\\n
-                A: in_anglvel_x_raw=100\\n
-                A: in_anglvel_y_raw=0\\n
-                A: in_anglvel_z_raw=0\\n
-                A: in_anglvel_scale=0.000152716\\n
-
-                """)
-            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", NSTemporaryDirectory() + "motiond-state-\(getpid())"])
-            defer { daemon.signal(SIGTERM) }
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
+            let session = try Session("gyroscope-only")
+            let client = session.client
             try client.send(#"{"class":"WATCH","streams":["motion"]}"#)
             let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
             #expect(error.code == .unavailable)
