@@ -279,7 +279,7 @@ final class Hub: @unchecked Sendable {
         for stream in poll.streams {
             switch stream {
             case .motion:
-                guard let fusion, latest.accelerometer != nil, fusion.gyroscopeFree != nil || latest.gyroscope != nil else { return nil }
+                guard let fusion, latest.accelerometer != nil, !fusion.usesGyroscope || latest.gyroscope != nil else { return nil }
                 snapshot.motion = motionMessage(fusion.deviceMotion(in: poll.frame ?? .xArbitraryZVertical))
             case .accelerometer:
                 guard let value = latest.accelerometer else { return nil }
@@ -353,15 +353,17 @@ final class Hub: @unchecked Sendable {
         }
         if plan.captures.isEmpty { latest = Snapshot(id: nil) }
         let motionNeeded = demands.contains { $0.stream == .motion }
-        if motionNeeded && fusion == nil {
-            let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
-            if let accelerometerRate = rate(.accelerometer) {
-                var fresh = SensorFusion(
-                    gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
-                    declination: declination)
-                if let savedCalibration { fresh.restore(savedCalibration) }
-                fusion = fresh
-            }
+        let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
+        // The fusion follows the sensors there are: a gyroscope unplugged (or plugged in) while motion
+        // is watched makes a new one, which keeps the calibration learnt so far.
+        if motionNeeded, let accelerometerRate = rate(.accelerometer), fusion?.usesGyroscope != (rate(.gyroscope) != nil) {
+            if let fusion, fusion.usesGyroscope { savedCalibration = fusion.calibration }
+            var fresh = SensorFusion(
+                gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
+                declination: declination)
+            if let savedCalibration { fresh.restore(savedCalibration) }
+            fusion = fresh
+            pendingMotion = nil
         }
     }
 
@@ -426,7 +428,7 @@ final class Hub: @unchecked Sendable {
             }
             fusion?.update(sample)
             // Without a gyroscope, motion is produced at the accelerometer's rate.
-            if let fusion, fusion.gyroscopeFree != nil { pendingMotion = (t, period) }
+            if let fusion, !fusion.usesGyroscope { pendingMotion = (t, period) }
             let acceleration = sample.vector * (-1 / Units.standardGravity)
             let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
             latest.accelerometer = message

@@ -15,6 +15,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     public private(set) var filter: OrientationFilter
     /// The orientation filter of a machine without a gyroscope; `nil` when there is one.
     public private(set) var gyroscopeFree: GyroscopeFreeFilter?
+    /// Whether it was made for a gyroscope (else it fuses the accelerometer and magnetometer alone).
+    public var usesGyroscope: Bool { gyroscopeFree == nil }
     /// The magnetometer's hard-iron calibration.
     public private(set) var calibrator: MagnetometerCalibrator
     /// The magnetometer's soft-iron correction, applied after the hard-iron offset.

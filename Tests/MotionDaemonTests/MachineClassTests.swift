@@ -153,6 +153,27 @@ extension Hardware {
             #expect(device.mountMatrixCorrection == nil)
         }
 
+        /// A phone whose gyroscope goes away (unplugged, or its driver unbound) while motion is
+        /// watched: motion goes on from the accelerometer and the magnetometer, and says the rotation
+        /// rate is now unavailable, instead of falling silent.
+        @Test func motionGoesOnWithoutTheGyroscopeWhenItIsUnplugged() throws {
+            let session = try Session("phone")
+            let client = session.client
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1}"#)
+            _ = try client.next("WATCHING")
+            let before = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3))
+            #expect(before.unavailable == nil, "all three sensors: nothing unavailable")
+            session.testbed.remove(syspath: "/sys/devices/platform/i2c-1/1-0068/iio:device1")
+            // The next motions, from the accelerometer alone, say what is missing.
+            var after: MotionMessage?
+            let end = Date().addingTimeInterval(5)
+            while Date() < end, after?.unavailable?.contains(.rotationRate) != true {
+                after = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3))
+            }
+            #expect(after?.unavailable == [.rotationRate])
+            _ = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3))
+        }
+
         /// A gyroscope alone gives its rotation rate, and motion is refused with the reason.
         @Test func motionOnAMachineWithoutAnAccelerometerIsRefusedWithItsReason() throws {
             let session = try Session("gyroscope-only")
