@@ -17,7 +17,12 @@ struct DeviceInspector {
         guard sysfs.deviceExists(sysname) else { throw .deviceVanished(device: sysname) }
         var problems: [DeviceError] = []
         let channels = device.channels.filter { !$0.isOutput }
-        let label = try sysfs.readIfPresent(device: sysname, attribute: "label").get().map { String($0.trimmingWhitespace) }
+        // A label or location that cannot be read is a problem of that attribute, not of the device.
+        var label: String? = nil
+        switch sysfs.readIfPresent(device: sysname, attribute: "label") {
+        case .success(let text): label = text.map { String($0.trimmingWhitespace) }
+        case .failure(let error): problems.append(error)
+        }
         let identity = MountMatrixOverride.Identity(name: device.name, label: label, syspath: syspath)
 
         var sensors: [SensorDescriptor] = []
@@ -64,7 +69,7 @@ struct DeviceInspector {
 
         return DeviceDescriptor(
             number: number, name: device.name, syspath: syspath, label: label,
-            location: try location(label: label, device: sysname), sensors: sensors,
+            location: location(label: label, device: sysname, problems: &problems), sensors: sensors,
             availableRates: availableRates, samplingFrequency: samplingFrequency,
             samplingFrequencyAttribute: samplingFrequencyAttribute,
             captureMode: bufferProblem == nil ? .buffered : .polled,
@@ -205,26 +210,29 @@ struct DeviceInspector {
     }
 
     /// udev's `ACCEL_LOCATION` (systemd hwdb), else the `label` (`accel-base`, `accel-display`), else
-    /// sysfs `location` (cros-ec's `base`/`lid`), else the display, as iio-sensor-proxy assumes.
-    private func location(label: String?, device: String) throws(DeviceError) -> SensorLocation {
+    /// sysfs `location` (cros-ec's `base`/`lid`), else the display. A value it cannot parse is a
+    /// problem and counts as the display, as iio-sensor-proxy falls back ("Failed to parse location").
+    private func location(label: String?, device: String, problems: inout [DeviceError]) -> SensorLocation {
         if let text = properties["ACCEL_LOCATION"] {
-            guard let location = SensorLocation(rawValue: String(text.trimmingWhitespace)) else {
-                throw .attributeMalformed(device: device, attribute: "ACCEL_LOCATION", value: text, expected: "base or display")
-            }
-            return location
+            if let location = SensorLocation(rawValue: String(text.trimmingWhitespace)) { return location }
+            problems.append(.attributeMalformed(device: device, attribute: "ACCEL_LOCATION", value: text, expected: "base or display"))
+            return .display
         }
         switch label {
         case "accel-base": return .base
         case "accel-display": return .display
         default: break
         }
-        if case .success(let text?) = sysfs.readIfPresent(device: device, attribute: "location") {
+        switch sysfs.readIfPresent(device: device, attribute: "location") {
+        case .success(let text?):
             switch text.trimmingWhitespace {
             case "base": return .base
             case "lid", "display": return .display
             default:
-                throw .attributeMalformed(device: device, attribute: "location", value: text, expected: "base, lid or display")
+                problems.append(.attributeMalformed(device: device, attribute: "location", value: text, expected: "base, lid or display"))
             }
+        case .success(nil): break
+        case .failure(let error): problems.append(error)
         }
         return .display
     }

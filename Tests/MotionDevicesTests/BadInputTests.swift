@@ -125,6 +125,30 @@ extension Hardware {
             }
         }
 
+        /// A location that cannot be parsed counts as the display, as iio-sensor-proxy falls back; the
+        /// device stays, and the problem is listed with the attribute and the value.
+        @Test func anUnparsableLocationIsTheDisplayAndAProblemNotAMissingDevice() throws {
+            let (fromSysfs, _) = try listing(accelerometer(["location": "sideways\\n"]))
+            #expect(fromSysfs.devices.map(\.name) == ["acc", "gyr"])
+            #expect(fromSysfs.devices[0].location == .display)
+            #expect(fromSysfs.devices[0].problems.contains(.attributeMalformed(
+                device: "iio:device0", attribute: "location", value: "sideways\n", expected: "base, lid or display")))
+            let (fromUdev, _) = try listing(accelerometer([:], properties: ["ACCEL_LOCATION=roof"]))
+            #expect(fromUdev.devices.map(\.name) == ["acc", "gyr"])
+            #expect(fromUdev.devices[0].location == .display)
+            #expect(fromUdev.devices[0].problems.contains(.attributeMalformed(
+                device: "iio:device0", attribute: "ACCEL_LOCATION", value: "roof", expected: "base or display")))
+        }
+
+        @Test func anUnreadableLabelLeavesTheDeviceWithoutALabel() throws {
+            let (_, testbed) = try listing(accelerometer(["label": "accel-base\\n"]))
+            try testbed.breakAttribute("iio:device0", "label")
+            let device = try DeviceDiscovery().describe(DeviceNumber(0))
+            #expect(device.label == nil)
+            #expect(device.location == .display)
+            #expect(device.problems.contains(.attributeUnreadable(device: "iio:device0", attribute: "label", errno: EISDIR)))
+        }
+
         @Test func malformedHwdbMountMatrixSkipsTheSensor() throws {
             let (listing, _) = try listing(accelerometer([:], properties: ["ACCEL_MOUNT_MATRIX=1, 0, 0; 0, 1"]))
             #expect(listing.problems == [.attributeMalformed(
