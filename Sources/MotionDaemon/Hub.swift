@@ -69,7 +69,8 @@ final class Hub: @unchecked Sendable {
     let eventLoop: any EventLoop
     let logger: Logger
     let release: String
-    private let startTime = Date()
+    /// Uptime and timeouts run on the monotonic clock: setting the wall clock changes none of them.
+    private let startTime = NIODeadline.now()
     private var nextClient = 0
     private var clients: [ClientID: Client] = [:]
     private var pendingPolls: [PendingPoll] = []
@@ -88,6 +89,10 @@ final class Hub: @unchecked Sendable {
     private var latest = Snapshot(id: nil)
     /// Scratch space for `drain`, reused.
     private var drained: [SensorEvent] = []
+    /// The samples of all captures in one time order.
+    private var merger = SampleMerger()
+    /// Samples the merger let through, reused.
+    private var merged: [SampleMerger.Entry] = []
     /// Whether a burst of samples is being ingested: writes wait for its end.
     private var draining = false
     /// Clients with lines queued during the burst.
@@ -323,6 +328,13 @@ final class Hub: @unchecked Sendable {
         for stream in recentPolls.keys { demands.append(.init(stream: stream, interval: Request.Watch.defaultInterval)) }
         let plan = CapturePlan(demands: demands, devices: devices)
         baseAccelerometer = plan.baseAccelerometer
+        let pace = plan.captures.first { $0.kinds.contains(.gyroscope) }?.device
+            ?? plan.captures.first { $0.kinds.contains(.accelerometer) && $0.device != plan.baseAccelerometer }?.device
+        if pace != merger.pace {
+            merger.releaseAll(into: &merged)
+            merger.pace = pace
+            ingestMerged()
+        }
         if let base = plan.baseAccelerometer, hinge == nil {
             hinge = HingeEstimator(rate: plan.captures.first { $0.device == base }?.rate ?? CapturePlan.eventRate)
         } else if plan.baseAccelerometer == nil {
@@ -392,7 +404,8 @@ final class Hub: @unchecked Sendable {
             captures[number]!.samples += 1
             if captures[number]!.firstTimestamp == nil { captures[number]!.firstTimestamp = sample.timestamp }
             captures[number]!.lastTimestamp = sample.timestamp
-            ingest(sample, period: captures[number]!.period(of: sample))
+            merger.add(.init(sample: sample, period: captures[number]!.period(of: sample)), from: number, into: &merged)
+            ingestMerged()
         case .captureModeChanged(let mode, let reason):
             logger.notice("sensor capture mode changed", metadata: ["device": "\(number)", "mode": "\(mode)", "reason": "\(reason)"])
         case .readFailed(let error):
@@ -406,6 +419,11 @@ final class Hub: @unchecked Sendable {
             if error.meansDeviceGone { devices.removeAll { $0.number == number } }
             replan()
         }
+    }
+
+    private func ingestMerged() {
+        for entry in merged { ingest(entry.sample, period: entry.period) }
+        merged.removeAll(keepingCapacity: true)
     }
 
     private func ingest(_ sample: SensorSample, period: Int64) {
@@ -567,7 +585,7 @@ final class Hub: @unchecked Sendable {
         if client.queue.push(line, kind: kind) {
             client.fullSince = nil
         } else {
-            let now = Int64(Date().timeIntervalSince1970 * 1e9)
+            let now = Int64(NIODeadline.now().uptimeNanoseconds)
             let since = client.fullSince ?? now
             client.fullSince = since
             if now - since > Self.stuckClientTimeout {
@@ -661,7 +679,7 @@ final class Hub: @unchecked Sendable {
                 magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
         }
         return StatusReply(
-            id: id, uptime: Date().timeIntervalSince(startTime), clients: clients.count, sensors: sensors,
+            id: id, uptime: Double((NIODeadline.now() - startTime).nanoseconds) / 1e9, clients: clients.count, sensors: sensors,
             dropped: dropped, calibration: calibration)
     }
 

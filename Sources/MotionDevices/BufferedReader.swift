@@ -12,6 +12,8 @@ final class BufferedReader {
     private var decoder: ScanDecoder?
     private let samplePeriod: Int64
     let samplesPerRefill: Int
+    /// Why the scans' own timestamps are not used, if they are not (their clock could not be made monotonic).
+    private(set) var timestampProblem: DeviceError?
 
     /// Opens a buffer on `device` for `kinds`, refilling every `samplesPerRefill` scans; a refill that
     /// sees no data within `timeoutMilliseconds` fails with ETIMEDOUT.
@@ -34,8 +36,19 @@ final class BufferedReader {
                     try restorer.set("trigger/current_trigger", to: trigger)
                 }
             }
-            if sysfs.exists(device: device, attribute: "current_timestamp_clock") {
-                try restorer.set("current_timestamp_clock", to: "monotonic")
+            // Scan timestamps must be on the monotonic clock, which every other sample is on and which a
+            // wall-clock change does not move; many drivers default to realtime. Where the clock cannot
+            // be switched, the scans are stamped on arrival instead.
+            var monotonicTimestamps = descriptor.timestampScan != nil
+            if monotonicTimestamps, sysfs.exists(device: device, attribute: "current_timestamp_clock"),
+                (try? sysfs.read(device: device, attribute: "current_timestamp_clock").get())?.trimmingWhitespace != "monotonic"
+            {
+                do throws(DeviceError) {
+                    try restorer.set("current_timestamp_clock", to: "monotonic")
+                } catch {
+                    monotonicTimestamps = false
+                    timestampProblem = error
+                }
             }
 
             let channels = iioDevice.channels
@@ -46,7 +59,7 @@ final class BufferedReader {
                 }
                 wanted.formUnion(sensor.channels.map(\.id))
             }
-            if descriptor.timestampScan != nil { wanted.insert("timestamp") }
+            if monotonicTimestamps { wanted.insert("timestamp") }
             for channel in channels where channel.isScanElement {
                 channel.setEnabled(wanted.contains(channel.id))
             }
@@ -75,7 +88,7 @@ final class BufferedReader {
                 }
                 layout.append((kind, offsets))
             }
-            let timestampOffset = descriptor.timestampScan == nil ? nil : offset(of: "timestamp")
+            let timestampOffset = monotonicTimestamps ? offset(of: "timestamp") : nil
             decoder = try ScanDecoder(device: descriptor, layout: layout, timestampOffset: timestampOffset)
         } catch {
             close()

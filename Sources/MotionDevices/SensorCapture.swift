@@ -174,6 +174,8 @@ public final class SensorCapture: Sendable {
             return sysfs.deviceExists(name) ? .fallBack(error) : .ended(.deviceVanished(device: name))
         }
         defer { reader.close() }
+        // Not fatal: the scans are stamped on arrival instead. Said once, as a failed read.
+        if let problem = reader.timestampProblem { handler(.readFailed(problem)) }
         let stoppedEarly = state.withLock { state in
             state.cancelBuffered = CancelHandle(reader)
             return state.stopRequested

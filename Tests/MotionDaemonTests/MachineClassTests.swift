@@ -119,6 +119,77 @@ extension Hardware {
             #expect((motion.magneticField.field - Vector3(x: -19, y: 0, z: -46)).length < 0.5, "\(motion.magneticField.field)")
         }
 
+        /// (d) A phone: an IMU (mpu6050) read through its buffer at 100 Hz and a magnetometer (af8133j)
+        /// polled at 25 Hz, each with its device tree's `in_mount_matrix`: the IMU's chip turned 90°
+        /// (`0, 1, 0; -1, 0, 0; 0, 0, 1`), the magnetometer's as in sun50i-a64-pinephone-1.2b.dts
+        /// (`0, -1, 0; -1, 0, 0; 0, 0, -1`, a chip on the back). The phone lies face up, its top edge
+        /// raised 30° and pointing east. Device frame (x south, y east-and-up, z the screen's normal):
+        /// specific force (0, sin 30°, cos 30°) g; the Earth's field ENU (0, 19, −46) µT reads
+        /// (−19, −46 sin 30°, −46 cos 30°) = (−19, −23, −39.84) µT. Linux userspace's frame negates x
+        /// and y; the chips read the transpose of their matrix times that: accelerometer
+        /// (500, 0, 866) mg = (8192, 0, 14189) counts of 0.000598 m/s²; magnetometer
+        /// (−23, −19, 39.84) µT = (−230, −190, 398) counts of 0.001 G.
+        /// Expected: gravity (0, −0.5, −0.866) g, heading 90°.
+        ///
+        /// The scans reach motiond 8–28 ms after their timestamps while the magnetometer is stamped
+        /// when read, as on real machines. Every output must carry the time of its IMU scan, and the
+        /// samples must be fused (and so sent) in time order.
+        @Test func phoneWithABufferedIMUAndAPolledMagnetometerFusesInTimeOrder() throws {
+            let session = try Session("phone-buffered-imu-magnetometer")
+            let client = session.client
+            try client.send(#"{"class":"WATCH","streams":["motion","magnetometer"],"interval":0.01,"frame":"xMagneticNorthZVertical"}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil { (try? session.testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            #expect(try session.testbed.attribute("iio:device0", "current_timestamp_clock").hasPrefix("monotonic"))
+
+            func monotonic() -> Int64 {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+            }
+            let period: Int64 = 10_000_000
+            var next = monotonic() / period * period
+            var fed: Set<Int64> = []
+            var received: [(name: String, timestamp: Int64)] = []
+            var lastMotion: MotionMessage?
+            let end = Date().addingTimeInterval(3)
+            while Date() < end {
+                var bytes: [UInt8] = []
+                while next <= monotonic() - 8_000_000 {
+                    bytes += Hardware.Server.scan(accelerometer: [8192, 0, 14189], gyroscope: [0, 0, 0], time: next)
+                    fed.insert(next)
+                    next += period
+                }
+                if !bytes.isEmpty { try session.testbed.feed("/dev/iio:device0", bytes) }
+                // Read for 10 ms, then feed again: the magnetometer's lines alone never let up.
+                let feedAgain = Date().addingTimeInterval(0.01)
+                while Date() < feedAgain, let line = try? client.next(seconds: max(0.001, feedAgain.timeIntervalSinceNow)) {
+                    switch Wire.className(of: Array(line.utf8)) {
+                    case "MOTION":
+                        let motion = try client.decode(MotionMessage.self, line)
+                        received.append(("MOTION", motion.timestamp))
+                        lastMotion = motion
+                    case "MAGNETOMETER":
+                        received.append(("MAGNETOMETER", try client.decode(MagnetometerMessage.self, line).timestamp))
+                    default: break
+                    }
+                }
+            }
+            let motions = received.filter { $0.name == "MOTION" }.map(\.timestamp)
+            #expect(motions.count > 150, "100 Hz for 3 s")
+            #expect(motions.allSatisfy { fed.contains($0) }, "each motion carries the time of an IMU scan")
+            #expect(zip(motions, motions.dropFirst()).allSatisfy { $0 < $1 }, "no timestamp repeated or out of order")
+            #expect(received.filter { $0.name == "MAGNETOMETER" }.count > 60, "polled at 25 Hz or more for 3 s")
+            let outOfOrder = zip(received, received.dropFirst()).filter { $0.timestamp > $1.timestamp }
+            #expect(outOfOrder.isEmpty, "fused in time order: \(outOfOrder.prefix(3))")
+
+            let motion = try #require(lastMotion)
+            #expect((motion.gravity - Vector3(x: 0, y: -0.5, z: -0.866025)).length < 0.01, "\(motion.gravity)")
+            let heading = try #require(motion.heading)
+            #expect(abs(heading - 90) < 2, "heading \(heading)°")
+            #expect(motion.unavailable == nil)
+        }
+
         /// (e) A Bosch accelerometer with the hwdb's most common kind of entry, a mirror
         /// (`1, 0, 0; 0, -1, 0; 0, 0, 1`, determinant −1): the chip faces the back, so lying face up
         /// it reads z = −1 g (−1000 counts). The hwdb's x and y rows are kept and the z row becomes

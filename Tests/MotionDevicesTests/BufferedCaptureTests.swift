@@ -56,6 +56,35 @@ extension Hardware {
             #expect(try testbed.attribute("iio:device0", "sampling_frequency") == "100\n")
         }
 
+        /// A device whose timestamp clock cannot be switched to monotonic (the attribute fails, as
+        /// on a driver that rejects the write) would give scans on the wall clock, which jumps when
+        /// the time is set: its scans are stamped on arrival instead (monotonic), and the capture
+        /// says why once.
+        @Test func scansAreStampedOnArrivalWhenTheirClockCannotBeMadeMonotonic() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            try testbed.breakAttribute("iio:device0", "current_timestamp_clock")
+            let imu = try DeviceDiscovery().describe(DeviceNumber(0))
+            let capture = try SensorCapture(device: imu, kinds: [.accelerometer, .gyroscope], rate: 100)
+            let events = EventLog()
+            capture.start(handler: events.append)
+            defer { capture.stop() }
+            try events.waitUntil { _ in (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            #expect(try testbed.attribute("iio:device0", "scan_elements/in_timestamp_en").hasPrefix("0"))
+
+            // Without the timestamp a scan is 6 × s16.
+            try testbed.feed("/dev/iio:device0", [0, 0, 16384, 0, 0, 0].flatMap(le16))
+            var now = timespec()
+            try events.waitUntil { $0.samples.count >= 2 }
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let arrival = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+            let stamp = try #require(events.samples.first?.timestamp)
+            #expect(stamp <= arrival && arrival - stamp < 1_000_000_000, "stamped on the monotonic clock on arrival: \(stamp) vs \(arrival)")
+            let problems = events.all.compactMap { if case .readFailed(let error) = $0 { "\(error)" } else { nil } }
+            #expect(problems.count == 1 && problems[0].contains("current_timestamp_clock"), "\(problems)")
+            #expect(capture.mode == .buffered)
+        }
+
         /// Each scan layout (byte order, sign, bits, shift, 8/16/32-bit storage) decoded by motiond
         /// and, as an independent reference, by libiio's own `iio_channel_convert`.
         @Test func everyScanTypeDecodesAsLibiioDecodesIt() throws {
