@@ -21,6 +21,18 @@ public struct UnavailableOutputs: OptionSet, Sendable, Hashable, Codable {
         (.heading, "heading", "a heading needs a magnetometer"),
     ]
 
+    /// What a machine with an accelerometer and these other sensors cannot give, in a north frame
+    /// (the heading included).
+    public static func missing(gyroscope: Bool, magnetometer: Bool) -> UnavailableOutputs {
+        var missing: UnavailableOutputs = []
+        if !gyroscope { missing.insert(.rotationRate) }
+        if !magnetometer {
+            missing.formUnion([.magneticField, .heading])
+            if !gyroscope { missing.insert(.yaw) }
+        }
+        return missing
+    }
+
     /// Encoded as an object: wire name → reason.
     public func encode(to encoder: any Encoder) throws {
         var reasons: [String: String] = [:]

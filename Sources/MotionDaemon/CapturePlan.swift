@@ -58,6 +58,19 @@ struct CapturePlan: Sendable, Hashable {
         }.joined(separator: "; ")
     }
 
+    /// What `devices` cannot give, each with its reason (`nil`: everything can be had).
+    static func unavailable(on devices: [DeviceDescriptor]) -> StatusReply.Unavailable? {
+        var streams: [String: String] = [:]
+        for stream in StreamKind.allCases {
+            let plan = CapturePlan(demands: [Demand(stream: stream, interval: Request.Watch.defaultInterval)], devices: devices)
+            if plan.unavailable.contains(stream) { streams[stream.rawValue] = reasons(for: [stream], devices: devices) }
+        }
+        let kinds = Set(devices.flatMap(\.kinds))
+        let motion = kinds.contains(.accelerometer)
+            ? UnavailableOutputs.missing(gyroscope: kinds.contains(.gyroscope), magnetometer: kinds.contains(.magnetometer)) : []
+        return streams.isEmpty && motion.isEmpty ? nil : StatusReply.Unavailable(streams: streams, motion: motion)
+    }
+
     init(demands: [Demand], devices: [DeviceDescriptor]) {
         var rates: [SensorKind: Double] = [:]
         let available = Set(devices.flatMap(\.kinds))

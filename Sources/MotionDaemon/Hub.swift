@@ -680,7 +680,7 @@ final class Hub: @unchecked Sendable {
         }
         return StatusReply(
             id: id, uptime: Double((NIODeadline.now() - startTime).nanoseconds) / 1e9, clients: clients.count, sensors: sensors,
-            dropped: dropped, calibration: calibration)
+            dropped: dropped, calibration: calibration, unavailable: CapturePlan.unavailable(on: devices))
     }
 
     private func motionMessage(_ motion: DeviceMotion) -> MotionMessage {

@@ -206,13 +206,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             if degrees < 0 { degrees += 360 }
             heading = degrees >= 360 ? 0 : degrees
         }
-        var unavailable: UnavailableOutputs = []
-        if gyroscopeFree != nil { unavailable.insert(.rotationRate) }
-        if !hasMagnetometer && !expectsMagnetometer {
-            unavailable.insert(.magneticField)
-            if gyroscopeFree != nil { unavailable.insert(.yaw) }
-            if frame.isNorthReferenced { unavailable.insert(.heading) }
-        }
+        var unavailable = UnavailableOutputs.missing(gyroscope: gyroscopeFree == nil, magnetometer: hasMagnetometer || expectsMagnetometer)
+        if !frame.isNorthReferenced { unavailable.remove(.heading) }
         return DeviceMotion(
             timestamp: timestamp, referenceFrame: frame, attitude: attitude, gravity: gravity,
             userAcceleration: specificForce == .zero ? .zero : acceleration - gravity,

@@ -393,14 +393,34 @@ public struct StatusReply: ServerMessage {
     /// Stream messages dropped for slow readers since start.
     public var dropped: Int
     public var calibration: Calibration?
+    /// What this machine's sensors cannot give, and why (1.1); absent when it can give everything.
+    public var unavailable: Unavailable?
 
-    public init(id: RequestID?, uptime: Double, clients: Int, sensors: [Sensor], dropped: Int, calibration: Calibration?) {
+    /// The streams and the parts of `MOTION` the machine's sensors cannot give.
+    public struct Unavailable: Codable, Sendable, Hashable {
+        /// Stream name → the reason, as an `ERROR` to a `WATCH` of it says.
+        public var streams: [String: String]
+        /// The parts of `MOTION` (in a north frame) this machine cannot give; empty when it has no
+        /// accelerometer (then `motion` is among `streams`).
+        public var motion: UnavailableOutputs
+
+        public init(streams: [String: String], motion: UnavailableOutputs) {
+            self.streams = streams
+            self.motion = motion
+        }
+    }
+
+    public init(
+        id: RequestID?, uptime: Double, clients: Int, sensors: [Sensor], dropped: Int, calibration: Calibration?,
+        unavailable: Unavailable? = nil
+    ) {
         self.id = id
         self.uptime = uptime
         self.clients = clients
         self.sensors = sensors
         self.dropped = dropped
         self.calibration = calibration
+        self.unavailable = unavailable
     }
 }
 

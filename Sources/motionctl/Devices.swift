@@ -3,7 +3,7 @@ import MotionClient
 
 /// `motionctl devices`: the sensors motiond has.
 struct Devices: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the sensors: kinds, channels, rates, mount matrices, capture mode.")
+    static let configuration = CommandConfiguration(abstract: "List the sensors (kinds, channels, rates, mount matrices, capture mode) and what the machine cannot give.")
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -17,6 +17,10 @@ struct Devices: ParsableCommand {
             return
         }
         if devices.isEmpty { print("no motion sensors") }
+        defer {
+            let status = try? connection.client.status()
+            for line in Status.describe(status?.unavailable) { print(line) }
+        }
         for device in devices {
             print("\(device.device)  \(device.name)  [\(device.mode)]")
             print("  kinds: \(device.kinds.map(\.rawValue).joined(separator: ", "))")

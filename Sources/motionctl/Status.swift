@@ -3,7 +3,7 @@ import MotionClient
 
 /// `motionctl status`: what motiond is doing.
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show motiond's uptime, running sensors and their real rates, clients, drops and calibration.")
+    static let configuration = CommandConfiguration(abstract: "Show motiond's uptime, running sensors and their real rates, clients, drops, calibration, and what the machine cannot give and why.")
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -22,6 +22,7 @@ struct Status: ParsableCommand {
             let measured = sensor.measuredRate.map { ", measured \($0.formatted(digits: 1)) Hz" } ?? ""
             print("\(sensor.device): \(sensor.kinds.map(\.rawValue).joined(separator: ", ")) [\(sensor.mode)] at \(sensor.rate.formatted(digits: 1)) Hz\(measured)")
         }
+        for line in Self.describe(status.unavailable) { print(line) }
         if let c = status.calibration {
             let b = c.gyroscopeBias, o = c.magnetometerOffset
             print("gyroscope bias: (\(b.x.formatted(digits: 5)), \(b.y.formatted(digits: 5)), \(b.z.formatted(digits: 5))) rad/s")
@@ -31,5 +32,12 @@ struct Status: ParsableCommand {
             }
             print("magnetometer offset: (\(o.x.formatted(digits: 2)), \(o.y.formatted(digits: 2)), \(o.z.formatted(digits: 2))) µT, accuracy \(c.magneticFieldAccuracy.rawValue)")
         }
+    }
+
+    /// What the machine cannot give, one line per stream or part of motion, with the reason.
+    static func describe(_ unavailable: StatusReply.Unavailable?) -> [String] {
+        guard let unavailable else { return [] }
+        return unavailable.streams.sorted { $0.key < $1.key }.map { "unavailable: \($0.key): \($0.value)" }
+            + unavailable.motion.reasons.map { "unavailable in motion: \($0)" }
     }
 }

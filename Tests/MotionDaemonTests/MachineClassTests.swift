@@ -78,6 +78,20 @@ extension Hardware {
             #expect(lines["TILT"]?.contains(#""tilt":"tilted-up""#) == true)
         }
 
+        /// STATUS says what the machine cannot give before anything is watched: the laptop of (a) has
+        /// one accelerometer and nothing else, so every other sensor's stream, the hinge, and the
+        /// yaw, rotation rate, magnetic field and heading of motion (the reasons as in protocol.md).
+        @Test func statusSaysWhatALaptopWithOnlyAnAccelerometerCannotGiveAndWhy() throws {
+            let session = try Session("laptop-hid-accelerometer")
+            try session.client.send(#"{"class":"STATUS"}"#)
+            let status = try session.client.decode(StatusReply.self, try session.client.next("STATUS"))
+            let unavailable = try #require(status.unavailable)
+            #expect(unavailable.streams.keys.sorted() == ["gyroscope", "hinge", "magnetometer", "proximity"])
+            #expect(unavailable.streams["gyroscope"] == "gyroscope needs a sensor this machine does not have: gyroscope")
+            #expect(unavailable.streams["hinge"] == "hinge needs two accelerometers, one in the display and one in the base")
+            #expect(unavailable.motion == [.yaw, .rotationRate, .magneticField, .heading])
+        }
+
         /// (b) A 2-in-1 with two accelerometers (cros-ec: `label` accel-display / accel-base,
         /// `location` lid / base), lid opened to 120° over a base lying flat, keyboard up. By the
         /// hwdb's definition of a base sensor (shut, both read the same), the base's specific force is

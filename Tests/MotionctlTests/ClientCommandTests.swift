@@ -48,9 +48,13 @@ import TestSupport
         let devices = try await motionctl(["devices"], socket: daemon.socket)
         #expect(devices.output.contains("iio:device0  myon aktos-t  [replayed]"), "\(devices.output)")
         #expect(devices.output.contains("kinds: accelerometer, gyroscope, magnetometer"))
+        #expect(devices.output.contains("unavailable: hinge: hinge needs two accelerometers, one in the display and one in the base"), "\(devices.output)")
 
         let status = try await motionctl(["status"], socket: daemon.socket)
         #expect(status.output.contains("iio:device0: accelerometer, gyroscope, magnetometer [replayed]"), "\(status.output)")
+        // A nine-axis recording gives all of motion; only the sensors it lacks are unavailable.
+        #expect(status.output.contains("unavailable: proximity: proximity needs a sensor this machine does not have: proximity"), "\(status.output)")
+        #expect(!status.output.contains("unavailable in motion"), "\(status.output)")
     }
 
     @Test func watchJSONPrintsOneLinePerUpdateAtTheInterval() async throws {
