@@ -139,6 +139,21 @@ public final class SensorCapture: Sendable {
                 handler(.readFailed(error))
             }
         }
+        // An HID sensor hub reports a sample only when it differs from the last by more than its
+        // hysteresis, so a device at rest goes silent: no rest detection, no gyroscope bias, no
+        // rate. While captured, the threshold is 0 and the hub reports every period.
+        for kind in kinds where kind.isVector {
+            for attribute in SensorDrivers.driver(for: kind).hysteresisAttributes {
+                guard let value = try? sysfs.readIfPresent(device: name, attribute: attribute).get(),
+                    Double(value.trimmingWhitespace) != 0
+                else { continue }
+                do throws(DeviceError) {
+                    try restorer.set(attribute, to: "0")
+                } catch {
+                    handler(.readFailed(error))
+                }
+            }
+        }
         defer { restorer.restoreAll() }
 
         if mode == .buffered {

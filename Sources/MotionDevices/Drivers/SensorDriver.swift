@@ -24,6 +24,12 @@ extension SensorDriver {
     var mountMatrixAttributes: [String] {
         ["in_\(sysfsName)_mount_matrix", "mount_matrix", "in_mount_matrix"]
     }
+
+    /// Sysfs attributes of a change threshold below which the device reports nothing (HID sensor
+    /// hubs: `hid-sensor-*` drivers; `_relative` is the percentage form of newer hubs).
+    var hysteresisAttributes: [String] {
+        ["in_\(sysfsName)_hysteresis", "in_\(sysfsName)_hysteresis_relative"]
+    }
 }
 
 /// The registry of sensor drivers.
