@@ -20,8 +20,19 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     init(hub: Hub) { self.hub = hub }
 
     func channelActive(context: ChannelHandlerContext) {
-        let id = hub.connect(channel: context.channel)
+        guard let id = hub.connect(channel: context.channel) else {
+            hub.logger.warning("connection refused: too many clients", metadata: ["limit": "\(hub.maximumClients)"])
+            let refusal = ErrorReply(id: nil, code: .unavailable, message: "too many clients (\(hub.maximumClients)); try again later")
+            let channel = context.channel
+            if let line = try? Wire.encode(refusal) {
+                channel.writeAndFlush(ByteBuffer(bytes: line)).whenComplete { _ in channel.close(promise: nil) }
+            } else {
+                channel.close(promise: nil)
+            }
+            return
+        }
         client = id
+        hub.greet(id)
         // Who connected, for the log (and, later, limits): the kernel's word, not the client's.
         if let provider = context.channel as? any SocketOptionProvider {
             let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
@@ -55,6 +66,13 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             }
         }
         hub.pauseReadingIfCongested(client)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, let client {
+            hub.inputClosed(client)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

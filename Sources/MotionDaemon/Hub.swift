@@ -29,8 +29,16 @@ final class Hub: @unchecked Sendable {
         var paused = false
         /// Whether it is in `awaitingFlush`.
         var awaitsFlush = false
+        /// Whether its input has ended: it is closed once all it asked for is answered.
+        var closesWhenAnswered = false
+        /// Whether the close after its last answer is under way.
+        var closing = false
+        let id: ClientID
 
-        init(channel: any Channel) { self.channel = channel }
+        init(id: ClientID, channel: any Channel) {
+            self.id = id
+            self.channel = channel
+        }
     }
 
     private struct PendingPoll {
@@ -59,6 +67,8 @@ final class Hub: @unchecked Sendable {
 
     /// Lines a client's queue holds before stream messages are dropped.
     static let queueCapacity = 256
+    /// Connections served at once; more are told so and closed.
+    let maximumClients: Int
     /// How long a POLL waits for the first sample, s.
     static let pollTimeout = 2.0
     /// How long sensors started for a POLL keep running after the last poll that needs them, s.
@@ -110,8 +120,9 @@ final class Hub: @unchecked Sendable {
     /// Where the sensors come from.
     let source: any SensorSource
 
-    init(eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, source: any SensorSource) {
+    init(eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, source: any SensorSource, maximumClients: Int = 1000) {
         self.source = source
+        self.maximumClients = maximumClients
         self.eventLoop = eventLoop
         self.logger = logger
         self.release = release
@@ -183,11 +194,33 @@ final class Hub: @unchecked Sendable {
 
     // MARK: Clients
 
-    func connect(channel: any Channel) -> ClientID {
+    /// Registers a new connection; `nil` when `maximumClients` are connected already.
+    ///
+    /// Registering does not write: the caller stores the id first and then `greet`s, because a write
+    /// can fail at once (the peer already gone) and close the channel, whose `disconnect` must find
+    /// the id.
+    func connect(channel: any Channel) -> ClientID? {
+        guard clients.count < maximumClients else { return nil }
         nextClient += 1
-        clients[nextClient] = Client(channel: channel)
-        send(Version(release: release), to: nextClient, kind: .kept)
+        clients[nextClient] = Client(id: nextClient, channel: channel)
         return nextClient
+    }
+
+    /// Sends the `VERSION` greeting.
+    func greet(_ id: ClientID) {
+        send(Version(release: release), to: id, kind: .kept)
+    }
+
+    /// The client will send nothing more (it shut down its writing side, as `socat` does at the end of
+    /// its input): it gets the answers still owed to it, then the connection is closed.
+    func inputClosed(_ id: ClientID) {
+        guard let client = clients[id] else { return }
+        client.closesWhenAnswered = true
+        closeIfAnswered(id)
+    }
+
+    private func closeIfAnswered(_ id: ClientID) {
+        if let client = clients[id], client.closesWhenAnswered { flush(client) }
     }
 
     func disconnect(_ id: ClientID) {
@@ -261,6 +294,7 @@ final class Hub: @unchecked Sendable {
             guard let index = pendingPolls.firstIndex(where: { $0.client == id && $0.poll == poll }) else { return }
             pendingPolls.remove(at: index)
             reply(ErrorReply(id: poll.id, code: .timeout, message: "no sample in \(Self.pollTimeout) s"), to: id)
+            closeIfAnswered(id)
             replan()
         }
         pendingPolls.append(PendingPoll(client: id, poll: poll, timeout: timeout))
@@ -498,7 +532,9 @@ final class Hub: @unchecked Sendable {
             answered = true
             return true
         }
-        if answered { replan() }
+        guard answered else { return }
+        for client in clients.values where client.closesWhenAnswered { flush(client) }
+        replan()
     }
 
     private func endStreams(needing kinds: Set<SensorKind>, reason: String) {
@@ -620,6 +656,11 @@ final class Hub: @unchecked Sendable {
             wrote = true
         }
         if wrote { channel.flush() }
+        if client.closesWhenAnswered, !client.closing, client.queue.isEmpty, !pendingPolls.contains(where: { $0.client == client.id }) {
+            client.closing = true
+            // An empty write completes after every earlier one: then close.
+            channel.writeAndFlush(ByteBuffer()).whenComplete { _ in channel.close(promise: nil) }
+        }
         if client.paused && client.queue.count < Self.queueCapacity / 2 {
             client.paused = false
             channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }

@@ -40,9 +40,11 @@ public final class MotionServer: @unchecked Sendable {
     ///   - source: where the sensors come from (default: this machine's, `HardwareSource`).
     ///   - socketMode: the socket file's permissions (default 0660: owner and group may connect).
     ///   - socketGroup: the socket file's group (default: the daemon's own).
+    ///   - maximumClients: connections served at once (default 1000); more are told so and closed.
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
-        socketMode: UInt32 = 0o660, socketGroup: String? = nil, release: String = "0.1.0", logger: Logger = Logger(label: "motiond")
+        socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = "0.1.0",
+        logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
         self.socketMode = mode_t(socketMode)
@@ -52,7 +54,7 @@ public final class MotionServer: @unchecked Sendable {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         hub = Hub(
             eventLoop: group.next(), logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
-            source: source)
+            source: source, maximumClients: maximumClients)
     }
 
     /// Finds the sensors and starts listening (a stale socket file from a crashed run is replaced).
@@ -61,6 +63,9 @@ public final class MotionServer: @unchecked Sendable {
         let hub = self.hub
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
+            // A client that shuts down its writing side after its requests (socat at the end of its
+            // input) still gets its answers.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ConnectionHandler(hub: hub))

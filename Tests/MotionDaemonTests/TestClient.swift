@@ -9,7 +9,7 @@ import Glibc
 /// A blocking line client for the daemon's Unix socket, as any program would write one.
 /// `@unchecked Sendable`: one thread may `send` while another reads; sending touches only the descriptor.
 final class TestClient: @unchecked Sendable {
-    private let fd: Int32
+    let fd: Int32
     private var framer = LineFramer(maximumLength: 1 << 20)
     private var lines: [[UInt8]] = []
 

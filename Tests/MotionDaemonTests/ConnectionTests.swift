@@ -1,0 +1,66 @@
+import Foundation
+import MotionClient
+import MotionWire
+import TestSupport
+import Testing
+
+@testable import MotionDaemon
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Hardware.Server {
+    /// A client that connects and closes before reading its greeting: the greeting's write fails
+    /// (EPIPE) inside `channelActive`, and NIO reports the channel inactive before the handler had
+    /// stored its id, so the hub kept the client for ever (10,000 cycles: 10,001 clients, all
+    /// visited on every sample). Now none is left behind.
+    @Test func connectingAndClosingWithoutReadingLeavesNoClientBehind() throws {
+        let (_, server) = try Self.startServerOnIMU()
+        defer { try? server.stop() }
+        for _ in 0..<2000 { close(try UnixSocket.connect(to: server.socketPath)) }
+        let client = try TestClient(path: server.socketPath)
+        _ = try client.next("VERSION")
+        var clients = -1
+        try waitUntil {
+            try? client.send(#"{"class":"STATUS"}"#)
+            clients = (try? client.decode(StatusReply.self, client.next("STATUS")))?.clients ?? -1
+            return clients == 1
+        }
+        #expect(clients == 1)
+    }
+
+    /// Connections beyond the limit are told why and closed; the others are not disturbed.
+    @Test func aConnectionBeyondTheLimitIsToldWhyAndClosed() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let server = MotionServer(socketPath: Self.socketPath(), maximumClients: 3)
+        try server.start()
+        defer { try? server.stop() }
+        let admitted = try (0..<3).map { _ in try TestClient(path: server.socketPath) }
+        for client in admitted { _ = try client.next("VERSION") }
+        let refused = try TestClient(path: server.socketPath)
+        let error = try refused.decode(ErrorReply.self, try refused.next("ERROR"))
+        #expect(error.message == "too many clients (3); try again later")
+        #expect(throws: TestClientError.self) { try refused.next(seconds: 2) }  // closed
+        try admitted[0].send(#"{"class":"STATUS"}"#)
+        #expect(try admitted[0].decode(StatusReply.self, try admitted[0].next("STATUS")).clients == 3)
+    }
+
+    /// `printf '{"class":"POLL",…}\n' | socat - UNIX-CONNECT:SOCK`: socat shuts down its writing side
+    /// at the end of its input and waits for the answer. The poll waits for the sensor's first
+    /// sample; the answer must still come, and then the connection closes.
+    @Test func aClientThatClosesItsWritingSideStillGetsItsAnswers() throws {
+        let (testbed, server) = try Self.startServerOnIMU()
+        defer { try? server.stop() }
+        let client = try TestClient(path: server.socketPath)
+        _ = try client.next("VERSION")
+        try client.send(#"{"class":"POLL","id":7,"streams":["accelerometer"]}"#)
+        shutdown(client.fd, Int32(SHUT_WR))
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+        try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+        let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
+        #expect(snapshot.id == .number(7) && snapshot.accelerometer != nil)
+        #expect(throws: TestClientError.self) { try client.next(seconds: 2) }  // then closed
+    }
+}
