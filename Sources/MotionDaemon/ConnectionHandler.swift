@@ -53,10 +53,10 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let client else { return }
         let buffer = unwrapInboundIn(data)
-        for item in framer.feed(buffer.readableBytesView) {
+        framer.feed(buffer.readableBytesView) { item in
             switch item {
             case .line(let line):
-                if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+                if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
                 switch Request.decode(line) {
                 case .success(let request): hub.handle(request, from: client)
                 case .failure(let error): hub.reply(error, to: client)

@@ -24,7 +24,8 @@ final class Hub: @unchecked Sendable {
         let channel: any Channel
         var queue = DeliveryQueue<ByteBuffer>(capacity: Hub.queueCapacity)
         var watches: [StreamKind: Watch] = [:]
-        var fullSince: Int64?
+        /// Since when its queue has been full of lines that may not be dropped.
+        var fullSince: NIODeadline?
         /// Whether reading its requests is paused until its queue drains.
         var paused = false
         /// Whether it is in `awaitingFlush`.
@@ -620,14 +621,19 @@ final class Hub: @unchecked Sendable {
     private func enqueue(_ line: ByteBuffer, to client: Client, id: ClientID, kind: DeliveryQueue<ByteBuffer>.Kind) {
         if client.queue.push(line, kind: kind) {
             client.fullSince = nil
-        } else {
-            let now = Int64(NIODeadline.now().uptimeNanoseconds)
-            let since = client.fullSince ?? now
-            client.fullSince = since
-            if now - since > Self.stuckClientTimeout {
-                logger.warning("client does not read its replies: disconnected", metadata: ["client": "\(id)"])
-                client.channel.close(promise: nil)
-                return
+        } else if client.queue.count >= Self.queueCapacity * 4 {
+            // Replies are never dropped, so this bounds a client's memory: one read of requests can
+            // ask for thousands before reading stops.
+            disconnect(client, because: "it sends requests faster than it reads the replies (\(client.queue.count) queued)")
+            return
+        } else if client.fullSince == nil {
+            client.fullSince = NIODeadline.now()
+            // A client that reads nothing more gets nothing more pushed, so the check cannot wait for
+            // the next line: it is scheduled.
+            eventLoop.scheduleTask(in: .nanoseconds(Self.stuckClientTimeout)) { [self] in
+                guard let client = clients[id], let since = client.fullSince, NIODeadline.now() - since >= .nanoseconds(Self.stuckClientTimeout)
+                else { return }
+                disconnect(client, because: "it has read none of its replies for \(Self.stuckClientTimeout / 1_000_000_000) s")
             }
         }
         if draining {
@@ -638,6 +644,13 @@ final class Hub: @unchecked Sendable {
         } else {
             flush(client)
         }
+    }
+
+    private func disconnect(_ client: Client, because reason: String) {
+        guard !client.closing else { return }
+        client.closing = true
+        logger.warning("client disconnected", metadata: ["client": "\(client.id)", "reason": "\(reason)"])
+        client.channel.close(promise: nil)
     }
 
     /// Writes what the channel can take now; the rest waits in the queue for writability.

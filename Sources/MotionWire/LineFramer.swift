@@ -22,16 +22,19 @@ public struct LineFramer: Sendable {
         pending.reserveCapacity(maximumLength)
     }
 
-    /// Feeds bytes; returns the items they complete, in order.
-    public mutating func feed<Bytes: Collection>(_ bytes: Bytes) -> [Item] where Bytes.Element == UInt8 {
-        var items: [Item] = []
+    /// Feeds bytes and hands each item they complete to `body`, in order, as it is found.
+    ///
+    /// Nothing is collected: a read full of short lines costs one small array per line, given away
+    /// at once, and `pending`'s reserved storage stays the only buffer (a line handed out is a copy
+    /// of its own length, so clearing `pending` never reallocates it).
+    public mutating func feed<Bytes: Collection>(_ bytes: Bytes, _ body: (Item) -> Void) where Bytes.Element == UInt8 {
         for byte in bytes {
             if byte == UInt8(ascii: "\n") {
                 if skipping {
                     skipping = false
                 } else {
                     if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
-                    items.append(.line(pending))
+                    body(.line(pending.withUnsafeBufferPointer { Array($0) }))  // a copy, not a share of `pending`
                 }
                 pending.removeAll(keepingCapacity: true)
                 continue
@@ -39,13 +42,20 @@ public struct LineFramer: Sendable {
             if skipping { continue }
             if pending.count + 1 >= maximumLength {
                 // This byte and the `\n` still to come would pass the limit.
-                items.append(.tooLong)
+                body(.tooLong)
                 skipping = true
                 pending.removeAll(keepingCapacity: true)
                 continue
             }
             pending.append(byte)
         }
+    }
+
+    /// Feeds bytes; returns the items they complete, in order (for callers that read a little at a
+    /// time; a server reading untrusted input uses `feed(_:_:)`).
+    public mutating func feed<Bytes: Collection>(_ bytes: Bytes) -> [Item] where Bytes.Element == UInt8 {
+        var items: [Item] = []
+        feed(bytes) { items.append($0) }
         return items
     }
 }

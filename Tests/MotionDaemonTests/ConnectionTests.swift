@@ -63,4 +63,25 @@ extension Hardware.Server {
         #expect(snapshot.id == .number(7) && snapshot.accelerometer != nil)
         #expect(throws: TestClientError.self) { try client.next(seconds: 2) }  // then closed
     }
+
+    /// Replies are never dropped, so a client that writes thousands of requests and reads nothing
+    /// would grow its queue without bound (one 64 KB read of "x\n" asks for 32,768 error replies).
+    /// It is disconnected instead, and nobody else notices.
+    @Test func aClientThatFloodsRequestsWithoutReadingIsDisconnected() throws {
+        let (_, server) = try Self.startServerOnIMU()
+        defer { try? server.stop() }
+        let flooder = try TestClient(path: server.socketPath)
+        let flood = [UInt8](repeating: 0, count: 65_536).enumerated().map { $0.offset % 2 == 0 ? UInt8(ascii: "x") : UInt8(ascii: "\n") }
+        _ = flood.withUnsafeBytes { write(flooder.fd, $0.baseAddress, $0.count) }
+        let other = try TestClient(path: server.socketPath)
+        _ = try other.next("VERSION")
+        try waitUntil {
+            try? other.send(#"{"class":"STATUS"}"#)
+            return (try? other.decode(StatusReply.self, other.next("STATUS")))?.clients == 1
+        }
+        // What the flooder finds when it reads at last: some replies, then the end.
+        var lines = 0
+        while (try? flooder.next(seconds: 2)) != nil { lines += 1 }
+        #expect(lines < 32_768, "\(lines) lines before the connection closed")
+    }
 }

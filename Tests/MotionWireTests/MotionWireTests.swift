@@ -24,6 +24,21 @@ import Testing
     }
 }
 
+extension LineFramerTests {
+    /// 64 KB of `\n` (one read of an attacker's): each empty line used to keep `pending`'s reserved
+    /// 4 KB of storage, which clearing `pending` then reallocated, so the read's items held
+    /// 65,536 × 4 KB = 256 MB. Each line now owns storage of its own length.
+    @Test func aReadOfShortLinesHoldsNoReservedBufferPerLine() {
+        var framer = LineFramer()
+        let items = framer.feed([UInt8](repeating: UInt8(ascii: "\n"), count: 65_536) + Array("{}\n".utf8))
+        let lines = items.compactMap { if case .line(let line) = $0 { line } else { nil } }
+        #expect(lines.count == 65_537)
+        let reserved = lines.reduce(0) { $0 + $1.capacity }
+        #expect(reserved < 1024, "\(reserved) bytes of line storage for 2 bytes of lines")
+        #expect(lines.last == Array("{}".utf8))
+    }
+}
+
 @Suite struct RequestTests {
     func decode(_ text: String) -> Result<Request, ErrorReply> { Request.decode(Array(text.utf8)) }
 
