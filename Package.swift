@@ -112,6 +112,14 @@ let package = Package(
             ],
             path: "Benchmarks/MotionFusionBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+        .executableTarget(
+            name: "MotionWireBenchmarks",
+            dependencies: [
+                "MotionWire", "MotionCore",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/MotionWireBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
         // motiond under load, as a child process on a fake IMU: see Benchmarks/DaemonLoad.
         .executableTarget(
             name: "daemon-load",

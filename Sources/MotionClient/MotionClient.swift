@@ -58,7 +58,7 @@ public final class MotionClient: Sendable {
         return try request(.status(id: id), id: id, expecting: StatusReply.self)
     }
 
-    private func makeID() -> RequestID { .number(Double(nextID.add(1, ordering: .relaxed).oldValue)) }
+    private func makeID() -> RequestID { .integer(Int64(nextID.add(1, ordering: .relaxed).oldValue)) }
 
     private func request<M: ServerMessage>(_ request: Request, id: RequestID, expecting type: M.Type) throws(MotionClientError) -> M {
         try connection.withLock { (current: inout LineConnection?) throws(MotionClientError) -> M in

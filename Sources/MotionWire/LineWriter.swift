@@ -168,9 +168,14 @@ public struct LineWriter: Sendable {
     private static let powersOfTen: [Double] = (0...22).map { pow(10, Double($0)) }
 
     /// A JSON number with 9 significant digits: plain decimals from 1e-5 to 1e15, exponent form
-    /// beyond. Not-a-number and infinities, which JSON cannot carry, are written as 0.
+    /// beyond, subnormals included. Not-a-number and infinities, which JSON cannot carry, are written
+    /// as `null`: never as a number nobody measured.
     mutating func number(_ value: Double) {
-        guard value.isFinite, value != 0 else {
+        guard value.isFinite else {
+            raw("null")
+            return
+        }
+        guard value != 0 else {
             bytes.append(UInt8(ascii: "0"))
             return
         }
@@ -192,8 +197,8 @@ public struct LineWriter: Sendable {
             digits(fraction, count: width)
         } else {
             // d.dddddddd e±x, the mantissa rounded to 9 digits.
-            var mantissa = UInt64((magnitude / pow(10, Double(exponent - 8))).rounded())
-            var e = exponent
+            var (mantissa, e) = Self.mantissa(magnitude, exponent: exponent)
+            if mantissa < 100_000_000 { (mantissa, e) = Self.mantissa(magnitude, exponent: exponent - 1) }  // log10 rounded up
             if mantissa >= 1_000_000_000 {
                 mantissa /= 10
                 e += 1
@@ -211,5 +216,12 @@ public struct LineWriter: Sendable {
             bytes.append(UInt8(ascii: "e"))
             integer(Int64(e))
         }
+    }
+
+    /// `magnitude / 10^(exponent − 8)` rounded: 9 digits when `exponent` is the decimal exponent.
+    /// Below 1e-290 the magnitude is first scaled up, as 10^(exponent − 8) would underflow to 0 there.
+    private static func mantissa(_ magnitude: Double, exponent: Int) -> (UInt64, Int) {
+        let value = exponent < -290 ? magnitude * 1e300 / pow(10, Double(exponent + 300 - 8)) : magnitude / pow(10, Double(exponent - 8))
+        return (UInt64(value.rounded()), exponent)
     }
 }

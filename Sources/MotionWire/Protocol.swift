@@ -35,12 +35,17 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// A request's `id`: any JSON number or string, copied into the reply.
 public enum RequestID: Sendable, Hashable, Codable {
+    /// An integer id, kept exactly (all of Int64, not only the 2^53 a Double holds).
+    case integer(Int64)
+    /// Any other number.
     case number(Double)
     case string(String)
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let n = try? container.decode(Double.self) {
+        if let n = try? container.decode(Int64.self) {
+            self = .integer(n)
+        } else if let n = try? container.decode(Double.self) {
             self = .number(n)
         } else {
             self = .string(try container.decode(String.self))
@@ -50,8 +55,8 @@ public enum RequestID: Sendable, Hashable, Codable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
-        case .number(let n):
-            if n == n.rounded() && abs(n) < 9e15 { try container.encode(Int64(n)) } else { try container.encode(n) }
+        case .integer(let n): try container.encode(n)
+        case .number(let n): try container.encode(n)
         case .string(let s): try container.encode(s)
         }
     }

@@ -61,6 +61,19 @@ public enum Request: Sendable, Hashable {
     private struct Header: Decodable {
         var `class`: String?
         var id: RequestID?
+        /// Whether `id` was there but neither a number nor a string.
+        var idIsInvalid = false
+
+        enum CodingKeys: String, CodingKey { case `class`, id }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            `class` = try? container.decodeIfPresent(String.self, forKey: .class)
+            if container.contains(.id), (try? container.decodeNil(forKey: .id)) != true {
+                id = try? container.decode(RequestID.self, forKey: .id)
+                idIsInvalid = id == nil
+            }
+        }
     }
 
     private struct IDOnly: Codable { var id: RequestID? }
@@ -71,6 +84,9 @@ public enum Request: Sendable, Hashable {
         let decoder = JSONDecoder()
         guard let header = try? decoder.decode(Header.self, from: data) else {
             return .failure(ErrorReply(id: nil, code: .malformed, message: "not a JSON object"))
+        }
+        if header.idIsInvalid {
+            return .failure(ErrorReply(id: nil, code: .malformed, message: "\"id\" must be a number or a string"))
         }
         guard let name = header.class else {
             return .failure(ErrorReply(id: header.id, code: .malformed, message: "no \"class\" field"))

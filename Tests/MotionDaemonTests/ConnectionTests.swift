@@ -60,7 +60,7 @@ extension Hardware.Server {
         try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
         try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
         let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
-        #expect(snapshot.id == .number(7) && snapshot.accelerometer != nil)
+        #expect(snapshot.id == .integer(7) && snapshot.accelerometer != nil)
         #expect(throws: TestClientError.self) { try client.next(seconds: 2) }  // then closed
     }
 

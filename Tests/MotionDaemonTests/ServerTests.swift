@@ -38,7 +38,7 @@ extension Hardware {
 
             try client.send(#"{"class":"DEVICES","id":1}"#)
             let devices = try client.decode(DevicesReply.self, try client.next("DEVICES"))
-            #expect(devices.id == .number(1))
+            #expect(devices.id == .integer(1))
             #expect(devices.devices.map(\.device) == ["iio:device0"])
             #expect(devices.devices.first?.kinds == [.accelerometer, .gyroscope])
             #expect(devices.devices.first?.mode == "buffered")
@@ -56,7 +56,7 @@ extension Hardware {
 
             try client.send(#"{"class":"WATCH","id":3,"streams":["motion","accelerometer"],"interval":0.02}"#)
             let watching = try client.decode(Watching.self, try client.next("WATCHING"))
-            #expect(watching.id == .number(3))
+            #expect(watching.id == .integer(3))
             #expect(Set(watching.streams.map(\.stream)) == [.motion, .accelerometer])
             try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
 
@@ -75,7 +75,7 @@ extension Hardware {
 
             try client.send(#"{"class":"POLL","id":4,"streams":["accelerometer","motion"]}"#)
             let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
-            #expect(snapshot.id == .number(4))
+            #expect(snapshot.id == .integer(4))
             #expect(abs((snapshot.accelerometer?.acceleration.z ?? 0) + 0.9990) < 0.001, "16384 × 0.000598 m/s² = 0.999 g, CoreMotion's sign")
             #expect(snapshot.motion != nil)
 
@@ -102,7 +102,7 @@ extension Hardware {
             try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
             try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [10, 0, 0], time: 1_000_000))
             let first = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
-            #expect(first.id == .number(1) && first.gyroscope?.timestamp == 1_000_000, "the first poll waits for the first sample")
+            #expect(first.id == .integer(1) && first.gyroscope?.timestamp == 1_000_000, "the first poll waits for the first sample")
 
             try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [20, 0, 0], time: 2_000_000))
             try waitUntil {
@@ -523,7 +523,7 @@ extension Hardware.Server {
         var ids: [Int] = []
         while ids.count < count {
             let reply = try client.decode(StatusReply.self, try client.next(seconds: 10))
-            if case .number(let n) = reply.id { ids.append(Int(n)) }
+            if case .integer(let n) = reply.id { ids.append(Int(n)) }
         }
         #expect(ids == Array(0..<count), "every reply, in order")
     }

@@ -29,12 +29,43 @@ import Testing
         }
     }
 
-    @Test func notFiniteNumbersAreWrittenAsZeroSoTheLineStaysJSON() {
-        var writer = LineWriter()
-        writer.number(.nan)
-        writer.number(.infinity)
-        writer.number(-0.0)
-        #expect(String(decoding: writer.bytes, as: UTF8.self) == "000")
+    @Test func notFiniteNumbersAreWrittenAsNullNeverAsAMadeUpZero() {
+        let written = [Double.nan, .infinity, -.infinity, -0.0].map { value in
+            var writer = LineWriter()
+            writer.number(value)
+            return String(decoding: writer.bytes, as: UTF8.self)
+        }
+        #expect(written == ["null", "null", "null", "0"])
+    }
+
+    /// Every finite Double, subnormals included (the writer used to trap below about 1e-315 and print
+    /// wrong digits near 1e-310), against Swift's own shortest round-trip formatting: where that
+    /// needs at most 9 significant digits, ours must read back as the very same Double; otherwise
+    /// within 9 digits' rounding (or, for a subnormal, within its own spacing).
+    @Test func everyFiniteDoubleReadsBackAsSwiftsShortestFormDoes() throws {
+        var generator = SystemRandomNumberGenerator()
+        let edges: [Double] = [
+            .leastNonzeroMagnitude, .leastNormalMagnitude, .greatestFiniteMagnitude, Double("1e-310")!, Double("1e-315")!, Double("2.5e-320")!,
+            .leastNormalMagnitude.nextDown, 9.99999999e-300, 1e-291, 1e-290, 1e15, 1e-5, 0.1, 123_456_789,
+        ]
+        let random = (0..<20_000).map { _ in Double(bitPattern: UInt64.random(in: 0...UInt64.max, using: &generator)) }
+        var checked = 0
+        for value in (edges + edges.map { -$0 } + random) where value.isFinite {
+            var writer = LineWriter()
+            writer.number(value)
+            let text = String(decoding: writer.bytes, as: UTF8.self)
+            let parsed = try #require(Double(text), "\(value) → \(text)")
+            let shortest = value.description  // Swift's: the shortest digits that read back exactly
+            let significant = shortest.split(separator: "e")[0].filter(\.isNumber).drop { $0 == "0" }.count
+            if significant <= 9 {
+                #expect(parsed == value, "\(shortest) → \(text)")
+            } else {
+                #expect((parsed - value).magnitude <= max(5e-9 * value.magnitude, value.ulp), "\(shortest) → \(text)")
+            }
+            #expect(!text.contains("+") && !text.hasSuffix("."), "JSON's number grammar: \(text)")
+            checked += 1
+        }
+        #expect(checked > 19_000)
     }
 
     @Test func timestampsAreExactIntegers() {

@@ -42,9 +42,24 @@ extension LineFramerTests {
 @Suite struct RequestTests {
     func decode(_ text: String) -> Result<Request, ErrorReply> { Request.decode(Array(text.utf8)) }
 
+    /// Ids are echoed exactly: all of Int64 (2^53 + 1 used to come back as 2^53, ids being Doubles),
+    /// fractions and strings as they were; an id of another type is named as the problem (it used to
+    /// be "not a JSON object").
+    @Test func requestIdsComeBackExactlyAndABadOneIsNamed() throws {
+        #expect(try decode(#"{"class":"STATUS","id":9007199254740993}"#).get() == .status(id: .integer(9_007_199_254_740_993)))
+        #expect(try decode(#"{"class":"STATUS","id":-9223372036854775808}"#).get() == .status(id: .integer(.min)))
+        #expect(try decode(#"{"class":"STATUS","id":1.5}"#).get() == .status(id: .number(1.5)))
+        #expect(try decode(#"{"class":"STATUS","id":"a"}"#).get() == .status(id: .string("a")))
+        #expect(try decode(#"{"class":"STATUS","id":null}"#).get() == .status(id: nil))
+        let bad = decode(#"{"class":"STATUS","id":true}"#)
+        #expect(throws: ErrorReply(id: nil, code: .malformed, message: "\"id\" must be a number or a string")) { try bad.get() }
+        let reply = String(decoding: try Wire.encode(StatusReply(id: .integer(9_007_199_254_740_993), uptime: 1, clients: 1, sensors: [], dropped: 0, calibration: nil)), as: UTF8.self)
+        #expect(reply.contains(#""id":9007199254740993"#), "\(reply)")
+    }
+
     @Test func watchWithEveryFieldAndUnknownOnesIgnored() throws {
         let request = try decode(#"{"class":"WATCH","id":7,"streams":["motion","proximity"],"interval":0.02,"frame":"xTrueNorthZVertical","future":{"x":1}}"#).get()
-        #expect(request == .watch(Request.Watch(id: .number(7), streams: [.motion, .proximity], interval: 0.02, frame: .xTrueNorthZVertical)))
+        #expect(request == .watch(Request.Watch(id: .integer(7), streams: [.motion, .proximity], interval: 0.02, frame: .xTrueNorthZVertical)))
     }
 
     @Test func stopAllNeedsNoStreams() throws {
@@ -53,7 +68,7 @@ extension LineFramerTests {
 
     @Test func pollDevicesAndStatusKeepTheirIDs() throws {
         #expect(try decode(#"{"class":"POLL","id":"a","streams":["accelerometer"]}"#).get() == .poll(Request.Poll(id: .string("a"), streams: [.accelerometer])))
-        #expect(try decode(#"{"class":"DEVICES","id":2}"#).get() == .devices(id: .number(2)))
+        #expect(try decode(#"{"class":"DEVICES","id":2}"#).get() == .devices(id: .integer(2)))
         #expect(try decode(#"{"class":"STATUS"}"#).get() == .status(id: nil))
     }
 
@@ -85,9 +100,9 @@ extension LineFramerTests {
 
     @Test func encodedRequestsDecodeToThemselves() throws {
         let requests: [Request] = [
-            .watch(Request.Watch(id: .number(1), streams: [.motion], interval: 0.5, frame: .xMagneticNorthZVertical)),
+            .watch(Request.Watch(id: .integer(1), streams: [.motion], interval: 0.5, frame: .xMagneticNorthZVertical)),
             .poll(Request.Poll(id: .string("p"), streams: [.gyroscope, .orientation])),
-            .devices(id: .number(3)), .status(id: nil),
+            .devices(id: .integer(3)), .status(id: nil),
         ]
         for request in requests {
             #expect(try decode(String(decoding: request.encoded(), as: UTF8.self)).get() == request)
@@ -127,8 +142,8 @@ extension LineFramerTests {
         try roundTrip(OrientationMessage(timestamp: 9, orientation: .leftUp))
         try roundTrip(Dropped(stream: .motion, count: 12))
         try roundTrip(Ended(stream: .accelerometer, reason: "iio:device0 was removed"))
-        try roundTrip(ErrorReply(id: .number(5), code: .tooLong, message: "line longer than 4096 bytes"))
-        try roundTrip(Watching(id: .number(3), streams: [Watching.Stream(stream: .motion, interval: 0.5, frame: .xArbitraryZVertical), Watching.Stream(stream: .orientation)]))
+        try roundTrip(ErrorReply(id: .integer(5), code: .tooLong, message: "line longer than 4096 bytes"))
+        try roundTrip(Watching(id: .integer(3), streams: [Watching.Stream(stream: .motion, interval: 0.5, frame: .xArbitraryZVertical), Watching.Stream(stream: .orientation)]))
         var snapshot = Snapshot(id: .string("s"))
         snapshot.motion = motion
         snapshot.proximity = ProximityMessage(timestamp: 8, near: false, value: 3)
@@ -136,7 +151,7 @@ extension LineFramerTests {
         try roundTrip(DevicesReply(id: nil, devices: [DevicesReply.Device(
             device: "iio:device0", name: "bmi160", kinds: [.accelerometer, .gyroscope], mode: "buffered", rates: [25, 50],
             mountMatrix: [1, 0, 0, 0, 1, 0, 0, 0, 1], mountMatrixSource: "identity", channels: ["accelerometer": ["in_accel_x_raw"]])]))
-        try roundTrip(StatusReply(id: .number(4), uptime: 3600.5, clients: 2, sensors: [StatusReply.Sensor(
+        try roundTrip(StatusReply(id: .integer(4), uptime: 3600.5, clients: 2, sensors: [StatusReply.Sensor(
             device: "iio:device0", kinds: [.accelerometer], mode: "polled", rate: 100, measuredRate: 99.97)], dropped: 0,
             calibration: StatusReply.Calibration(
                 gyroscopeBias: .zero, gyroscopeScale: Vector3(x: 0.0021, y: -0.0008, z: 0.0003),

@@ -1,0 +1,39 @@
+import Benchmark
+import MotionCore
+import MotionWire
+
+// Why motiond writes its per-sample lines by hand: one MOTION line by `LineWriter` (the hot path)
+// against Foundation's JSONEncoder (`Wire.encode`, used for replies), in release mode, with the
+// allocations of each.
+// Run: swift package --disable-sandbox benchmark --target MotionWireBenchmarks
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .instructions],
+        scalingFactor: .kilo,
+        maxDuration: .seconds(3))
+
+    let motion = MotionMessage(
+        timestamp: 5_010_000_000, frame: .xMagneticNorthZVertical,
+        attitude: AttitudeMessage(
+            quaternion: Quaternion(w: 0.7071068, x: 0.001, y: -0.0002, z: -0.7071068), roll: 0.0021, pitch: -0.0013, yaw: -1.5707963,
+            rotationMatrix: Matrix3(rowMajor: [0, -1, 0.000012, 1, 0, 0, 0, 0.5, 1])),
+        gravity: Vector3(x: 0.01, y: -0.02, z: -0.9998), userAcceleration: Vector3(x: 1e-7, y: 0, z: 3.25),
+        rotationRate: Vector3(x: 0.01, y: 0, z: -12.5),
+        magneticField: CalibratedFieldMessage(field: Vector3(x: 0, y: 19.25, z: -46), accuracy: .high), heading: 359.5)
+
+    Benchmark("MOTION line: LineWriter") { benchmark in
+        var writer = LineWriter()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            writer.write(motion)
+            blackHole(writer.bytes.count)
+        }
+    }
+
+    Benchmark("MOTION line: JSONEncoder (Wire.encode)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try Wire.encode(motion).count)
+        }
+    }
+}
