@@ -71,7 +71,10 @@ final class LineConnection: @unchecked Sendable {
         }
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // MSG_NOSIGNAL: a daemon gone away is an EPIPE for us to report, not a SIGPIPE that kills
+            // the program using this library.
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw .connectionLost("write: \(String(cString: strerror(errno)))") }
             sent += n
         }
@@ -93,6 +96,7 @@ final class LineConnection: @unchecked Sendable {
                 throw .connectionLost("poll: \(String(cString: strerror(errno)))")
             }
             let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw .connectionLost(n == 0 ? "motiond closed the connection" : String(cString: strerror(errno))) }
             for case .line(let line) in framer.feed(buffer[0..<n]) { lines.append(line) }
         }

@@ -86,6 +86,19 @@ import TestSupport
         #expect(restarted && seen == 10, "updates came again from the new daemon")
     }
 
+    /// The documented path after a daemon restart: the next request finds its connection dead and
+    /// retries on a fresh one. Writing to the dead connection used to raise SIGPIPE, which kills
+    /// the program that uses the library (this test process with it).
+    @Test func aRequestAfterTheDaemonRestartedIsRetriedWithoutKillingTheCaller() throws {
+        var daemon = try ReplayDaemon()
+        let socket = daemon.socket
+        let client = MotionClient(socketPath: socket)
+        _ = try client.status()
+        #expect(daemon.stop(), "motiond stops on SIGTERM")
+        daemon = try ReplayDaemon(socket: socket)
+        #expect(try client.status().clients == 1, "answered by the new daemon on a fresh connection")
+    }
+
     @Test func aMissingDaemonIsReportedWithWhatToDo() throws {
         let client = MotionClient(socketPath: NSTemporaryDirectory() + "no-motiond-here.sock")
         #expect(throws: MotionClientError.daemonNotRunning(socket: client.socketPath)) { try client.status() }
