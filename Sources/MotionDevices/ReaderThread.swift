@@ -31,6 +31,11 @@ final class ReaderThread: @unchecked Sendable {
         return nil
     }
 
+    /// Called by the thread itself when nobody will `join` it: its resources are freed as it returns.
+    func detachFromCurrentThread() {
+        pthread_detach(pthread_self())
+    }
+
     /// Waits for the body to return.
     func join() {
         guard let handle else { return }

@@ -85,7 +85,10 @@ public final class SensorCapture: Sendable {
     /// Starts reading; `handler` gets every event, on the capture's thread, in order.
     /// The per-sample path (read, decode, convert, call) allocates nothing.
     public func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
-        let thread = ReaderThread { [self] in run(handler) }
+        let thread = ReaderThread { [self] in
+            run(handler)
+            endedByItself()
+        }
         state.withLock { $0.thread = thread }  // before it runs, so that stop() can always join it
         if let failure = thread.start() {
             state.withLock { $0.thread = nil }
@@ -114,6 +117,18 @@ public final class SensorCapture: Sendable {
             return t
         }
         thread?.join()
+    }
+
+    /// The capture thread's last act. If nobody is in `stop()` to join it (the device went away, or
+    /// only `requestStop` ran), it detaches itself, so that its resources go when it returns and the
+    /// capture (which the thread's body holds) is freed when its owner lets it go.
+    private func endedByItself() {
+        let unjoined = state.withLock { state in
+            let t = state.thread
+            state.thread = nil
+            return t
+        }
+        unjoined?.detachFromCurrentThread()
     }
 
     private func requestStop() {
@@ -236,8 +251,8 @@ public final class SensorCapture: Sendable {
         var deadline = Syscall.monotonicNanoseconds()
         var failures = 0
         // Some drivers keep answering reads of a removed device's open files, so presence is also
-        // checked about once a second.
-        let readsPerPresenceCheck = max(1, Int(rate))
+        // checked about ten times a second (a stat: nothing beside the reads).
+        let readsPerPresenceCheck = max(1, Int(rate / 10))
         var reads = 0
         while !stopRequested {
             reads += 1
