@@ -11,4 +11,17 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
 
     /// Whether samples of this kind carry three axes (`false` for proximity, a scalar).
     public var isVector: Bool { self != .proximity }
+
+    /// The largest magnitude a real sensor of this kind reports, in its SI unit (m/s², rad/s, µT):
+    /// above it a reading is a glitch (a bus error, a garbage register) and is dropped. Set well
+    /// beyond the widest ranges in use: ±200 g accelerometers, ±4000 °/s gyroscopes, magnetometers
+    /// that saturate near 5 mT. Proximity is not bounded.
+    public var plausibleMagnitude: Double {
+        switch self {
+        case .accelerometer: 2500
+        case .gyroscope: 100
+        case .magnetometer: 10_000
+        case .proximity: .infinity
+        }
+    }
 }

@@ -114,6 +114,9 @@ final class BufferedReader {
         }
     }
 
+    /// Readings dropped so far as beyond what a sensor can measure.
+    var rejectedReadings: Int { decoder?.rejected ?? 0 }
+
     /// Wakes a thread blocked in `read` (it then fails with EBADF); safe from any thread.
     func cancel() {
         if let buffer { iio_buffer_cancel(buffer) }

@@ -25,6 +25,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     case udevFailed(operation: String, errno: Int32)
     /// A kind of sensor was asked of a device that does not carry it.
     case kindUnavailable(device: String, kind: String)
+    /// Readings beyond what any sensor of the kind can measure were dropped (`count` of them).
+    case implausibleReading(device: String, kind: String, count: Int)
 
     public var description: String {
         switch self {
@@ -50,6 +52,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "libudev: \(op) failed (\(errnoName(e)))"
         case .kindUnavailable(let d, let k):
             "\(d): has no \(k)"
+        case .implausibleReading(let d, let k, let n):
+            "\(d): dropped \(n) \(k) reading\(n == 1 ? "" : "s") beyond what such a sensor can measure"
         }
     }
 

@@ -146,8 +146,15 @@ struct DeviceInspector {
         var scale = 1.0
         var offset = 0.0
         if !isProcessed {
-            if channel.filename(ofAttribute: "scale") != nil {
+            if let file = channel.filename(ofAttribute: "scale") {
                 scale = try number(channel, attribute: "scale", device: device)
+                // 0 or a negative scale turns every reading into nonsense, and one so large that a
+                // 32-bit count overflows a Double does too: refused here, with the value, instead of
+                // streaming zeros.
+                guard scale > 0, scale <= Self.largestScale else {
+                    throw .attributeMalformed(
+                        device: device, attribute: file, value: "\(scale)", expected: "a scale above 0 and at most \(Self.largestScale)")
+                }
             } else if driver.kind != .proximity {
                 throw .missingScale(device: device, channel: channel.id)
             }
@@ -172,6 +179,10 @@ struct DeviceInspector {
             id: channel.id, axis: axis, valueAttribute: valueAttribute, isProcessed: isProcessed,
             scale: scale * driver.unitToSI, offset: offset, scanIndex: scanIndex, scanType: scanType)
     }
+
+    /// The largest `scale` accepted, IIO units per count (the largest in the kernel's drivers is
+    /// in the hundreds).
+    static let largestScale = 1e6
 
     private func number(_ channel: IIOChannel, attribute: String, device: String) throws(DeviceError) -> Double {
         let file = channel.filename(ofAttribute: attribute) ?? attribute

@@ -68,7 +68,10 @@ public final class PolledReader {
             for (c, fd) in sensors[s].descriptors.enumerated() {
                 raw[Axis(rawValue: c)!] = try value(fd, attribute: sensors[s].converter.channels[c].valueAttribute)
             }
-            emit(sensors[s].converter.sample(raw: raw, timestamp: timestamp))
+            guard let sample = sensors[s].converter.sample(raw: raw, timestamp: timestamp) else {
+                throw .implausibleReading(device: device, kind: sensors[s].converter.kind.rawValue, count: 1)
+            }
+            emit(sample)
         }
     }
 

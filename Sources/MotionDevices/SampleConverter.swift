@@ -24,9 +24,10 @@ struct SampleConverter {
         proximity = ProximityDetector(nearLevel: sensor.nearLevel)
     }
 
-    /// The sample for raw counts `raw` (x, y, z; proximity uses `raw.x`) taken at `timestamp` (ns).
+    /// The sample for raw counts `raw` (x, y, z; proximity uses `raw.x`) taken at `timestamp` (ns);
+    /// `nil` for a reading no sensor of this kind can produce (beyond `plausibleMagnitude`, or not finite).
     @inline(__always)
-    mutating func sample(raw: Vector3, timestamp: Int64) -> SensorSample {
+    mutating func sample(raw: Vector3, timestamp: Int64) -> SensorSample? {
         let value = Vector3(
             x: (raw.x + offset.x) * scale.x,
             y: (raw.y + offset.y) * scale.y,
@@ -36,6 +37,7 @@ struct SampleConverter {
                 kind: kind, device: device, timestamp: timestamp,
                 vector: Vector3(x: value.x, y: 0, z: 0), isNear: proximity.update(value.x))
         }
+        guard value.squaredLength <= kind.plausibleMagnitude * kind.plausibleMagnitude else { return nil }  // NaN fails too
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: mountMatrix * value)
     }
 }

@@ -43,6 +43,9 @@ public struct ScanDecoder {
         }
     }
 
+    /// Readings dropped so far as beyond what a sensor can measure (`SensorKind.plausibleMagnitude`).
+    public private(set) var rejected = 0
+
     /// Whether scans carry a hardware timestamp.
     public var hasTimestamp: Bool { timestamp != nil }
 
@@ -56,7 +59,11 @@ public struct ScanDecoder {
             for c in sensors[s].offsets.indices {
                 raw[Axis(rawValue: c)!] = Double(sensors[s].types[c].decode(scan + sensors[s].offsets[c]))
             }
-            emit(sensors[s].converter.sample(raw: raw, timestamp: time))
+            if let sample = sensors[s].converter.sample(raw: raw, timestamp: time) {
+                emit(sample)
+            } else {
+                rejected += 1
+            }
         }
     }
 }

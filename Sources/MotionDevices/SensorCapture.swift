@@ -215,9 +215,15 @@ public final class SensorCapture: Sendable {
 
         var receivedAny = false
         var failures = 0
+        var rejected = 0
         while !stopRequested {
             do throws(DeviceError) {
                 try reader.read { handler(.sample($0)) }
+                if reader.rejectedReadings > rejected {
+                    let kinds = kinds.map(\.rawValue).joined(separator: "/")
+                    handler(.readFailed(.implausibleReading(device: name, kind: kinds, count: reader.rejectedReadings - rejected)))
+                    rejected = reader.rejectedReadings
+                }
                 handler(.readComplete)
                 receivedAny = true
                 failures = 0

@@ -259,6 +259,29 @@ extension Hardware {
             _ = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3))
         }
 
+        /// 50 ms of `in_accel_x_raw = 2147483647` (a bus glitch) and back: the fusion used to take it
+        /// as 8e7 m/s² and point gravity along x for tens of seconds (5 s later (0, 1, 0) instead of
+        /// the pose's own), and saved what it learnt from it. The readings are dropped, so 1 s later
+        /// gravity is where it was.
+        @Test func aGlitchOfImpossibleReadingsLeavesGravityWhereItWas() throws {
+            let session = try Session("phone")
+            let client = session.client
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.05}"#)
+            _ = try client.next("WATCHING")
+            var before: MotionMessage?
+            for _ in 0..<10 { before = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3)) }
+            try session.testbed.setAttribute("iio:device0", "in_accel_x_raw", "2147483647\n")
+            usleep(50_000)
+            try session.testbed.setAttribute("iio:device0", "in_accel_x_raw", "10\n")
+            let end = Date().addingTimeInterval(1)
+            var after: MotionMessage?
+            while Date() < end { after = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3)) }
+            let g0 = try #require(before?.gravity), g1 = try #require(after?.gravity)
+            // The fixture's gyroscope reads a constant rate, so gravity creeps a little on its own:
+            // within 3° (0.05 g) of before; the glitch took it about 90° (1 g) away.
+            #expect((g1 - g0).length < 0.05, "gravity \(g0) before, \(g1) after")
+        }
+
         /// A gyroscope alone gives its rotation rate, and motion is refused with the reason.
         @Test func motionOnAMachineWithoutAnAccelerometerIsRefusedWithItsReason() throws {
             let session = try Session("gyroscope-only")

@@ -47,6 +47,32 @@ extension Hardware {
             #expect(listing.problems == [.attributeMalformed(device: "iio:device0", attribute: "in_accel_scale", value: "abc\n", expected: "a decimal number")])
         }
 
+        /// A scale of 0, below 0, or so large that a count overflows used to be taken as it was and
+        /// stream zeros (or infinities): it is a clear error on the device, the others unaffected.
+        @Test(arguments: ["0", "-0.5", "1e308"])
+        func aScaleThatCannotBeRightSkipsTheDevice(scale: String) throws {
+            let (listing, _) = try listing(accelerometer(["in_accel_scale": "\(scale)\\n"]))
+            #expect(listing.devices.map(\.name) == ["gyr"])
+            guard case .attributeMalformed("iio:device0", "in_accel_scale", _, let expected) = listing.problems.first else {
+                Issue.record("\(listing.problems)")
+                return
+            }
+            #expect(expected == "a scale above 0 and at most 1000000.0")
+        }
+
+        /// A reading no accelerometer can produce (2147483647 counts × 0.5 m/s² ≈ 1e9 m/s², the
+        /// register garbage of a bus error) is dropped and said, never handed on; the next good one is.
+        @Test func aReadingBeyondWhatASensorCanMeasureIsDroppedAndSaid() throws {
+            let (listing, testbed) = try listing(accelerometer(["in_accel_x_raw": "2147483647\\n"]))
+            #expect(throws: DeviceError.implausibleReading(device: "iio:device0", kind: "accelerometer", count: 1)) {
+                try PolledReader(device: listing.devices[0], kinds: [.accelerometer], sysfs: Sysfs()).read(timestamp: 0) { _ in }
+            }
+            try testbed.setAttribute("iio:device0", "in_accel_x_raw", "1\n")
+            var samples: [SensorSample] = []
+            try PolledReader(device: listing.devices[0], kinds: [.accelerometer], sysfs: Sysfs()).read(timestamp: 0) { samples.append($0) }
+            #expect(samples.count == 1)
+        }
+
         @Test func emptyScaleSkipsTheDevice() throws {
             let (listing, _) = try listing(accelerometer(["in_accel_scale": "\\n"]))
             #expect(listing.devices.map(\.name) == ["gyr"])

@@ -134,11 +134,11 @@ extension Hardware {
                 A: in_accel_x_raw=0\\n
                 A: in_accel_y_raw=0\\n
                 A: in_accel_z_raw=0\\n
-                A: in_accel_scale=0.5\\n
+                A: in_accel_scale=0.01\\n
                 A: in_magn_x_raw=0\\n
                 A: in_magn_y_raw=0\\n
                 A: in_magn_z_raw=0\\n
-                A: in_magn_scale=0.01\\n
+                A: in_magn_scale=0.00000001\\n
                 A: buffer/enable=0\\n
                 A: buffer/length=0\\n
                 A: scan_elements/in_accel_x_en=0\\n
@@ -169,6 +169,7 @@ extension Hardware {
             let events = EventLog()
             capture.start(handler: events.append)
             try events.waitUntil { _ in (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            // Scales chosen so every value stays within what a real sensor reads (beyond, it is dropped).
             // accel: x = -3 as be s12 in the top bits, y = 65535 unsigned, z = -2048 le s12 in the top bits;
             // 2 bytes padding to align the 32-bit magn channels;
             // magn: x = -100000 be s32, y = -5 as le s24 above 8 low bits, z = 4_000_000_000 le u32.
@@ -182,9 +183,9 @@ extension Hardware {
             capture.stop()
             let samples = events.samples
             // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
-            expectClose(samples[0].vector, Vector3(x: 1.5, y: -32767.5, z: -1024))
+            expectClose(samples[0].vector, Vector3(x: 0.03, y: -655.35, z: -20.48))
             // Then into the device frame: a half turn about z, x and y negated (docs/frames.md).
-            expectClose(samples[1].vector, Vector3(x: 100_000, y: 5, z: 4_000_000_000))
+            expectClose(samples[1].vector, Vector3(x: 0.1, y: 0.000005, z: 4000))  // × 1e-8 G × 100 µT/G
             // No timestamp channel: stamped with CLOCK_MONOTONIC on arrival.
             #expect(samples[0].timestamp >= before && samples[0].timestamp <= Syscall.monotonicNanoseconds())
         }
