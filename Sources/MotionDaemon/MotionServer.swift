@@ -24,6 +24,8 @@ public final class MotionServer: @unchecked Sendable {
     private let socketGroup: String?
     private let notifier = SystemdNotifier()
     private var activated = false
+    /// Whether this server made the socket file (and so removes it at stop).
+    private var bound = false
 
     /// The listening socket systemd passed (sd_listen_fds(3): `LISTEN_FDS`=1 for this `LISTEN_PID`,
     /// descriptor 3), if it did.
@@ -77,8 +79,9 @@ public final class MotionServer: @unchecked Sendable {
             channel = try bootstrap.withBoundSocket(inherited).wait()
             hub.logger.info("using the socket systemd passed", metadata: ["descriptor": "\(inherited)"])
         } else {
-            if access(socketPath, F_OK) == 0 { unlink(socketPath) }
+            try removeStaleSocket()
             channel = try bootstrap.bind(unixDomainSocketPath: socketPath).wait()
+            bound = true
             try setAccess()
         }
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
@@ -120,6 +123,39 @@ public final class MotionServer: @unchecked Sendable {
         hub.eventLoop.execute { [hub] in hub.setDeclination(declination) }
     }
 
+    /// Removes a socket file that a run which did not stop cleanly left behind. Anything else at the
+    /// path is refused: a file that is not a socket, or a socket a live daemon answers on (a second
+    /// instance used to unlink it, leaving the first unreachable).
+    private func removeStaleSocket() throws {
+        var status = stat()
+        guard lstat(socketPath, &status) == 0 else { return }  // nothing there
+        guard status.st_mode & S_IFMT == S_IFSOCK else {
+            throw AccessError(message: "\(socketPath) exists and is not a socket: not replacing it (remove it, or choose another --socket)")
+        }
+        if Self.someoneAnswers(at: socketPath) {
+            throw AccessError(message: "another motiond answers on \(socketPath): not taking its socket")
+        }
+        unlink(socketPath)
+    }
+
+    /// Whether a connection to the Unix socket at `path` is accepted.
+    private static func someoneAnswers(at path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+            raw[path.utf8.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        }
+    }
+
     /// Who may connect is decided by the socket file's mode and group.
     private func setAccess() throws {
         guard chmod(socketPath, socketMode) == 0 else {
@@ -146,7 +182,7 @@ public final class MotionServer: @unchecked Sendable {
         try channel?.close().wait()
         channel = nil
         try hub.eventLoop.submit { self.hub.stopAll() }.wait()
-        if !activated { unlink(socketPath) }  // an activated socket belongs to systemd
+        if bound { unlink(socketPath) }  // an activated socket belongs to systemd, and another's to it
         try group.syncShutdownGracefully()
     }
 }

@@ -84,4 +84,43 @@ extension Hardware.Server {
         while (try? flooder.next(seconds: 2)) != nil { lines += 1 }
         #expect(lines < 32_768, "\(lines) lines before the connection closed")
     }
+
+    /// `--socket PATH` used to delete whatever was at PATH, a regular file too, and a second daemon
+    /// unlinked a live one's socket, leaving it unreachable. Only a socket nobody answers on (left by
+    /// a run that did not stop cleanly) is replaced; anything else is refused with the reason.
+    @Test func theSocketPathIsTakenOnlyFromADaemonThatIsGone() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+
+        let file = Self.socketPath()
+        try "precious".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { unlink(file) }
+        #expect(throws: MotionServer.AccessError.self) { try MotionServer(socketPath: file).start() }
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious")
+
+        let first = MotionServer(socketPath: Self.socketPath())
+        try first.start()
+        let second = MotionServer(socketPath: first.socketPath)
+        #expect(throws: MotionServer.AccessError.self) { try second.start() }
+        try? second.stop()
+        let client = try TestClient(path: first.socketPath)
+        _ = try client.next("VERSION")  // the first still answers
+
+        // A socket file whose daemon is gone (bound, never listened on, closed) is replaced.
+        let stale = Self.socketPath()
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in for (i, byte) in stale.utf8.enumerated() { raw[i] = byte } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        close(fd)
+        let third = MotionServer(socketPath: stale)
+        try third.start()
+        _ = try TestClient(path: stale).next("VERSION")
+        try third.stop()
+        try first.stop()
+    }
 }
