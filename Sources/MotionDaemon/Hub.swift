@@ -401,6 +401,15 @@ final class Hub: @unchecked Sendable {
         if plan.captures.isEmpty { latest = Snapshot(id: nil) }
         let motionNeeded = demands.contains { $0.stream == .motion }
         let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
+        // Nobody wants motion: the attitude goes stale the moment the sensors stop (a poll minutes
+        // later used to get the old attitude against the new pose, 1 g of user acceleration for a
+        // second). What was learnt is kept for the next fusion.
+        if !motionNeeded, let idle = fusion {
+            saveState()
+            if idle.usesGyroscope { savedCalibration = idle.calibration }
+            fusion = nil
+            pendingMotion = nil
+        }
         // The fusion follows the sensors there are: a gyroscope unplugged (or plugged in) while motion
         // is watched makes a new one, which keeps the calibration learnt so far.
         if motionNeeded, let accelerometerRate = rate(.accelerometer), fusion?.usesGyroscope != (rate(.gyroscope) != nil) {

@@ -282,6 +282,29 @@ extension Hardware {
             #expect((g1 - g0).length < 0.05, "gravity \(g0) before, \(g1) after")
         }
 
+        /// Motion watched, then nobody watches (the sensors close), the phone is turned a quarter
+        /// about its long axis, and motion is watched again: the first motions must describe the
+        /// new pose. The fusion used to resume from the attitude it had when the sensors closed, so
+        /// against the new accelerometer reading it reported about 1 g of user acceleration for a
+        /// second.
+        @Test func motionAfterTheSensorsIdledDescribesThePoseNowNotTheOldOne() throws {
+            let session = try Session("phone")
+            let client = session.client
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.05}"#)
+            _ = try client.next("WATCHING")
+            for _ in 0..<10 { _ = try client.next("MOTION", seconds: 3) }
+            try client.send(#"{"class":"WATCH","enable":false}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil { (try? client.send(#"{"class":"STATUS"}"#)) != nil && (try? client.decode(StatusReply.self, client.next("STATUS")))?.sensors.isEmpty == true }
+            // The chip's z (up when face up) now lies along its x: the phone stands on its side.
+            try session.testbed.setAttribute("iio:device0", "in_accel_x_raw", "256\n")
+            try session.testbed.setAttribute("iio:device0", "in_accel_z_raw", "10\n")
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.05}"#)
+            _ = try client.next("WATCHING")
+            let first = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3))
+            #expect(first.userAcceleration.length < 0.1, "user acceleration \(first.userAcceleration) g at rest")
+        }
+
         /// A gyroscope alone gives its rotation rate, and motion is refused with the reason.
         @Test func motionOnAMachineWithoutAnAccelerometerIsRefusedWithItsReason() throws {
             let session = try Session("gyroscope-only")
