@@ -34,6 +34,10 @@ final class Hub: @unchecked Sendable {
         var closesWhenAnswered = false
         /// Whether the close after its last answer is under way.
         var closing = false
+        /// Replies held back behind a POLL that waits for its sensors, so that replies keep the order
+        /// of the requests: each a slot number and its line once there is one (`nil`: still waiting).
+        var replySlots: [(slot: Int, line: ByteBuffer?)] = []
+        var nextSlot = 0
         let id: ClientID
 
         init(id: ClientID, channel: any Channel) {
@@ -45,6 +49,8 @@ final class Hub: @unchecked Sendable {
     private struct PendingPoll {
         var client: ClientID
         var poll: Request.Poll
+        /// Its place among the client's replies (`Client.replySlots`).
+        var slot: Int
         var timeout: Scheduled<Void>
     }
 
@@ -235,8 +241,43 @@ final class Hub: @unchecked Sendable {
         if !client.watches.isEmpty { replan() }
     }
 
+    /// Sends a reply, or holds it behind an earlier POLL still waiting for its sensors.
     func reply<M: ServerMessage>(_ message: M, to id: ClientID) {
-        send(message, to: id, kind: .kept)
+        guard let client = clients[id] else { return }
+        guard !client.replySlots.isEmpty else {
+            send(message, to: id, kind: .kept)
+            return
+        }
+        guard let line = encode(message) else { return }
+        client.replySlots.append((0, line))
+    }
+
+    /// A place for a reply that comes later; replies to later requests wait behind it.
+    private func reserveReplySlot(for client: Client) -> Int {
+        client.nextSlot += 1
+        client.replySlots.append((client.nextSlot, nil))
+        return client.nextSlot
+    }
+
+    /// Fills `slot` with the reply, then sends every reply at the front that is ready.
+    private func answer<M: ServerMessage>(slot: Int, with message: M, to id: ClientID) {
+        guard let client = clients[id], let index = client.replySlots.firstIndex(where: { $0.slot == slot }),
+            let line = encode(message)
+        else { return }
+        client.replySlots[index].line = line
+        while let first = client.replySlots.first, let ready = first.line {
+            client.replySlots.removeFirst()
+            enqueue(ready, to: client, id: id, kind: .kept)
+        }
+    }
+
+    private func encode<M: ServerMessage>(_ message: M) -> ByteBuffer? {
+        do {
+            return ByteBuffer(bytes: try Wire.encode(message))
+        } catch {
+            logger.error("cannot encode \(M.className)", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 
     func handle(_ request: Request, from id: ClientID) {
@@ -291,14 +332,16 @@ final class Hub: @unchecked Sendable {
             return
         }
         // The sensors were not running (or have given nothing yet): run them until the first sample.
+        guard let client = clients[id] else { return }
+        let slot = reserveReplySlot(for: client)
         let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(Self.pollTimeout * 1000))) { [self] in
-            guard let index = pendingPolls.firstIndex(where: { $0.client == id && $0.poll == poll }) else { return }
+            guard let index = pendingPolls.firstIndex(where: { $0.client == id && $0.slot == slot }) else { return }
             pendingPolls.remove(at: index)
-            reply(ErrorReply(id: poll.id, code: .timeout, message: "no sample in \(Self.pollTimeout) s"), to: id)
+            answer(slot: slot, with: ErrorReply(id: poll.id, code: .timeout, message: "no sample in \(Self.pollTimeout) s"), to: id)
             closeIfAnswered(id)
             replan()
         }
-        pendingPolls.append(PendingPoll(client: id, poll: poll, timeout: timeout))
+        pendingPolls.append(PendingPoll(client: id, poll: poll, slot: slot, timeout: timeout))
         replan()
     }
 
@@ -538,7 +581,7 @@ final class Hub: @unchecked Sendable {
         pendingPolls.removeAll { pending in
             guard let snapshot = snapshot(for: pending.poll) else { return false }
             pending.timeout.cancel()
-            reply(snapshot, to: pending.client)
+            answer(slot: pending.slot, with: snapshot, to: pending.client)
             answered = true
             return true
         }
@@ -615,11 +658,7 @@ final class Hub: @unchecked Sendable {
     }
 
     private func send<M: ServerMessage>(_ message: M, to id: ClientID, kind: DeliveryQueue<ByteBuffer>.Kind) {
-        do {
-            enqueue(ByteBuffer(bytes: try Wire.encode(message)), to: id, kind: kind)
-        } catch {
-            logger.error("cannot encode \(M.className)", metadata: ["error": "\(error)"])
-        }
+        if let line = encode(message) { enqueue(line, to: id, kind: kind) }
     }
 
     private func enqueue(_ line: ByteBuffer, to id: ClientID, kind: DeliveryQueue<ByteBuffer>.Kind) {

@@ -123,4 +123,22 @@ extension Hardware.Server {
         try third.stop()
         try first.stop()
     }
+
+    /// protocol.md: "Replies come in the order of the requests". A POLL that waits for its sensor's
+    /// first sample used to be answered after the STATUS and DEVICES sent behind it.
+    @Test func repliesComeInTheOrderOfTheRequestsEvenBehindAWaitingPoll() throws {
+        let (testbed, server) = try Self.startServerOnIMU()
+        defer { try? server.stop() }
+        let client = try TestClient(path: server.socketPath)
+        _ = try client.next("VERSION")
+        try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer"]}"#)
+        try client.send(#"{"class":"STATUS","id":2}"#)
+        try client.send("not json")
+        try client.send(#"{"class":"DEVICES","id":3}"#)
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+        usleep(100_000)  // the later requests have been handled by now
+        try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+        let replies = try (0..<4).map { _ in try client.next() }
+        #expect(replies.map { Wire.className(of: Array($0.utf8)) } == ["SNAPSHOT", "STATUS", "ERROR", "DEVICES"], "\(replies)")
+    }
 }
