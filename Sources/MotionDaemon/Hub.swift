@@ -38,6 +38,8 @@ final class Hub: @unchecked Sendable {
         /// of the requests: each a slot number and its line once there is one (`nil`: still waiting).
         var replySlots: [(slot: Int, line: ByteBuffer?)] = []
         var nextSlot = 0
+        /// Its POLLs in `pendingPolls`.
+        var waitingPolls = 0
         let id: ClientID
 
         init(id: ClientID, channel: any Channel) {
@@ -76,6 +78,8 @@ final class Hub: @unchecked Sendable {
     static let queueCapacity = 256
     /// Connections served at once; more are told so and closed.
     let maximumClients: Int
+    /// POLLs one client may have waiting for their sensors at once.
+    static let maximumWaitingPolls = 32
     /// How long a POLL waits for the first sample, s.
     static let pollTimeout = 2.0
     /// How long sensors started for a POLL keep running after the last poll that needs them, s.
@@ -90,7 +94,9 @@ final class Hub: @unchecked Sendable {
     private let startTime = NIODeadline.now()
     private var nextClient = 0
     private var clients: [ClientID: Client] = [:]
-    private var pendingPolls: [PendingPoll] = []
+    /// POLLs waiting for their sensors' first sample, by their number.
+    private var pendingPolls: [Int: PendingPoll] = [:]
+    private var nextPoll = 0
     /// Streams polled lately, and until when their sensors keep running.
     private var recentPolls: [StreamKind: NIODeadline] = [:]
     private var lingerEnd: Scheduled<Void>?
@@ -233,10 +239,11 @@ final class Hub: @unchecked Sendable {
     func disconnect(_ id: ClientID) {
         guard let client = clients.removeValue(forKey: id) else { return }
         droppedByGoneClients += client.queue.totalDropped
-        pendingPolls.removeAll { poll in
-            guard poll.client == id else { return false }
-            poll.timeout.cancel()
-            return true
+        if client.waitingPolls > 0 {
+            for (number, poll) in pendingPolls where poll.client == id {
+                poll.timeout.cancel()
+                pendingPolls[number] = nil
+            }
         }
         if !client.watches.isEmpty { replan() }
     }
@@ -333,15 +340,22 @@ final class Hub: @unchecked Sendable {
         }
         // The sensors were not running (or have given nothing yet): run them until the first sample.
         guard let client = clients[id] else { return }
+        guard client.waitingPolls < Self.maximumWaitingPolls else {
+            reply(ErrorReply(id: poll.id, code: .unavailable, message: "\(Self.maximumWaitingPolls) polls are waiting already; wait for their answers"), to: id)
+            return
+        }
         let slot = reserveReplySlot(for: client)
+        nextPoll += 1
+        let number = nextPoll
         let timeout = eventLoop.scheduleTask(in: .milliseconds(Int64(Self.pollTimeout * 1000))) { [self] in
-            guard let index = pendingPolls.firstIndex(where: { $0.client == id && $0.slot == slot }) else { return }
-            pendingPolls.remove(at: index)
-            answer(slot: slot, with: ErrorReply(id: poll.id, code: .timeout, message: "no sample in \(Self.pollTimeout) s"), to: id)
+            guard let pending = pendingPolls.removeValue(forKey: number) else { return }
+            clients[id]?.waitingPolls -= 1
+            answer(slot: slot, with: ErrorReply(id: pending.poll.id, code: .timeout, message: "no sample in \(Self.pollTimeout) s"), to: id)
             closeIfAnswered(id)
             replan()
         }
-        pendingPolls.append(PendingPoll(client: id, poll: poll, slot: slot, timeout: timeout))
+        pendingPolls[number] = PendingPoll(client: id, poll: poll, slot: slot, timeout: timeout)
+        client.waitingPolls += 1
         replan()
     }
 
@@ -398,9 +412,7 @@ final class Hub: @unchecked Sendable {
         for client in clients.values {
             for (stream, watch) in client.watches { demands.append(.init(stream: stream, interval: watch.interval)) }
         }
-        for pending in pendingPolls {
-            for stream in pending.poll.streams { demands.append(.init(stream: stream, interval: Request.Watch.defaultInterval)) }
-        }
+        // Waiting polls need nothing more: their streams are among `recentPolls` until after they time out.
         let now = NIODeadline.now()
         recentPolls = recentPolls.filter { $0.value > now }
         for stream in recentPolls.keys { demands.append(.init(stream: stream, interval: Request.Watch.defaultInterval)) }
@@ -578,12 +590,13 @@ final class Hub: @unchecked Sendable {
     private func answerPendingPolls() {
         guard !pendingPolls.isEmpty else { return }
         var answered = false
-        pendingPolls.removeAll { pending in
-            guard let snapshot = snapshot(for: pending.poll) else { return false }
+        for (number, pending) in pendingPolls {
+            guard let snapshot = snapshot(for: pending.poll) else { continue }
             pending.timeout.cancel()
+            pendingPolls[number] = nil
+            clients[pending.client]?.waitingPolls -= 1
             answer(slot: pending.slot, with: snapshot, to: pending.client)
             answered = true
-            return true
         }
         guard answered else { return }
         for client in clients.values where client.closesWhenAnswered { flush(client) }
@@ -717,7 +730,7 @@ final class Hub: @unchecked Sendable {
             wrote = true
         }
         if wrote { channel.flush() }
-        if client.closesWhenAnswered, !client.closing, client.queue.isEmpty, !pendingPolls.contains(where: { $0.client == client.id }) {
+        if client.closesWhenAnswered, !client.closing, client.queue.isEmpty, client.waitingPolls == 0 {
             client.closing = true
             // An empty write completes after every earlier one: then close.
             channel.writeAndFlush(ByteBuffer()).whenComplete { _ in channel.close(promise: nil) }

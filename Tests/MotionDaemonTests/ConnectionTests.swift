@@ -141,4 +141,39 @@ extension Hardware.Server {
         let replies = try (0..<4).map { _ in try client.next() }
         #expect(replies.map { Wire.className(of: Array($0.utf8)) } == ["SNAPSHOT", "STATUS", "ERROR", "DEVICES"], "\(replies)")
     }
+
+    /// Pipelined POLLs against a sensor that gives nothing: each used to replan over every waiting
+    /// poll (20,000 cost 18 s of CPU and stalled other clients for 4.8 s). A client may have 32
+    /// waiting; beyond, a POLL is refused at once. Every request still gets its reply, in order,
+    /// and other clients are served meanwhile.
+    @Test func pipelinedPollsOnASilentSensorAreCappedAndAnsweredInOrder() throws {
+        let (_, server) = try Self.startServerOnIMU()
+        defer { try? server.stop() }
+        let poller = try TestClient(path: server.socketPath)
+        _ = try poller.next("VERSION")
+        let count = 500
+        let requests = (1...count).map { #"{"class":"POLL","id":\#($0),"streams":["gyroscope"]}"# }.joined(separator: "\n") + "\n"
+        _ = requests.utf8CString.withUnsafeBytes { write(poller.fd, $0.baseAddress, $0.count - 1) }
+        let other = try TestClient(path: server.socketPath)
+        _ = try other.next("VERSION")
+        let asked = Date()
+        try other.send(#"{"class":"STATUS"}"#)
+        _ = try other.next("STATUS")
+        #expect(Date().timeIntervalSince(asked) < 0.5, "another client waited \(Date().timeIntervalSince(asked)) s")
+        // The 32 that wait end with the sensor's first sample or their timeout, whichever comes first.
+        var ids: [RequestID?] = []
+        var refused = 0
+        for _ in 0..<count {
+            let line = try poller.next(seconds: 5)
+            if Wire.className(of: Array(line.utf8)) == "SNAPSHOT" {
+                ids.append(try poller.decode(Snapshot.self, line).id)
+            } else {
+                let error = try poller.decode(ErrorReply.self, line)
+                ids.append(error.id)
+                if error.message == "32 polls are waiting already; wait for their answers" { refused += 1 }
+            }
+        }
+        #expect(ids == (1...count).map { RequestID.integer(Int64($0)) }, "every reply, in the order of the requests")
+        #expect(refused == count - 32)
+    }
 }
