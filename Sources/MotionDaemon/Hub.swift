@@ -5,6 +5,7 @@ import MotionDevices
 import MotionFusion
 import MotionWire
 import NIOCore
+import NIOPosix
 
 /// The sensor hub: clients, their watches, the captures that serve them, the fusion core and the
 /// latest values. Confined to one event loop: every method runs there (capture threads hop to it).
@@ -162,13 +163,11 @@ final class Hub: @unchecked Sendable {
         let calibration = fusion.calibration
         savedCalibration = calibration
         saving = true
-        DispatchQueue.global(qos: .utility).async { [self] in
-            do {
-                try store.save(calibration)
-            } catch {
-                logger.error("cannot save state", metadata: ["error": "\(error)"])
-            }
-            eventLoop.execute { self.saving = false }
+        // Off the loop, on NIO's thread pool: no libdispatch worker pool (with its monitor thread) for
+        // one write a minute.
+        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { try store.save(calibration) }.whenComplete { [self] result in
+            saving = false
+            if case .failure(let error) = result { logger.error("cannot save state", metadata: ["error": "\(error)"]) }
         }
     }
 

@@ -28,12 +28,38 @@ struct StateStore: Sendable {
         self.name = name
     }
 
-    /// Reads the state; `nil` when there is none yet. A file that does not decode is an error (the
-    /// caller logs it and starts afresh; the file is left for a person to look at).
+    /// A state file that did not decode, and where it was put aside for a person to look at.
+    struct Corrupt: Error, CustomStringConvertible {
+        var path: String
+        var keptAt: String
+        var reason: String
+        var description: String { "\(path) does not decode (\(reason)); kept as \(keptAt)" }
+    }
+
+    /// The prefix of temporary files: `<name>.tmp-`.
+    private var temporaryPrefix: String { "\(name).tmp-" }
+
+    /// Reads the state; `nil` when there is none yet. Temporary files that a save cut off (kill -9
+    /// between write and rename) are removed. A file that does not decode is moved aside to
+    /// `<name>.corrupt` (so the next save cannot overwrite it) and reported as `Corrupt`; the
+    /// caller starts afresh.
     func load<State: Decodable>(_ type: State.Type) throws -> State? {
+        removeOrphans()
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return try JSONDecoder().decode(State.self, from: data)
+        do {
+            return try JSONDecoder().decode(State.self, from: data)
+        } catch {
+            let kept = path + ".corrupt"
+            _ = try call("rename", path) { rename(path, kept) }
+            throw Corrupt(path: path, keptAt: kept, reason: "\(error)")
+        }
+    }
+
+    /// Removes the temporary files of saves that never reached their rename.
+    private func removeOrphans() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in entries where entry.hasPrefix(temporaryPrefix) { unlink("\(directory)/\(entry)") }
     }
 
     /// Writes the state atomically.
@@ -42,8 +68,12 @@ struct StateStore: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let bytes = Array(try encoder.encode(state))
-        let temporary = "\(path).tmp-\(getpid())"
-        let fd = try call("open", temporary) { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+        // A name of its own (mkstemp): two saves at once (the periodic one and the one at shutdown)
+        // never write the same temporary file; the last rename wins, each file whole.
+        var template = Array("\(directory)/\(temporaryPrefix)XXXXXX".utf8CString)
+        let fd = try call("mkstemp", path) { template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) } }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // mkostemp is not in Glibc's module
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         do {
             var offset = 0
             while offset < bytes.count {
@@ -57,7 +87,12 @@ struct StateStore: Sendable {
             throw error
         }
         close(fd)
-        _ = try call("rename", temporary) { rename(temporary, path) }
+        do {
+            _ = try call("rename", temporary) { rename(temporary, path) }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
         let directoryDescriptor = try call("open", directory) { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(directoryDescriptor) }
         _ = try call("fsync", directory) { fsync(directoryDescriptor) }

@@ -1,6 +1,7 @@
 import Foundation
 import MotionCore
 import MotionFusion
+import Synchronization
 import Testing
 
 @testable import MotionDaemon
@@ -29,11 +30,51 @@ import Testing
         #expect(try store.load(SensorFusion.Calibration.self) == calibration)
     }
 
-    @Test func aCorruptFileIsAnErrorNotACrash() throws {
+    /// A corrupt state file is an error, and is kept for a person: it is moved aside, so that the
+    /// next save (which used to overwrite it) writes a fresh file next to it.
+    @Test func aCorruptFileIsAnErrorAndIsKeptAsideNotOverwritten() throws {
         let store = StateStore(directory: directory())
         try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
         try Data("garbage".utf8).write(to: URL(fileURLWithPath: store.path))
-        #expect(throws: (any Error).self) { try store.load(SensorFusion.Calibration.self) }
+        #expect(throws: StateStore.Corrupt.self) { try store.load(SensorFusion.Calibration.self) }
+        try store.save(calibration)
+        #expect(try String(contentsOfFile: store.path + ".corrupt", encoding: .utf8) == "garbage")
+        #expect(try store.load(SensorFusion.Calibration.self) == calibration)
+    }
+
+    /// kill -9 between a save's write and its rename leaves a temporary file (9 of 40 runs left
+    /// one): the next start removes it.
+    @Test func temporaryFilesOfACutOffSaveAreRemovedAtTheNextLoad() throws {
+        let store = StateStore(directory: directory())
+        try store.save(calibration)
+        for orphan in ["calibration.json.tmp-12345", "calibration.json.tmp-Ab3xYz"] {
+            try Data("{".utf8).write(to: URL(fileURLWithPath: store.directory + "/" + orphan))
+        }
+        #expect(try store.load(SensorFusion.Calibration.self) == calibration)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory) == ["calibration.json"])
+    }
+
+    /// The periodic save and the one at shutdown can run at once; they used to write the same
+    /// temporary file. 400 saves from concurrent threads: every one succeeds, the file is whole,
+    /// and no temporary file is left.
+    @Test func savesAtTheSameTimeEachWriteAFileOfTheirOwn() throws {
+        let store = StateStore(directory: directory())
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 400) { _ in
+            do { try store.save(calibration) } catch { failures.withLock { $0 += 1 } }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        #expect(try store.load(SensorFusion.Calibration.self) == calibration)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory) == ["calibration.json"])
+    }
+
+    /// A rename that fails (here: a directory stands where the state file goes) leaves no
+    /// temporary file behind.
+    @Test func aFailedRenameLeavesNoTemporaryFile() throws {
+        let store = StateStore(directory: directory())
+        try FileManager.default.createDirectory(atPath: store.path + "/occupied", withIntermediateDirectories: true)
+        #expect(throws: StateStore.Failure.self) { try store.save(calibration) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.directory) == ["calibration.json"])
     }
 
     @Test func anUnwritableDirectoryIsAnErrorThatNamesIt() {
