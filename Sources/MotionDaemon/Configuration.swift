@@ -71,15 +71,47 @@ public struct Configuration: Sendable, Equatable, Decodable {
         public var description: String { "\(path): \(problem)" }
     }
 
+    /// The largest configuration file read, bytes.
+    static let maximumFileSize = 64 * 1024
+    /// The most values (YAML nodes, aliases expanded) a configuration may hold.
+    static let maximumNodes = 10_000
+
+    /// Counts `node` and what it holds against `budget`; `false` once the budget is spent.
+    private static func fitsBudget(_ node: Node, _ budget: inout Int) -> Bool {
+        budget -= 1
+        guard budget >= 0 else { return false }
+        switch node {
+        case .scalar, .alias: return true
+        case .mapping(let mapping):
+            for (key, value) in mapping where !fitsBudget(key, &budget) || !fitsBudget(value, &budget) { return false }
+            return true
+        case .sequence(let sequence):
+            for element in sequence where !fitsBudget(element, &budget) { return false }
+            return true
+        }
+    }
+
     /// Reads and checks a file. A missing file is an error only if `required`.
     public static func load(path: String, required: Bool) throws(Invalid) -> Configuration {
         guard let data = FileManager.default.contents(atPath: path) else {
             if !required && !FileManager.default.fileExists(atPath: path) { return Configuration() }
             throw Invalid(path: path, problem: "cannot be read")
         }
+        guard data.count <= maximumFileSize else {
+            throw Invalid(path: path, problem: "is \(data.count) bytes; a configuration is at most \(maximumFileSize)")
+        }
         let configuration: Configuration
         do {
             let text = String(decoding: data, as: UTF8.self)
+            // Aliases repeat what they point to: a few hundred bytes of nested aliases expand to
+            // gigabytes (it took the daemon to 9.2 GB). The composed tree shares the repeats, so its
+            // nodes can be counted, up to a budget, before anything expands them.
+            if let root = try Yams.compose(yaml: text) {
+                var budget = maximumNodes
+                guard fitsBudget(root, &budget) else {
+                    throw Invalid(path: path, problem: "holds more than \(maximumNodes) values once its aliases are expanded")
+                }
+            }
             // An empty file (or one with only comments) is all defaults.
             guard let document = try Yams.load(yaml: text) else { return Configuration() }
             // A misspelt key would otherwise be a setting silently not applied.

@@ -35,6 +35,26 @@ import Testing
         }
     }
 
+    /// A 'billion laughs' of nested aliases (about 400 bytes; 9^9 values once expanded) used to take
+    /// the daemon to 9.2 GB at start; it is refused, quickly and naming the file.
+    @Test func aConfigurationOfNestedAliasesIsRefusedBeforeItExpands() throws {
+        var text = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+        for level in 1...9 {
+            let previous = Array(repeating: "*a\(level - 1)", count: 9).joined(separator: ", ")
+            text += "a\(level): &a\(level) [\(previous)]\n"
+        }
+        let path = try file(text)
+        let started = Date()
+        #expect {
+            try Configuration.load(path: path, required: true)
+        } throws: { error in
+            "\(error)".contains(path) && "\(error)".contains("more than 10000 values once its aliases are expanded")
+        }
+        #expect(Date().timeIntervalSince(started) < 1)
+        let big = try file(String(repeating: "# padding\n", count: 7000))
+        #expect(throws: Configuration.Invalid.self) { try Configuration.load(path: big, required: true) }
+    }
+
     @Test func theSampleConfigurationIsValidAndAllDefaults() throws {
         let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/motiond.conf").standardized.path
         #expect(try Configuration.load(path: sample, required: true) == Configuration())
