@@ -65,6 +65,8 @@ final class Hub: @unchecked Sendable {
         var lastTimestamp: Int64?
         /// The last timestamp per kind, to measure each sensor's real sample interval.
         var lastByKind: [SensorKind: Int64] = [:]
+        /// When a lower rate that clients now ask for will be applied (the sensor runs faster until then).
+        var lowerRateAfter: NIODeadline?
 
         /// The interval since the previous sample of the same kind, ns (the planned period for the first).
         mutating func period(of sample: SensorSample) -> Int64 {
@@ -79,6 +81,8 @@ final class Hub: @unchecked Sendable {
     static let queueCapacity = 256
     /// Connections served at once; more are told so and closed.
     let maximumClients: Int
+    /// How long a sensor keeps its rate after clients ask for a lower one.
+    static let rateSettling = TimeAmount.seconds(1)
     /// POLLs one client may have waiting for their sensors at once.
     static let maximumWaitingPolls = 32
     /// How long a POLL waits for the first sample, s.
@@ -431,10 +435,21 @@ final class Hub: @unchecked Sendable {
         }
         let wanted = Dictionary(uniqueKeysWithValues: plan.captures.map { ($0.device, $0) })
         for (number, running) in captures where wanted[number] != running.plan {
+            // A rate that drops is kept for `rateSettling`: a client switching back and forth between
+            // two intervals would otherwise close and reopen the sensor each time, and every other
+            // client's stream with it. Raising the rate, or another set of sensors, reopens at once.
+            if let want = wanted[number], want.kinds == running.plan.kinds, want.rate < running.plan.rate {
+                if running.lowerRateAfter == nil {
+                    captures[number]!.lowerRateAfter = now + Self.rateSettling
+                    eventLoop.scheduleTask(deadline: now + Self.rateSettling) { [self] in replan() }
+                }
+                if now < captures[number]!.lowerRateAfter! { continue }
+            }
             running.capture.stop()
             captures[number] = nil
             logger.info("sensor closed", metadata: ["device": "\(number)"])
         }
+        for (number, entry) in wanted where captures[number]?.plan == entry { captures[number]!.lowerRateAfter = nil }
         for (number, entry) in wanted where captures[number] == nil {
             guard let device = devices.first(where: { $0.number == number }) else { continue }
             do {

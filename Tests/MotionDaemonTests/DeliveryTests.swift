@@ -37,10 +37,19 @@ import Testing
         #expect(sent == [0, 100_000_000, 200_000_000, 2_000_000_000, 2_100_000_000, 2_200_000_000] as [Int64])
     }
 
-    @Test func aTimestampGoingBackwardsRestartsTheSchedule() {
+    @Test func aTimestampGoingFarBackwardsRestartsTheSchedule() {
         var decimator = StreamDecimator(interval: 1)
         let results = [5_000_000_000, 5_500_000_000, 1_000].map { decimator.accepts($0, sensorPeriod: 10_000_000) }
         #expect(results == [true, false, true])
+    }
+
+    /// A sample older than one the client already has (in flight from a capture reopened meanwhile)
+    /// is never sent: it used to restart the schedule and go out, so timestamps went backwards.
+    @Test func aSampleOlderThanOneAlreadySentIsNeverSent() {
+        var decimator = StreamDecimator(interval: 0.01)
+        let stamps: [Int64] = [100_000_000, 110_000_000, 120_000_000, 105_000_000, 115_000_000, 130_000_000]
+        let results = stamps.map { decimator.accepts($0, sensorPeriod: 10_000_000) }
+        #expect(results == [true, true, true, false, false, true])
     }
 }
 
