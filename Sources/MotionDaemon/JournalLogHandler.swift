@@ -30,7 +30,17 @@ public struct JournalLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let priority = switch event.level {
+        var fields = metadata
+        if let extra = event.metadata { fields.merge(extra) { _, new in new } }
+        let bytes = Array(Self.line(level: event.level, message: "\(event.message)", metadata: fields).utf8)
+        _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }  // one write: lines don't interleave
+    }
+
+    /// One journal entry: `<priority>message key=value …` and a single `\n`. Line breaks and other
+    /// control characters inside the message or a value are escaped (`\n`), because journald makes
+    /// each line an entry of its own, the second one without its priority.
+    static func line(level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
+        let priority = switch level {
         case .trace, .debug: 7
         case .info: 6
         case .notice: 5
@@ -38,12 +48,23 @@ public struct JournalLogHandler: LogHandler {
         case .error: 3
         case .critical: 2
         }
-        var fields = metadata
-        if let extra = event.metadata { fields.merge(extra) { _, new in new } }
-        let details = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let line = "<\(priority)>\(event.message)\(details.isEmpty ? "" : " " + details)\n"
-        let bytes = Array(line.utf8)
-        _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }  // one write: lines don't interleave
+        let details = metadata.sorted { $0.key < $1.key }.map { "\(escaped($0.key))=\(escaped("\($0.value)"))" }.joined(separator: " ")
+        return "<\(priority)>\(escaped(message))\(details.isEmpty ? "" : " " + details)\n"
+    }
+
+    private static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\t": result += "\\t"
+            case "\r": result += "\\r"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: result += "\\x" + String(scalar.value, radix: 16)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }
 
