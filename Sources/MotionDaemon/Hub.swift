@@ -155,6 +155,7 @@ final class Hub: @unchecked Sendable {
 
     /// Sets the magnetic declination, degrees east of true north (a configuration reload).
     func setDeclination(_ degrees: Double) {
+        eventLoop.preconditionInEventLoop()
         declination = degrees
         fusion?.declination = degrees * .pi / 180
     }
@@ -163,6 +164,7 @@ final class Hub: @unchecked Sendable {
 
     /// Saves the calibration in the background (file writes and fsync stay off the event loop).
     func saveState() {
+        eventLoop.preconditionInEventLoop()
         guard let store, let fusion, !saving else { return }
         let calibration = fusion.calibration
         savedCalibration = calibration
@@ -189,12 +191,20 @@ final class Hub: @unchecked Sendable {
 
     /// Re-reads the device list (at start, and when udev reports a change). A running sensor whose
     /// device went away ends its streams with `ENDED`; one that appeared can be watched at once.
-    func refreshDevices() {
-        do {
-            let listing = try source.listDevices()
+    /// Lists the devices. It blocks (libudev, and libiio reading all of IIO's sysfs), so it is called
+    /// off the event loop, and the result handed to `apply(_:)` on it.
+    static func listDevices(from source: any SensorSource) -> Result<DeviceListing, any Error> {
+        Result { try source.listDevices() }
+    }
+
+    /// Takes a device listing: captures of devices gone end, and what is watched is planned anew.
+    func apply(_ listing: Result<DeviceListing, any Error>) {
+        eventLoop.preconditionInEventLoop()
+        switch listing {
+        case .success(let listing):
             devices = listing.devices
             for problem in listing.problems { logger.warning("device skipped", metadata: ["reason": "\(problem)"]) }
-        } catch {
+        case .failure(let error):
             logger.error("device discovery failed", metadata: ["error": "\(error)"])
             devices = []
         }
@@ -216,6 +226,7 @@ final class Hub: @unchecked Sendable {
     /// can fail at once (the peer already gone) and close the channel, whose `disconnect` must find
     /// the id.
     func connect(channel: any Channel) -> ClientID? {
+        eventLoop.preconditionInEventLoop()
         guard clients.count < maximumClients else { return nil }
         nextClient += 1
         clients[nextClient] = Client(id: nextClient, channel: channel)
@@ -224,12 +235,14 @@ final class Hub: @unchecked Sendable {
 
     /// Sends the `VERSION` greeting.
     func greet(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
         send(Version(release: release), to: id, kind: .kept)
     }
 
     /// The client will send nothing more (it shut down its writing side, as `socat` does at the end of
     /// its input): it gets the answers still owed to it, then the connection is closed.
     func inputClosed(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
         guard let client = clients[id] else { return }
         client.closesWhenAnswered = true
         closeIfAnswered(id)
@@ -240,6 +253,7 @@ final class Hub: @unchecked Sendable {
     }
 
     func disconnect(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
         guard let client = clients.removeValue(forKey: id) else { return }
         droppedByGoneClients += client.queue.totalDropped
         if client.waitingPolls > 0 {
@@ -291,6 +305,7 @@ final class Hub: @unchecked Sendable {
     }
 
     func handle(_ request: Request, from id: ClientID) {
+        eventLoop.preconditionInEventLoop()
         switch request {
         case .watch(let watch): handleWatch(watch, from: id)
         case .poll(let poll): handlePoll(poll, from: id)
@@ -730,6 +745,7 @@ final class Hub: @unchecked Sendable {
 
     /// Writes what the channel can take now; the rest waits in the queue for writability.
     func flush(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
         if let client = clients[id] { flush(client) }
     }
 
@@ -759,6 +775,7 @@ final class Hub: @unchecked Sendable {
     /// would grow its queue without bound: once its queue is full, its requests are no longer read
     /// (the kernel's socket buffer then holds the sender back) until the queue has drained.
     func pauseReadingIfCongested(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
         guard let client = clients[id], !client.paused, client.queue.count >= Self.queueCapacity else { return }
         client.paused = true
         logger.debug("client reads its replies slowly: its requests wait", metadata: ["client": "\(id)"])
@@ -824,6 +841,7 @@ final class Hub: @unchecked Sendable {
 
     /// Stops every capture (at shutdown).
     func stopAll() {
+        eventLoop.preconditionInEventLoop()
         lingerEnd?.cancel()
         recentPolls.removeAll()
         saveStateNow()

@@ -61,7 +61,8 @@ public final class MotionServer: @unchecked Sendable {
 
     /// Finds the sensors and starts listening (a stale socket file from a crashed run is replaced).
     public func start() throws {
-        try hub.eventLoop.submit { self.hub.refreshDevices() }.wait()
+        let listing = Hub.listDevices(from: hub.source)
+        try hub.eventLoop.submit { self.hub.apply(listing) }.wait()
         let hub = self.hub
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -107,7 +108,9 @@ public final class MotionServer: @unchecked Sendable {
                 switch result {
                 case .success(let change):
                     hub.logger.info("device \(change.action)", metadata: ["device": "\(change.device)"])
-                    hub.eventLoop.execute { hub.refreshDevices() }
+                    // Listed here, on the monitor's thread: discovery blocks, the event loop must not.
+                    let listing = Hub.listDevices(from: hub.source)
+                    hub.eventLoop.execute { hub.apply(listing) }
                 case .failure(let error):
                     hub.logger.error("stopped following devices (hot-plug off until restart)", metadata: ["error": "\(error)"])
                 }
