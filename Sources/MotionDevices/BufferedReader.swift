@@ -37,10 +37,14 @@ final class BufferedReader {
                 }
             }
             // Scan timestamps must be on the monotonic clock, which every other sample is on and which a
-            // wall-clock change does not move; many drivers default to realtime. Where the clock cannot
-            // be switched, the scans are stamped on arrival instead.
+            // wall-clock change does not move; the kernel's default is realtime. Where the clock cannot
+            // be switched (or a kernel too old to have the attribute says nothing of it), the scans are
+            // stamped on arrival instead: a buffer on realtime next to polled samples on monotonic
+            // would put decades between them.
             var monotonicTimestamps = descriptor.timestampScan != nil
-            if monotonicTimestamps, sysfs.exists(device: device, attribute: "current_timestamp_clock"),
+            if monotonicTimestamps, !sysfs.exists(device: device, attribute: "current_timestamp_clock") {
+                monotonicTimestamps = false
+            } else if monotonicTimestamps,
                 (try? sysfs.read(device: device, attribute: "current_timestamp_clock").get())?.trimmingWhitespace != "monotonic"
             {
                 do throws(DeviceError) {
