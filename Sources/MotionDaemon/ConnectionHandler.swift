@@ -53,16 +53,20 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let client else { return }
         let buffer = unwrapInboundIn(data)
-        framer.feed(buffer.readableBytesView) { item in
-            switch item {
-            case .line(let line):
-                if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
-                switch Request.decode(line) {
-                case .success(let request): hub.handle(request, from: client)
-                case .failure(let error): hub.reply(error, to: client)
+        // The replies go out once the whole read is framed (see `Hub.batch`).
+        hub.batch {
+            framer.feed(buffer.readableBytesView) { item in
+                guard hub.serves(client) else { return }  // disconnected for what it asked before: the rest is not worth decoding
+                switch item {
+                case .line(let line):
+                    if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
+                    switch Request.decode(line) {
+                    case .success(let request): hub.handle(request, from: client)
+                    case .failure(let error): hub.reply(error, to: client)
+                    }
+                case .tooLong:
+                    hub.reply(ErrorReply(id: nil, code: .tooLong, message: "line longer than \(ProtocolVersion.maximumLineLength) bytes"), to: client)
                 }
-            case .tooLong:
-                hub.reply(ErrorReply(id: nil, code: .tooLong, message: "line longer than \(ProtocolVersion.maximumLineLength) bytes"), to: client)
             }
         }
         hub.pauseReadingIfCongested(client)

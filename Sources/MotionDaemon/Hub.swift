@@ -89,8 +89,8 @@ final class Hub: @unchecked Sendable {
     static let pollTimeout = 2.0
     /// How long sensors started for a POLL keep running after the last poll that needs them, s.
     static let pollLinger = 5.0
-    /// How long a client may leave its queue full of replies and events before it is disconnected, ns.
-    static let stuckClientTimeout: Int64 = 10_000_000_000
+    /// How long a client may leave its queue full of replies and events before it is disconnected.
+    static let stuckClientTimeout = TimeAmount.seconds(10)
 
     let eventLoop: any EventLoop
     let logger: Logger
@@ -106,6 +106,8 @@ final class Hub: @unchecked Sendable {
     private var recentPolls: [StreamKind: NIODeadline] = [:]
     private var lingerEnd: Scheduled<Void>?
     private(set) var devices: [DeviceDescriptor] = []
+    /// What `devices` cannot give, for STATUS (worked out when they change, not per request).
+    private var unavailable: StatusReply.Unavailable?
     private var captures: [DeviceNumber: RunningCapture] = [:]
     private var fusion: SensorFusion?
     private var orientation = OrientationDetector()
@@ -121,6 +123,8 @@ final class Hub: @unchecked Sendable {
     private var merger = SampleMerger()
     /// Samples the merger let through, reused.
     private var merged: [SampleMerger.Entry] = []
+    /// Whether `ingestMerged` is running (it is not entered twice).
+    private var ingestingMerged = false
     /// Whether a burst of samples is being ingested: writes wait for its end.
     private var draining = false
     /// Clients with lines queued during the burst.
@@ -179,9 +183,10 @@ final class Hub: @unchecked Sendable {
 
     /// Saves the calibration now, waiting for the disk (at shutdown).
     func saveStateNow() {
-        guard let store, let fusion else { return }
+        // The fusion is dropped while nobody wants motion; what it learnt is in `savedCalibration`.
+        guard let store, let calibration = fusion?.calibration ?? savedCalibration else { return }
         do {
-            try store.save(fusion.calibration)
+            try store.save(calibration)
         } catch {
             logger.error("cannot save state", metadata: ["error": "\(error)"])
         }
@@ -208,6 +213,7 @@ final class Hub: @unchecked Sendable {
             logger.error("device discovery failed", metadata: ["error": "\(error)"])
             devices = []
         }
+        unavailable = CapturePlan.unavailable(on: devices)
         let present = Set(devices.map(\.number))
         for (number, running) in captures where !present.contains(number) {
             running.capture.stop()
@@ -267,7 +273,7 @@ final class Hub: @unchecked Sendable {
 
     /// Sends a reply, or holds it behind an earlier POLL still waiting for its sensors.
     func reply<M: ServerMessage>(_ message: M, to id: ClientID) {
-        guard let client = clients[id] else { return }
+        guard let client = clients[id], !client.closing else { return }
         guard !client.replySlots.isEmpty else {
             send(message, to: id, kind: .kept)
             return
@@ -285,10 +291,12 @@ final class Hub: @unchecked Sendable {
 
     /// Fills `slot` with the reply, then sends every reply at the front that is ready.
     private func answer<M: ServerMessage>(slot: Int, with message: M, to id: ClientID) {
-        guard let client = clients[id], let index = client.replySlots.firstIndex(where: { $0.slot == slot }),
-            let line = encode(message)
-        else { return }
-        client.replySlots[index].line = line
+        guard let client = clients[id], let index = client.replySlots.firstIndex(where: { $0.slot == slot }) else { return }
+        if let line = encode(message) {
+            client.replySlots[index].line = line
+        } else {
+            client.replySlots.remove(at: index)  // logged by `encode`; the replies behind it must not wait for ever
+        }
         while let first = client.replySlots.first, let ready = first.line {
             client.replySlots.removeFirst()
             enqueue(ready, to: client, id: id, kind: .kept)
@@ -304,8 +312,14 @@ final class Hub: @unchecked Sendable {
         }
     }
 
+    /// Whether requests from `id` are still served (it is connected and not being disconnected).
+    func serves(_ id: ClientID) -> Bool {
+        clients[id].map { !$0.closing } ?? false
+    }
+
     func handle(_ request: Request, from id: ClientID) {
         eventLoop.preconditionInEventLoop()
+        guard serves(id) else { return }
         switch request {
         case .watch(let watch): handleWatch(watch, from: id)
         case .poll(let poll): handlePoll(poll, from: id)
@@ -490,14 +504,14 @@ final class Hub: @unchecked Sendable {
         // second). What was learnt is kept for the next fusion.
         if !motionNeeded, let idle = fusion {
             saveState()
-            if idle.usesGyroscope { savedCalibration = idle.calibration }
+            savedCalibration = idle.calibration  // a fusion without gyroscope keeps the bias it was given
             fusion = nil
             pendingMotion = nil
         }
         // The fusion follows the sensors there are: a gyroscope unplugged (or plugged in) while motion
         // is watched makes a new one, which keeps the calibration learnt so far.
         if motionNeeded, let accelerometerRate = rate(.accelerometer), fusion?.usesGyroscope != (rate(.gyroscope) != nil) {
-            if let fusion, fusion.usesGyroscope { savedCalibration = fusion.calibration }
+            if let fusion { savedCalibration = fusion.calibration }
             var fresh = SensorFusion(
                 gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
                 declination: declination)
@@ -512,17 +526,29 @@ final class Hub: @unchecked Sendable {
         mailbox.take(into: &drained)
         // One write per client for the whole burst: when the loop falls behind, bursts grow and the
         // system calls per line shrink, instead of the backlog growing.
-        draining = true
-        for event in drained { ingest(event, from: number) }
-        deliverPendingMotion()
-        draining = false
+        batch {
+            for event in drained { ingest(event, from: number) }
+            deliverPendingMotion()
+        }
         drained.removeAll(keepingCapacity: true)
-        for id in awaitingFlush {
+    }
+
+    /// Runs `body` with every client's writes held until it ends, then flushes each client once.
+    ///
+    /// The requests of one read go through here too: a flush can make NIO read the socket again and
+    /// re-enter the connection's handler, which must not happen while it is still framing that read.
+    func batch(_ body: () -> Void) {
+        eventLoop.preconditionInEventLoop()
+        let outer = draining
+        draining = true
+        body()
+        draining = outer
+        guard !outer else { return }
+        while let id = awaitingFlush.popLast() {
             guard let client = clients[id] else { continue }
             client.awaitsFlush = false
             flush(client)
         }
-        awaitingFlush.removeAll(keepingCapacity: true)
     }
 
     private func ingest(_ event: SensorEvent, from number: DeviceNumber) {
@@ -549,9 +575,21 @@ final class Hub: @unchecked Sendable {
         }
     }
 
+    /// Fuses what the merger let through. Re-entrant: ingesting can answer a poll, which can replan
+    /// and release held samples into `merged`; the loop running already takes them, in order, and
+    /// none is fused twice (a `for … in merged` over a copy did both). Walking by index also keeps
+    /// the array's storage unshared, so nothing is copied.
     private func ingestMerged() {
-        for entry in merged { ingest(entry.sample, period: entry.period) }
+        guard !ingestingMerged else { return }
+        ingestingMerged = true
+        var next = 0
+        while next < merged.count {
+            let entry = merged[next]
+            next += 1
+            ingest(entry.sample, period: entry.period)
+        }
         merged.removeAll(keepingCapacity: true)
+        ingestingMerged = false
     }
 
     private func ingest(_ sample: SensorSample, period: Int64) {
@@ -720,10 +758,10 @@ final class Hub: @unchecked Sendable {
             client.fullSince = NIODeadline.now()
             // A client that reads nothing more gets nothing more pushed, so the check cannot wait for
             // the next line: it is scheduled.
-            eventLoop.scheduleTask(in: .nanoseconds(Self.stuckClientTimeout)) { [self] in
-                guard let client = clients[id], let since = client.fullSince, NIODeadline.now() - since >= .nanoseconds(Self.stuckClientTimeout)
+            eventLoop.scheduleTask(in: Self.stuckClientTimeout) { [self] in
+                guard let client = clients[id], let since = client.fullSince, NIODeadline.now() - since >= Self.stuckClientTimeout
                 else { return }
-                disconnect(client, because: "it has read none of its replies for \(Self.stuckClientTimeout / 1_000_000_000) s")
+                disconnect(client, because: "it has read none of its replies for \(Double(Self.stuckClientTimeout.nanoseconds) / 1e9) s")
             }
         }
         if draining {
@@ -740,7 +778,10 @@ final class Hub: @unchecked Sendable {
         guard !client.closing else { return }
         client.closing = true
         logger.warning("client disconnected", metadata: ["client": "\(client.id)", "reason": "\(reason)"])
-        client.channel.close(promise: nil)
+        // Closed from the loop's next turn, not from inside the request handling that got here: a
+        // close there re-enters the connection's handler while it is still framing the read.
+        let channel = client.channel
+        eventLoop.execute { channel.close(promise: nil) }
     }
 
     /// Writes what the channel can take now; the rest waits in the queue for writability.
@@ -760,6 +801,8 @@ final class Hub: @unchecked Sendable {
             wrote = true
         }
         if wrote { channel.flush() }
+        // It reads again: the stuck-client check scheduled when its queue filled finds nothing to do.
+        if client.queue.count < Self.queueCapacity { client.fullSince = nil }
         if client.closesWhenAnswered, !client.closing, client.queue.isEmpty, client.waitingPolls == 0 {
             client.closing = true
             // An empty write completes after every earlier one: then close.
@@ -826,7 +869,7 @@ final class Hub: @unchecked Sendable {
         }
         return StatusReply(
             id: id, uptime: Double((NIODeadline.now() - startTime).nanoseconds) / 1e9, clients: clients.count, sensors: sensors,
-            dropped: dropped, calibration: calibration, unavailable: CapturePlan.unavailable(on: devices))
+            dropped: dropped, calibration: calibration, unavailable: unavailable)
     }
 
     private func motionMessage(_ motion: DeviceMotion) -> MotionMessage {

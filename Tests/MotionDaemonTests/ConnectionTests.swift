@@ -176,4 +176,30 @@ extension Hardware.Server {
         #expect(ids == (1...count).map { RequestID.integer(Int64($0)) }, "every reply, in the order of the requests")
         #expect(refused == count - 32)
     }
+
+    /// 3000 STATUS requests in one write from each of three clients: writing a reply while the read
+    /// was still being framed could make NIO read the socket again and re-enter the handler in the
+    /// middle of it (a fatal exclusive-access conflict: the daemon died). Replies now go out once the
+    /// read is framed, and the daemon keeps serving.
+    @Test func aClientWritingThousandsOfRequestsAtOnceCannotCrashTheDaemon() throws {
+        let (_, server) = try Self.startServerOnIMU()
+        defer { try? server.stop() }
+        // One writes and reads along, one writes and never reads, one writes and goes away.
+        let requests = String(repeating: #"{"class":"STATUS"}"# + "\n", count: 3000)
+        let reader = try TestClient(path: server.socketPath)
+        let sleeper = try TestClient(path: server.socketPath)
+        let leaver = try UnixSocket.connect(to: server.socketPath)
+        var greeting = [UInt8](repeating: 0, count: 4096)
+        _ = read(leaver, &greeting, greeting.count)  // greeted, so the daemon reads what it sends next
+        for fd in [reader.fd, sleeper.fd, leaver] {
+            _ = requests.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
+        }
+        close(leaver)
+        var read = 0
+        while read < 3000, (try? reader.next(seconds: 2)) != nil { read += 1 }
+        let other = try TestClient(path: server.socketPath)
+        _ = try other.next("VERSION")
+        try other.send(#"{"class":"STATUS"}"#)
+        _ = try other.decode(StatusReply.self, try other.next("STATUS"))
+    }
 }
