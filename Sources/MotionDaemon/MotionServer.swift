@@ -135,28 +135,12 @@ public final class MotionServer: @unchecked Sendable {
         guard status.st_mode & S_IFMT == S_IFSOCK else {
             throw AccessError(message: "\(socketPath) exists and is not a socket: not replacing it (remove it, or choose another --socket)")
         }
-        if Self.someoneAnswers(at: socketPath) {
+        // Whether a daemon accepts connections there (a stale file refuses them).
+        if let live = try? ClientBootstrap(group: group).connect(unixDomainSocketPath: socketPath).wait() {
+            live.close(promise: nil)
             throw AccessError(message: "another motiond answers on \(socketPath): not taking its socket")
         }
         unlink(socketPath)
-    }
-
-    /// Whether a connection to the Unix socket at `path` is accepted.
-    private static func someoneAnswers(at path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
-            raw[path.utf8.count] = 0
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
-        }
     }
 
     /// Who may connect is decided by the socket file's mode and group.
