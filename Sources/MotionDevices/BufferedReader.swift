@@ -119,7 +119,7 @@ final class BufferedReader {
     }
 
     /// Readings dropped so far as beyond what a sensor can measure.
-    var rejectedReadings: Int { decoder?.rejected ?? 0 }
+    var rejectedReadings: Int { decoder?.rejectedReadings ?? 0 }
 
     /// Wakes a thread blocked in `read` (it then fails with EBADF); safe from any thread.
     func cancel() {

@@ -16,6 +16,8 @@ public final class PolledReader {
     private let device: String
     private var sensors: [Sensor] = []
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+    /// Readings dropped so far as beyond what a sensor can measure (`SensorKind.plausibleMagnitude`).
+    public private(set) var rejectedReadings = 0
 
     /// Opens the value attributes of `kinds` on `device`, under `sysfsRoot` (the directory that
     /// stands for `/sys`).
@@ -68,10 +70,11 @@ public final class PolledReader {
             for (c, fd) in sensors[s].descriptors.enumerated() {
                 raw[Axis(rawValue: c)!] = try value(fd, attribute: sensors[s].converter.channels[c].valueAttribute)
             }
-            guard let sample = sensors[s].converter.sample(raw: raw, timestamp: timestamp) else {
-                throw .implausibleReading(device: device, kind: sensors[s].converter.kind.rawValue, count: 1)
+            if let sample = sensors[s].converter.sample(raw: raw, timestamp: timestamp) {
+                emit(sample)
+            } else {
+                rejectedReadings += 1
             }
-            emit(sample)
         }
     }
 

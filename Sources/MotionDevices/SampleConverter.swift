@@ -10,6 +10,8 @@ struct SampleConverter {
     private let scale: Vector3
     private let mountMatrix: Matrix3
     private var proximity: ProximityDetector
+    /// `SensorKind.plausibleMagnitude` squared, in the unit of the samples squared.
+    private let largestSquaredMagnitude: Double
 
     init(sensor: SensorDescriptor, device: DeviceNumber) {
         kind = sensor.kind
@@ -22,6 +24,7 @@ struct SampleConverter {
         scale = Vector3(x: component(0, \.scale), y: component(1, \.scale), z: component(2, \.scale))
         mountMatrix = sensor.kind.isVector ? sensor.deviceFrameMatrix : .identity
         proximity = ProximityDetector(nearLevel: sensor.nearLevel)
+        largestSquaredMagnitude = sensor.kind.plausibleMagnitude * sensor.kind.plausibleMagnitude
     }
 
     /// The sample for raw counts `raw` (x, y, z; proximity uses `raw.x`) taken at `timestamp` (ns);
@@ -37,7 +40,7 @@ struct SampleConverter {
                 kind: kind, device: device, timestamp: timestamp,
                 vector: Vector3(x: value.x, y: 0, z: 0), isNear: proximity.update(value.x))
         }
-        guard value.squaredLength <= kind.plausibleMagnitude * kind.plausibleMagnitude else { return nil }  // NaN fails too
+        guard value.squaredLength <= largestSquaredMagnitude else { return nil }  // NaN fails too
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: mountMatrix * value)
     }
 }

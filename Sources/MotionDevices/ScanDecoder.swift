@@ -44,7 +44,7 @@ public struct ScanDecoder {
     }
 
     /// Readings dropped so far as beyond what a sensor can measure (`SensorKind.plausibleMagnitude`).
-    public private(set) var rejected = 0
+    public private(set) var rejectedReadings = 0
 
     /// Whether scans carry a hardware timestamp.
     public var hasTimestamp: Bool { timestamp != nil }
@@ -62,7 +62,7 @@ public struct ScanDecoder {
             if let sample = sensors[s].converter.sample(raw: raw, timestamp: time) {
                 emit(sample)
             } else {
-                rejected += 1
+                rejectedReadings += 1
             }
         }
     }

@@ -215,15 +215,11 @@ public final class SensorCapture: Sendable {
 
         var receivedAny = false
         var failures = 0
-        var rejected = 0
+        var rejections = RejectionReport()
         while !stopRequested {
             do throws(DeviceError) {
                 try reader.read { handler(.sample($0)) }
-                if reader.rejectedReadings > rejected {
-                    let kinds = kinds.map(\.rawValue).joined(separator: "/")
-                    handler(.readFailed(.implausibleReading(device: name, kind: kinds, count: reader.rejectedReadings - rejected)))
-                    rejected = reader.rejectedReadings
-                }
+                rejections.report(total: reader.rejectedReadings, device: name, kinds: kinds, to: handler)
                 handler(.readComplete)
                 receivedAny = true
                 failures = 0
@@ -256,6 +252,7 @@ public final class SensorCapture: Sendable {
         let period = Int64(1e9 / rate)
         var deadline = Syscall.monotonicNanoseconds()
         var failures = 0
+        var rejections = RejectionReport()
         // Some drivers keep answering reads of a removed device's open files, so presence is also
         // checked about ten times a second (a stat: nothing beside the reads).
         let readsPerPresenceCheck = max(1, Int(rate / 10))
@@ -265,6 +262,7 @@ public final class SensorCapture: Sendable {
             if reads % readsPerPresenceCheck == 0, !sysfs.deviceExists(name) { return .deviceVanished(device: name) }
             do throws(DeviceError) {
                 try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
+                rejections.report(total: reader.rejectedReadings, device: name, kinds: kinds, to: handler)
                 handler(.readComplete)
                 failures = 0
             } catch {
@@ -304,4 +302,21 @@ private final class CancelHandle: @unchecked Sendable {
     private let reader: BufferedReader
     init(_ reader: BufferedReader) { self.reader = reader }
     func cancel() { reader.cancel() }
+}
+
+/// Says how many readings a capture dropped as beyond what a sensor can measure: as a failed read,
+/// at most once a second, so that a sensor stuck on garbage neither floods the log nor ends the
+/// capture (its good readings, and its other sensors', go on).
+private struct RejectionReport {
+    private var reported = 0
+    private var lastReport: Int64?
+
+    mutating func report(total: Int, device: String, kinds: [SensorKind], to handler: (SensorEvent) -> Void) {
+        guard total > reported else { return }
+        let now = Syscall.monotonicNanoseconds()
+        if let lastReport, now - lastReport < 1_000_000_000 { return }
+        handler(.readFailed(.implausibleReading(device: device, kind: kinds.map(\.rawValue).joined(separator: "/"), count: total - reported)))
+        reported = total
+        lastReport = now
+    }
 }

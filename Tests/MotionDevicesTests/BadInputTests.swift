@@ -61,16 +61,32 @@ extension Hardware {
         }
 
         /// A reading no accelerometer can produce (2147483647 counts × 0.5 m/s² ≈ 1e9 m/s², the
-        /// register garbage of a bus error) is dropped and said, never handed on; the next good one is.
-        @Test func aReadingBeyondWhatASensorCanMeasureIsDroppedAndSaid() throws {
+        /// register garbage of a bus error) is dropped and counted, never handed on. A capture whose
+        /// sensor keeps giving such readings says so at most once a second and goes on: it neither
+        /// ends (as ten failed reads would end it) nor floods the log, and the next good reading is
+        /// handed on.
+        @Test func readingsBeyondWhatASensorCanMeasureAreDroppedAndSaidWithoutEndingTheCapture() throws {
             let (listing, testbed) = try listing(accelerometer(["in_accel_x_raw": "2147483647\\n"]))
-            #expect(throws: DeviceError.implausibleReading(device: "iio:device0", kind: "accelerometer", count: 1)) {
-                try PolledReader(device: listing.devices[0], kinds: [.accelerometer], sysfs: Sysfs()).read(timestamp: 0) { _ in }
-            }
-            try testbed.setAttribute("iio:device0", "in_accel_x_raw", "1\n")
+            let reader = try PolledReader(device: listing.devices[0], kinds: [.accelerometer], sysfs: Sysfs())
             var samples: [SensorSample] = []
-            try PolledReader(device: listing.devices[0], kinds: [.accelerometer], sysfs: Sysfs()).read(timestamp: 0) { samples.append($0) }
-            #expect(samples.count == 1)
+            try reader.read(timestamp: 0) { samples.append($0) }
+            #expect(samples.isEmpty && reader.rejectedReadings == 1)
+
+            let capture = try SensorCapture(device: listing.devices[0], kinds: [.accelerometer], rate: 200)
+            let events = EventLog()
+            capture.start(handler: events.append)
+            defer { capture.stop() }
+            usleep(300_000)  // some 60 reads, all garbage
+            let said = events.all.compactMap { if case .readFailed(let e) = $0 { e } else { nil } }
+            #expect(said.count == 1, "\(said)")
+            guard case .implausibleReading("iio:device0", "accelerometer", _) = said.first else {
+                Issue.record("\(said)")
+                return
+            }
+            #expect(events.samples.isEmpty)
+            try testbed.setAttribute("iio:device0", "in_accel_x_raw", "1\n")
+            try events.waitUntil { $0.samples.count >= 1 }
+            #expect(!events.all.contains { if case .ended = $0 { true } else { false } })
         }
 
         @Test func emptyScaleSkipsTheDevice() throws {
