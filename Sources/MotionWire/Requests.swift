@@ -63,12 +63,15 @@ public enum Request: Sendable, Hashable {
         var id: RequestID?
         /// Whether `id` was there but neither a number nor a string.
         var idIsInvalid = false
+        /// Whether `class` was there but not a string.
+        var classIsInvalid = false
 
         enum CodingKeys: String, CodingKey { case `class`, id }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             `class` = try? container.decodeIfPresent(String.self, forKey: .class)
+            classIsInvalid = `class` == nil && container.contains(.class)
             if container.contains(.id), (try? container.decodeNil(forKey: .id)) != true {
                 id = try? container.decode(RequestID.self, forKey: .id)
                 idIsInvalid = id == nil
@@ -87,6 +90,9 @@ public enum Request: Sendable, Hashable {
         }
         if header.idIsInvalid {
             return .failure(ErrorReply(id: nil, code: .malformed, message: "\"id\" must be a number or a string"))
+        }
+        if header.classIsInvalid {
+            return .failure(ErrorReply(id: header.id, code: .malformed, message: "\"class\" must be a string"))
         }
         guard let name = header.class else {
             return .failure(ErrorReply(id: header.id, code: .malformed, message: "no \"class\" field"))

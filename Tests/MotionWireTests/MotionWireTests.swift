@@ -51,6 +51,9 @@ extension LineFramerTests {
         #expect(try decode(#"{"class":"STATUS","id":1.5}"#).get() == .status(id: .number(1.5)))
         #expect(try decode(#"{"class":"STATUS","id":"a"}"#).get() == .status(id: .string("a")))
         #expect(try decode(#"{"class":"STATUS","id":null}"#).get() == .status(id: nil))
+        #expect(throws: ErrorReply(id: .integer(3), code: .malformed, message: "\"class\" must be a string")) {
+            try decode(#"{"class":5,"id":3}"#).get()
+        }
         let bad = decode(#"{"class":"STATUS","id":true}"#)
         #expect(throws: ErrorReply(id: nil, code: .malformed, message: "\"id\" must be a number or a string")) { try bad.get() }
         let reply = String(decoding: try Wire.encode(StatusReply(id: .integer(9_007_199_254_740_993), uptime: 1, clients: 1, sensors: [], dropped: 0, calibration: nil)), as: UTF8.self)
