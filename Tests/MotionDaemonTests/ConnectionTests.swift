@@ -19,8 +19,7 @@ extension Hardware.Server {
         let (_, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
         for _ in 0..<2000 { close(try UnixSocket.connect(to: server.socketPath)) }
-        let client = try TestClient(path: server.socketPath)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: server.socketPath)
         var clients = -1
         try waitUntil {
             try? client.send(#"{"class":"STATUS"}"#)
@@ -53,8 +52,7 @@ extension Hardware.Server {
     @Test func aClientThatClosesItsWritingSideStillGetsItsAnswers() throws {
         let (testbed, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
-        let client = try TestClient(path: server.socketPath)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: server.socketPath)
         try client.send(#"{"class":"POLL","id":7,"streams":["accelerometer"]}"#)
         shutdown(client.fd, Int32(SHUT_WR))
         try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
@@ -73,8 +71,7 @@ extension Hardware.Server {
         let flooder = try TestClient(path: server.socketPath)
         let flood = [UInt8](repeating: 0, count: 65_536).enumerated().map { $0.offset % 2 == 0 ? UInt8(ascii: "x") : UInt8(ascii: "\n") }
         _ = flood.withUnsafeBytes { write(flooder.fd, $0.baseAddress, $0.count) }
-        let other = try TestClient(path: server.socketPath)
-        _ = try other.next("VERSION")
+        let other = try TestClient.greeted(path: server.socketPath)
         try waitUntil {
             try? other.send(#"{"class":"STATUS"}"#)
             return (try? other.decode(StatusReply.self, other.next("STATUS")))?.clients == 1
@@ -103,8 +100,7 @@ extension Hardware.Server {
         let second = MotionServer(socketPath: first.socketPath)
         #expect(throws: MotionServer.AccessError.self) { try second.start() }
         try? second.stop()
-        let client = try TestClient(path: first.socketPath)
-        _ = try client.next("VERSION")  // the first still answers
+        _ = try TestClient.greeted(path: first.socketPath)  // the first still answers
 
         // A socket file whose daemon is gone (bound, never listened on, closed) is replaced.
         let stale = Self.socketPath()
@@ -129,8 +125,7 @@ extension Hardware.Server {
     @Test func repliesComeInTheOrderOfTheRequestsEvenBehindAWaitingPoll() throws {
         let (testbed, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
-        let client = try TestClient(path: server.socketPath)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: server.socketPath)
         try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer"]}"#)
         try client.send(#"{"class":"STATUS","id":2}"#)
         try client.send("not json")
@@ -149,13 +144,11 @@ extension Hardware.Server {
     @Test func pipelinedPollsOnASilentSensorAreCappedAndAnsweredInOrder() throws {
         let (_, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
-        let poller = try TestClient(path: server.socketPath)
-        _ = try poller.next("VERSION")
+        let poller = try TestClient.greeted(path: server.socketPath)
         let count = 500
         let requests = (1...count).map { #"{"class":"POLL","id":\#($0),"streams":["gyroscope"]}"# }.joined(separator: "\n") + "\n"
         _ = requests.utf8CString.withUnsafeBytes { write(poller.fd, $0.baseAddress, $0.count - 1) }
-        let other = try TestClient(path: server.socketPath)
-        _ = try other.next("VERSION")
+        let other = try TestClient.greeted(path: server.socketPath)
         let asked = Date()
         try other.send(#"{"class":"STATUS"}"#)
         _ = try other.next("STATUS")
@@ -197,8 +190,7 @@ extension Hardware.Server {
         close(leaver)
         var read = 0
         while read < 3000, (try? reader.next(seconds: 2)) != nil { read += 1 }
-        let other = try TestClient(path: server.socketPath)
-        _ = try other.next("VERSION")
+        let other = try TestClient.greeted(path: server.socketPath)
         try other.send(#"{"class":"STATUS"}"#)
         _ = try other.decode(StatusReply.self, try other.next("STATUS"))
     }

@@ -95,8 +95,7 @@ extension Hardware {
         @Test func aPollStartsTheSensorsWhichStayWarmForTheNextPollsThenClose() throws {
             let (testbed, server) = try Self.startServerOnIMU()
             defer { try? server.stop() }
-            let client = try TestClient(path: server.socketPath)
-            _ = try client.next("VERSION")
+            let client = try TestClient.greeted(path: server.socketPath)
 
             try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer","gyroscope"]}"#)
             try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
@@ -155,8 +154,7 @@ extension Hardware.Server {
         let process = daemon.process
         let log = daemon.log
 
-        let client = try TestClient(path: path)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: path)
         try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
         _ = try client.next("WATCHING")
         try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
@@ -176,8 +174,7 @@ extension Hardware.Server {
     @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() throws {
         let (testbed, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
-        let client = try TestClient(path: server.socketPath)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: server.socketPath)
         try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
         _ = try client.next("WATCHING")
         try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
@@ -275,8 +272,7 @@ extension Hardware.Server {
         defer { try? server.stop() }
         var clients: [TestClient] = []
         for _ in 0..<500 {
-            let client = try TestClient(path: server.socketPath)
-            _ = try client.next("VERSION")
+            let client = try TestClient.greeted(path: server.socketPath)
             clients.append(client)
         }
         // All watch at once (the sensor opens with the first and must see data within its first-data
@@ -299,8 +295,7 @@ extension Hardware.Server {
         try clients[0].send(#"{"class":"STATUS","id":1}"#)
         #expect(try clients[0].decode(StatusReply.self, try clients[0].next("STATUS")).clients == 500)
         clients.removeAll()  // all leave
-        let last = try TestClient(path: server.socketPath)
-        _ = try last.next("VERSION")
+        let last = try TestClient.greeted(path: server.socketPath)
         try waitUntil {
             (try? last.send(#"{"class":"STATUS"}"#)) != nil && (try? last.decode(StatusReply.self, last.next("STATUS")))?.clients == 1
         }
@@ -327,8 +322,7 @@ extension Hardware.Server {
         let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
             let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state])
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
+            let client = try TestClient.greeted(path: daemon.socket)
             try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1}"#)
             _ = try client.next("WATCHING")
             try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
@@ -344,8 +338,7 @@ extension Hardware.Server {
 
         // Started again, it knows the bias before any sample arrives.
         let again = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state])
-        let client = try TestClient(path: again.socket)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: again.socket)
         try client.send(#"{"class":"STATUS"}"#)
         let status = try client.decode(StatusReply.self, try client.next("STATUS"))
         #expect(((status.calibration?.gyroscopeBias ?? .zero) - bias).length < 2e-4)
@@ -360,8 +353,7 @@ extension Hardware.Server {
         for round in 0..<4 {
             // Saves every 10 ms while data flows, killed with SIGKILL at a different moment each round.
             let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state, "--state-save-interval", "0.01"])
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
+            let client = try TestClient.greeted(path: daemon.socket)
             try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1}"#)
             _ = try client.next("WATCHING")
             let node = "/dev/iio:device0"
@@ -415,9 +407,9 @@ extension Hardware.Server {
         #expect(attributes[.posixPermissions] as? Int == 0o640)
         #expect(attributes[.groupOwnerAccountName] as? String == "daemon")
 
-        let client = try TestClient(path: daemon.socket)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: daemon.socket)
         daemon.signal(SIGTERM)
+        withExtendedLifetime(client) {}  // connected until the daemon has stopped
         #expect(message()?.hasPrefix("STOPPING=1") == true)
         let log = String(decoding: daemon.log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(log.contains("client connected") && log.contains("uid=\(getuid())") && log.contains("pid=\(getpid())"), "\(log)")
@@ -512,8 +504,7 @@ extension Hardware.Server {
             try? server.stop()
             withExtendedLifetime(testbed) {}  // the fake device must outlive the server
         }
-        let client = try TestClient(path: server.socketPath)
-        _ = try client.next("VERSION")
+        let client = try TestClient.greeted(path: server.socketPath)
         // 20,000 requests (far more than a queue holds) written before any reply is read; the
         // writer blocks when the daemon stops reading, and resumes as the replies are read.
         let count = 20_000

@@ -17,6 +17,13 @@ final class TestClient: @unchecked Sendable {
         fd = try UnixSocket.connect(to: path)
     }
 
+    /// A client connected to `path` that has read the daemon's `VERSION` greeting.
+    static func greeted(path: String) throws -> TestClient {
+        let client = try TestClient(path: path)
+        _ = try client.next("VERSION")
+        return client
+    }
+
     deinit { close(fd) }
 
     func send(_ text: String) throws {
