@@ -82,7 +82,10 @@ let package = Package(
         .testTarget(name: "InstallTests", dependencies: ["motiond", "motionctl", "TestSupport"]),
         .testTarget(
             name: "MotionDaemonTests",
-            dependencies: ["MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "TestSupport", "motiond"]),
+            dependencies: [
+                "MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "TestSupport", "motiond",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .target(
             name: "TestSupport",

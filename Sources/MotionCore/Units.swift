@@ -7,3 +7,13 @@ public enum Units {
     /// Nanoseconds per second.
     public static let nanosecondsPerSecond: Int64 = 1_000_000_000
 }
+
+extension Vector3 {
+    /// This specific force (IIO's and the device layer's accelerometer reading, m/s², +1 g up at
+    /// rest) as CoreMotion's acceleration (g, −1 g along up at rest): the one place the two meet.
+    public var accelerationFromSpecificForce: Vector3 { self * (-1 / Units.standardGravity) }
+
+    /// This CoreMotion acceleration (g) as the specific force it came from, m/s²: the inverse of
+    /// `accelerationFromSpecificForce`.
+    public var specificForceFromAcceleration: Vector3 { self * -Units.standardGravity }
+}

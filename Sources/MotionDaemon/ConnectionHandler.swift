@@ -20,7 +20,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     init(hub: Hub) { self.hub = hub }
 
     func channelActive(context: ChannelHandlerContext) {
-        guard let id = hub.connect(channel: context.channel) else {
+        guard let id = hub.connect(ChannelSink(context.channel)) else {
             hub.logger.warning("connection refused: too many clients", metadata: ["limit": "\(hub.maximumClients)"])
             let refusal = ErrorReply(id: nil, code: .unavailable, message: "too many clients (\(hub.maximumClients)); try again later")
             let channel = context.channel
@@ -87,6 +87,34 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         hub.logger.info("client connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
+    }
+}
+
+/// A client's NIO channel as the hub's `ClientSink`.
+final class ChannelSink: ClientSink {
+    private let channel: any Channel
+
+    init(_ channel: any Channel) { self.channel = channel }
+
+    var isWritable: Bool { channel.isWritable }
+
+    func write(_ line: ByteBuffer) { channel.write(line, promise: nil) }
+
+    func flush() { channel.flush() }
+
+    func closeAfterWrites() {
+        // An empty write completes after every earlier one: then close.
+        channel.writeAndFlush(ByteBuffer()).whenComplete { [channel] _ in channel.close(promise: nil) }
+    }
+
+    func close() {
+        // From the loop's next turn, not from inside the request handling that got here: a close
+        // there re-enters the connection's handler while it is still framing the read.
+        channel.eventLoop.execute { [channel] in channel.close(promise: nil) }
+    }
+
+    func setReading(_ reading: Bool) {
+        channel.setOption(ChannelOptions.autoRead, value: reading).whenFailure { _ in }
     }
 }
 

@@ -76,7 +76,7 @@ extension Recording.Sample {
     /// The sample in the device layer's SI units (the inverse of what the hub sends on the wire).
     func sensorSample(device: DeviceNumber) -> SensorSample {
         let kind = SensorKind(stream)!
-        let vector = kind == .accelerometer ? self.vector * -Units.standardGravity : self.vector
+        let vector = kind == .accelerometer ? self.vector.specificForceFromAcceleration : self.vector
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: vector, isNear: near)
     }
 }

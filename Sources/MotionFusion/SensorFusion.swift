@@ -196,8 +196,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         // Up in device coordinates is the third row of device → earth; gravity points the other way.
         let upright = gyroscopeFree?.upDirection ?? filter.attitudeWithoutMagnetometer.rotationMatrix.row2
         let gravity = upright * -1
-        // IIO's specific force is +1 g up at rest; CoreMotion's acceleration is −1 g there.
-        let acceleration = specificForce * (-1 / Units.standardGravity)
+        let acceleration = specificForce.accelerationFromSpecificForce
         var heading: Double? = nil
         if frame.isNorthReferenced && hasMagnetometer {
             // Azimuth of the device's top edge (y): its components in the north frame (x north, y west).

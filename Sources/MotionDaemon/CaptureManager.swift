@@ -1,0 +1,140 @@
+import Logging
+import MotionCore
+import MotionDevices
+import MotionWire
+import NIOCore
+
+/// The captures that run, one per device of the plan: opened, reopened and closed to follow it, and
+/// their events handed to the loop a read at a time. Confined to the hub's event loop.
+final class CaptureManager: @unchecked Sendable {
+    // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
+    /// How long a sensor keeps its rate after clients ask for a lower one.
+    static let rateSettling = TimeAmount.seconds(1)
+
+    struct Running {
+        var plan: CapturePlan.Capture
+        var capture: any SensorStream
+        var samples = 0
+        var firstTimestamp: Int64?
+        var lastTimestamp: Int64?
+        /// The last timestamp per kind, to measure each sensor's real sample interval.
+        var lastByKind: [SensorKind: Int64] = [:]
+        /// When a lower rate that clients now ask for will be applied (the sensor runs faster until then).
+        var lowerRateAfter: NIODeadline?
+
+        /// Counts a sample, and returns the interval since the previous one of its kind, ns (the
+        /// planned period for the first; at most four periods, so a gap is not one huge step).
+        mutating func count(_ sample: SensorSample) -> Int64 {
+            samples += 1
+            if firstTimestamp == nil { firstTimestamp = sample.timestamp }
+            lastTimestamp = sample.timestamp
+            let planned = Int64(1e9 / plan.rate)
+            defer { lastByKind[sample.kind] = sample.timestamp }
+            guard let last = lastByKind[sample.kind], sample.timestamp > last else { return planned }
+            return min(sample.timestamp - last, 4 * planned)
+        }
+
+        /// Samples per second per kind, measured over the capture's life.
+        var measuredRate: Double? {
+            guard let first = firstTimestamp, let last = lastTimestamp, last > first, samples > 1 else { return nil }
+            let perScan = Double(max(1, plan.kinds.count))
+            return (Double(samples) / perScan - 1) / (Double(last - first) * 1e-9)
+        }
+    }
+
+    let source: any SensorSource
+    private let eventLoop: any EventLoop
+    private let logger: Logger
+    /// Gets each read's events on the loop, in order.
+    var received: (_ events: [SensorEvent], _ device: DeviceNumber) -> Void = { _, _ in }
+    /// Called when a capture's rate may drop: the plan is to be made anew.
+    var settled: () -> Void = {}
+    private(set) var running: [DeviceNumber: Running] = [:]
+    /// Scratch space for a mailbox's events, reused.
+    private var drained: [SensorEvent] = []
+
+    init(source: any SensorSource, eventLoop: any EventLoop, logger: Logger) {
+        self.source = source
+        self.eventLoop = eventLoop
+        self.logger = logger
+    }
+
+    /// Makes the running captures those of `plan`, on `devices`. A rate that drops is kept for
+    /// `rateSettling`: a client switching back and forth between two intervals would otherwise close
+    /// and reopen the sensor each time, and every other client's stream with it. Raising the rate, or
+    /// another set of sensors, reopens at once.
+    func follow(_ plan: CapturePlan, on devices: [DeviceDescriptor]) {
+        let now = eventLoop.now
+        let wanted = Dictionary(uniqueKeysWithValues: plan.captures.map { ($0.device, $0) })
+        for (number, current) in running where wanted[number] != current.plan {
+            if let want = wanted[number], want.kinds == current.plan.kinds, want.rate < current.plan.rate {
+                if current.lowerRateAfter == nil {
+                    running[number]!.lowerRateAfter = now + Self.rateSettling
+                    eventLoop.scheduleTask(deadline: now + Self.rateSettling) { [self] in settled() }
+                }
+                if now < running[number]!.lowerRateAfter! { continue }
+            }
+            current.capture.stop()
+            running[number] = nil
+            logger.info("sensor closed", metadata: ["device": "\(number)"])
+        }
+        for (number, entry) in wanted where running[number]?.plan == entry { running[number]!.lowerRateAfter = nil }
+        for (number, entry) in wanted where running[number] == nil {
+            guard let device = devices.first(where: { $0.number == number }) else { continue }
+            open(device, entry)
+        }
+    }
+
+    private func open(_ device: DeviceDescriptor, _ entry: CapturePlan.Capture) {
+        let number = device.number
+        do {
+            let capture = try source.open(device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate)
+            running[number] = Running(plan: entry, capture: capture)
+            let mailbox = EventMailbox()
+            capture.start { [weak self] event in
+                guard let self, mailbox.post(event) else { return }
+                self.eventLoop.execute { self.drain(mailbox, from: number) }
+            }
+            logger.info("sensor opened", metadata: [
+                "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
+                "mode": "\(capture.modeName)"])
+        } catch {
+            logger.error("cannot open sensor", metadata: ["device": "\(number)", "error": "\(error)"])
+        }
+    }
+
+    /// Hands on what a capture's reader thread posted since the last drain.
+    private func drain(_ mailbox: EventMailbox, from number: DeviceNumber) {
+        mailbox.take(into: &drained)
+        received(drained, number)
+        drained.removeAll(keepingCapacity: true)
+    }
+
+    /// Counts a sample of a running capture; `nil` for one in flight from a capture since closed.
+    /// Returns the sample's period, ns.
+    func count(_ sample: SensorSample, from number: DeviceNumber) -> Int64? {
+        running[number]?.count(sample)
+    }
+
+    /// Forgets a capture that ended by itself (it let its thread go); returns what it captured.
+    func ended(_ number: DeviceNumber) -> CapturePlan.Capture? {
+        running.removeValue(forKey: number)?.plan
+    }
+
+    /// Stops the captures of devices not in `present`; returns what each captured.
+    func stop(absentFrom present: Set<DeviceNumber>) -> [CapturePlan.Capture] {
+        var stopped: [CapturePlan.Capture] = []
+        for (number, current) in running where !present.contains(number) {
+            current.capture.stop()
+            running[number] = nil
+            stopped.append(current.plan)
+        }
+        return stopped
+    }
+
+    /// Stops every capture (at shutdown).
+    func stopAll() {
+        for current in running.values { current.capture.stop() }
+        running.removeAll()
+    }
+}

@@ -1,0 +1,157 @@
+import Logging
+import MotionWire
+import NIOCore
+
+/// The connected clients' outboxes, and the rules that span them: at most `maximumClients`, writes
+/// held during a batch and flushed once per client at its end, a client that stays stuck or floods
+/// disconnected with a reason. Confined to the hub's event loop.
+final class ClientTable: @unchecked Sendable {
+    // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
+    typealias ID = ClientOutbox.ID
+
+    /// How long a client may leave its queue full of replies and events before it is disconnected.
+    static let stuckClientTimeout = TimeAmount.seconds(10)
+
+    let maximumClients: Int
+    private let eventLoop: any EventLoop
+    private let logger: Logger
+    private var nextID = 0
+    private(set) var outboxes: [ID: ClientOutbox] = [:]
+    /// Stream messages dropped for clients since gone.
+    private var droppedByGoneClients = 0
+    /// Whether a batch is running: writes wait for its end.
+    private var batching = false
+    /// Clients with lines queued during the batch.
+    private var awaitingFlush: [ID] = []
+
+    init(maximumClients: Int, eventLoop: any EventLoop, logger: Logger) {
+        self.maximumClients = maximumClients
+        self.eventLoop = eventLoop
+        self.logger = logger
+    }
+
+    var count: Int { outboxes.count }
+
+    /// Stream messages dropped for slow readers, gone ones included.
+    var totalDropped: Int { droppedByGoneClients + outboxes.values.reduce(0) { $0 + $1.queue.totalDropped } }
+
+    subscript(id: ID) -> ClientOutbox? { outboxes[id] }
+
+    /// Adds a client; `nil` when `maximumClients` are connected already.
+    func add(_ sink: any ClientSink) -> ID? {
+        guard outboxes.count < maximumClients else { return nil }
+        nextID += 1
+        outboxes[nextID] = ClientOutbox(id: nextID, sink: sink)
+        return nextID
+    }
+
+    /// Forgets a client whose connection closed.
+    func remove(_ id: ID) -> ClientOutbox? {
+        guard let outbox = outboxes.removeValue(forKey: id) else { return nil }
+        droppedByGoneClients += outbox.queue.totalDropped
+        return outbox
+    }
+
+    /// Whether requests from `id` are still served (it is connected and not being disconnected).
+    func serves(_ id: ID) -> Bool {
+        outboxes[id].map { !$0.closing } ?? false
+    }
+
+    /// Runs `body` with every client's writes held until it ends, then flushes each client once.
+    ///
+    /// The requests of one read go through here too: a flush can make NIO read the socket again and
+    /// re-enter the connection's handler, which must not happen while it is still framing that read.
+    func batch(_ body: () -> Void) {
+        let outer = batching
+        batching = true
+        body()
+        batching = outer
+        guard !outer else { return }
+        while let id = awaitingFlush.popLast() {
+            guard let outbox = outboxes[id] else { continue }
+            outbox.awaitsFlush = false
+            outbox.flush()
+        }
+    }
+
+    /// Encodes and queues a message that is never dropped.
+    func send<M: ServerMessage>(_ message: M, to id: ID) {
+        if let line = Self.encode(message, logger: logger) { enqueue(line, to: id, kind: .kept) }
+    }
+
+    /// Sends a reply, or holds it behind an earlier POLL still waiting for its sensors.
+    func reply<M: ServerMessage>(_ message: M, to id: ID) {
+        guard let outbox = outboxes[id], !outbox.closing, let line = Self.encode(message, logger: logger) else { return }
+        if !outbox.holdsBack(line) { enqueue(line, to: outbox, kind: .kept) }
+    }
+
+    /// Fills a reserved reply slot, then sends every reply at the front that is ready.
+    func answer<M: ServerMessage>(slot: Int, with message: M, to id: ID) {
+        guard let outbox = outboxes[id] else { return }
+        for line in outbox.fill(slot: slot, with: Self.encode(message, logger: logger)) { enqueue(line, to: outbox, kind: .kept) }
+    }
+
+    func enqueue(_ line: ByteBuffer, to id: ID, kind: DeliveryQueue<ByteBuffer>.Kind) {
+        if let outbox = outboxes[id] { enqueue(line, to: outbox, kind: kind) }
+    }
+
+    func enqueue(_ line: ByteBuffer, to outbox: ClientOutbox, kind: DeliveryQueue<ByteBuffer>.Kind) {
+        switch outbox.push(line, kind: kind, now: eventLoop.now) {
+        case .none:
+            break
+        case .flooded:
+            // One read of requests can ask for thousands of replies before reading stops.
+            disconnect(outbox, because: "it sends requests faster than it reads the replies (\(outbox.queue.count) queued)")
+            return
+        case .becameStuck:
+            // A client that reads nothing more gets nothing more pushed, so the check cannot wait for
+            // the next line: it is scheduled.
+            // It is disconnected if this spell of being stuck has not ended by then.
+            let (id, since) = (outbox.id, outbox.fullSince)
+            eventLoop.scheduleTask(in: Self.stuckClientTimeout) { [self] in
+                guard let outbox = outboxes[id], outbox.fullSince == since else { return }
+                disconnect(outbox, because: "it has read none of its replies for \(Double(Self.stuckClientTimeout.nanoseconds) / 1e9) s")
+            }
+        }
+        if batching {
+            if !outbox.awaitsFlush {
+                outbox.awaitsFlush = true
+                awaitingFlush.append(outbox.id)
+            }
+        } else {
+            outbox.flush()
+        }
+    }
+
+    /// Closes a client's connection, saying why in the log.
+    func disconnect(_ outbox: ClientOutbox, because reason: String) {
+        guard outbox.close() else { return }
+        logger.warning("client disconnected", metadata: ["client": "\(outbox.id)", "reason": "\(reason)"])
+    }
+
+    /// Writes what a client's connection takes now.
+    func flush(_ id: ID) {
+        outboxes[id]?.flush()
+    }
+
+    /// Flushes each client whose input ended, so that one answered in full is closed.
+    func closeAnswered() {
+        for outbox in outboxes.values where outbox.closesWhenAnswered { outbox.flush() }
+    }
+
+    /// Stops reading a client's requests while it reads its replies too slowly.
+    func pauseReadingIfCongested(_ id: ID) {
+        if let outbox = outboxes[id], outbox.pauseIfCongested() {
+            logger.debug("client reads its replies slowly: its requests wait", metadata: ["client": "\(id)"])
+        }
+    }
+
+    static func encode<M: ServerMessage>(_ message: M, logger: Logger) -> ByteBuffer? {
+        do {
+            return ByteBuffer(bytes: try Wire.encode(message))
+        } catch {
+            logger.error("cannot encode \(M.className)", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+}

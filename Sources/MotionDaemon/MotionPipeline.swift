@@ -1,0 +1,212 @@
+import MotionCore
+import MotionDevices
+import MotionFusion
+import MotionWire
+
+/// Samples in, messages out: puts the captures' samples in one time order, fuses them, detects
+/// orientation, tilt and the hinge, keeps the latest value of each stream for polls, and hands each
+/// message to the fanout. Confined to the hub's event loop.
+final class MotionPipeline {
+    private let fanout: StreamFanout
+    private let calibration: CalibrationKeeper
+    /// Called after each sample is fused: a waiting poll may be answerable now.
+    var sampleFused: () -> Void = {}
+    private(set) var fusion: SensorFusion?
+    private var orientation = OrientationDetector()
+    private var tilt = TiltDetector()
+    private var hinge: HingeEstimator?
+    /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
+    private var baseAccelerometer: DeviceNumber?
+    /// The latest value of each stream, for polls.
+    private var latest = Snapshot(id: nil)
+    /// The samples of all captures in one time order.
+    private var merger = SampleMerger()
+    /// Samples the merger let through, reused.
+    private var merged: [SampleMerger.Entry] = []
+    /// Whether `fuseMerged` is running (it is not entered twice).
+    private var fusingMerged = false
+    /// The sample (timestamp, period, ns) whose motion is still to be sent.
+    private var pendingMotion: (timestamp: Int64, period: Int64)?
+    /// Magnetic declination, degrees east of true north.
+    var declination = 0.0 {
+        didSet { fusion?.declination = declination * .pi / 180 }
+    }
+
+    init(fanout: StreamFanout, calibration: CalibrationKeeper) {
+        self.fanout = fanout
+        self.calibration = calibration
+    }
+
+    /// Follows a new capture plan: which capture paces the output, the hinge, and a fusion that uses
+    /// the sensors there are (`motionNeeded`: whether anyone wants motion).
+    func follow(_ plan: CapturePlan, motionNeeded: Bool) {
+        baseAccelerometer = plan.baseAccelerometer
+        let pace = plan.captures.first { $0.kinds.contains(.gyroscope) }?.device
+            ?? plan.captures.first { $0.kinds.contains(.accelerometer) && $0.device != plan.baseAccelerometer }?.device
+        if pace != merger.pace {
+            merger.releaseAll(into: &merged)
+            merger.pace = pace
+            fuseMerged()
+        }
+        if let base = plan.baseAccelerometer, hinge == nil {
+            hinge = HingeEstimator(rate: plan.captures.first { $0.device == base }?.rate ?? CapturePlan.eventRate)
+        } else if plan.baseAccelerometer == nil {
+            hinge = nil
+        }
+        if plan.captures.isEmpty { latest = Snapshot(id: nil) }
+        let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
+        // Nobody wants motion: the attitude goes stale the moment the sensors stop (a poll minutes
+        // later used to get the old attitude against the new pose, 1 g of user acceleration for a
+        // second). What was learnt is kept for the next fusion.
+        if !motionNeeded, let idle = fusion {
+            calibration.save(idle.calibration)
+            fusion = nil
+            pendingMotion = nil
+        }
+        // The fusion follows the sensors there are: a gyroscope unplugged (or plugged in) while motion
+        // is watched makes a new one, which keeps the calibration learnt so far.
+        if motionNeeded, let accelerometerRate = rate(.accelerometer), fusion?.usesGyroscope != (rate(.gyroscope) != nil) {
+            if let fusion { calibration.keep(fusion.calibration) }
+            var fresh = SensorFusion(
+                gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
+                declination: declination)  // degrees here; the property is in radians
+            if let saved = calibration.calibration { fresh.restore(saved) }
+            fusion = fresh
+            pendingMotion = nil
+        }
+    }
+
+    /// Takes a sample of capture `device`, `period` ns after the previous one of its kind.
+    func add(_ sample: SensorSample, period: Int64, from device: DeviceNumber) {
+        merger.add(.init(sample: sample, period: period), from: device, into: &merged)
+        fuseMerged()
+    }
+
+    /// Fuses what the merger let through. Re-entrant: fusing can answer a poll, which can replan and
+    /// release held samples into `merged`; the loop running already takes them, in order, and none is
+    /// fused twice (a `for … in merged` over a copy did both). Walking by index also keeps the
+    /// array's storage unshared, so nothing is copied.
+    private func fuseMerged() {
+        guard !fusingMerged else { return }
+        fusingMerged = true
+        var next = 0
+        while next < merged.count {
+            let entry = merged[next]
+            next += 1
+            fuse(entry.sample, period: entry.period)
+        }
+        merged.removeAll(keepingCapacity: true)
+        fusingMerged = false
+    }
+
+    private func fuse(_ sample: SensorSample, period: Int64) {
+        let t = sample.timestamp
+        // A later sample is about to be fused: the pending motion goes out first, stamped as it was.
+        if let pending = pendingMotion, t > pending.timestamp { deliverPendingMotion() }
+        if sample.kind == .accelerometer, sample.device == baseAccelerometer {
+            hinge?.update(base: sample.vector)
+            return
+        }
+        switch sample.kind {
+        case .accelerometer:
+            if hinge != nil {
+                hinge!.update(display: sample.vector)
+                if let angle = hinge!.angle, let mode = hinge!.mode {
+                    let message = HingeMessage(timestamp: t, angle: angle, mode: mode)
+                    latest.hinge = message
+                    fanout.deliver(.hinge, timestamp: t, period: period) { writer, _ in writer.write(message) }
+                }
+            }
+            fusion?.update(sample)
+            // Without a gyroscope, motion is produced at the accelerometer's rate.
+            if let fusion, !fusion.usesGyroscope { pendingMotion = (t, period) }
+            let acceleration = sample.vector.accelerationFromSpecificForce
+            let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
+            latest.accelerometer = message
+            fanout.deliver(.accelerometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
+            let previous = orientation.state
+            let state = orientation.update(gravity: acceleration)
+            latest.orientation = OrientationMessage(timestamp: t, orientation: state)
+            if state != previous { fanout.deliverEvent(.orientation, latest.orientation!) }
+            let previousTilt = tilt.state
+            let tiltState = tilt.update(gravity: acceleration)
+            latest.tilt = TiltMessage(timestamp: t, tilt: tiltState)
+            if tiltState != previousTilt { fanout.deliverEvent(.tilt, latest.tilt!) }
+        case .gyroscope:
+            fusion?.update(sample)
+            let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
+            latest.gyroscope = message
+            fanout.deliver(.gyroscope, timestamp: t, period: period) { writer, _ in writer.write(message) }
+            // Motion is produced at the gyroscope's rate, once the other samples of the same read
+            // (the magnetometer's, often after the gyroscope's in a scan) are fused too.
+            if fusion != nil, latest.accelerometer != nil { pendingMotion = (t, period) }
+        case .magnetometer:
+            fusion?.update(sample)
+            let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
+            latest.magnetometer = message
+            fanout.deliver(.magnetometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
+        case .proximity:
+            let message = ProximityMessage(timestamp: t, near: sample.isNear, value: sample.vector.x)
+            let changed = latest.proximity?.near != message.near
+            latest.proximity = message
+            if changed { fanout.deliverEvent(.proximity, message) }
+        }
+        sampleFused()
+    }
+
+    /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).
+    func deliverPendingMotion() {
+        guard let (t, period) = pendingMotion, let fusion else { return }
+        pendingMotion = nil
+        fanout.deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(Self.message(fusion.deviceMotion(in: frame))) }
+    }
+
+    /// The current state of an event stream, which a new watcher gets first.
+    func currentEvent(of stream: StreamKind) -> (any ServerMessage)? {
+        switch stream {
+        case .proximity: latest.proximity
+        case .orientation: latest.orientation
+        case .tilt: latest.tilt
+        default: nil
+        }
+    }
+
+    /// The snapshot for a poll, if every stream asked for has a value from a running sensor.
+    func snapshot(for poll: Request.Poll) -> Snapshot? {
+        var snapshot = Snapshot(id: poll.id)
+        func copy<M>(_ value: WritableKeyPath<Snapshot, M?>) -> Bool {
+            snapshot[keyPath: value] = latest[keyPath: value]
+            return snapshot[keyPath: value] != nil
+        }
+        for stream in poll.streams {
+            let present = switch stream {
+            case .motion: fusedMotion(in: poll.frame ?? .xArbitraryZVertical).map { snapshot.motion = $0 } != nil
+            case .accelerometer: copy(\.accelerometer)
+            case .gyroscope: copy(\.gyroscope)
+            case .magnetometer: copy(\.magnetometer)
+            case .proximity: copy(\.proximity)
+            case .orientation: copy(\.orientation)
+            case .tilt: copy(\.tilt)
+            case .hinge: copy(\.hinge)
+            }
+            guard present else { return nil }
+        }
+        return snapshot
+    }
+
+    /// The motion now, once the fusion has had the samples it needs.
+    private func fusedMotion(in frame: AttitudeReferenceFrame) -> MotionMessage? {
+        guard let fusion, latest.accelerometer != nil, !fusion.usesGyroscope || latest.gyroscope != nil else { return nil }
+        return Self.message(fusion.deviceMotion(in: frame))
+    }
+
+    private static func message(_ motion: DeviceMotion) -> MotionMessage {
+        let a = motion.attitude
+        return MotionMessage(
+            timestamp: motion.timestamp, frame: motion.referenceFrame,
+            attitude: AttitudeMessage(quaternion: a.quaternion, roll: a.roll, pitch: a.pitch, yaw: a.yaw, rotationMatrix: a.rotationMatrix),
+            gravity: motion.gravity, userAcceleration: motion.userAcceleration, rotationRate: motion.rotationRate,
+            magneticField: CalibratedFieldMessage(field: motion.magneticField, accuracy: motion.magneticFieldAccuracy),
+            heading: motion.heading, unavailable: motion.unavailable)
+    }
+}

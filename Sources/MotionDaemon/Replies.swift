@@ -1,0 +1,51 @@
+import MotionCore
+import MotionDevices
+import MotionFusion
+import MotionWire
+
+/// The replies that describe the daemon: DEVICES (what there is) and STATUS (what runs).
+enum Replies {
+    static func devices(id: RequestID?, devices: [DeviceDescriptor], source: any SensorSource) -> DevicesReply {
+        DevicesReply(id: id, devices: devices.map { device in
+            let rates: [Double]? = switch device.availableRates {
+            case .list(let list): list
+            case .range(let low, _, let high): [low, high]
+            case nil: nil
+            }
+            return DevicesReply.Device(
+                device: device.number.sysname, name: device.name, kinds: device.kinds, mode: source.modeName(of: device),
+                rates: rates, mountMatrix: device.sensors.first?.mountMatrix.rowMajor ?? Matrix3.identity.rowMajor,
+                mountMatrixSource: device.sensors.first?.mountMatrixSource ?? "identity",
+                frameMatrix: device.sensors.first { $0.kind.isVector }?.deviceFrameMatrix.rowMajor,
+                mountMatrixCorrection: device.sensors.first?.mountMatrixCorrection, label: device.label,
+                location: device.location.rawValue,
+                channels: Dictionary(uniqueKeysWithValues: device.sensors.map { ($0.kind.rawValue, $0.channels.map(\.valueAttribute)) }))
+        })
+    }
+
+    /// STATUS: `uptime` in seconds; `fusion` the running fusion (its calibration as it is now),
+    /// else `saved`, the calibration kept.
+    static func status(
+        id: RequestID?, uptime: Double, clients: Int, captures: some Collection<CaptureManager.Running>, dropped: Int,
+        fusion: SensorFusion?, saved: SensorFusion.Calibration?, unavailable: StatusReply.Unavailable?
+    ) -> StatusReply {
+        let sensors = captures.sorted { $0.plan.device < $1.plan.device }.map { running in
+            StatusReply.Sensor(
+                device: running.plan.device.sysname, kinds: running.plan.kinds.sorted { $0.rawValue < $1.rawValue },
+                mode: running.capture.modeName, rate: running.capture.rate, measuredRate: running.measuredRate)
+        }
+        var calibration = fusion.map { f in
+            StatusReply.Calibration(
+                gyroscopeBias: f.filter.gyroscopeBias, gyroscopeScale: f.filter.gyroscopeScale, magnetometerOffset: f.calibrator.offset,
+                magneticFieldAccuracy: f.calibrator.accuracy)
+        }
+        if calibration == nil, let saved {
+            calibration = StatusReply.Calibration(
+                gyroscopeBias: saved.gyroscopeBias, gyroscopeScale: saved.gyroscopeScale, magnetometerOffset: saved.magnetometerOffset,
+                magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
+        }
+        return StatusReply(
+            id: id, uptime: uptime, clients: clients, sensors: sensors, dropped: dropped, calibration: calibration,
+            unavailable: unavailable)
+    }
+}
