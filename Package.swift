@@ -25,11 +25,11 @@ let package = Package(
         .target(name: "MotionCore"),
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
         .target(name: "MotionWire", dependencies: ["MotionCore"]),
-        .target(name: "MotionClient", dependencies: ["MotionWire", "MotionCore"]),
+        .target(name: "MotionClient", dependencies: ["MotionWire", "MotionCore", "MotionSystem"]),
         .target(
             name: "MotionDaemon",
             dependencies: [
-                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices",
+                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -41,7 +41,9 @@ let package = Package(
         .systemLibrary(
             name: "CLibUdev", pkgConfig: "libudev",
             providers: [.apt(["libudev-dev"])]),
-        .target(name: "MotionDevices", dependencies: ["MotionCore", "CLibIIO", "CLibUdev"]),
+        .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
+        // The one syscall layer: thin typed wrappers on swift-system.
+        .target(name: "MotionSystem", dependencies: [.product(name: "SystemPackage", package: "swift-system")]),
 
         .executableTarget(
             name: "motiond",
@@ -83,8 +85,9 @@ let package = Package(
         .testTarget(
             name: "MotionDaemonTests",
             dependencies: [
-                "MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "TestSupport", "motiond",
+                "MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "MotionSystem", "TestSupport", "motiond",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .target(
@@ -97,7 +100,7 @@ let package = Package(
             path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
         .testTarget(
             name: "MotionDevicesTests",
-            dependencies: ["MotionDevices", "MotionCore", "MotionFusion", "TestSupport", "CLibIIO"]),
+            dependencies: ["MotionDevices", "MotionCore", "MotionFusion", "MotionSystem", "TestSupport", "CLibIIO"]),
 
         .executableTarget(
             name: "MotionDevicesBenchmarks",
@@ -127,7 +130,7 @@ let package = Package(
         .executableTarget(
             name: "daemon-load",
             dependencies: [
-                "TestSupport", "MotionClient",
+                "TestSupport", "MotionClient", "MotionWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/DaemonLoad"),

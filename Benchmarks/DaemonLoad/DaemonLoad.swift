@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MotionClient
+import MotionWire
 import TestSupport
 
 #if canImport(Glibc)
@@ -27,8 +28,14 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: idle, 100x1, 1000x100, largest, poll.")
+    @Option(help: "Scenarios to run, of: idle, 100x1, 1000x100, largest, poll; and, not by default, fuzz and soak (for --seconds).")
     var scenarios: [String] = ["idle", "100x1", "1000x100", "largest", "poll"]
+
+    @Option(help: "Lines the fuzz scenario sends.")
+    var fuzzLines = 10_000_000
+
+    @Option(help: "The fuzz scenario's seed: the same seed sends the same lines.")
+    var seed: UInt64 = 1
 
     func run() throws {
         var limit = rlimit()
@@ -85,7 +92,7 @@ struct DaemonLoad: ParsableCommand {
             let daemon = try Daemon(executable: executable)
             let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: 100)
             defer { feeder.stop() }
-            let client = try BlockingClient(path: daemon.socket)
+            let client = try LineConnection(socketPath: daemon.socket)
             _ = try client.roundTrip(#"{"class":"POLL","streams":["motion"]}"#, until: "SNAPSHOT")  // opens the sensors
             let start = Feeder.now()
             var trips = 0
@@ -95,27 +102,52 @@ struct DaemonLoad: ParsableCommand {
             }
             print(String(format: "poll round trips on one connection: %.0f per second", Double(trips) / (Double(Feeder.now() - start) * 1e-9)))
         }
+        if scenarios.contains("fuzz") { try fuzz(executable: executable, testbed: testbed) }
+        if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
         print("peak RSS over the loaded runs: \(heaviestRSS) kB")
     }
 }
 
+extension DaemonLoad {
+    /// Fuzzed lines on 8 connections while a client watches motion at 100 Hz; the daemon must live,
+    /// answer STATUS after, and the watcher must have kept receiving.
+    func fuzz(executable: String, testbed: Testbed) throws {
+        let daemon = try Daemon(executable: executable)
+        let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: 100)
+        defer { feeder.stop() }
+        let watcher = try LoadClients(socket: daemon.socket, count: 1)
+        watcher.start()
+        try watcher.sendToAll(#"{"class":"WATCH","streams":["motion"],"interval":0.01}"#)
+        watcher.startCounting()
+        let probe = ProcessProbe(pid: daemon.pid)
+        print("fuzz, seed \(seed): before: \(probe.footprint)")
+        let result = try ProtocolFuzz(total: fuzzLines, connections: 8, seed: seed).run(against: daemon)
+        watcher.stop()
+        print("fuzz: \(result)")
+        guard !result.crashed else { throw LoadError("motiond died during the fuzz: see its log beside \(daemon.socket)") }
+        let status = try LineConnection(socketPath: daemon.socket).roundTrip(#"{"class":"STATUS"}"#, until: "STATUS")
+        print("fuzz: after: \(probe.footprint); STATUS answered (\(status.count) bytes); the watcher received \(watcher.received[0]) motion lines in \(String(format: "%.0f", result.seconds)) s")
+    }
+}
+
 /// A motiond child process on a socket of its own, killed when released.
-final class Daemon {
+final class Daemon: @unchecked Sendable {
+    // @unchecked: after `init`, only `Process`'s own thread-safe queries are made.
     let process = Process()
     let socket: String
     var pid: Int32 { process.processIdentifier }
 
-    init(executable: String) throws {
+    init(executable: String, arguments: [String] = []) throws {
         let directory = NSTemporaryDirectory() + "daemon-load-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/motiond.sock"
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--socket", socket, "--state-directory", directory + "/state", "--log-level", "warning"]
+        process.arguments = ["--socket", socket, "--state-directory", directory + "/state", "--log-level", "warning"] + arguments
         _ = FileManager.default.createFile(atPath: directory + "/motiond.log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: directory + "/motiond.log")
         try process.run()
         let deadline = Date().addingTimeInterval(10)
-        while (try? BlockingClient(path: socket)) == nil {
+        while (try? LineConnection(socketPath: socket)) == nil {
             guard Date() < deadline, process.isRunning else { throw LoadError("motiond did not start: see \(directory)/motiond.log") }
             usleep(10_000)
         }
@@ -127,33 +159,17 @@ final class Daemon {
     }
 }
 
-/// One blocking connection, for request/reply round trips.
-final class BlockingClient {
-    private let fd: Int32
-    private var pending: [UInt8] = []
-
-    init(path: String) throws {
-        fd = try UnixSocket.connect(to: path)
-    }
-
-    deinit { close(fd) }
-
+extension LineConnection {
     /// Sends `request` and reads lines until one of class `name` comes.
     func roundTrip(_ request: String, until name: String) throws -> [UInt8] {
-        let bytes = Array((request + "\n").utf8)
-        guard write(fd, bytes, bytes.count) == bytes.count else { throw LoadError("write: errno \(errno)") }
-        let prefix = Array(#"{"class":"\#(name)""#.utf8)
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        try send(raw: Array((request + "\n").utf8))
         while true {
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Array(pending[..<newline])
-                pending.removeFirst(newline + 1)
-                if line.starts(with: prefix) { return line }
-                if line.starts(with: Array(#"{"class":"ERROR""#.utf8)) { throw LoadError(String(decoding: line, as: UTF8.self)) }
+            let line = try nextLine(timeout: 10)
+            switch Wire.className(of: line) {
+            case name: return line
+            case ErrorReply.className: throw LoadError(String(decoding: line, as: UTF8.self))
+            default: continue
             }
-            let n = read(fd, &buffer, buffer.count)
-            guard n > 0 else { throw LoadError("the daemon closed the connection") }
-            pending += buffer[0..<n]
         }
     }
 }

@@ -33,6 +33,13 @@ struct ProcessProbe {
         return 0
     }
 
+    /// Threads, open descriptors and resident memory now: what must stay flat under load.
+    var footprint: String {
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count ?? 0
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count ?? 0
+        return "\(threads) threads, \(descriptors) fds, RSS \(status("VmRSS")) kB (anonymous \(status("RssAnon")) kB)"
+    }
+
     /// What the process did between two readings.
     struct Usage: CustomStringConvertible {
         /// Percent of one core.

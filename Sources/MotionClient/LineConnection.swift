@@ -1,4 +1,5 @@
 import Foundation
+import MotionSystem
 import MotionWire
 
 #if canImport(Glibc)
@@ -38,20 +39,25 @@ public enum MotionClientError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// One blocking connection to the daemon's socket, read and written as JSON lines.
-/// `@unchecked Sendable`: one thread reads; `send` and `close` touch only the descriptor.
-final class LineConnection: @unchecked Sendable {
-    private let fd: Int32
-    let socketPath: String
+/// One blocking connection to the daemon's socket, read and written as JSON lines: what
+/// `MotionClient` is built on, and what a program (or a test) that speaks the protocol itself uses.
+/// `@unchecked Sendable`: one thread reads; `send` and `shutDown` touch only the descriptor.
+public final class LineConnection: @unchecked Sendable {
+    /// The connected socket's file descriptor (to shut one side down, or to poll it with others).
+    public let descriptor: Int32
+    /// The socket it is connected to.
+    public let socketPath: String
     private var framer = LineFramer(maximumLength: 1 << 20)
     private var lines: [[UInt8]] = []
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
 
-    /// Connects and reads the greeting, checking the protocol's major version.
-    init(socketPath: String, timeout: Double = 5) throws(MotionClientError) {
+    /// Connects, and reads the greeting within `timeout` seconds, checking the protocol's major
+    /// version (`readsGreeting: false` leaves the greeting as the first line to read).
+    public init(socketPath: String, timeout: Double = 5, readsGreeting: Bool = true) throws(MotionClientError) {
         self.socketPath = socketPath
-        fd = try UnixSocket.connect(to: socketPath)
-        // From here `deinit` closes `fd`, also when this initialiser throws.
+        descriptor = try UnixSocket.connect(to: socketPath)
+        // From here `deinit` closes the descriptor, also when this initialiser throws.
+        guard readsGreeting else { return }
         let greeting = try nextLine(timeout: timeout)
         guard let version = try? Wire.decode(Version.self, from: greeting) else {
             throw .connectionLost("no VERSION greeting from \(socketPath)")
@@ -59,52 +65,58 @@ final class LineConnection: @unchecked Sendable {
         guard version.protoMajor == ProtocolVersion.major else { throw .incompatibleProtocol(major: version.protoMajor) }
     }
 
-    deinit { close(fd) }
+    deinit { close(descriptor) }
 
     /// Sends one request line.
-    func send(_ request: Request) throws(MotionClientError) {
+    public func send(_ request: Request) throws(MotionClientError) {
         let bytes: [UInt8]
         do {
             bytes = try request.encoded() + [UInt8(ascii: "\n")]
         } catch {
             throw .connectionLost("cannot encode the request: \(error)")
         }
+        try send(raw: bytes)
+    }
+
+    /// Sends bytes as they are: lines the caller framed, well-formed or not.
+    public func send(raw bytes: [UInt8]) throws(MotionClientError) {
         var sent = 0
         while sent < bytes.count {
-            // MSG_NOSIGNAL: a daemon gone away is an EPIPE for us to report, not a SIGPIPE that kills
-            // the program using this library.
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .connectionLost("write: \(String(cString: strerror(errno)))") }
-            sent += n
+            // A daemon gone away is an EPIPE for us to report, not a SIGPIPE that kills the program
+            // using this library.
+            switch bytes[sent...].withUnsafeBytes({ Syscall.send(descriptor, $0) }) {
+            case .success(let n): sent += n
+            case .failure(let error): throw .connectionLost("write: \(error)")
+            }
         }
     }
 
     /// Unblocks a reader waiting in `nextLine` (it then fails with `connectionLost`).
-    func shutDown() { shutdown(fd, Int32(SHUT_RDWR)) }
+    public func shutDown() { shutdown(descriptor, Int32(SHUT_RDWR)) }
 
     /// The next line, waiting at most `timeout` seconds (`nil`: for ever).
-    func nextLine(timeout: Double? = nil) throws(MotionClientError) -> [UInt8] {
+    public func nextLine(timeout: Double? = nil) throws(MotionClientError) -> [UInt8] {
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         while lines.isEmpty {
             let remaining = deadline.map { Int32(max(0, $0.timeIntervalSinceNow) * 1000) } ?? -1
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, remaining)
-            if ready == 0 { throw .timeout(seconds: timeout ?? 0) }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw .connectionLost("poll: \(String(cString: strerror(errno)))")
+            switch Syscall.waitReadable(descriptor, timeoutMilliseconds: remaining) {
+            case .success(false): throw .timeout(seconds: timeout ?? 0)
+            case .success(true): break
+            case .failure(let error): throw .connectionLost("poll: \(error)")
             }
-            let n = read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .connectionLost(n == 0 ? "motiond closed the connection" : String(cString: strerror(errno))) }
+            let n: Int
+            switch buffer.withUnsafeMutableBytes({ Syscall.read(descriptor, into: $0) }) {
+            case .success(0): throw .connectionLost("motiond closed the connection")
+            case .success(let count): n = count
+            case .failure(let error): throw .connectionLost("read: \(error)")
+            }
             for case .line(let line) in framer.feed(buffer[0..<n]) { lines.append(line) }
         }
         return lines.removeFirst()
     }
 
     /// Sends `request` and waits for the reply of class `M` carrying `id`; an `ERROR` for it throws.
-    func roundTrip<M: ServerMessage>(_ request: Request, id: RequestID, expecting type: M.Type, timeout: Double) throws(MotionClientError) -> M {
+    public func roundTrip<M: ServerMessage>(_ request: Request, id: RequestID, expecting type: M.Type, timeout: Double) throws(MotionClientError) -> M {
         try send(request)
         let deadline = Date().addingTimeInterval(timeout)
         while true {

@@ -1,10 +1,6 @@
 import Logging
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Writes log lines to standard error with the `<N>` priority prefixes journald reads (sd-daemon(3)),
 /// so that `journalctl -p warning` works for the service. swift-log has no such handler; this one is a
 /// few lines.
@@ -12,11 +8,14 @@ public struct JournalLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     private let label: String
     private let level: LogLevelSetting
+    private let writer: LogWriter
 
-    /// A handler for `label` whose level is `level`'s, now and after it changes (a reload).
-    public init(label: String, level: LogLevelSetting) {
+    /// A handler for `label` whose level is `level`'s, now and after it changes (a reload), writing
+    /// through `writer` (standard error by default).
+    public init(label: String, level: LogLevelSetting, writer: LogWriter = .standardError) {
         self.label = label
         self.level = level
+        self.writer = writer
     }
 
     public var logLevel: Logger.Level {
@@ -32,8 +31,7 @@ public struct JournalLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { _, new in new } }
-        let bytes = Array(Self.line(level: event.level, message: "\(event.message)", metadata: fields).utf8)
-        _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }  // one write: lines don't interleave
+        writer.write(Array(Self.line(level: event.level, message: "\(event.message)", metadata: fields).utf8))
     }
 
     /// One journal entry: `<priority>message key=value …` and a single `\n`. Line breaks and other

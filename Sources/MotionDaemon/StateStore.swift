@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import MotionSystem
 
 /// Keeps the daemon's state (the fusion calibration) in a file, written atomically: a temporary file
 /// in the same directory, `fsync`, `rename` over the old file, `fsync` of the directory. A crash or
@@ -12,8 +9,8 @@ struct StateStore: Sendable {
     struct Failure: Error, CustomStringConvertible {
         var operation: String
         var path: String
-        var errno: Int32
-        var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
+        var errno: Errno
+        var description: String { "\(operation) \(path): \(errno)" }
     }
 
     /// The directory of the state (created if missing).
@@ -23,9 +20,13 @@ struct StateStore: Sendable {
 
     var path: String { "\(directory)/\(name)" }
 
-    init(directory: String, name: String = "calibration.json") {
+    /// The file calls it makes (a test's own, to stop a save at a chosen call).
+    let files: any FileOperations
+
+    init(directory: String, name: String = "calibration.json", files: any FileOperations = LocalFiles()) {
         self.directory = directory
         self.name = name
+        self.files = files
     }
 
     /// A state file that did not decode, and where it was put aside for a person to look at.
@@ -45,72 +46,58 @@ struct StateStore: Sendable {
     /// caller starts afresh.
     func load<State: Decodable>(_ type: State.Type) throws -> State? {
         removeOrphans()
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard let data = try call("read", path, { () throws(Errno) in try files.contents(of: path) }) else { return nil }
         do {
-            return try JSONDecoder().decode(State.self, from: data)
+            return try JSONDecoder().decode(State.self, from: Data(data))
         } catch {
             let kept = path + ".corrupt"
-            _ = try call("rename", path) { rename(path, kept) }
+            try call("rename", path) { () throws(Errno) in try files.rename(path, to: kept) }
             throw Corrupt(path: path, keptAt: kept, reason: "\(error)")
         }
     }
 
     /// Removes the temporary files of saves that never reached their rename.
     private func removeOrphans() {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for entry in entries where entry.hasPrefix(temporaryPrefix) { unlink("\(directory)/\(entry)") }
+        for entry in files.entries(of: directory) where entry.hasPrefix(temporaryPrefix) { files.remove("\(directory)/\(entry)") }
     }
 
     /// Writes the state atomically.
     func save<State: Encodable>(_ state: State) throws {
-        try makeDirectory()
+        try call("mkdir", directory) { () throws(Errno) in try files.makeDirectory(directory, permissions: .ownerReadWriteExecute) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let bytes = Array(try encoder.encode(state))
         // A name of its own (mkstemp): two saves at once (the periodic one and the one at shutdown)
         // never write the same temporary file; the last rename wins, each file whole.
-        var template = Array("\(directory)/\(temporaryPrefix)XXXXXX".utf8CString)
-        let fd = try call("mkstemp", path) { template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) } }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // mkostemp is not in Glibc's module
-        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let (file, temporary) = try call("mkstemp", path) { () throws(Errno) in
+            try files.makeTemporaryFile(template: "\(directory)/\(temporaryPrefix)XXXXXX")
+        }
         do {
-            var offset = 0
-            while offset < bytes.count {
-                let n = try call("write", temporary) { bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) } }
-                offset += n
-            }
-            _ = try call("fsync", temporary) { fsync(fd) }
+            try call("write", temporary) { () throws(Errno) in try files.write(bytes, to: file) }
+            try call("fsync", temporary) { () throws(Errno) in try files.synchronize(file) }
         } catch {
-            close(fd)
-            unlink(temporary)
+            files.close(file)
+            files.remove(temporary)
             throw error
         }
-        close(fd)
+        files.close(file)
         do {
-            _ = try call("rename", temporary) { rename(temporary, path) }
+            try call("rename", temporary) { () throws(Errno) in try files.rename(temporary, to: path) }
         } catch {
-            unlink(temporary)
+            files.remove(temporary)
             throw error
         }
-        let directoryDescriptor = try call("open", directory) { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { close(directoryDescriptor) }
-        _ = try call("fsync", directory) { fsync(directoryDescriptor) }
+        let directoryFile = try call("open", directory) { () throws(Errno) in try files.openDirectory(directory) }
+        defer { files.close(directoryFile) }
+        try call("fsync", directory) { () throws(Errno) in try files.synchronize(directoryFile) }
     }
 
-    private func makeDirectory() throws {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw Failure(operation: "mkdir", path: directory, errno: errno)
-        }
-    }
-
-    /// Runs a libc call that returns −1 on failure (retrying EINTR), turning the failure into a `Failure`.
-    private func call<T: BinaryInteger>(_ operation: String, _ path: String, _ body: () -> T) throws -> T {
-        while true {
-            let result = body()
-            if result >= 0 { return result }
-            if errno == EINTR { continue }
-            throw Failure(operation: operation, path: path, errno: errno)
+    /// Runs one file call, naming the operation and path in its failure.
+    private func call<T>(_ operation: String, _ path: String, _ body: () throws(Errno) -> T) throws(Failure) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Failure(operation: operation, path: path, errno: error)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MotionSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -27,23 +28,6 @@ struct SystemdNotifier: Sendable {
     @discardableResult
     func notify(_ state: String) -> Bool {
         guard let socketPath else { return false }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let path = Array(socketPath.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.count < capacity else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.enumerated() { raw[i] = byte }
-            if path.first == UInt8(ascii: "@") { raw[0] = 0 }  // abstract namespace
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count + (path.first == UInt8(ascii: "@") ? 0 : 1))
-        let bytes = Array(state.utf8)
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), $0, length) }
-        }
-        return sent == bytes.count
+        return (try? Syscall.sendDatagram(Array(state.utf8), toUnixSocket: socketPath).get()) != nil
     }
 }

@@ -1,5 +1,6 @@
 import CLibIIO
 import MotionCore
+import MotionSystem
 
 /// Reads sensors from `/dev/iio:deviceN` through a libiio buffer: enables the scan elements of the
 /// chosen sensors and the timestamp, sets the trigger where the device needs one, and decodes each
@@ -86,7 +87,7 @@ final class BufferedReader {
                 var offsets: [Int] = []
                 for channel in descriptor.sensor(kind)!.channels {
                     guard let o = offset(of: channel.id) else {
-                        throw DeviceError.bufferFailed(device: device, operation: "layout of \(channel.id)", errno: ErrorCode.invalidArgument)
+                        throw DeviceError.bufferFailed(device: device, operation: "layout of \(channel.id)", errno: ErrnoValue.invalidArgument)
                     }
                     offsets.append(o)
                 }
@@ -105,7 +106,7 @@ final class BufferedReader {
     /// Waits for the next `samplesPerRefill` scans and hands each decoded sample to `emit`.
     /// Throws `bufferFailed(…, ETIMEDOUT)` when no data came in time.
     func read(emit: (SensorSample) -> Void) throws(DeviceError) {
-        guard let buffer else { throw .bufferFailed(device: device, operation: "refill", errno: ErrorCode.badDescriptor) }
+        guard let buffer else { throw .bufferFailed(device: device, operation: "refill", errno: ErrnoValue.badDescriptor) }
         let n = iio_buffer_refill(buffer)
         if n < 0 { throw .bufferFailed(device: device, operation: "refill", errno: Int32(-n)) }
         let received = Syscall.monotonicNanoseconds()

@@ -1,3 +1,5 @@
+import MotionSystem
+
 /// What went wrong in the device layer, naming the device and the attribute or operation.
 ///
 /// Every bad input from sysfs, udev, libiio or the character device ends up as one of these:
@@ -62,7 +64,7 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .deviceVanished: true
         case .attributeUnreadable(_, _, let e), .bufferFailed(_, _, let e):
-            e == ErrorCode.noSuchDevice || e == ErrorCode.noSuchFile || e == ErrorCode.noSuchDeviceOrAddress
+            e == ErrnoValue.noSuchDevice || e == ErrnoValue.noSuchFile || e == ErrnoValue.noSuchDeviceOrAddress
         default: false
         }
     }

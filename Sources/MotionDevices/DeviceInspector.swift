@@ -1,5 +1,6 @@
 import CLibIIO
 import MotionCore
+import MotionSystem
 
 /// Builds a `DeviceDescriptor` from what libiio parsed of a device and what udev says of it.
 struct DeviceInspector {
@@ -81,14 +82,14 @@ struct DeviceInspector {
     /// Why the device cannot be captured buffered, or `nil` if it can.
     private func bufferedCaptureProblem(sysname: String, sensors: [SensorDescriptor]) -> DeviceError? {
         if !Syscall.exists("\(deviceNodeDirectory)/\(sysname)") {
-            return .attributeUnreadable(device: sysname, attribute: "\(deviceNodeDirectory)/\(sysname)", errno: ErrorCode.noSuchFile)
+            return .attributeUnreadable(device: sysname, attribute: "\(deviceNodeDirectory)/\(sysname)", errno: ErrnoValue.noSuchFile)
         }
         if !sysfs.exists(device: sysname, attribute: "buffer/enable") {
-            return .attributeUnreadable(device: sysname, attribute: "buffer/enable", errno: ErrorCode.noSuchFile)
+            return .attributeUnreadable(device: sysname, attribute: "buffer/enable", errno: ErrnoValue.noSuchFile)
         }
         for sensor in sensors {
             for channel in sensor.channels where channel.scanType == nil || channel.scanIndex == nil {
-                return .attributeUnreadable(device: sysname, attribute: "scan_elements/in_\(channel.id)_type", errno: ErrorCode.noSuchFile)
+                return .attributeUnreadable(device: sysname, attribute: "scan_elements/in_\(channel.id)_type", errno: ErrnoValue.noSuchFile)
             }
         }
         return nil
@@ -102,7 +103,7 @@ struct DeviceInspector {
         if driver.isVector {
             for (axis, modifier) in [(Axis.x, IIO_MOD_X), (.y, IIO_MOD_Y), (.z, IIO_MOD_Z)] {
                 guard let channel = channels.first(where: { $0.modifier == modifier }) else {
-                    throw .attributeUnreadable(device: device, attribute: "in_\(driver.sysfsName)_\(axis)_raw", errno: ErrorCode.noSuchFile)
+                    throw .attributeUnreadable(device: device, attribute: "in_\(driver.sysfsName)_\(axis)_raw", errno: ErrnoValue.noSuchFile)
                 }
                 described.append(try self.channel(channel, axis: axis, driver: driver, device: device, problems: &problems))
             }
@@ -141,7 +142,7 @@ struct DeviceInspector {
             valueAttribute = input
             isProcessed = true
         } else {
-            throw .attributeUnreadable(device: device, attribute: "in_\(channel.id)_raw", errno: ErrorCode.noSuchFile)
+            throw .attributeUnreadable(device: device, attribute: "in_\(channel.id)_raw", errno: ErrnoValue.noSuchFile)
         }
         var scale = 1.0
         var offset = 0.0

@@ -1,6 +1,7 @@
 import CLibUdev
 import MotionCore
 import Synchronization
+import MotionSystem
 
 /// A change to the set of IIO devices, as udev reports it.
 public struct DeviceChange: Sendable, Hashable {
@@ -55,7 +56,7 @@ public final class DeviceMonitor: @unchecked Sendable {
             wakeWrite = w
         case .failure(let e):
             udev_monitor_unref(monitor)
-            throw .udevFailed(operation: "pipe", errno: e.code)
+            throw .udevFailed(operation: "pipe", errno: e.rawValue)
         }
     }
 
@@ -78,7 +79,7 @@ public final class DeviceMonitor: @unchecked Sendable {
             let ready: (Bool, Bool)
             switch Syscall.waitReadable(fd, wakeRead, timeoutMilliseconds: wait) {
             case .success(let r): ready = r
-            case .failure(let e): throw .udevFailed(operation: "poll", errno: e.code)
+            case .failure(let e): throw .udevFailed(operation: "poll", errno: e.rawValue)
             }
             if ready.1 { return nil }
             guard ready.0 else { return nil }
@@ -118,7 +119,7 @@ public final class DeviceMonitor: @unchecked Sendable {
                 handler(.failure(error))
             }
         }
-        if let errno = reader.start() { return .udevFailed(operation: "pthread_create", errno: errno.code) }
+        if let errno = reader.start() { return .udevFailed(operation: "pthread_create", errno: errno.rawValue) }
         thread.withLock { $0 = reader }
         return nil
     }

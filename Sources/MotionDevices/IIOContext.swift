@@ -1,4 +1,5 @@
 import CLibIIO
+import MotionSystem
 
 /// Owns a libiio local context: a snapshot of every IIO device, its channels and attributes.
 /// Each open sensor owns its own context, so a hot-plugged device never invalidates another's.
@@ -77,8 +78,4 @@ struct IIOChannel {
     }
 }
 
-#if canImport(Glibc)
-import Glibc
-#endif
 
-func currentErrno() -> Int32 { errno }

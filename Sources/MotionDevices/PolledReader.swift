@@ -1,4 +1,5 @@
 import MotionCore
+import MotionSystem
 
 /// Reads sensors by their sysfs value attributes (`_raw` or `_input`).
 ///
@@ -41,7 +42,7 @@ public final class PolledReader {
                         descriptors.append(fd)
                     case .failure(let e):
                         descriptors.forEach(Syscall.close)
-                        throw DeviceError.attributeUnreadable(device: self.device, attribute: channel.valueAttribute, errno: e.code)
+                        throw DeviceError.attributeUnreadable(device: self.device, attribute: channel.valueAttribute, errno: e.rawValue)
                     }
                 }
                 sensors.append(Sensor(converter: SampleConverter(sensor: sensor, device: device.number), descriptors: descriptors))
@@ -82,7 +83,7 @@ public final class PolledReader {
     private func value(_ fd: Int32, attribute: @autoclosure () -> String) throws(DeviceError) -> Double {
         switch Syscall.readFromStart(fd, into: scratch) {
         case .failure(let e):
-            throw .attributeUnreadable(device: device, attribute: attribute(), errno: e.code)
+            throw .attributeUnreadable(device: device, attribute: attribute(), errno: e.rawValue)
         case .success(let n):
             guard let v = AttributeParser.number(UnsafeRawBufferPointer(rebasing: scratch[0..<n])) else {
                 let text = String(decoding: scratch[0..<n], as: UTF8.self)

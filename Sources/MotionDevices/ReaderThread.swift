@@ -1,3 +1,5 @@
+import MotionSystem
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +27,7 @@ final class ReaderThread: @unchecked Sendable {
         }, context.toOpaque())
         guard status == 0 else {
             context.release()
-            return Errno(status)
+            return Errno(rawValue: status)
         }
         handle = thread
         return nil

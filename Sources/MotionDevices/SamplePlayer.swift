@@ -1,5 +1,6 @@
 import MotionCore
 import Synchronization
+import MotionSystem
 
 /// Plays recorded samples as a live sensor would give them: on a thread of its own, each at its
 /// recorded time (divided by `speed`) counted from a shared `epoch`, and stamped with the
@@ -42,7 +43,7 @@ public final class SamplePlayer: Sendable {
         state.withLock { $0.thread = thread }
         if let failure = thread.start() {
             state.withLock { $0.thread = nil }
-            handler(.ended(.bufferFailed(device: device, operation: "start a player thread", errno: failure.code)))
+            handler(.ended(.bufferFailed(device: device, operation: "start a player thread", errno: failure.rawValue)))
         }
     }
 

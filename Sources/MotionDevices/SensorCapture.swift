@@ -1,5 +1,6 @@
 import MotionCore
 import Synchronization
+import MotionSystem
 
 /// What a capture reports: samples, and the few things that happen to a sensor.
 public enum SensorEvent: Sendable {
@@ -67,7 +68,7 @@ public final class SensorCapture: Sendable {
         self.firstDataTimeout = firstDataTimeout ?? max(1.0, 10 / rate)
         switch Syscall.makeWakePipe() {
         case .success(let pipe): wake = pipe
-        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "pipe", errno: e.code)
+        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "pipe", errno: e.rawValue)
         }
         let initial = mode ?? device.captureMode
         state.withLock { $0.mode = initial }
@@ -92,7 +93,7 @@ public final class SensorCapture: Sendable {
         state.withLock { $0.thread = thread }  // before it runs, so that stop() can always join it
         if let failure = thread.start() {
             state.withLock { $0.thread = nil }
-            handler(.ended(.bufferFailed(device: device.number.sysname, operation: "start a reader thread", errno: failure.code)))
+            handler(.ended(.bufferFailed(device: device.number.sysname, operation: "start a reader thread", errno: failure.rawValue)))
         }
     }
 
@@ -226,7 +227,7 @@ public final class SensorCapture: Sendable {
             } catch {
                 if stopRequested { return .stopped }
                 guard sysfs.deviceExists(name) else { return .ended(.deviceVanished(device: name)) }
-                if case .bufferFailed(_, _, let code) = error, code == ErrorCode.timedOut {
+                if case .bufferFailed(_, _, let code) = error, code == ErrnoValue.timedOut {
                     if !receivedAny { return .fallBack(error) }
                     continue  // a paused sensor: keep waiting
                 }

@@ -1,3 +1,5 @@
+import MotionSystem
+
 /// Reads and writes sysfs attribute files by path; the root is `/sys` on a real system (redirected by
 /// umockdev in tests) and a plain directory in unit tests.
 struct Sysfs: Sendable {
@@ -12,14 +14,14 @@ struct Sysfs: Sendable {
         let path = "\(deviceDirectory(device))/\(attribute)"
         switch Syscall.openReadOnly(path) {
         case .failure(let e):
-            return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.code))
+            return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.rawValue))
         case .success(let fd):
             defer { Syscall.close(fd) }
             var bytes = [UInt8](repeating: 0, count: 4096)
             let result = bytes.withUnsafeMutableBytes { Syscall.readFromStart(fd, into: $0) }
             switch result {
             case .failure(let e):
-                return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.code))
+                return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.rawValue))
             case .success(let n):
                 return .success(String(decoding: bytes[0..<n], as: UTF8.self))
             }
@@ -37,11 +39,11 @@ struct Sysfs: Sendable {
         let path = "\(deviceDirectory(device))/\(attribute)"
         switch Syscall.openWriteOnly(path) {
         case .failure(let e):
-            return .failure(.attributeUnwritable(device: device, attribute: attribute, errno: e.code))
+            return .failure(.attributeUnwritable(device: device, attribute: attribute, errno: e.rawValue))
         case .success(let fd):
             defer { Syscall.close(fd) }
             return Syscall.write(fd, Array((value + "\n").utf8)).mapError {
-                .attributeUnwritable(device: device, attribute: attribute, errno: $0.code)
+                .attributeUnwritable(device: device, attribute: attribute, errno: $0.rawValue)
             }
         }
     }

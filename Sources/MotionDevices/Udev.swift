@@ -1,4 +1,5 @@
 import CLibUdev
+import MotionSystem
 
 /// Owns a libudev context. Thin, typed wrappers over the libudev calls the device layer makes.
 final class Udev: @unchecked Sendable {

@@ -34,8 +34,10 @@ struct Motiond: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            LogWriter.standardError.flush()
             exit(withError: error)
         }
+        LogWriter.standardError.flush()
     }
 
     @Option(help: "The configuration file (default: \(Motiond.defaultConfigurationPath), if it exists).")

@@ -41,7 +41,7 @@ extension Hardware.Server {
         let refused = try TestClient(path: server.socketPath)
         let error = try refused.decode(ErrorReply.self, try refused.next("ERROR"))
         #expect(error.message == "too many clients (3); try again later")
-        #expect(throws: TestClientError.self) { try refused.next(seconds: 2) }  // closed
+        #expect(throws: MotionClientError.connectionLost("motiond closed the connection")) { try refused.next(seconds: 2) }
         try admitted[0].send(#"{"class":"STATUS"}"#)
         #expect(try admitted[0].decode(StatusReply.self, try admitted[0].next("STATUS")).clients == 3)
     }
@@ -59,7 +59,7 @@ extension Hardware.Server {
         try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
         let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
         #expect(snapshot.id == .integer(7) && snapshot.accelerometer != nil)
-        #expect(throws: TestClientError.self) { try client.next(seconds: 2) }  // then closed
+        #expect(throws: MotionClientError.connectionLost("motiond closed the connection")) { try client.next(seconds: 2) }
     }
 
     /// Replies are never dropped, so a client that writes thousands of requests and reads nothing

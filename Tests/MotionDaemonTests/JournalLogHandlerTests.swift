@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Testing
 
@@ -13,5 +14,40 @@ import Testing
         #expect(line == "<4>cannot parse\\nline 2:\\tx device=iio:device0 name=bad\\r\\nname\\x1b\n")
         #expect(line.filter { $0 == "\n" }.count == 1)
         #expect(JournalLogHandler.line(level: .info, message: "plain", metadata: [:]) == "<6>plain\n")
+    }
+}
+
+/// A log whose reader stalls must not stall the daemon: the event loop logs, and a blocking write to
+/// a full pipe would stop it for as long as nobody reads.
+@Suite struct LogWriterTests {
+    @Test func loggingIntoAPipeNobodyReadsReturnsAndSaysWhatItDroppedOnceRead() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let writer = LogWriter(descriptor: ends[1])
+        let line = Array(String(repeating: "x", count: 1023).utf8) + [UInt8(ascii: "\n")]
+        // 64 KiB of pipe hold 64 lines; the writer's queue 1024 more; the rest are dropped. Were any
+        // call to wait for the reader, this loop would never end.
+        for _ in 0..<5000 { writer.write(line) }
+        var pending = ""
+        var written = 0, dropped = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var reader = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+        while written + dropped < 5000 {
+            guard poll(&reader, 1, 5000) > 0 else {
+                Issue.record("lost: \(written) written and \(dropped) said dropped of 5000")
+                return
+            }
+            let n = read(ends[0], &buffer, buffer.count)
+            pending += String(decoding: buffer[0..<max(n, 0)], as: UTF8.self)
+            while let newline = pending.firstIndex(of: "\n") {
+                let line = pending[..<newline]
+                if line.hasPrefix("xxx") { written += 1 }
+                if line.contains("log lines dropped") { dropped += Int(line.dropFirst(3).prefix { $0.isNumber })! }
+                pending = String(pending[pending.index(after: newline)...])
+            }
+        }
+        #expect(written + dropped == 5000, "every line written or counted: \(written) written, \(dropped) dropped")
+        #expect(dropped > 0)
     }
 }

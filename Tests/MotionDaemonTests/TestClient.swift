@@ -2,19 +2,14 @@ import Foundation
 import MotionClient
 import MotionWire
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// A blocking line client for the daemon's Unix socket, as any program would write one.
+/// The client library's `LineConnection`, with the strings and waits the tests write in.
 /// `@unchecked Sendable`: one thread may `send` while another reads; sending touches only the descriptor.
 final class TestClient: @unchecked Sendable {
-    let fd: Int32
-    private var framer = LineFramer(maximumLength: 1 << 20)
-    private var lines: [[UInt8]] = []
+    private let connection: LineConnection
 
+    /// A connection whose first line to read is the daemon's `VERSION` greeting.
     init(path: String) throws {
-        fd = try UnixSocket.connect(to: path)
+        connection = try LineConnection(socketPath: path, readsGreeting: false)
     }
 
     /// A client connected to `path` that has read the daemon's `VERSION` greeting.
@@ -24,26 +19,18 @@ final class TestClient: @unchecked Sendable {
         return client
     }
 
-    deinit { close(fd) }
+    /// The socket's descriptor, for tests that shut one side down or write without reading.
+    var fd: Int32 { connection.descriptor }
 
+    /// Sends `text` and a newline.
     func send(_ text: String) throws {
-        let bytes = Array((text + "\n").utf8)
-        guard write(fd, bytes, bytes.count) == bytes.count else { throw TestClientError("short write") }
+        try connection.send(raw: Array((text + "\n").utf8))
     }
 
-    /// The next line, waiting at most `seconds`.
+    /// The next line, waiting at most `seconds` (`MotionClientError.timeout`, or `.connectionLost`
+    /// once the daemon closed the connection).
     func next(seconds: Double = 5) throws -> String {
-        let deadline = Date().addingTimeInterval(seconds)
-        while lines.isEmpty {
-            let remaining = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, remaining) > 0 else { throw TestClientError("no line within \(seconds) s") }
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let n = read(fd, &buffer, buffer.count)
-            guard n > 0 else { throw TestClientError("connection closed") }
-            for case .line(let line) in framer.feed(buffer[0..<n]) { lines.append(line) }
-        }
-        return String(decoding: lines.removeFirst(), as: UTF8.self)
+        String(decoding: try connection.nextLine(timeout: seconds), as: UTF8.self)
     }
 
     /// The next line of class `name`, skipping others (at most `seconds` in all).

@@ -3,6 +3,7 @@ import Foundation
 import MotionCore
 import Synchronization
 import TestSupport
+import MotionSystem
 import Testing
 
 @testable import MotionDevices
@@ -214,7 +215,7 @@ extension Hardware {
                 Issue.record("expected a switch to polled after a refill timeout, got \(String(describing: change))")
                 return
             }
-            #expect(code == ErrorCode.timedOut)
+            #expect(code == ErrnoValue.timedOut)
             expectClose(events.samples[0].vector, Vector3(x: 0, y: 0, z: 9.797632))
             #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"))
         }

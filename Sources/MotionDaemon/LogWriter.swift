@@ -1,0 +1,79 @@
+import Foundation
+import MotionSystem
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes log lines to a descriptor (standard error, which journald reads) from a thread of its own,
+/// so that a log call never waits for the reader: the event loop must not block in `write` when the
+/// journal is slow or nobody reads the pipe. At most `capacity` lines wait; beyond that they are
+/// dropped and counted, and the count is written once the writer can write again.
+public final class LogWriter: Sendable {
+    /// Lines that wait at most.
+    public static let capacity = 1024
+
+    private struct State {
+        var lines: [[UInt8]] = []
+        var dropped = 0
+        /// Whether the thread is writing a batch it took.
+        var writing = false
+    }
+
+    private let descriptor: Int32
+    private let state = Mutex(State())
+    private let ready = NSCondition()
+
+    /// The writer of standard error, shared by every handler.
+    public static let standardError = LogWriter(descriptor: STDERR_FILENO)
+
+    /// Starts a writer of `descriptor`, which it never closes.
+    public init(descriptor: Int32) {
+        self.descriptor = descriptor
+        let thread = Thread { [self] in run() }
+        thread.name = "log writer"
+        thread.start()
+    }
+
+    /// Queues one line (its bytes end in a newline); never waits.
+    public func write(_ line: [UInt8]) {
+        state.withLock { state in
+            if state.lines.count < Self.capacity { state.lines.append(line) } else { state.dropped += 1 }
+        }
+        ready.lock()
+        ready.signal()
+        ready.unlock()
+    }
+
+    /// Waits until every line queued so far is written, for at most `timeout` seconds (before the
+    /// process exits, so that its last words reach the journal).
+    public func flush(timeout: Double = 2) {
+        let deadline = Syscall.monotonicNanoseconds() + Int64(timeout * 1e9)
+        while state.withLock({ !$0.lines.isEmpty || $0.dropped > 0 || $0.writing }), Syscall.monotonicNanoseconds() < deadline {
+            usleep(1000)
+        }
+    }
+
+    private func run() {
+        var batch: [[UInt8]] = []
+        while true {
+            ready.lock()
+            while state.withLock({ $0.lines.isEmpty && $0.dropped == 0 }) { ready.wait() }
+            ready.unlock()
+            let dropped = state.withLock { state in
+                swap(&batch, &state.lines)
+                state.writing = true
+                defer { state.dropped = 0 }
+                return state.dropped
+            }
+            // One write per line: lines from other writers of the same descriptor don't interleave.
+            for line in batch { _ = Syscall.write(descriptor, line) }
+            batch.removeAll(keepingCapacity: true)
+            if dropped > 0 {
+                _ = Syscall.write(descriptor, Array("<4>\(dropped) log lines dropped: the log was not read fast enough\n".utf8))
+            }
+            state.withLock { $0.writing = false }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// The package's one syscall layer (besides what libiio, libudev and NIO do inside): one thin
+// wrapper per syscall, each returning a typed result, on swift-system's `Errno` and
+// `FileDescriptor`; an interrupted call (EINTR) is retried in one place, `retryingInterrupts`.
+
+/// A failed syscall's errno: swift-system's.
+public typealias Errno = SystemPackage.Errno
+
+/// The errno values the rest of the package names.
+public enum ErrnoValue {
+    public static let noSuchDevice = ENODEV
+    public static let noSuchFile = ENOENT
+    public static let noSuchDeviceOrAddress = ENXIO
+    public static let invalidArgument = EINVAL
+    public static let badDescriptor = EBADF
+    public static let timedOut = ETIMEDOUT
+}
+
+/// The errno of the last failed C library call on this thread.
+public func currentErrno() -> Int32 { errno }
+
+/// The symbolic name of an errno value, for error messages.
+public func errnoName(_ code: Int32) -> String {
+    switch code {
+    case EIO: "EIO"
+    case ENODEV: "ENODEV"
+    case ENOENT: "ENOENT"
+    case ENXIO: "ENXIO"
+    case EACCES: "EACCES"
+    case EPERM: "EPERM"
+    case EBUSY: "EBUSY"
+    case EINVAL: "EINVAL"
+    case ETIMEDOUT: "ETIMEDOUT"
+    case EAGAIN: "EAGAIN"
+    case EBADF: "EBADF"
+    case ENOMEM: "ENOMEM"
+    case EFBIG: "EFBIG"
+    default: "errno \(code)"
+    }
+}
+
+public enum Syscall {
+    /// Runs a call that returns −1 and sets errno on failure, again while it is interrupted by a
+    /// signal (EINTR): the one place the package retries.
+    @inlinable
+    public static func retryingInterrupts<T: FixedWidthInteger>(_ call: () -> T) -> Result<T, Errno> {
+        while true {
+            let result = call()
+            if result >= 0 { return .success(result) }
+            if errno != EINTR { return .failure(Errno(rawValue: errno)) }
+        }
+    }
+
+    /// `clock_gettime(CLOCK_MONOTONIC)` in integer nanoseconds.
+    public static func monotonicNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` until `deadline` (ns); returns early on a signal.
+    public static func sleep(untilMonotonic deadline: Int64) {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
+    }
+
+    /// `open(path, O_RDONLY | O_CLOEXEC)`.
+    public static func openReadOnly(_ path: String) -> Result<Int32, Errno> {
+        retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
+    }
+
+    /// `open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)`, as a shell's `echo value > attribute` opens it.
+    public static func openWriteOnly(_ path: String) -> Result<Int32, Errno> {
+        retryingInterrupts { open(path, O_WRONLY | O_TRUNC | O_CLOEXEC) }
+    }
+
+    /// `pread(fd, buffer, count, 0)`: sysfs regenerates an attribute on each read from offset 0.
+    public static func readFromStart(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        retryingInterrupts { pread(fd, buffer.baseAddress, buffer.count, 0) }
+    }
+
+    /// `write(fd, bytes)`, the whole of it.
+    public static func write(_ fd: Int32, _ bytes: [UInt8]) -> Result<Void, Errno> {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                switch retryingInterrupts({ Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }) {
+                case .success(let n): offset += n
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(())
+        }
+    }
+
+    /// `close(fd)`; errors from close are not actionable here.
+    public static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+
+    /// `poll` on one descriptor for input, with a timeout in milliseconds (-1: forever).
+    /// Returns whether it became readable.
+    public static func waitReadable(_ fd: Int32, timeoutMilliseconds: Int32) -> Result<Bool, Errno> {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return retryingInterrupts { poll(&pfd, 1, timeoutMilliseconds) }.map { $0 > 0 && (pfd.revents & Int16(POLLIN)) != 0 }
+    }
+
+    /// `access(path, F_OK)`: whether a path exists.
+    public static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    /// `pipe()` then `fcntl(FD_CLOEXEC)`: a wake-up channel for a thread blocked in poll.
+    /// Returns (read end, write end).
+    public static func makeWakePipe() -> Result<(Int32, Int32), Errno> {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { return .failure(Errno(rawValue: errno)) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return .success((fds[0], fds[1]))
+    }
+
+    /// Writes one byte to a wake pipe's write end.
+    public static func wake(_ writeEnd: Int32) {
+        var one: UInt8 = 1
+        _ = Glibc.write(writeEnd, &one, 1)
+    }
+
+    /// `poll` on two descriptors for input; returns which became readable.
+    public static func waitReadable(_ a: Int32, _ b: Int32, timeoutMilliseconds: Int32) -> Result<(Bool, Bool), Errno> {
+        var fds = (pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0))
+        let polled = retryingInterrupts {
+            withUnsafeMutableBytes(of: &fds) { raw in poll(raw.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, timeoutMilliseconds) }
+        }
+        return polled.map { _ in ((fds.0.revents & Int16(POLLIN)) != 0, (fds.1.revents & Int16(POLLIN)) != 0) }
+    }
+}
