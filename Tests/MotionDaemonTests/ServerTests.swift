@@ -137,6 +137,29 @@ final class DaemonProcess {
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
+    /// What the daemon has logged so far (read as it comes, so that a test can wait for a line).
+    private var logged = ""
+
+    /// Waits until the log holds `text` `count` times (or `seconds` pass: the test then fails on
+    /// what follows): a barrier on what the daemon did, not a guess at how long it takes.
+    func waitForLog(_ text: String, count: Int = 1, seconds: Double = 5) {
+        let fd = log.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while logged.components(separatedBy: text).count - 1 < count, Date() < deadline {
+            var reader = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&reader, 1, 100) > 0 else { continue }
+            let n = read(fd, &buffer, buffer.count)
+            guard n > 0 else { return }
+            logged += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+    }
+
+    /// The whole log, once the daemon has exited.
+    func finalLog() -> String {
+        logged + String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
     /// Sends `number` and waits for the daemon to exit (killed after 10 s: the test then fails on
     /// its termination reason instead of hanging).
     func signal(_ number: Int32) {
@@ -482,15 +505,14 @@ extension Hardware.Server {
         let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--config", config, "--state-directory", state])
         try "log_level: [broken\n".write(toFile: config, atomically: true, encoding: .utf8)
         kill(daemon.process.processIdentifier, SIGHUP)
-        usleep(300_000)  // the reload reads the file asynchronously: let it see the broken one
+        daemon.waitForLog("configuration not reloaded")  // the reload reads the file asynchronously
         try "log_level: debug\nsocket: /elsewhere.sock\n".write(toFile: config, atomically: true, encoding: .utf8)
-        usleep(300_000)
         kill(daemon.process.processIdentifier, SIGHUP)
-        usleep(300_000)
+        daemon.waitForLog("configuration reloaded")
         let client = try TestClient(path: daemon.socket)  // still serving on its first socket
         _ = try client.next("VERSION")
         daemon.signal(SIGTERM)
-        let log = String(decoding: daemon.log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = daemon.finalLog()
         #expect(log.contains("<3>configuration not reloaded, the old one stays"), "\(log)")
         #expect(log.contains("<5>configuration reloaded") && log.contains("socket"), "\(log)")
         #expect(log.contains("<7>"), "debug messages after the reload: \(log)")

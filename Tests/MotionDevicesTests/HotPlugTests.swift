@@ -80,8 +80,15 @@ extension Hardware {
             let stopped = DispatchSemaphore(value: 0)
             Thread { monitor.stop(); stopped.signal() }.start()
             #expect(stopped.wait(timeout: .now() + 2) == .success, "stop() returned")
+            // A second monitor witnesses the next change: once it has it, the stopped one would too.
+            let witness = try DeviceMonitor()
+            let witnessed = Mutex<[DeviceChange]>([])
+            #expect(witness.start { result in if case .success(let change) = result { witnessed.withLock { $0.append(change) } } } == nil)
+            defer { witness.stop() }
             try testbed.add(device(6))
-            usleep(200_000)
+            let witnessDeadline = Date().addingTimeInterval(2)
+            while witnessed.withLock({ $0.isEmpty }) && Date() < witnessDeadline { usleep(1000) }
+            #expect(witnessed.withLock { $0.map(\.device) } == [DeviceNumber(6)])
             #expect(seen.withLock { $0.count } == 1, "nothing is reported after stop()")
         }
 
