@@ -153,7 +153,11 @@ final class Daemon: @unchecked Sendable {
         }
     }
 
-    deinit {
+    deinit { stop() }
+
+    /// Stops the daemon (SIGTERM) and waits for it: for a caller whose threads may still hold it.
+    func stop() {
+        guard process.isRunning else { return }
         kill(pid, SIGTERM)
         process.waitUntilExit()
     }

@@ -127,6 +127,7 @@ struct Soak {
         }
         counters.stop.store(true, ordering: .relaxed)
         let alive = daemon.process.isRunning
+        defer { daemon.stop() }  // the load threads still hold it
         print("soak: daemon \(alive ? "alive" : "DIED") after \(String(format: "%.0f", Double(Feeder.now() - start) * 1e-9)) s")
         if let firstReport { print("soak: start: \(firstReport)") }
         for error in counters.errors.withLock({ $0 }) { print("soak: client error (the daemon's answer to a hostile client, or a real fault): \(error)") }

@@ -1,8 +1,11 @@
 import Logging
 import MotionCore
 import MotionDevices
+import MotionSystem
 import MotionWire
 import NIOCore
+import NIOPosix
+import Synchronization
 
 /// The captures that run, one per device of the plan: opened, reopened and closed to follow it, and
 /// their events handed to the loop a read at a time. Confined to the hub's event loop.
@@ -14,6 +17,8 @@ final class CaptureManager: @unchecked Sendable {
     struct Running {
         var plan: CapturePlan.Capture
         var capture: any SensorStream
+        /// Which opening of the device this is: events still in flight from an earlier one are dropped.
+        var generation: Int
         var samples = 0
         var firstTimestamp: Int64?
         var lastTimestamp: Int64?
@@ -47,9 +52,15 @@ final class CaptureManager: @unchecked Sendable {
     private let logger: Logger
     /// Gets each read's events on the loop, in order.
     var received: (_ events: [SensorEvent], _ device: DeviceNumber) -> Void = { _, _ in }
-    /// Called when a capture's rate may drop: the plan is to be made anew.
-    var settled: () -> Void = {}
+    /// Called when the plan is to be made anew: a capture's rate may drop, or a device that was
+    /// being stopped can be opened again.
+    var changed: () -> Void = {}
     private(set) var running: [DeviceNumber: Running] = [:]
+    /// Devices whose capture is being stopped off the loop: not opened again until it has.
+    private var stopping: Set<DeviceNumber> = []
+    /// Stops running off the loop now, for shutdown to wait for.
+    private let stopsUnderWay = Atomic<Int>(0)
+    private var generations = 0
     /// Scratch space for a mailbox's events, reused.
     private var drained: [SensorEvent] = []
 
@@ -70,16 +81,15 @@ final class CaptureManager: @unchecked Sendable {
             if let want = wanted[number], want.kinds == current.plan.kinds, want.rate < current.plan.rate {
                 if current.lowerRateAfter == nil {
                     running[number]!.lowerRateAfter = now + Self.rateSettling
-                    eventLoop.scheduleTask(deadline: now + Self.rateSettling) { [self] in settled() }
+                    eventLoop.scheduleTask(deadline: now + Self.rateSettling) { [self] in changed() }
                 }
                 if now < running[number]!.lowerRateAfter! { continue }
             }
-            current.capture.stop()
-            running[number] = nil
+            stop(number)
             logger.info("sensor closed", metadata: ["device": "\(number)"])
         }
         for (number, entry) in wanted where running[number]?.plan == entry { running[number]!.lowerRateAfter = nil }
-        for (number, entry) in wanted where running[number] == nil {
+        for (number, entry) in wanted where running[number] == nil && !stopping.contains(number) {
             guard let device = devices.first(where: { $0.number == number }) else { continue }
             open(device, entry)
         }
@@ -89,11 +99,13 @@ final class CaptureManager: @unchecked Sendable {
         let number = device.number
         do {
             let capture = try source.open(device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate)
-            running[number] = Running(plan: entry, capture: capture)
+            generations += 1
+            let generation = generations
+            running[number] = Running(plan: entry, capture: capture, generation: generation)
             let mailbox = EventMailbox()
             capture.start { [weak self] event in
                 guard let self, mailbox.post(event) else { return }
-                self.eventLoop.execute { self.drain(mailbox, from: number) }
+                self.eventLoop.execute { self.drain(mailbox, from: number, generation: generation) }
             }
             logger.info("sensor opened", metadata: [
                 "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
@@ -104,10 +116,25 @@ final class CaptureManager: @unchecked Sendable {
     }
 
     /// Hands on what a capture's reader thread posted since the last drain.
-    private func drain(_ mailbox: EventMailbox, from number: DeviceNumber) {
+    private func drain(_ mailbox: EventMailbox, from number: DeviceNumber, generation: Int) {
         mailbox.take(into: &drained)
-        received(drained, number)
+        if running[number]?.generation == generation { received(drained, number) }
         drained.removeAll(keepingCapacity: true)
+    }
+
+    /// Stops a capture off the loop (joining its reader thread can wait for a slow read); its
+    /// device is opened again only once that is done.
+    private func stop(_ number: DeviceNumber) {
+        guard let capture = running.removeValue(forKey: number)?.capture else { return }
+        stopping.insert(number)
+        stopsUnderWay.add(1, ordering: .relaxed)
+        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { [self] in
+            capture.stop()
+            stopsUnderWay.subtract(1, ordering: .releasing)  // the counter alone, off the loop
+        }.whenComplete { [self] _ in
+            stopping.remove(number)
+            changed()
+        }
     }
 
     /// Counts a sample of a running capture; `nil` for one in flight from a capture since closed.
@@ -125,16 +152,20 @@ final class CaptureManager: @unchecked Sendable {
     func stop(absentFrom present: Set<DeviceNumber>) -> [CapturePlan.Capture] {
         var stopped: [CapturePlan.Capture] = []
         for (number, current) in running where !present.contains(number) {
-            current.capture.stop()
-            running[number] = nil
+            stop(number)
             stopped.append(current.plan)
         }
         return stopped
     }
 
-    /// Stops every capture (at shutdown).
+    /// Stops every capture and waits for them, and for the stops under way (at shutdown: a buffer
+    /// left enabled would stay so after the daemon exits).
     func stopAll() {
         for current in running.values { current.capture.stop() }
         running.removeAll()
+        let deadline = Syscall.monotonicNanoseconds() + 5_000_000_000
+        while stopsUnderWay.load(ordering: .acquiring) > 0 && Syscall.monotonicNanoseconds() < deadline {
+            Syscall.sleep(untilMonotonic: Syscall.monotonicNanoseconds() + 1_000_000)
+        }
     }
 }

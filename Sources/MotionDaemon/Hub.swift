@@ -44,7 +44,7 @@ final class Hub: @unchecked Sendable {
         calibration = CalibrationKeeper(store: store, eventLoop: eventLoop, logger: logger)
         pipeline = MotionPipeline(fanout: fanout, calibration: calibration)
         polls.demandsChanged = { [unowned self] in replan() }
-        captures.settled = { [unowned self] in replan() }
+        captures.changed = { [unowned self] in replan() }
         captures.received = { [unowned self] events, device in received(events, from: device) }
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }

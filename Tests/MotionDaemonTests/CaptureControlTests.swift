@@ -1,0 +1,69 @@
+import Foundation
+import MotionCore
+import MotionDevices
+import MotionWire
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import MotionDaemon
+
+/// Stopping a capture joins its reader thread, which can wait for a slow read: that must not stop
+/// the event loop that serves every client.
+@Suite struct CaptureControlTests {
+    /// The bundled recording, whose captures take until the test says so to stop.
+    final class SlowStoppingSource: SensorSource {
+        let replay: ReplaySource
+        let release = DispatchSemaphore(value: 0)
+        let stopsStarted = Atomic<Int>(0)
+
+        init() throws { replay = try ReplaySource(path: ReplayDaemon.bundledRecording, loops: true) }
+
+        final class Stream: SensorStream {
+            let inner: any SensorStream
+            let source: SlowStoppingSource
+            init(_ inner: any SensorStream, _ source: SlowStoppingSource) { (self.inner, self.source) = (inner, source) }
+            var rate: Double { inner.rate }
+            var modeName: String { inner.modeName }
+            func start(handler: @escaping @Sendable (SensorEvent) -> Void) { inner.start(handler: handler) }
+            func stop() {
+                source.stopsStarted.add(1, ordering: .relaxed)
+                source.release.wait()
+                inner.stop()
+            }
+        }
+
+        func listDevices() throws -> DeviceListing { try replay.listDevices() }
+        func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream {
+            Stream(try replay.open(device, kinds: kinds, rate: rate), self)
+        }
+        var followsHotPlug: Bool { false }
+        func modeName(of device: DeviceDescriptor) -> String { replay.modeName(of: device) }
+    }
+
+    /// A capture whose stop hangs until released: the daemon answers another client meanwhile (were
+    /// the stop on the loop, no answer could come before the release, which waits for that answer).
+    @Test func aCaptureThatIsSlowToStopDoesNotStopTheDaemon() throws {
+        let source = try SlowStoppingSource()
+        let server = MotionServer(socketPath: NSTemporaryDirectory() + "motiond-control-\(getpid()).sock", source: source)
+        try server.start()
+        defer {
+            for _ in 0..<4 { source.release.signal() }
+            try? server.stop()
+        }
+        let watcher = try TestClient.greeted(path: server.socketPath)
+        try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+        _ = try watcher.next("GYROSCOPE")
+        try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"enable":false}"#)
+        _ = try watcher.next("WATCHING")
+        let other = try TestClient.greeted(path: server.socketPath)
+        try other.send(#"{"class":"STATUS"}"#)
+        let status = try other.decode(StatusReply.self, try other.next("STATUS", seconds: 5))
+        #expect(source.stopsStarted.load(ordering: .relaxed) == 1, "the stop was under way")
+        #expect(status.sensors.isEmpty, "the stopping capture is no longer counted as running")
+        source.release.signal()
+        // Watched again once stopped: the device opens anew and serves.
+        try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+        _ = try watcher.next("GYROSCOPE")
+    }
+}
