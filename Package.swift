@@ -88,6 +88,7 @@ let package = Package(
                 "MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "MotionSystem", "TestSupport", "motiond",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
         .target(

@@ -80,8 +80,10 @@ final class Hub: @unchecked Sendable {
             devices = listing.devices
             for problem in listing.problems { logger.warning("device skipped", metadata: ["reason": "\(problem)"]) }
         case .failure(let error):
-            logger.error("device discovery failed", metadata: ["error": "\(error)"])
-            devices = []
+            // The devices known stay: each capture notices by itself when its device goes away, and
+            // the next udev event lists them again.
+            logger.error("device discovery failed; the devices known stay", metadata: ["error": "\(error)", "devices": "\(devices.count)"])
+            return
         }
         unavailable = CapturePlan.unavailable(on: devices)
         for gone in captures.stop(absentFrom: Set(devices.map(\.number))) {

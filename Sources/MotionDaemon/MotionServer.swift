@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MotionDevices
+import MotionSystem
 import MotionWire
 import NIOCore
 import NIOPosix
@@ -130,9 +131,8 @@ public final class MotionServer: @unchecked Sendable {
     /// path is refused: a file that is not a socket, or a socket a live daemon answers on (a second
     /// instance used to unlink it, leaving the first unreachable).
     private func removeStaleSocket() throws {
-        var status = stat()
-        guard lstat(socketPath, &status) == 0 else { return }  // nothing there
-        guard status.st_mode & S_IFMT == S_IFSOCK else {
+        guard let kind = try? Syscall.kind(at: socketPath).get() else { return }  // nothing there
+        guard kind == .socket else {
             throw AccessError(message: "\(socketPath) exists and is not a socket: not replacing it (remove it, or choose another --socket)")
         }
         // Whether a daemon accepts connections there (a stale file refuses them).
@@ -140,18 +140,18 @@ public final class MotionServer: @unchecked Sendable {
             live.close(promise: nil)
             throw AccessError(message: "another motiond answers on \(socketPath): not taking its socket")
         }
-        unlink(socketPath)
+        _ = Syscall.remove(socketPath)
     }
 
     /// Who may connect is decided by the socket file's mode and group.
     private func setAccess() throws {
-        guard chmod(socketPath, socketMode) == 0 else {
-            throw AccessError(message: "chmod \(String(socketMode, radix: 8)) \(socketPath): \(String(cString: strerror(errno)))")
+        if case .failure(let error) = Syscall.setMode(socketMode, of: socketPath) {
+            throw AccessError(message: "chmod \(String(socketMode, radix: 8)) \(socketPath): \(error)")
         }
         guard let socketGroup else { return }
-        guard let entry = getgrnam(socketGroup) else { throw AccessError(message: "no group \"\(socketGroup)\"") }
-        guard chown(socketPath, uid_t.max, entry.pointee.gr_gid) == 0 else {
-            throw AccessError(message: "chown :\(socketGroup) \(socketPath): \(String(cString: strerror(errno)))")
+        guard let group = Syscall.groupID(named: socketGroup) else { throw AccessError(message: "no group \"\(socketGroup)\"") }
+        if case .failure(let error) = Syscall.setGroup(group, of: socketPath) {
+            throw AccessError(message: "chown :\(socketGroup) \(socketPath): \(error)")
         }
     }
 
@@ -169,7 +169,7 @@ public final class MotionServer: @unchecked Sendable {
         try channel?.close().wait()
         channel = nil
         try hub.eventLoop.submit { self.hub.stopAll() }.wait()
-        if bound { unlink(socketPath) }  // an activated socket belongs to systemd, and another's to it
+        if bound { _ = Syscall.remove(socketPath) }  // an activated socket belongs to systemd, and another's to it
         try group.syncShutdownGracefully()
     }
 }

@@ -1,4 +1,5 @@
 import MotionCore
+import MotionSystem
 
 /// The motion devices of this machine, and what kept others from being listed.
 public struct DeviceListing: Sendable {
@@ -29,16 +30,14 @@ public struct DeviceDiscovery: Sendable {
     /// Lists every IIO device with motion or proximity channels.
     ///
     /// No IIO devices at all is an empty listing, not an error. A device that cannot be read is left
-    /// out and its reason is in `problems`.
+    /// out and its reason is in `problems`. libiio reads every device into one context, and fails
+    /// the whole of it when one device cannot be read (one being unplugged while it reads: ENOENT):
+    /// that is retried a few times, and then thrown, so that the caller keeps the devices it had
+    /// rather than losing them all.
     public func listDevices() throws(DeviceError) -> DeviceListing {
         let udevDevices = try Udev().iioDevices().filter { DeviceNumber(sysname: $0.sysname) != nil }
         guard !udevDevices.isEmpty else { return DeviceListing(devices: [], problems: []) }
-        let context: IIOContext
-        do {
-            context = try IIOContext()
-        } catch {
-            return DeviceListing(devices: [], problems: [error])
-        }
+        let context = try Self.makeContext(attempts: 4)
         var devices: [DeviceDescriptor] = []
         var problems: [DeviceError] = []
         for udevDevice in udevDevices {
@@ -49,6 +48,20 @@ public struct DeviceDiscovery: Sendable {
             }
         }
         return DeviceListing(devices: devices.sorted { $0.number < $1.number }, problems: problems)
+    }
+
+    /// A libiio context, tried `attempts` times 50 ms apart.
+    private static func makeContext(attempts: Int) throws(DeviceError) -> IIOContext {
+        var attempt = 1
+        while true {
+            do {
+                return try IIOContext()
+            } catch {
+                guard attempt < attempts else { throw error }
+                attempt += 1
+                Syscall.sleep(untilMonotonic: Syscall.monotonicNanoseconds() + 50_000_000)
+            }
+        }
     }
 
     /// Describes one device by its number, fresh from udev and libiio (used when opening it).

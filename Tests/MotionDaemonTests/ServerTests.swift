@@ -1,8 +1,10 @@
 import Foundation
+import Logging
 import MotionCore
 import MotionFusion
 import MotionWire
 import TestSupport
+import Synchronization
 import Testing
 
 @testable import MotionDaemon
@@ -231,6 +233,37 @@ extension Hardware.Server {
 }
 
 extension Hardware.Server {
+    /// libiio reads every device into one context and fails it whole when one device cannot be read
+    /// (a `name` beyond its 1,024-byte buffer: EFBIG; or a device unplugged while it reads: ENOENT,
+    /// which the soak hit). Such a listing used to remove every device, ending every stream. The
+    /// devices known stay, and their streams go on.
+    @Test func aDeviceLibiioCannotReadLeavesTheDevicesKnownServing() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let log = MessageLog()
+        let server = MotionServer(socketPath: Self.socketPath(), logger: Logger(label: "test") { _ in log })
+        try server.start()
+        defer { try? server.stop() }
+        let client = try TestClient.greeted(path: server.socketPath)
+        try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+        _ = try client.next("WATCHING")
+        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+        func gyroscopeScan(_ t: Int64) -> [UInt8] {
+            [10, 20, 30].flatMap { withUnsafeBytes(of: Int16($0).littleEndian, Array.init) } + [0, 0] + withUnsafeBytes(of: t.littleEndian, Array.init)
+        }
+        try testbed.feed("/dev/iio:device0", gyroscopeScan(1_000_000))
+        _ = try client.next("GYROSCOPE")
+
+        try testbed.add("P: /devices/platform/odd/iio:device2\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
+        try waitUntil { log.contains("device discovery failed") }
+        try client.send(#"{"class":"DEVICES"}"#)
+        #expect(try client.decode(DevicesReply.self, client.next("DEVICES")).devices.map(\.device) == ["iio:device0"])
+        try testbed.feed("/dev/iio:device0", gyroscopeScan(11_000_000))  // one 0.01 s interval later
+        let line = try client.next()
+        #expect(Wire.className(of: Array(line.utf8)) == "GYROSCOPE", "the stream went on without an ENDED: \(line)")
+        testbed.remove(syspath: "/sys/devices/platform/odd/iio:device2")
+    }
+
     @Test func aClientThatNeverReadsSlowsNobodyAndIsToldWhatItLost() throws {
         let (testbed, server) = try Self.startServerOnIMU()
         defer { try? server.stop() }
@@ -548,4 +581,22 @@ func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
         guard Date() < deadline else { throw TestClientError("condition not met within \(seconds) s") }
         usleep(1000)
     }
+}
+
+/// Keeps every message logged, for a test to wait on what the daemon did.
+final class MessageLog: LogHandler, @unchecked Sendable {
+    // @unchecked: `messages` is behind its lock; the rest is set once.
+    private let messages = Mutex<[String]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) { messages.withLock { $0.append("\(event.message)") } }
+
+    /// Whether a message starting with `prefix` was logged.
+    func contains(_ prefix: String) -> Bool { messages.withLock { $0.contains { $0.hasPrefix(prefix) } } }
 }
