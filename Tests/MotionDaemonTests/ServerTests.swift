@@ -196,19 +196,27 @@ extension Hardware.Server {
 }
 
 extension Hardware.Server {
-    @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() throws {
-        let (testbed, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
+    /// With only the gyroscope enabled, an imu-buffered scan is 3 × s16, 2 bytes padding, the timestamp.
+    static func gyroscopeScan(_ t: Int64) -> [UInt8] {
+        [10, 20, 30].flatMap { withUnsafeBytes(of: Int16($0).littleEndian, Array.init) } + [0, 0] + withUnsafeBytes(of: t.littleEndian, Array.init)
+    }
+
+    /// A client watching the gyroscope of the imu-buffered fixture at 0.01 s, which has had a sample
+    /// (stamped 1 ms).
+    static func watchingTheGyroscope(of testbed: Testbed, on server: MotionServer) throws -> TestClient {
         let client = try TestClient.greeted(path: server.socketPath)
         try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
         _ = try client.next("WATCHING")
         try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-        // With only the gyroscope enabled a scan is 3 × s16, 2 bytes padding, the timestamp.
-        func gyroscopeScan(_ t: Int64) -> [UInt8] {
-            [10, 20, 30].flatMap { withUnsafeBytes(of: Int16($0).littleEndian, Array.init) } + [0, 0] + withUnsafeBytes(of: t.littleEndian, Array.init)
-        }
         try testbed.feed("/dev/iio:device0", gyroscopeScan(1_000_000))
         _ = try client.next("GYROSCOPE")
+        return client
+    }
+
+    @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() throws {
+        let (testbed, server) = try Self.startServerOnIMU()
+        defer { try? server.stop() }
+        let client = try Self.watchingTheGyroscope(of: testbed, on: server)
 
         testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
         let ended = try client.decode(Ended.self, try client.next("ENDED"))
@@ -226,7 +234,7 @@ extension Hardware.Server {
         try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
         _ = try client.next("WATCHING")
         try waitUntil { (try? testbed.attribute("iio:device1", "buffer/enable"))?.hasPrefix("1") == true }
-        try testbed.feed("/dev/iio:device1", gyroscopeScan(2_000_000))
+        try testbed.feed("/dev/iio:device1", Self.gyroscopeScan(2_000_000))
         let sample = try client.decode(GyroscopeMessage.self, try client.next("GYROSCOPE"))
         #expect(sample.timestamp == 2_000_000)
     }
@@ -244,21 +252,13 @@ extension Hardware.Server {
         let server = MotionServer(socketPath: Self.socketPath(), logger: Logger(label: "test") { _ in log })
         try server.start()
         defer { try? server.stop() }
-        let client = try TestClient.greeted(path: server.socketPath)
-        try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
-        _ = try client.next("WATCHING")
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-        func gyroscopeScan(_ t: Int64) -> [UInt8] {
-            [10, 20, 30].flatMap { withUnsafeBytes(of: Int16($0).littleEndian, Array.init) } + [0, 0] + withUnsafeBytes(of: t.littleEndian, Array.init)
-        }
-        try testbed.feed("/dev/iio:device0", gyroscopeScan(1_000_000))
-        _ = try client.next("GYROSCOPE")
+        let client = try Self.watchingTheGyroscope(of: testbed, on: server)
 
         try testbed.add("P: /devices/platform/odd/iio:device2\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
         try waitUntil { log.contains("device discovery failed") }
         try client.send(#"{"class":"DEVICES"}"#)
         #expect(try client.decode(DevicesReply.self, client.next("DEVICES")).devices.map(\.device) == ["iio:device0"])
-        try testbed.feed("/dev/iio:device0", gyroscopeScan(11_000_000))  // one 0.01 s interval later
+        try testbed.feed("/dev/iio:device0", Self.gyroscopeScan(11_000_000))  // one 0.01 s interval later
         let line = try client.next()
         #expect(Wire.className(of: Array(line.utf8)) == "GYROSCOPE", "the stream went on without an ENDED: \(line)")
         testbed.remove(syspath: "/sys/devices/platform/odd/iio:device2")
