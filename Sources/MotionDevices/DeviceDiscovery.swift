@@ -31,18 +31,42 @@ public struct DeviceDiscovery: Sendable {
     ///
     /// No IIO devices at all is an empty listing, not an error. A device that cannot be read is left
     /// out and its reason is in `problems`. libiio reads every device into one context, and fails
-    /// the whole of it when one device cannot be read (one being unplugged while it reads: ENOENT):
-    /// that is retried a few times, and then thrown, so that the caller keeps the devices it had
-    /// rather than losing them all.
+    /// the whole of it when one device cannot be read (one unplugged while it reads: ENOENT; a name
+    /// beyond its buffer: EFBIG): that is retried a few times, and then each device is described
+    /// from its sysfs files instead and read polled, so that one odd device hides no other.
     public func listDevices() throws(DeviceError) -> DeviceListing {
         let udevDevices = try Udev().iioDevices().filter { DeviceNumber(sysname: $0.sysname) != nil }
         guard !udevDevices.isEmpty else { return DeviceListing(devices: [], problems: []) }
-        let context = try Self.makeContext(attempts: 4)
+        let context: IIOContext
+        do {
+            context = try Self.makeContext(attempts: 4)
+        } catch .contextUnavailable(let errno) {
+            return listWithoutLibiio(udevDevices, errno: errno)
+        }
         var devices: [DeviceDescriptor] = []
         var problems: [DeviceError] = []
         for udevDevice in udevDevices {
             do {
                 devices.append(try describe(udevDevice, in: context))
+            } catch {
+                problems.append(error)
+            }
+        }
+        return DeviceListing(devices: devices.sorted { $0.number < $1.number }, problems: problems)
+    }
+
+    /// The devices described from their sysfs files, for when libiio has no context (`errno`).
+    private func listWithoutLibiio(_ udevDevices: [Udev.Device], errno: Int32) -> DeviceListing {
+        var devices: [DeviceDescriptor] = []
+        var problems: [DeviceError] = []
+        for udevDevice in udevDevices {
+            let sysname = udevDevice.sysname
+            let inspector = DeviceInspector(sysfs: sysfs, properties: udevDevice.properties, overrides: overrides)
+            do {
+                let name = try sysfs.read(device: sysname, attribute: "name").get().trimmingWhitespace
+                devices.append(try inspector.describe(
+                    sysname: sysname, name: String(name), channels: SysfsChannel.channels(of: sysname, in: sysfs),
+                    syspath: udevDevice.syspath, triggers: nil, problems: [.describedWithoutLibiio(device: sysname, errno: errno)]))
             } catch {
                 problems.append(error)
             }

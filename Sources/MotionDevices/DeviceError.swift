@@ -29,6 +29,9 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     case kindUnavailable(device: String, kind: String)
     /// Readings beyond what any sensor of the kind can measure were dropped (`count` of them).
     case implausibleReading(device: String, kind: String, count: Int)
+    /// libiio's context of all devices failed (one device it cannot read fails it whole): this
+    /// device was described from its sysfs files and is read polled.
+    case describedWithoutLibiio(device: String, errno: Int32)
 
     public var description: String {
         switch self {
@@ -56,6 +59,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(d): has no \(k)"
         case .implausibleReading(let d, let k, let n):
             "\(d): dropped \(n) \(k) reading\(n == 1 ? "" : "s") beyond what such a sensor can measure"
+        case .describedWithoutLibiio(let d, let e):
+            "\(d): libiio cannot read this machine's IIO devices (\(errnoName(e)): one of them is odd); read polled from sysfs"
         }
     }
 

@@ -13,18 +13,28 @@ struct DeviceInspector {
     var deviceNodeDirectory = "/dev"
 
     func describe(_ device: IIODevice, syspath: String, context: IIOContext) throws(DeviceError) -> DeviceDescriptor {
-        let sysname = device.id
+        try describe(
+            sysname: device.id, name: device.name, channels: device.channels, syspath: syspath,
+            triggers: context.devices.filter(\.isTrigger).map(\.name))
+    }
+
+    /// Describes a device from its channels; `triggers` are the names of the machine's IIO triggers,
+    /// `nil` when libiio could not list them: then the device is read polled.
+    func describe(
+        sysname: String, name: String, channels allChannels: [any ChannelInfo], syspath: String, triggers: [String]?,
+        problems known: [DeviceError] = []
+    ) throws(DeviceError) -> DeviceDescriptor {
         guard let number = DeviceNumber(sysname: sysname) else { throw .noMotionChannels(device: sysname) }
         guard sysfs.deviceExists(sysname) else { throw .deviceVanished(device: sysname) }
-        var problems: [DeviceError] = []
-        let channels = device.channels.filter { !$0.isOutput }
+        var problems = known
+        let channels = allChannels.filter { !$0.isOutput }
         // A label or location that cannot be read is a problem of that attribute, not of the device.
         var label: String? = nil
         switch sysfs.readIfPresent(device: sysname, attribute: "label") {
         case .success(let text): label = text.map { String($0.trimmingWhitespace) }
         case .failure(let error): problems.append(error)
         }
-        let identity = MountMatrixOverride.Identity(name: device.name, label: label, syspath: syspath)
+        let identity = MountMatrixOverride.Identity(name: name, label: label, syspath: syspath)
 
         var sensors: [SensorDescriptor] = []
         for driver in SensorDrivers.all {
@@ -65,17 +75,18 @@ struct DeviceInspector {
             timestampScan = TimestampScan(index: ts.scanIndex, scanType: type)
         }
 
-        let bufferProblem = bufferedCaptureProblem(sysname: sysname, sensors: sensors)
-        if let bufferProblem { problems.append(bufferProblem) }
+        // Without libiio's context there is no buffer to read through: polled, with the reason known.
+        let bufferProblem = triggers == nil ? known.first : bufferedCaptureProblem(sysname: sysname, sensors: sensors)
+        if let bufferProblem, triggers != nil { problems.append(bufferProblem) }
 
         return DeviceDescriptor(
-            number: number, name: device.name, syspath: syspath, label: label,
+            number: number, name: name, syspath: syspath, label: label,
             location: location(label: label, device: sysname, problems: &problems), sensors: sensors,
             availableRates: availableRates, samplingFrequency: samplingFrequency,
             samplingFrequencyAttribute: samplingFrequencyAttribute,
             captureMode: bufferProblem == nil ? .buffered : .polled,
             timestampScan: timestampScan,
-            trigger: trigger(for: device, context: context),
+            trigger: triggers.flatMap { trigger(for: sysname, name: name, triggers: $0) },
             problems: problems)
     }
 
@@ -96,7 +107,7 @@ struct DeviceInspector {
     }
 
     private func sensor(
-        _ driver: any SensorDriver, channels: [IIOChannel], device: String, identity: MountMatrixOverride.Identity,
+        _ driver: any SensorDriver, channels: [any ChannelInfo], device: String, identity: MountMatrixOverride.Identity,
         problems: inout [DeviceError]
     ) throws(DeviceError) -> SensorDescriptor {
         var described: [ChannelDescriptor] = []
@@ -131,7 +142,7 @@ struct DeviceInspector {
     }
 
     private func channel(
-        _ channel: IIOChannel, axis: Axis?, driver: any SensorDriver, device: String, problems: inout [DeviceError]
+        _ channel: any ChannelInfo, axis: Axis?, driver: any SensorDriver, device: String, problems: inout [DeviceError]
     ) throws(DeviceError) -> ChannelDescriptor {
         let valueAttribute: String
         let isProcessed: Bool
@@ -185,7 +196,7 @@ struct DeviceInspector {
     /// in the hundreds).
     static let largestScale = 1e6
 
-    private func number(_ channel: IIOChannel, attribute: String, device: String) throws(DeviceError) -> Double {
+    private func number(_ channel: any ChannelInfo, attribute: String, device: String) throws(DeviceError) -> Double {
         let file = channel.filename(ofAttribute: attribute) ?? attribute
         // Read the file directly rather than through libiio, which drops the last byte of every value.
         let text = try sysfs.read(device: device, attribute: file).get()
@@ -249,7 +260,7 @@ struct DeviceInspector {
         return .display
     }
 
-    private func nearLevel(channel: IIOChannel, device: String) throws(DeviceError) -> Double? {
+    private func nearLevel(channel: any ChannelInfo, device: String) throws(DeviceError) -> Double? {
         if let text = properties["PROXIMITY_NEAR_LEVEL"] {
             guard let v = AttributeParser.number(text), v >= 0 else {
                 throw .attributeMalformed(device: device, attribute: "PROXIMITY_NEAR_LEVEL", value: text, expected: "a number ≥ 0")
@@ -266,16 +277,15 @@ struct DeviceInspector {
 
     /// The trigger for buffered capture: the current one if set, else the device's own
     /// (the kernel names it `<name>-dev<N>`), else none (the device needs none, as HID sensors).
-    private func trigger(for device: IIODevice, context: IIOContext) -> String? {
-        guard sysfs.exists(device: device.id, attribute: "trigger/current_trigger") else { return nil }
-        if case .success(let current) = sysfs.read(device: device.id, attribute: "trigger/current_trigger"),
+    private func trigger(for sysname: String, name: String, triggers: [String]) -> String? {
+        guard sysfs.exists(device: sysname, attribute: "trigger/current_trigger") else { return nil }
+        if case .success(let current) = sysfs.read(device: sysname, attribute: "trigger/current_trigger"),
             !current.trimmingWhitespace.isEmpty
         {
             return String(current.trimmingWhitespace)
         }
-        let triggers = context.devices.filter(\.isTrigger).map(\.name)
-        let number = DeviceNumber(sysname: device.id)?.rawValue ?? -1
-        return triggers.first { $0 == "\(device.name)-dev\(number)" }
-            ?? triggers.first { $0.hasPrefix(device.name) }
+        let number = DeviceNumber(sysname: sysname)?.rawValue ?? -1
+        return triggers.first { $0 == "\(name)-dev\(number)" }
+            ?? triggers.first { $0.hasPrefix(name) }
     }
 }

@@ -48,3 +48,17 @@ extension Syscall {
         retryingInterrupts { unlink(path) }.map { _ in () }
     }
 }
+
+extension Syscall {
+    /// The names in a directory (`opendir`/`readdir`), without `.` and `..`; none if it cannot be read.
+    public static func directoryEntries(_ path: String) -> [String] {
+        guard let stream = opendir(path) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}

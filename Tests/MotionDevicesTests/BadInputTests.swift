@@ -41,6 +41,47 @@ extension Hardware {
             return (try DeviceDiscovery().listDevices(), testbed)
         }
 
+        /// libiio builds one context of all devices, and one attribute it cannot hold (a `name` longer
+        /// than its 1,024-byte buffer: EFBIG) fails the whole context, which used to hide every
+        /// device. The others are described from their sysfs files and read polled; the odd one is
+        /// skipped with its reason.
+        @Test func aDeviceLibiioCannotReadIsSkippedAndTheOthersStay() throws {
+            // The reference: the same devices as libiio describes them, before the odd one comes.
+            let (byLibiio, testbed) = try listing(accelerometer([:]))
+            let odd = "P: /devices/platform/odd/iio:device2\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n"
+            try testbed.add(odd)
+            let listing = try DeviceDiscovery().listDevices()
+            #expect(listing.devices.map(\.number.sysname) == ["iio:device0", "iio:device1"])
+            #expect(listing.problems.map { "\($0)" }.contains { $0.contains("iio:device2") }, "\(listing.problems)")
+            #expect(listing.devices.allSatisfy { $0.captureMode == .polled })
+            #expect(listing.devices.allSatisfy { $0.problems.contains { "\($0)".contains("libiio cannot read") } })
+            #expect(listing.devices.map(\.sensors) == byLibiio.devices.map(\.sensors), "described from sysfs as libiio describes them")
+            // And read without libiio, as the reference is.
+            func firstSample(_ device: DeviceDescriptor) throws -> Vector3? {
+                let capture = try SensorCapture(device: device, kinds: [.accelerometer], rate: 10)
+                let events = EventLog()
+                capture.start(handler: events.append)
+                defer { capture.stop() }
+                try events.waitUntil { $0.samples.count >= 1 }
+                return events.samples.first?.vector
+            }
+            #expect(try firstSample(listing.devices[0]) == firstSample(byLibiio.devices[0]))
+        }
+
+        /// The same, on every fixture machine: the sensors described from sysfs (scan elements, mount
+        /// matrices and all) are those libiio describes.
+        @Test(arguments: ["imu-buffered", "phone", "tablet-accelerometer-magnetometer", "convertible-two-accelerometers", "laptop-hid-accelerometer"])
+        func sysfsDescribesEveryFixtureAsLibiioDoes(fixture: String) throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: fixture)
+            let byLibiio = try DeviceDiscovery().listDevices()
+            try testbed.add("P: /devices/platform/odd/iio:device9\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\n")
+            let bySysfs = try DeviceDiscovery().listDevices()
+            #expect(bySysfs.devices.map(\.number) == byLibiio.devices.map(\.number))
+            #expect(bySysfs.devices.map(\.sensors) == byLibiio.devices.map(\.sensors))
+            #expect(bySysfs.devices.allSatisfy { $0.captureMode == .polled })
+        }
+
         @Test func nonNumericScaleSkipsTheDevice() throws {
             let (listing, _) = try listing(accelerometer(["in_accel_scale": "abc\\n"]))
             #expect(listing.devices.map(\.name) == ["gyr"])
