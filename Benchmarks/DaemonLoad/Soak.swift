@@ -196,12 +196,12 @@ struct Soak {
         }
     }
 
-    /// Asks for STATUS 800 times and reads nothing: more replies than the socket buffer and its queue
+    /// Asks for STATUS 1,000 times and reads nothing: more replies than the socket buffer and its queue
     /// hold together, fewer than the flood limit, so the daemon holds them until the stuck-client
     /// timeout, then lets it go.
     static func neverRead(_ socket: String, _ counters: Counters) throws {
         let connection = try LineConnection(socketPath: socket)
-        try connection.send(raw: Array(String(repeating: #"{"class":"STATUS"}"# + "\n", count: 800).utf8))
+        try connection.send(raw: Array(String(repeating: #"{"class":"STATUS"}"# + "\n", count: 1000).utf8))
         let start = Feeder.now()
         // Closed by the daemon once stuck for its timeout; then the socket reads end-of-file.
         let peerClosed = Int16(0x2000)  // POLLRDHUP (poll(2)), which Glibc's module does not export

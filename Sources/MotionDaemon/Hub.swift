@@ -65,14 +65,9 @@ final class Hub: @unchecked Sendable {
 
     // MARK: Devices
 
-    /// Lists the devices. It blocks (libudev, and libiio reading all of IIO's sysfs), so it is called
-    /// off the event loop, and the result handed to `apply(_:)` on it.
-    static func listDevices(from source: any SensorSource) -> Result<DeviceListing, any Error> {
-        Result { try source.listDevices() }
-    }
-
-    /// Takes a device listing (at start, and when udev reports a change): a running sensor whose
-    /// device went away ends its streams with `ENDED`; one that appeared can be watched at once.
+    /// Takes a device listing (at start, and when udev reports a change), made off the loop: listing
+    /// blocks (libudev, and libiio reading all of IIO's sysfs). A running sensor whose device went
+    /// away ends its streams with `ENDED`; one that appeared can be watched at once.
     func apply(_ listing: Result<DeviceListing, any Error>) {
         eventLoop.preconditionInEventLoop()
         switch listing {

@@ -62,7 +62,7 @@ public final class MotionServer: @unchecked Sendable {
 
     /// Finds the sensors and starts listening (a stale socket file from a crashed run is replaced).
     public func start() throws {
-        let listing = Hub.listDevices(from: hub.source)
+        let listing = Result { try self.hub.source.listDevices() }  // off the loop: it blocks
         try hub.eventLoop.submit { self.hub.apply(listing) }.wait()
         let hub = self.hub
         let bootstrap = ServerBootstrap(group: group)
@@ -110,7 +110,7 @@ public final class MotionServer: @unchecked Sendable {
                 case .success(let change):
                     hub.logger.info("device \(change.action)", metadata: ["device": "\(change.device)"])
                     // Listed here, on the monitor's thread: discovery blocks, the event loop must not.
-                    let listing = Hub.listDevices(from: hub.source)
+                    let listing = Result { try hub.source.listDevices() }  // off the loop: it blocks
                     hub.eventLoop.execute { hub.apply(listing) }
                 case .failure(let error):
                     hub.logger.error("stopped following devices (hot-plug off until restart)", metadata: ["error": "\(error)"])
