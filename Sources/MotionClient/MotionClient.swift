@@ -86,6 +86,8 @@ public final class MotionClient: Sendable {
         case gyroscope(GyroscopeMessage)
         case magnetometer(MagnetometerMessage)
         case proximity(ProximityMessage)
+        /// A `LIGHT` event (protocol 1.2).
+        case light(LightMessage)
         case orientation(OrientationMessage)
         /// A `TILT` event.
         case tilt(TiltMessage)
@@ -219,6 +221,7 @@ public final class Subscription: Sendable {
         case GyroscopeMessage.className: return message(GyroscopeMessage.self).map { .gyroscope($0) }
         case MagnetometerMessage.className: return message(MagnetometerMessage.self).map { .magnetometer($0) }
         case ProximityMessage.className: return message(ProximityMessage.self).map { .proximity($0) }
+        case LightMessage.className: return message(LightMessage.self).map { .light($0) }
         case OrientationMessage.className: return message(OrientationMessage.self).map { .orientation($0) }
         case TiltMessage.className: return message(TiltMessage.self).map { .tilt($0) }
         case HingeMessage.className: return message(HingeMessage.self).map { .hinge($0) }

@@ -8,20 +8,22 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
     case magnetometer
     /// Proximity: a dimensionless raw reading (larger is nearer) and a near/far state.
     case proximity
+    /// Ambient light: illuminance in lux, or the raw reading where the driver gives no scale.
+    case light
 
-    /// Whether samples of this kind carry three axes (`false` for proximity, a scalar).
-    public var isVector: Bool { self != .proximity }
+    /// Whether samples of this kind carry three axes (`false` for proximity and light, scalars).
+    public var isVector: Bool { self != .proximity && self != .light }
 
     /// The largest magnitude a real sensor of this kind reports, in its SI unit (m/s², rad/s, µT):
     /// above it a reading is a glitch (a bus error, a garbage register) and is dropped. Set well
     /// beyond the widest ranges in use: ±200 g accelerometers, ±4000 °/s gyroscopes, magnetometers
-    /// that saturate near 5 mT. Proximity is not bounded.
+    /// that saturate near 5 mT. Proximity and light are not bounded (their units may be the vendor's).
     public var plausibleMagnitude: Double {
         switch self {
         case .accelerometer: 2500
         case .gyroscope: 100
         case .magnetometer: 10_000
-        case .proximity: .infinity
+        case .proximity, .light: .infinity
         }
     }
 }

@@ -42,6 +42,7 @@ struct CapturePlan: Sendable, Hashable {
         case .gyroscope: ([.gyroscope], [])
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])
+        case .light: ([.light], [])
         }
     }
 

@@ -81,6 +81,7 @@ final class Hub: @unchecked Sendable {
             return
         }
         unavailable = CapturePlan.unavailable(on: devices)
+        pipeline.vendorUnitLight = Set(devices.filter { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }.map(\.number))
         for gone in captures.stop(absentFrom: Set(devices.map(\.number))) {
             logger.notice("sensor removed", metadata: ["device": "\(gone.device)"])
             fanout.endStreams(needing: gone.kinds, reason: "\(gone.device) was removed")

@@ -27,6 +27,8 @@ final class MotionPipeline {
     private var fusingMerged = false
     /// The sample (timestamp, period, ns) whose motion is still to be sent.
     private var pendingMotion: (timestamp: Int64, period: Int64)?
+    /// Light sensors whose readings are raw counts, not lux (their driver gives no scale).
+    var vendorUnitLight: Set<DeviceNumber> = []
     /// Magnetic declination, degrees east of true north.
     var declination = 0.0 {
         didSet { fusion?.declination = declination * .pi / 180 }
@@ -150,6 +152,12 @@ final class MotionPipeline {
             let changed = latest.proximity?.near != message.near
             latest.proximity = message
             if changed { fanout.deliverEvent(.proximity, message) }
+        case .light:
+            let unit: LightMessage.Unit = vendorUnitLight.contains(sample.device) ? .vendor : .lux
+            let message = LightMessage(timestamp: t, illuminance: sample.vector.x, unit: unit)
+            let changed = latest.light.map { $0.illuminance != message.illuminance || $0.unit != message.unit } ?? true
+            latest.light = message
+            if changed { fanout.deliverEvent(.light, message) }
         }
         sampleFused()
     }
@@ -167,6 +175,7 @@ final class MotionPipeline {
         case .proximity: latest.proximity
         case .orientation: latest.orientation
         case .tilt: latest.tilt
+        case .light: latest.light
         default: nil
         }
     }
@@ -185,6 +194,7 @@ final class MotionPipeline {
             case .gyroscope: copy(\.gyroscope)
             case .magnetometer: copy(\.magnetometer)
             case .proximity: copy(\.proximity)
+            case .light: copy(\.light)
             case .orientation: copy(\.orientation)
             case .tilt: copy(\.tilt)
             case .hinge: copy(\.hinge)

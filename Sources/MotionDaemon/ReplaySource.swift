@@ -67,7 +67,7 @@ extension SensorKind {
         case .gyroscope: self = .gyroscope
         case .magnetometer: self = .magnetometer
         case .proximity: self = .proximity
-        case .motion, .orientation, .tilt, .hinge: return nil
+        case .motion, .orientation, .tilt, .hinge, .light: return nil
         }
     }
 }

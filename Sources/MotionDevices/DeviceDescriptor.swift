@@ -66,12 +66,17 @@ public struct SensorDescriptor: Sendable, Hashable, Codable {
     /// Proximity only: the raw reading at and above which something is near
     /// (udev `PROXIMITY_NEAR_LEVEL`, else sysfs `in_proximity_nearlevel`); `nil` if neither is given.
     public var nearLevel: Double?
+    /// Light only: `true` when the driver gives no scale, so readings are the raw counts (the
+    /// "vendor" unit), not lux.
+    public var readsVendorUnits: Bool?
 
     /// Creates a sensor description; see the properties for units.
     public init(
         kind: SensorKind, channels: [ChannelDescriptor], mountMatrix: Matrix3 = .identity,
-        mountMatrixSource: String = "identity", deviceFrame: DeviceFrame.Transform = .identity, nearLevel: Double? = nil
+        mountMatrixSource: String = "identity", deviceFrame: DeviceFrame.Transform = .identity, nearLevel: Double? = nil,
+        readsVendorUnits: Bool? = nil
     ) {
+        self.readsVendorUnits = readsVendorUnits
         self.kind = kind
         self.channels = channels
         self.mountMatrix = mountMatrix

@@ -119,7 +119,7 @@ struct DeviceInspector {
                 described.append(try self.channel(channel, axis: axis, driver: driver, device: device, problems: &problems))
             }
         } else {
-            // A proximity device may number its channels (in_proximity0_raw); the first one is used.
+            // A proximity or light device may number its channels (in_proximity0_raw); the first one is used.
             let channel = channels.sorted { $0.id < $1.id }.first!
             described.append(try self.channel(channel, axis: nil, driver: driver, device: device, problems: &problems))
         }
@@ -136,9 +136,13 @@ struct DeviceInspector {
         if driver.kind == .proximity {
             nearLevel = try self.nearLevel(channel: channels.sorted { $0.id < $1.id }.first!, device: device)
         }
+        // Light without a scale is read in raw counts: iio-sensor-proxy calls that unit "vendor".
+        let channel = channels.sorted { $0.id < $1.id }.first!
+        let vendorUnits = driver.kind == .light
+            ? channel.filename(ofAttribute: "input") == nil && channel.filename(ofAttribute: "scale") == nil : nil
         return SensorDescriptor(
             kind: driver.kind, channels: described, mountMatrix: matrix, mountMatrixSource: source,
-            deviceFrame: deviceFrame, nearLevel: nearLevel)
+            deviceFrame: deviceFrame, nearLevel: nearLevel, readsVendorUnits: vendorUnits)
     }
 
     private func channel(
@@ -167,7 +171,7 @@ struct DeviceInspector {
                     throw .attributeMalformed(
                         device: device, attribute: file, value: "\(scale)", expected: "a scale above 0 and at most \(Self.largestScale)")
                 }
-            } else if driver.kind != .proximity {
+            } else if driver.kind != .proximity && driver.kind != .light {
                 throw .missingScale(device: device, channel: channel.id)
             }
             if channel.filename(ofAttribute: "offset") != nil {

@@ -123,7 +123,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         }
     }
 
-    /// Fuses one sample (proximity samples are ignored, and so are samples with a non-finite
+    /// Fuses one sample (proximity and light samples are ignored, and so are samples with a non-finite
     /// component, which would poison the filters' state for good). Allocates nothing.
     public mutating func update(_ sample: SensorSample) {
         guard sample.vector.x.isFinite && sample.vector.y.isFinite && sample.vector.z.isFinite else { return }
@@ -160,7 +160,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             }
             filter.update(magnetometer: magneticField, timestamp: sample.timestamp)
             if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
-        case .proximity:
+        case .proximity, .light:
             break
         }
     }

@@ -214,6 +214,24 @@ public struct ProximityMessage: ServerMessage {
     }
 }
 
+/// `LIGHT`: ambient light (protocol 1.2).
+public struct LightMessage: ServerMessage {
+    public static let className = "LIGHT"
+    /// `lux`, or `vendor` where the driver gives no scale (the raw reading, comparable only with itself).
+    public enum Unit: String, Codable, Sendable, Hashable {
+        case lux, vendor
+    }
+    public var timestamp: Int64
+    /// In `unit`.
+    public var illuminance: Double
+    public var unit: Unit
+    public init(timestamp: Int64, illuminance: Double, unit: Unit) {
+        self.timestamp = timestamp
+        self.illuminance = illuminance
+        self.unit = unit
+    }
+}
+
 /// `ORIENTATION`: the screen orientation.
 public struct OrientationMessage: ServerMessage {
     public static let className = "ORIENTATION"
@@ -281,6 +299,7 @@ public struct Snapshot: ServerMessage {
     public var gyroscope: GyroscopeMessage?
     public var magnetometer: MagnetometerMessage?
     public var proximity: ProximityMessage?
+    public var light: LightMessage?
     public var orientation: OrientationMessage?
     public var tilt: TiltMessage?
     public var hinge: HingeMessage?

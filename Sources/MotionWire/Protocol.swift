@@ -5,7 +5,7 @@ public enum ProtocolVersion {
     /// Incompatible changes change the major version.
     public static let major = 1
     /// Additions change the minor version.
-    public static let minor = 1
+    public static let minor = 2
     /// The longest request line the daemon reads, bytes, `\n` included.
     public static let maximumLineLength = 4096
 }
@@ -22,6 +22,8 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case magnetometer
     /// Near/far events.
     case proximity
+    /// Ambient light events (protocol 1.2).
+    case light
     /// Screen orientation events.
     case orientation
     /// Screen tilt events.
@@ -30,7 +32,7 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case hinge
 
     /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
-    public var isEventStream: Bool { self == .proximity || self == .orientation || self == .tilt }
+    public var isEventStream: Bool { self == .proximity || self == .light || self == .orientation || self == .tilt }
 }
 
 /// A request's `id`: any JSON number or string, copied into the reply.

@@ -8,6 +8,7 @@ struct MotionView {
     var gyroscope: GyroscopeMessage?
     var magnetometer: MagnetometerMessage?
     var proximity: ProximityMessage?
+    var light: LightMessage?
     var orientation: OrientationMessage?
     var tilt: TiltMessage?
     var hinge: HingeMessage?
@@ -21,6 +22,7 @@ struct MotionView {
         gyroscope = snapshot.gyroscope ?? gyroscope
         magnetometer = snapshot.magnetometer ?? magnetometer
         proximity = snapshot.proximity ?? proximity
+        light = snapshot.light ?? light
         orientation = snapshot.orientation ?? orientation
         tilt = snapshot.tilt ?? tilt
         hinge = snapshot.hinge ?? hinge
@@ -37,6 +39,7 @@ struct MotionView {
         case .gyroscope(let m): gyroscope = m
         case .magnetometer(let m): magnetometer = m
         case .proximity(let m): proximity = m
+        case .light(let m): light = m
         case .orientation(let m): orientation = m
         case .tilt(let m): tilt = m
         case .hinge(let m): hinge = m
@@ -83,6 +86,7 @@ struct MotionView {
         if let m = gyroscope { lines.append("gyroscope       \(vector(m.rotationRate)) rad/s") }
         if let m = magnetometer { lines.append("magnetometer    \(vector(m.magneticField, 1)) µT") }
         if let m = proximity { lines.append("proximity       \(m.near ? "near" : "far") (\(m.value.formatted(digits: 1)))") }
+        if let m = light { lines.append("light           \(m.illuminance.formatted(digits: 1)) \(m.unit.rawValue)") }
         if let m = orientation { lines.append("orientation     \(m.orientation.rawValue)") }
         if let m = tilt { lines.append("tilt            \(m.tilt.rawValue)") }
         if let m = hinge { lines.append(String(format: "hinge           %.1f°   ", m.angle) + m.mode.rawValue) }

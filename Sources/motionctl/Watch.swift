@@ -5,7 +5,7 @@ import MotionClient
 /// `motionctl watch`: the values, live.
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show attitude, gravity, user acceleration, rotation rate, magnetic field, proximity and orientation live.",
+        abstract: "Show attitude, gravity, user acceleration, rotation rate, magnetic field, proximity, light and orientation live.",
         discussion: "In a terminal the view is redrawn in place; piped, or with --json, one line per update.")
 
     @OptionGroup var connection: ConnectionOptions
@@ -16,7 +16,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "The attitude's reference frame: xArbitraryZVertical, xArbitraryCorrectedZVertical, xMagneticNorthZVertical, xTrueNorthZVertical.")
     var frame: AttitudeReferenceFrame = .xArbitraryZVertical
 
-    @Option(name: .customLong("stream"), help: "A stream to watch (repeat for more; default: motion, proximity and orientation, those the machine has).")
+    @Option(name: .customLong("stream"), help: "A stream to watch (repeat for more; default: motion, proximity, light and orientation, those the machine has).")
     var streams: [StreamKind] = []
 
     @Flag(help: "Print each update as one JSON line.")
@@ -36,6 +36,7 @@ struct Watch: AsyncParsableCommand {
             let locations = Set(devices.filter { $0.kinds.contains(.accelerometer) }.compactMap(\.location))
             if locations.isSuperset(of: ["display", "base"]) { streams.append(.hinge) }
             if kinds.contains(.proximity) { streams.append(.proximity) }
+            if kinds.contains(.light) { streams.append(.light) }
             guard !streams.isEmpty else {
                 FileHandle.standardError.write(Data("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n".utf8))
                 throw ExitCode(ExitStatus.failure)
@@ -82,6 +83,7 @@ struct Watch: AsyncParsableCommand {
         case .gyroscope(let m): motionctl.json(m)
         case .magnetometer(let m): motionctl.json(m)
         case .proximity(let m): motionctl.json(m)
+        case .light(let m): motionctl.json(m)
         case .orientation(let m): motionctl.json(m)
         case .tilt(let m): motionctl.json(m)
         case .hinge(let m): motionctl.json(m)

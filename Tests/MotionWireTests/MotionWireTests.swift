@@ -176,7 +176,7 @@ extension LineFramerTests {
             "VERSION": Version.self, "WATCHING": Watching.self, "ERROR": ErrorReply.self, "SNAPSHOT": Snapshot.self,
             "DEVICES": DevicesReply.self, "STATUS": StatusReply.self, "MOTION": MotionMessage.self,
             "ACCELEROMETER": AccelerometerMessage.self, "GYROSCOPE": GyroscopeMessage.self,
-            "MAGNETOMETER": MagnetometerMessage.self, "PROXIMITY": ProximityMessage.self,
+            "MAGNETOMETER": MagnetometerMessage.self, "PROXIMITY": ProximityMessage.self, "LIGHT": LightMessage.self,
             "ORIENTATION": OrientationMessage.self, "TILT": TiltMessage.self, "HINGE": HingeMessage.self, "DROPPED": Dropped.self, "ENDED": Ended.self,
         ]
         var checked = 0
