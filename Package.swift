@@ -29,7 +29,7 @@ let package = Package(
         .target(
             name: "MotionDaemon",
             dependencies: [
-                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem",
+                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem", "CSDBus",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -41,6 +41,9 @@ let package = Package(
         .systemLibrary(
             name: "CLibUdev", pkgConfig: "libudev",
             providers: [.apt(["libudev-dev"])]),
+        .systemLibrary(
+            name: "CSDBus", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
         // The one syscall layer: thin typed wrappers on swift-system.
         .target(name: "MotionSystem", dependencies: [.product(name: "SystemPackage", package: "swift-system")]),

@@ -1,0 +1,222 @@
+import CSDBus
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// iio-sensor-proxy's D-Bus interface (docs/dbus.md) on a bus, served by sd-bus from a thread of its
+/// own. This first part answers `Introspect`, the properties (`Get`, `GetAll`) and the claim methods;
+/// claims, `PropertiesChanged` and the compass object come next.
+final class SensorProxyService: Sendable {
+    static let busName = "net.hadess.SensorProxy"
+    static let objectPath = "/net/hadess/SensorProxy"
+    static let interface = "net.hadess.SensorProxy"
+
+    /// The values of the interface's properties.
+    struct Properties: Sendable, Equatable {
+        var hasAccelerometer = false
+        var accelerometerOrientation = "undefined"
+        var accelerometerTilt = "vertical"
+        var hasAmbientLight = false
+        var lightLevelUnit = "lux"
+        var lightLevel = 0.0
+        var hasProximity = false
+        var proximityNear = false
+    }
+
+    /// What went wrong with the bus, and where.
+    struct BusError: Error, CustomStringConvertible {
+        var operation: String
+        var code: Int32
+        var description: String { "sd-bus: \(operation) failed (\(String(cString: strerror(code))))" }
+    }
+
+    /// Upstream's introspection of the main object, member for member (docs/dbus.md).
+    static let introspection = """
+        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+        "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+        <node>
+          <interface name="net.hadess.SensorProxy">
+            <property name="HasAccelerometer" type="b" access="read"/>
+            <property name="AccelerometerOrientation" type="s" access="read"/>
+            <property name="AccelerometerTilt" type="s" access="read"/>
+            <property name="HasAmbientLight" type="b" access="read"/>
+            <property name="LightLevelUnit" type="s" access="read"/>
+            <property name="LightLevel" type="d" access="read"/>
+            <property name="HasProximity" type="b" access="read"/>
+            <property name="ProximityNear" type="b" access="read"/>
+            <method name="ClaimAccelerometer"/>
+            <method name="ReleaseAccelerometer"/>
+            <method name="ClaimLight"/>
+            <method name="ReleaseLight"/>
+            <method name="ClaimProximity"/>
+            <method name="ReleaseProximity"/>
+          </interface>
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect"><arg name="xml_data" type="s" direction="out"/></method>
+          </interface>
+          <interface name="org.freedesktop.DBus.Properties">
+            <method name="Get">
+              <arg name="interface_name" type="s" direction="in"/><arg name="property_name" type="s" direction="in"/>
+              <arg name="value" type="v" direction="out"/>
+            </method>
+            <method name="GetAll">
+              <arg name="interface_name" type="s" direction="in"/><arg name="properties" type="a{sv}" direction="out"/>
+            </method>
+          </interface>
+          <node name="Compass"/>
+        </node>
+        """
+
+    private let properties = Mutex(Properties())
+    private let stopRequested = Atomic<Bool>(false)
+    /// The connection; used by the service's thread only once `start` has run.
+    private nonisolated(unsafe) let bus: OpaquePointer
+
+    /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus,
+    /// and takes the name `net.hadess.SensorProxy`.
+    init(address: String? = nil) throws(BusError) {
+        var connection: OpaquePointer?
+        if let address {
+            try Self.check("sd_bus_new") { sd_bus_new(&connection) }
+            try Self.check("sd_bus_set_address") { sd_bus_set_address(connection, address) }
+            try Self.check("sd_bus_set_bus_client") { sd_bus_set_bus_client(connection, 1) }
+            try Self.check("sd_bus_start") { sd_bus_start(connection) }
+        } else {
+            try Self.check("sd_bus_open_system") { sd_bus_open_system(&connection) }
+        }
+        bus = connection!
+        let handler: sd_bus_message_handler_t = { message, userdata, _ in
+            Unmanaged<SensorProxyService>.fromOpaque(userdata!).takeUnretainedValue().handle(message!)
+        }
+        try Self.check("sd_bus_add_object") {
+            sd_bus_add_object(bus, nil, Self.objectPath, handler, Unmanaged.passUnretained(self).toOpaque())
+        }
+        try Self.check("sd_bus_request_name") { sd_bus_request_name(bus, Self.busName, 0) }
+    }
+
+    deinit { sd_bus_flush_close_unref(bus) }
+
+    /// Sets the properties' values.
+    func publish(_ values: Properties) {
+        properties.withLock { $0 = values }
+    }
+
+    /// Serves the bus on a thread of its own until `stop`.
+    func start() {
+        let thread = Thread { [self] in
+            while !stopRequested.load(ordering: .relaxed) {
+                // Everything queued, then wait for more (or for a stop, checked every 100 ms).
+                while sd_bus_process(bus, nil) > 0 {}
+                _ = sd_bus_wait(bus, 100_000)
+            }
+        }
+        thread.name = "D-Bus"
+        thread.start()
+    }
+
+    func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+    }
+
+    private static func check(_ operation: String, _ call: () -> Int32) throws(BusError) {
+        let result = call()
+        if result < 0 { throw BusError(operation: operation, code: -result) }
+    }
+
+    // MARK: Calls
+
+    /// Answers one call to the object; 0 leaves it to sd-bus (an unknown method error).
+    private func handle(_ message: OpaquePointer) -> Int32 {
+        guard let interface = sd_bus_message_get_interface(message).map({ String(cString: $0) }),
+            let member = sd_bus_message_get_member(message).map({ String(cString: $0) })
+        else { return 0 }
+        switch (interface, member) {
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+            return reply(to: message) { reply in appendString(reply, Self.introspection) }
+        case ("org.freedesktop.DBus.Properties", "Get"):
+            guard readString(message) == Self.interface, let name = readString(message) else { return 0 }
+            let values = properties.withLock { $0 }
+            return reply(to: message) { reply in append(property: name, of: values, to: reply) }
+        case ("org.freedesktop.DBus.Properties", "GetAll"):
+            guard readString(message) == Self.interface else { return 0 }
+            let values = properties.withLock { $0 }
+            return reply(to: message) { reply in
+                sd_bus_message_open_container(reply, CChar(UInt8(ascii: "a")), "{sv}")
+                for name in Self.propertyNames {
+                    sd_bus_message_open_container(reply, CChar(UInt8(ascii: "e")), "sv")
+                    appendString(reply, name)
+                    append(property: name, of: values, to: reply)
+                    sd_bus_message_close_container(reply)
+                }
+                sd_bus_message_close_container(reply)
+            }
+        case (Self.interface, let method) where Self.methodNames.contains(method):
+            return reply(to: message) { _ in }
+        default:
+            return 0
+        }
+    }
+
+    private static let propertyNames = [
+        "HasAccelerometer", "AccelerometerOrientation", "AccelerometerTilt", "HasAmbientLight", "LightLevelUnit", "LightLevel",
+        "HasProximity", "ProximityNear",
+    ]
+    private static let methodNames: Set<String> = [
+        "ClaimAccelerometer", "ReleaseAccelerometer", "ClaimLight", "ReleaseLight", "ClaimProximity", "ReleaseProximity",
+    ]
+
+    /// Sends a method return whose body `fill` appends; 1: handled.
+    private func reply(to call: OpaquePointer, _ fill: (OpaquePointer) -> Void) -> Int32 {
+        var reply: OpaquePointer?
+        guard sd_bus_message_new_method_return(call, &reply) >= 0, let reply else { return -ENOMEM }
+        defer { sd_bus_message_unref(reply) }
+        fill(reply)
+        return sd_bus_send(bus, reply, nil) < 0 ? -EIO : 1
+    }
+
+    /// A property's value as a variant.
+    private func append(property name: String, of values: Properties, to reply: OpaquePointer) {
+        switch name {
+        case "HasAccelerometer": appendBoolean(reply, values.hasAccelerometer)
+        case "AccelerometerOrientation": appendVariantString(reply, values.accelerometerOrientation)
+        case "AccelerometerTilt": appendVariantString(reply, values.accelerometerTilt)
+        case "HasAmbientLight": appendBoolean(reply, values.hasAmbientLight)
+        case "LightLevelUnit": appendVariantString(reply, values.lightLevelUnit)
+        case "LightLevel":
+            sd_bus_message_open_container(reply, CChar(UInt8(ascii: "v")), "d")
+            var value = values.lightLevel
+            sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "d")), &value)
+            sd_bus_message_close_container(reply)
+        case "HasProximity": appendBoolean(reply, values.hasProximity)
+        case "ProximityNear": appendBoolean(reply, values.proximityNear)
+        default: break
+        }
+    }
+}
+
+private func appendString(_ message: OpaquePointer, _ text: String) {
+    _ = text.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+}
+
+private func appendVariantString(_ message: OpaquePointer, _ text: String) {
+    sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), "s")
+    appendString(message, text)
+    sd_bus_message_close_container(message)
+}
+
+private func appendBoolean(_ message: OpaquePointer, _ value: Bool) {
+    sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), "b")
+    var flag: Int32 = value ? 1 : 0  // D-Bus booleans are 32 bits
+    sd_bus_message_append_basic(message, CChar(UInt8(ascii: "b")), &flag)
+    sd_bus_message_close_container(message)
+}
+
+/// The next string argument of a message, if it has one.
+private func readString(_ message: OpaquePointer) -> String? {
+    var text: UnsafePointer<CChar>?
+    guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &text) > 0, let text else { return nil }
+    return String(cString: text)
+}
