@@ -7,8 +7,8 @@ import Glibc
 #endif
 
 /// iio-sensor-proxy's D-Bus interface (docs/dbus.md) on a bus, served by sd-bus from a thread of its
-/// own. This first part answers `Introspect`, the properties (`Get`, `GetAll`) and the claim methods;
-/// claims, `PropertiesChanged` and the compass object come next.
+/// own. So far it answers `Introspect`, the properties (`Get`, `GetAll`) and the claim methods, and
+/// counts claims per sender; `PropertiesChanged` and the compass object come next.
 final class SensorProxyService: Sendable {
     static let busName = "net.hadess.SensorProxy"
     static let objectPath = "/net/hadess/SensorProxy"
@@ -71,13 +71,17 @@ final class SensorProxyService: Sendable {
         """
 
     private let properties = Mutex(Properties())
+    private let claims = Mutex(ClaimBook())
+    /// Told when a sensor's first claim comes (`true`) and its last goes (`false`), on the bus's thread.
+    private let demand: @Sendable (ClaimBook.Sensor, Bool) -> Void
     private let stopRequested = Atomic<Bool>(false)
     /// The connection; used by the service's thread only once `start` has run.
     private nonisolated(unsafe) let bus: OpaquePointer
 
     /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus,
     /// and takes the name `net.hadess.SensorProxy`.
-    init(address: String? = nil) throws(BusError) {
+    init(address: String? = nil, demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }) throws(BusError) {
+        self.demand = demand
         var connection: OpaquePointer?
         if let address {
             try Self.check("sd_bus_new") { sd_bus_new(&connection) }
@@ -94,10 +98,24 @@ final class SensorProxyService: Sendable {
         try Self.check("sd_bus_add_object") {
             sd_bus_add_object(bus, nil, Self.objectPath, handler, Unmanaged.passUnretained(self).toOpaque())
         }
+        // A claimant that leaves the bus (exits, crashes) releases what it claimed.
+        let ownerChanged: sd_bus_message_handler_t = { message, userdata, _ in
+            Unmanaged<SensorProxyService>.fromOpaque(userdata!).takeUnretainedValue().nameOwnerChanged(message!)
+        }
+        try Self.check("sd_bus_add_match") {
+            sd_bus_add_match(
+                bus, nil, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'",
+                ownerChanged, Unmanaged.passUnretained(self).toOpaque())
+        }
         try Self.check("sd_bus_request_name") { sd_bus_request_name(bus, Self.busName, 0) }
     }
 
     deinit { sd_bus_flush_close_unref(bus) }
+
+    /// The senders (unique bus names) that hold a claim on `sensor`.
+    func claimants(of sensor: ClaimBook.Sensor) -> Set<String> {
+        claims.withLock { $0.claimants(of: sensor) }
+    }
 
     /// Sets the properties' values.
     func publish(_ values: Properties) {
@@ -154,10 +172,24 @@ final class SensorProxyService: Sendable {
                 sd_bus_message_close_container(reply)
             }
         case (Self.interface, let method) where Self.methodNames.contains(method):
+            guard let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) }) else { return 0 }
+            let claiming = method.hasPrefix("Claim")
+            let sensor: ClaimBook.Sensor = method.hasSuffix("Accelerometer") ? .accelerometer : method.hasSuffix("Light") ? .light : .proximity
+            let changed = claims.withLock { claiming ? $0.claim(sensor, by: sender) : $0.release(sensor, by: sender) }
+            if changed { demand(sensor, claiming) }
             return reply(to: message) { _ in }
         default:
             return 0
         }
+    }
+
+    /// `NameOwnerChanged(name, old, new)`: a unique name with no new owner has left the bus.
+    private func nameOwnerChanged(_ message: OpaquePointer) -> Int32 {
+        guard let name = readString(message), let old = readString(message), let new = readString(message),
+            name.hasPrefix(":"), name == old, new.isEmpty
+        else { return 0 }
+        for sensor in claims.withLock({ $0.remove(name) }) { demand(sensor, false) }
+        return 0
     }
 
     private static let propertyNames = [

@@ -1,4 +1,5 @@
 import Foundation
+import MotionClient
 import MotionCore
 import MotionWire
 import TestSupport
@@ -139,7 +140,12 @@ final class PrivateSystemBus {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         process.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"]
         try process.run()
-        try waitUntil(seconds: 10) { FileManager.default.fileExists(atPath: socket) }
+        // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
+        try waitUntil(seconds: 10) {
+            guard let fd = try? UnixSocket.connect(to: socket) else { return false }
+            close(fd)
+            return true
+        }
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import MotionDaemon
@@ -27,6 +28,36 @@ import Testing
         #expect(one.trimmingCharacters(in: .whitespacesAndNewlines) == "(<'lux'>,)")
         let claimed = try bus.gdbus(["call"] + Self.object + ["--method", "net.hadess.SensorProxy.ClaimAccelerometer"])
         #expect(claimed.trimmingCharacters(in: .whitespacesAndNewlines) == "()")
+    }
+
+    /// Debian's unmodified `monitor-sensor` claims the sensors; its claims are counted under its bus
+    /// name, and released when it is killed (it never releases them itself), as upstream's are.
+    @Test func aClaimantThatLeavesTheBusReleasesItsClaim() throws {
+        let bus = try PrivateSystemBus()
+        let demands = Mutex<[String]>([])
+        let service = try SensorProxyService(address: bus.address) { sensor, on in
+            demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
+        }
+        var values = SensorProxyService.Properties()
+        values.hasAccelerometer = true
+        service.publish(values)
+        service.start()
+        defer { service.stop() }
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/monitor-sensor")
+        monitor.environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        monitor.standardOutput = FileHandle.nullDevice
+        try monitor.run()
+        // monitor-sensor claims every sensor, present or not, as upstream allows.
+        let sensors: [ClaimBook.Sensor] = [.accelerometer, .light, .proximity]
+        try waitUntil { sensors.allSatisfy { service.claimants(of: $0).count == 1 } }
+        kill(monitor.processIdentifier, SIGKILL)
+        monitor.waitUntilExit()
+        try waitUntil { sensors.allSatisfy { service.claimants(of: $0).isEmpty } }
+        let seen = demands.withLock { $0 }
+        #expect(Set(seen.prefix(3)) == ["accelerometer on", "light on", "proximity on"], "\(seen)")
+        #expect(Set(seen.dropFirst(3)) == ["accelerometer off", "light off", "proximity off"], "\(seen)")
+        #expect(seen.count == 6)
     }
 
     /// `gdbus introspect` lists upstream's members (Debian 12's iio-sensor-proxy 3.0 reference, and
