@@ -1,5 +1,6 @@
 import CSDBus
 import Foundation
+import MotionSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -71,6 +72,10 @@ final class SensorProxyService: Sendable {
         """
 
     private let properties = Mutex(Properties())
+    /// The values last told to the claimants (the bus thread's own).
+    private nonisolated(unsafe) var announced = Properties()
+    /// Wakes the bus thread to announce new values: sd-bus is not to be used from two threads.
+    private let wake: (read: Int32, write: Int32)
     private let claims = Mutex(ClaimBook())
     /// Told when a sensor's first claim comes (`true`) and its last goes (`false`), on the bus's thread.
     private let demand: @Sendable (ClaimBook.Sensor, Bool) -> Void
@@ -82,6 +87,8 @@ final class SensorProxyService: Sendable {
     /// and takes the name `net.hadess.SensorProxy`.
     init(address: String? = nil, demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }) throws(BusError) {
         self.demand = demand
+        guard case .success(let ends) = Syscall.makeWakePipe() else { throw BusError(operation: "pipe", code: currentErrno()) }
+        wake = (ends.0, ends.1)
         var connection: OpaquePointer?
         if let address {
             try Self.check("sd_bus_new") { sd_bus_new(&connection) }
@@ -110,25 +117,35 @@ final class SensorProxyService: Sendable {
         try Self.check("sd_bus_request_name") { sd_bus_request_name(bus, Self.busName, 0) }
     }
 
-    deinit { sd_bus_flush_close_unref(bus) }
+    deinit {
+        sd_bus_flush_close_unref(bus)
+        Syscall.close(wake.read)
+        Syscall.close(wake.write)
+    }
 
     /// The senders (unique bus names) that hold a claim on `sensor`.
     func claimants(of sensor: ClaimBook.Sensor) -> Set<String> {
         claims.withLock { $0.claimants(of: sensor) }
     }
 
-    /// Sets the properties' values.
+    /// Sets the properties' values; the bus thread tells the claimants what changed.
     func publish(_ values: Properties) {
         properties.withLock { $0 = values }
+        Syscall.wake(wake.write)
     }
 
     /// Serves the bus on a thread of its own until `stop`.
     func start() {
         let thread = Thread { [self] in
+            announced = properties.withLock { $0 }
             while !stopRequested.load(ordering: .relaxed) {
-                // Everything queued, then wait for more (or for a stop, checked every 100 ms).
+                // Everything queued, then wait for the bus or a wake (a stop is seen within 100 ms).
                 while sd_bus_process(bus, nil) > 0 {}
-                _ = sd_bus_wait(bus, 100_000)
+                if case .success((_, true)) = Syscall.waitReadable(sd_bus_get_fd(bus), wake.read, timeoutMilliseconds: 100) {
+                    var drain = [UInt8](repeating: 0, count: 64)
+                    _ = drain.withUnsafeMutableBytes { Syscall.read(wake.read, into: $0) }
+                    announceChanges()
+                }
             }
         }
         thread.name = "D-Bus"
@@ -137,6 +154,61 @@ final class SensorProxyService: Sendable {
 
     func stop() {
         stopRequested.store(true, ordering: .relaxed)
+    }
+
+    /// Sends `PropertiesChanged` for what changed since the last announcement: a sensor's values to
+    /// the senders that claimed it (each its own signal), the `Has…` properties to everyone.
+    private func announceChanges() {
+        let now = properties.withLock { $0 }
+        defer { announced = now }
+        let groups: [(ClaimBook.Sensor?, [String])] = [
+            (nil, ["HasAccelerometer", "HasAmbientLight", "HasProximity"]),
+            (.accelerometer, ["AccelerometerOrientation", "AccelerometerTilt"]),
+            (.light, ["LightLevelUnit", "LightLevel"]),
+            (.proximity, ["ProximityNear"]),
+        ]
+        for (sensor, names) in groups {
+            let changed = names.filter { Self.value(of: $0, in: now) != Self.value(of: $0, in: announced) }
+            guard !changed.isEmpty else { continue }
+            let destinations: [String?] = sensor.map { sensor in claims.withLock { $0.claimants(of: sensor) }.sorted() } ?? [nil]
+            for destination in destinations { sendPropertiesChanged(changed, of: now, to: destination) }
+        }
+    }
+
+    private func sendPropertiesChanged(_ names: [String], of values: Properties, to destination: String?) {
+        var signal: OpaquePointer?
+        guard sd_bus_message_new_signal(bus, &signal, Self.objectPath, "org.freedesktop.DBus.Properties", "PropertiesChanged") >= 0,
+            let signal
+        else { return }
+        defer { sd_bus_message_unref(signal) }
+        if let destination { sd_bus_message_set_destination(signal, destination) }
+        appendString(signal, Self.interface)
+        sd_bus_message_open_container(signal, CChar(UInt8(ascii: "a")), "{sv}")
+        for name in names {
+            sd_bus_message_open_container(signal, CChar(UInt8(ascii: "e")), "sv")
+            appendString(signal, name)
+            append(property: name, of: values, to: signal)
+            sd_bus_message_close_container(signal)
+        }
+        sd_bus_message_close_container(signal)
+        sd_bus_message_open_container(signal, CChar(UInt8(ascii: "a")), "s")  // no invalidated properties
+        sd_bus_message_close_container(signal)
+        sd_bus_send(bus, signal, nil)
+    }
+
+    /// A property's value, to compare two sets of values.
+    private static func value(of name: String, in values: Properties) -> String {
+        switch name {
+        case "HasAccelerometer": "\(values.hasAccelerometer)"
+        case "AccelerometerOrientation": values.accelerometerOrientation
+        case "AccelerometerTilt": values.accelerometerTilt
+        case "HasAmbientLight": "\(values.hasAmbientLight)"
+        case "LightLevelUnit": values.lightLevelUnit
+        case "LightLevel": "\(values.lightLevel)"
+        case "HasProximity": "\(values.hasProximity)"
+        case "ProximityNear": "\(values.proximityNear)"
+        default: ""
+        }
     }
 
     private static func check(_ operation: String, _ call: () -> Int32) throws(BusError) {

@@ -160,10 +160,11 @@ final class Peer {
     private let process = Process()
     private let outputPath: String
 
-    init(_ executable: String, bus: PrivateSystemBus) throws {
+    init(_ executable: String, arguments: [String] = [], bus: PrivateSystemBus) throws {
         outputPath = bus.directory + "/" + URL(fileURLWithPath: executable).lastPathComponent + ".out"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { _, new in new }
         let file = FileHandle(forWritingAtPath: outputPath)
         process.standardOutput = file

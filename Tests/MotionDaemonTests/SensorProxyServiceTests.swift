@@ -9,15 +9,24 @@ import Testing
 @Suite(.serialized) struct SensorProxyServiceTests {
     static let object = ["--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy"]
 
+    /// A service on `bus` serving `values`, started.
+    static func serving(
+        _ values: SensorProxyService.Properties, on bus: PrivateSystemBus,
+        demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
+    ) throws -> SensorProxyService {
+        let service = try SensorProxyService(address: bus.address, demand: demand)
+        service.publish(values)
+        service.start()
+        return service
+    }
+
     @Test func gdbusReadsThePropertiesUpstreamDefines() throws {
         let bus = try PrivateSystemBus()
-        let service = try SensorProxyService(address: bus.address)
         var values = SensorProxyService.Properties()
         values.hasAccelerometer = true
         values.accelerometerOrientation = "left-up"
         values.lightLevel = 312.5
-        service.publish(values)
-        service.start()
+        let service = try Self.serving(values, on: bus)
         defer { service.stop() }
         let all = try bus.gdbus(["call"] + Self.object + ["--method", "org.freedesktop.DBus.Properties.GetAll", "net.hadess.SensorProxy"])
         #expect(all.contains("'HasAccelerometer': <true>"), "\(all)")
@@ -35,13 +44,11 @@ import Testing
     @Test func aClaimantThatLeavesTheBusReleasesItsClaim() throws {
         let bus = try PrivateSystemBus()
         let demands = Mutex<[String]>([])
-        let service = try SensorProxyService(address: bus.address) { sensor, on in
-            demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
-        }
         var values = SensorProxyService.Properties()
         values.hasAccelerometer = true
-        service.publish(values)
-        service.start()
+        let service = try Self.serving(values, on: bus) { sensor, on in
+            demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
+        }
         defer { service.stop() }
         let monitor = Process()
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/monitor-sensor")
@@ -60,12 +67,37 @@ import Testing
         #expect(seen.count == 6)
     }
 
+    /// A change reaches the clients that claimed the sensor, as `PropertiesChanged` sent to each (Debian's
+    /// monitor-sensor prints it, as it does iio-sensor-proxy's), and no other client.
+    @Test func aClaimantHearsEachChangeOfItsSensor() throws {
+        let bus = try PrivateSystemBus()
+        var values = SensorProxyService.Properties()
+        values.hasAccelerometer = true
+        values.accelerometerOrientation = "normal"
+        let service = try Self.serving(values, on: bus)
+        defer { service.stop() }
+        // A listener that claims nothing: it must hear what everyone hears (a `Has…` change), and
+        // nothing of the accelerometer's values.
+        let listener = try Peer("/usr/bin/gdbus", arguments: ["monitor", "--system", "--dest", SensorProxyService.busName], bus: bus)
+        try waitUntil { listener.output.contains("is owned by") }
+        let monitor = try Peer("/usr/bin/monitor-sensor", bus: bus)
+        try waitUntil { service.claimants(of: .accelerometer).count == 1 }
+        for orientation in ["left-up", "bottom-up", "right-up"] {
+            values.accelerometerOrientation = orientation
+            service.publish(values)
+            try waitUntil { monitor.output.contains("Accelerometer orientation changed: \(orientation)") }
+        }
+        values.hasProximity = true
+        service.publish(values)
+        try waitUntil { listener.output.contains("HasProximity") }
+        #expect(!listener.output.contains("AccelerometerOrientation"), "\(listener.output)")
+    }
+
     /// `gdbus introspect` lists upstream's members (Debian 12's iio-sensor-proxy 3.0 reference, and
     /// `AccelerometerTilt` from 3.6), each with its type.
     @Test func introspectionListsUpstreamsMembers() throws {
         let bus = try PrivateSystemBus()
-        let service = try SensorProxyService(address: bus.address)
-        service.start()
+        let service = try Self.serving(SensorProxyService.Properties(), on: bus)
         defer { service.stop() }
         let text = try bus.gdbus(["introspect"] + Self.object)
         for member in [
