@@ -165,7 +165,7 @@ final class CaptureManager: @unchecked Sendable {
         running.removeAll()
         let deadline = Syscall.monotonicNanoseconds() + 5_000_000_000
         while stopsUnderWay.load(ordering: .acquiring) > 0 && Syscall.monotonicNanoseconds() < deadline {
-            Syscall.sleep(untilMonotonic: Syscall.monotonicNanoseconds() + 1_000_000)
+            Syscall.sleep(nanoseconds: 1_000_000)
         }
     }
 }

@@ -27,6 +27,9 @@ final class Hub: @unchecked Sendable {
     private(set) var devices: [DeviceDescriptor] = []
     /// What `devices` cannot give, for STATUS (worked out when they change, not per request).
     private var unavailable: StatusReply.Unavailable?
+    /// Set by `stopAll`: nothing opens a sensor again (a stop finishing off the loop, or a client
+    /// still connected, would otherwise replan during shutdown).
+    private var stopped = false
 
     /// Where the sensors come from.
     var source: any SensorSource { captures.source }
@@ -207,6 +210,7 @@ final class Hub: @unchecked Sendable {
 
     /// Opens, closes and re-opens captures so that exactly what is watched (or polled) runs.
     private func replan() {
+        guard !stopped else { return }
         let demands = fanout.demands + polls.demands()
         let plan = CapturePlan(demands: demands, devices: devices)
         captures.follow(plan, on: devices)
@@ -246,6 +250,7 @@ final class Hub: @unchecked Sendable {
     /// Stops every capture and saves the calibration (at shutdown).
     func stopAll() {
         eventLoop.preconditionInEventLoop()
+        stopped = true
         polls.stop()
         calibration.saveNow(pipeline.fusion?.calibration)
         captures.stopAll()

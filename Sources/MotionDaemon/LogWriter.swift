@@ -51,7 +51,7 @@ public final class LogWriter: Sendable {
     public func flush(timeout: Double = 2) {
         let deadline = Syscall.monotonicNanoseconds() + Int64(timeout * 1e9)
         while state.withLock({ !$0.lines.isEmpty || $0.dropped > 0 || $0.writing }), Syscall.monotonicNanoseconds() < deadline {
-            Syscall.sleep(untilMonotonic: Syscall.monotonicNanoseconds() + 1_000_000)
+            Syscall.sleep(nanoseconds: 1_000_000)
         }
     }
 

@@ -140,7 +140,9 @@ final class SensorProxyService: Sendable {
             announced = properties.withLock { $0 }
             while !stopRequested.load(ordering: .relaxed) {
                 // Everything queued, then wait for the bus or a wake (a stop is seen within 100 ms).
-                while sd_bus_process(bus, nil) > 0 {}
+                var processed: Int32
+                repeat { processed = sd_bus_process(bus, nil) } while processed > 0
+                if processed < 0 { break }  // the bus went away: nothing more to serve (not yet reported)
                 if case .success((_, true)) = Syscall.waitReadable(sd_bus_get_fd(bus), wake.read, timeoutMilliseconds: 100) {
                     var drain = [UInt8](repeating: 0, count: 64)
                     _ = drain.withUnsafeMutableBytes { Syscall.read(wake.read, into: $0) }
@@ -161,17 +163,13 @@ final class SensorProxyService: Sendable {
     private func announceChanges() {
         let now = properties.withLock { $0 }
         defer { announced = now }
-        let groups: [(ClaimBook.Sensor?, [String])] = [
-            (nil, ["HasAccelerometer", "HasAmbientLight", "HasProximity"]),
-            (.accelerometer, ["AccelerometerOrientation", "AccelerometerTilt"]),
-            (.light, ["LightLevelUnit", "LightLevel"]),
-            (.proximity, ["ProximityNear"]),
-        ]
-        for (sensor, names) in groups {
-            let changed = names.filter { Self.value(of: $0, in: now) != Self.value(of: $0, in: announced) }
-            guard !changed.isEmpty else { continue }
+        let changed = Self.table.filter { $0.value(now) != $0.value(announced) }
+        // One signal per sensor whose values changed, to each of its claimants; `nil`: everyone.
+        for sensor in [nil] + ClaimBook.Sensor.allCases.map(Optional.some) {
+            let names = changed.filter { $0.sensor == sensor }.map(\.name)
+            guard !names.isEmpty else { continue }
             let destinations: [String?] = sensor.map { sensor in claims.withLock { $0.claimants(of: sensor) }.sorted() } ?? [nil]
-            for destination in destinations { sendPropertiesChanged(changed, of: now, to: destination) }
+            for destination in destinations { sendPropertiesChanged(names, of: now, to: destination) }
         }
     }
 
@@ -196,21 +194,6 @@ final class SensorProxyService: Sendable {
         sd_bus_send(bus, signal, nil)
     }
 
-    /// A property's value, to compare two sets of values.
-    private static func value(of name: String, in values: Properties) -> String {
-        switch name {
-        case "HasAccelerometer": "\(values.hasAccelerometer)"
-        case "AccelerometerOrientation": values.accelerometerOrientation
-        case "AccelerometerTilt": values.accelerometerTilt
-        case "HasAmbientLight": "\(values.hasAmbientLight)"
-        case "LightLevelUnit": values.lightLevelUnit
-        case "LightLevel": "\(values.lightLevel)"
-        case "HasProximity": "\(values.hasProximity)"
-        case "ProximityNear": "\(values.proximityNear)"
-        default: ""
-        }
-    }
-
     private static func check(_ operation: String, _ call: () -> Int32) throws(BusError) {
         let result = call()
         if result < 0 { throw BusError(operation: operation, code: -result) }
@@ -228,6 +211,9 @@ final class SensorProxyService: Sendable {
             return reply(to: message) { reply in appendString(reply, Self.introspection) }
         case ("org.freedesktop.DBus.Properties", "Get"):
             guard readString(message) == Self.interface, let name = readString(message) else { return 0 }
+            guard Self.table.contains(where: { $0.name == name }) else {
+                return replyError(to: message, name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
+            }
             let values = properties.withLock { $0 }
             return reply(to: message) { reply in append(property: name, of: values, to: reply) }
         case ("org.freedesktop.DBus.Properties", "GetAll"):
@@ -235,7 +221,7 @@ final class SensorProxyService: Sendable {
             let values = properties.withLock { $0 }
             return reply(to: message) { reply in
                 sd_bus_message_open_container(reply, CChar(UInt8(ascii: "a")), "{sv}")
-                for name in Self.propertyNames {
+                for name in Self.table.map(\.name) {
                     sd_bus_message_open_container(reply, CChar(UInt8(ascii: "e")), "sv")
                     appendString(reply, name)
                     append(property: name, of: values, to: reply)
@@ -264,9 +250,22 @@ final class SensorProxyService: Sendable {
         return 0
     }
 
-    private static let propertyNames = [
-        "HasAccelerometer", "AccelerometerOrientation", "AccelerometerTilt", "HasAmbientLight", "LightLevelUnit", "LightLevel",
-        "HasProximity", "ProximityNear",
+    /// A property's value on the wire.
+    enum Value: Equatable {
+        case boolean(Bool), string(String), double(Double)
+    }
+
+    /// Every property of the interface: its name, the sensor whose claimants are told of its
+    /// changes (`nil`: everyone), and its value.
+    private static let table: [(name: String, sensor: ClaimBook.Sensor?, value: @Sendable (Properties) -> Value)] = [
+        ("HasAccelerometer", nil, { .boolean($0.hasAccelerometer) }),
+        ("AccelerometerOrientation", .accelerometer, { .string($0.accelerometerOrientation) }),
+        ("AccelerometerTilt", .accelerometer, { .string($0.accelerometerTilt) }),
+        ("HasAmbientLight", nil, { .boolean($0.hasAmbientLight) }),
+        ("LightLevelUnit", .light, { .string($0.lightLevelUnit) }),
+        ("LightLevel", .light, { .double($0.lightLevel) }),
+        ("HasProximity", nil, { .boolean($0.hasProximity) }),
+        ("ProximityNear", .proximity, { .boolean($0.proximityNear) }),
     ]
     private static let methodNames: Set<String> = [
         "ClaimAccelerometer", "ReleaseAccelerometer", "ClaimLight", "ReleaseLight", "ClaimProximity", "ReleaseProximity",
@@ -282,40 +281,39 @@ final class SensorProxyService: Sendable {
     }
 
     /// A property's value as a variant.
-    private func append(property name: String, of values: Properties, to reply: OpaquePointer) {
-        switch name {
-        case "HasAccelerometer": appendBoolean(reply, values.hasAccelerometer)
-        case "AccelerometerOrientation": appendVariantString(reply, values.accelerometerOrientation)
-        case "AccelerometerTilt": appendVariantString(reply, values.accelerometerTilt)
-        case "HasAmbientLight": appendBoolean(reply, values.hasAmbientLight)
-        case "LightLevelUnit": appendVariantString(reply, values.lightLevelUnit)
-        case "LightLevel":
-            sd_bus_message_open_container(reply, CChar(UInt8(ascii: "v")), "d")
-            var value = values.lightLevel
-            sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "d")), &value)
-            sd_bus_message_close_container(reply)
-        case "HasProximity": appendBoolean(reply, values.hasProximity)
-        case "ProximityNear": appendBoolean(reply, values.proximityNear)
-        default: break
+    private func append(property name: String, of values: Properties, to message: OpaquePointer) {
+        guard let value = Self.table.first(where: { $0.name == name })?.value(values) else { return }
+        switch value {
+        case .boolean(let flag):
+            sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), "b")
+            var bits: Int32 = flag ? 1 : 0  // D-Bus booleans are 32 bits
+            sd_bus_message_append_basic(message, CChar(UInt8(ascii: "b")), &bits)
+            sd_bus_message_close_container(message)
+        case .string(let text):
+            sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), "s")
+            appendString(message, text)
+            sd_bus_message_close_container(message)
+        case .double(let number):
+            sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), "d")
+            var bits = number
+            sd_bus_message_append_basic(message, CChar(UInt8(ascii: "d")), &bits)
+            sd_bus_message_close_container(message)
+        }
+    }
+
+    /// Sends an error reply `name` (a D-Bus error name) with `message`; 1: handled.
+    private func replyError(to call: OpaquePointer, name: String, message: String) -> Int32 {
+        name.withCString { name in
+            message.withCString { text in
+                var error = sd_bus_error(name: name, message: text, _need_free: 0)
+                return sd_bus_reply_method_error(call, &error) < 0 ? -EIO : 1
+            }
         }
     }
 }
 
 private func appendString(_ message: OpaquePointer, _ text: String) {
     _ = text.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
-}
-
-private func appendVariantString(_ message: OpaquePointer, _ text: String) {
-    sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), "s")
-    appendString(message, text)
-    sd_bus_message_close_container(message)
-}
-
-private func appendBoolean(_ message: OpaquePointer, _ value: Bool) {
-    sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), "b")
-    var flag: Int32 = value ? 1 : 0  // D-Bus booleans are 32 bits
-    sd_bus_message_append_basic(message, CChar(UInt8(ascii: "b")), &flag)
-    sd_bus_message_close_container(message)
 }
 
 /// The next string argument of a message, if it has one.

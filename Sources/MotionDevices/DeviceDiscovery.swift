@@ -83,7 +83,7 @@ public struct DeviceDiscovery: Sendable {
             } catch {
                 guard attempt < attempts else { throw error }
                 attempt += 1
-                Syscall.sleep(untilMonotonic: Syscall.monotonicNanoseconds() + 50_000_000)
+                Syscall.sleep(nanoseconds: 50_000_000)
             }
         }
     }

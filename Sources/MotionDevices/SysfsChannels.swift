@@ -61,11 +61,15 @@ struct SysfsChannel: ChannelInfo {
             }
             let id = String(name)
             guard !channels.contains(where: { $0.id == id }) else { continue }  // both raw and input
-            let isScanElement = scanFiles.contains("in_\(id)_en")
+            // A scan element has an index, an integer as libiio reads it; anything else (1e300 would
+            // trap a conversion) makes the channel none.
             var index = -1
-            if isScanElement, case .success(let text) = sysfs.read(device: sysname, attribute: "scan_elements/in_\(id)_index") {
-                index = AttributeParser.number(text).map { Int($0) } ?? -1
+            if scanFiles.contains("in_\(id)_en"), case .success(let text) = sysfs.read(device: sysname, attribute: "scan_elements/in_\(id)_index"),
+                let parsed = Int(text.trimmingWhitespace), parsed >= 0
+            {
+                index = parsed
             }
+            let isScanElement = index >= 0
             channels.append(SysfsChannel(
                 id: id, type: type, modifier: modifier, isScanElement: isScanElement, scanIndex: index, files: files,
                 typeName: typeName))

@@ -65,6 +65,11 @@ public enum Syscall {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
+    /// Sleeps `nanoseconds` on the monotonic clock (less if a signal comes).
+    public static func sleep(nanoseconds: Int64) {
+        sleep(untilMonotonic: monotonicNanoseconds() + nanoseconds)
+    }
+
     /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` until `deadline` (ns); returns early on a signal.
     public static func sleep(untilMonotonic deadline: Int64) {
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))

@@ -37,6 +37,9 @@ import Testing
         #expect(one.trimmingCharacters(in: .whitespacesAndNewlines) == "(<'lux'>,)")
         let claimed = try bus.gdbus(["call"] + Self.object + ["--method", "net.hadess.SensorProxy.ClaimAccelerometer"])
         #expect(claimed.trimmingCharacters(in: .whitespacesAndNewlines) == "()")
+        // A property the interface does not have is an error, as any D-Bus service's is.
+        let unknown = try bus.gdbus(["call"] + Self.object + ["--method", "org.freedesktop.DBus.Properties.Get", "net.hadess.SensorProxy", "Nope"])
+        #expect(unknown.contains("org.freedesktop.DBus.Error.UnknownProperty"), "\(unknown)")
     }
 
     /// Debian's unmodified `monitor-sensor` claims the sensors; its claims are counted under its bus
@@ -112,13 +115,14 @@ import Testing
 }
 
 extension PrivateSystemBus {
-    /// Runs `gdbus` with `arguments` on this bus; its standard output.
+    /// Runs `gdbus` with `arguments` on this bus; what it printed (standard output, then error).
     func gdbus(_ arguments: [String]) throws -> String {
         let gdbus = Process()
         gdbus.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
         gdbus.arguments = [arguments[0], "--address", address] + arguments.dropFirst()
         let output = Pipe()
         gdbus.standardOutput = output
+        gdbus.standardError = output
         try gdbus.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         gdbus.waitUntilExit()

@@ -82,6 +82,22 @@ extension Hardware {
             #expect(bySysfs.devices.allSatisfy { $0.captureMode == .polled })
         }
 
+        /// Read from sysfs (libiio failed), a scan index that is no integer (1e300 used to trap its
+        /// conversion and take the daemon down) leaves the channel without a scan index.
+        @Test func aScanIndexThatIsNoIntegerDescribedFromSysfsIsNone() throws {
+            let odd = "P: /devices/platform/odd/iio:device2\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\n"
+            let garbage = ["1e300", "-3", "2.5"]
+            var attributes: [String: String?] = [:]
+            for (i, axis) in ["x", "y", "z"].enumerated() {
+                attributes["scan_elements/in_accel_\(axis)_en"] = "0\\n"
+                attributes["scan_elements/in_accel_\(axis)_type"] = "le:s16/16>>0\\n"
+                attributes["scan_elements/in_accel_\(axis)_index"] = "\(garbage[i])\\n"
+            }
+            let (listing, _) = try listing(accelerometer(attributes) + "\n" + odd)
+            let accelerometer = try #require(listing.devices.first { $0.number.sysname == "iio:device0" }?.sensors.first)
+            #expect(accelerometer.channels.map(\.scanIndex) == [nil, nil, nil])
+        }
+
         @Test func nonNumericScaleSkipsTheDevice() throws {
             let (listing, _) = try listing(accelerometer(["in_accel_scale": "abc\\n"]))
             #expect(listing.devices.map(\.name) == ["gyr"])
