@@ -21,6 +21,8 @@ public struct Configuration: Sendable, Equatable, Decodable {
     public var declination: Double?
     /// Mount matrices for boards with none or a wrong one (see docs/frames.md); read at start.
     public var mountMatrices: [MountMatrixSetting]?
+    /// Whether to serve iio-sensor-proxy's D-Bus interface on the system bus (docs/dbus.md).
+    public var dbus: Bool?
 
     /// One entry of `mount_matrices`: exactly one of `name`, `label`, `syspath`, and the `matrix`
     /// (`"x1, y1, z1; x2, y2, z2; x3, y3, z3"`, in Linux userspace's frame as the hwdb's).
@@ -52,7 +54,7 @@ public struct Configuration: Sendable, Equatable, Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case socket, declination
+        case socket, declination, dbus
         case mountMatrices = "mount_matrices"
         case socketMode = "socket_mode"
         case socketGroup = "socket_group"
@@ -165,6 +167,7 @@ public struct Configuration: Sendable, Equatable, Decodable {
         merged.logLevel = other.logLevel ?? logLevel
         merged.declination = other.declination ?? declination
         merged.mountMatrices = other.mountMatrices ?? mountMatrices
+        merged.dbus = other.dbus ?? dbus
         return merged
     }
 
@@ -177,6 +180,7 @@ public struct Configuration: Sendable, Equatable, Decodable {
         if stateDirectory != other.stateDirectory { names.append("state_directory") }
         if stateSaveInterval != other.stateSaveInterval { names.append("state_save_interval") }
         if mountMatrices != other.mountMatrices { names.append("mount_matrices") }
+        if dbus != other.dbus { names.append("dbus") }
         return names
     }
 

@@ -30,6 +30,8 @@ final class Hub: @unchecked Sendable {
     /// Set by `stopAll`: nothing opens a sensor again (a stop finishing off the loop, or a client
     /// still connected, would otherwise replan during shutdown).
     private var stopped = false
+    /// Told of every change of `devices` (the D-Bus bridge's `Has…` properties).
+    var devicesChanged: (([DeviceDescriptor]) -> Void)?
 
     /// Where the sensors come from.
     var source: any SensorSource { captures.source }
@@ -90,6 +92,7 @@ final class Hub: @unchecked Sendable {
             fanout.endStreams(needing: gone.kinds, reason: "\(gone.device) was removed")
         }
         replan()
+        devicesChanged?(devices)
     }
 
     // MARK: Clients
@@ -244,6 +247,7 @@ final class Hub: @unchecked Sendable {
             fanout.endStreams(needing: plan.kinds, reason: error.meansDeviceGone ? "\(number) was removed" : "\(error)")
             if error.meansDeviceGone { devices.removeAll { $0.number == number } }
             replan()
+            if error.meansDeviceGone { devicesChanged?(devices) }
         }
     }
 

@@ -19,6 +19,9 @@ public final class MotionServer: @unchecked Sendable {
     private let hub: Hub
     private var channel: (any Channel)?
     private var monitor: DeviceMonitor?
+    /// Whether to serve iio-sensor-proxy's D-Bus interface on the system bus (docs/dbus.md).
+    private let servesDBus: Bool
+    private var sensorProxy: SensorProxyService?
 
     private let stateSaveInterval: Double
     private let socketMode: mode_t
@@ -44,12 +47,15 @@ public final class MotionServer: @unchecked Sendable {
     ///   - socketMode: the socket file's permissions (default 0660: owner and group may connect).
     ///   - socketGroup: the socket file's group (default: the daemon's own).
     ///   - maximumClients: connections served at once (default 1000); more are told so and closed.
+    ///   - servesDBus: whether to serve iio-sensor-proxy's interface, `net.hadess.SensorProxy`, on the
+    ///     system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else the standard one) as well (default false).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = "0.1.0",
-        logger: Logger = Logger(label: "motiond")
+        servesDBus: Bool = false, logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
+        self.servesDBus = servesDBus
         self.socketMode = mode_t(socketMode)
         self.socketGroup = socketGroup
         self.stateSaveInterval = stateSaveInterval
@@ -87,6 +93,7 @@ public final class MotionServer: @unchecked Sendable {
             try setAccess()
         }
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
+        if servesDBus { try serveDBus() }
         let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
         hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() }
         notifier.notify("READY=1\nSTATUS=serving \(hub.devices.count) sensor devices on \(socketPath)")
@@ -120,6 +127,28 @@ public final class MotionServer: @unchecked Sendable {
         } catch {
             hub.logger.error("cannot follow devices (hot-plug off)", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Serves `net.hadess.SensorProxy` on the system bus: the service on its own thread, fed by a
+    /// bridge that is a client of the hub.
+    private func serveDBus() throws {
+        let hub = self.hub
+        let bridge = NIOLoopBoundBox.makeEmptyBox(valueType: SensorProxyBridge.self, eventLoop: hub.eventLoop)
+        let service = try SensorProxyService(
+            demand: { sensor, claimed in
+                hub.eventLoop.execute { bridge.value?.claimChanged(sensor, claimed: claimed) }
+            },
+            lost: { error in
+                hub.logger.error("lost the system bus: D-Bus clients are no longer served (the socket still is)", metadata: ["error": "\(error)"])
+            })
+        try hub.eventLoop.submit {
+            let fed = SensorProxyBridge(hub: hub, service: service)
+            fed.start()
+            bridge.value = fed
+        }.wait()
+        service.start()
+        sensorProxy = service
+        hub.logger.info("serving D-Bus", metadata: ["name": "\(SensorProxyService.busName)"])
     }
 
     /// Applies the settings that can change while running (declination); others need a restart.
@@ -166,6 +195,8 @@ public final class MotionServer: @unchecked Sendable {
         notifier.notify("STOPPING=1")
         monitor?.stop()
         monitor = nil
+        sensorProxy?.stop()
+        sensorProxy = nil
         try channel?.close().wait()
         channel = nil
         try hub.eventLoop.submit { self.hub.stopAll() }.wait()

@@ -8,12 +8,13 @@ import Glibc
 #endif
 
 /// iio-sensor-proxy's D-Bus interface (docs/dbus.md) on a bus, served by sd-bus from a thread of its
-/// own. So far it answers `Introspect`, the properties (`Get`, `GetAll`) and the claim methods, and
-/// counts claims per sender; `PropertiesChanged` and the compass object come next.
+/// own: the two objects' properties, `Introspect`, and the claim methods, with claims counted per
+/// sender, held until the sensor's first value, and each change told only to the sensor's claimants.
+///
+/// sd-bus is not to be used from two threads: the owner sets values and readiness from its own thread
+/// (`publish`, `markReady`), and the bus thread, woken through a pipe, announces them.
 final class SensorProxyService: Sendable {
     static let busName = "net.hadess.SensorProxy"
-    static let objectPath = "/net/hadess/SensorProxy"
-    static let interface = "net.hadess.SensorProxy"
 
     /// The values of the interface's properties.
     struct Properties: Sendable, Equatable {
@@ -25,68 +26,172 @@ final class SensorProxyService: Sendable {
         var lightLevel = 0.0
         var hasProximity = false
         var proximityNear = false
+        var hasCompass = false
+        /// Degrees from magnetic north, clockwise; −1 while unknown.
+        var compassHeading = -1.0
     }
 
     /// What went wrong with the bus, and where.
     struct BusError: Error, CustomStringConvertible {
         var operation: String
         var code: Int32
-        var description: String { "sd-bus: \(operation) failed (\(String(cString: strerror(code))))" }
+        var description: String {
+            if operation == "sd_bus_request_name" && code == EEXIST {
+                return "\(SensorProxyService.busName) is owned by another program on the bus (iio-sensor-proxy? see docs/dbus.md to switch over)"
+            }
+            return "sd-bus: \(operation) failed (\(String(cString: strerror(code))))"
+        }
     }
 
-    /// Upstream's introspection of the main object, member for member (docs/dbus.md).
-    static let introspection = """
+    /// One served object: its path, its interface and upstream's introspection of it.
+    struct Object: Sendable {
+        var path: String
+        var interface: String
+        var introspection: String
+    }
+
+    static let main = Object(
+        path: "/net/hadess/SensorProxy", interface: "net.hadess.SensorProxy",
+        introspection: introspection(
+            interface: "net.hadess.SensorProxy",
+            members: """
+                <property type="b" name="HasAccelerometer" access="read"/>
+                <property type="s" name="AccelerometerOrientation" access="read"/>
+                <property type="s" name="AccelerometerTilt" access="read"/>
+                <property type="b" name="HasAmbientLight" access="read"/>
+                <property type="s" name="LightLevelUnit" access="read"/>
+                <property type="d" name="LightLevel" access="read"/>
+                <property type="b" name="HasProximity" access="read"/>
+                <property type="b" name="ProximityNear" access="read"/>
+                <method name="ClaimAccelerometer"/>
+                <method name="ReleaseAccelerometer"/>
+                <method name="ClaimLight"/>
+                <method name="ReleaseLight"/>
+                <method name="ClaimProximity"/>
+                <method name="ReleaseProximity"/>
+                """,
+            children: #"<node name="Compass"/>"#))
+    static let compass = Object(
+        path: "/net/hadess/SensorProxy/Compass", interface: "net.hadess.SensorProxy.Compass",
+        introspection: introspection(
+            interface: "net.hadess.SensorProxy.Compass",
+            members: """
+                <property type="b" name="HasCompass" access="read"/>
+                <property type="d" name="CompassHeading" access="read"/>
+                <method name="ClaimCompass"/>
+                <method name="ReleaseCompass"/>
+                """,
+            children: ""))
+    static let objects = [main, compass]
+
+    /// Upstream's introspection of an object, with the standard interfaces every D-Bus service has.
+    private static func introspection(interface: String, members: String, children: String) -> String {
+        """
         <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
         <node>
-          <interface name="net.hadess.SensorProxy">
-            <property name="HasAccelerometer" type="b" access="read"/>
-            <property name="AccelerometerOrientation" type="s" access="read"/>
-            <property name="AccelerometerTilt" type="s" access="read"/>
-            <property name="HasAmbientLight" type="b" access="read"/>
-            <property name="LightLevelUnit" type="s" access="read"/>
-            <property name="LightLevel" type="d" access="read"/>
-            <property name="HasProximity" type="b" access="read"/>
-            <property name="ProximityNear" type="b" access="read"/>
-            <method name="ClaimAccelerometer"/>
-            <method name="ReleaseAccelerometer"/>
-            <method name="ClaimLight"/>
-            <method name="ReleaseLight"/>
-            <method name="ClaimProximity"/>
-            <method name="ReleaseProximity"/>
-          </interface>
-          <interface name="org.freedesktop.DBus.Introspectable">
-            <method name="Introspect"><arg name="xml_data" type="s" direction="out"/></method>
-          </interface>
           <interface name="org.freedesktop.DBus.Properties">
             <method name="Get">
-              <arg name="interface_name" type="s" direction="in"/><arg name="property_name" type="s" direction="in"/>
-              <arg name="value" type="v" direction="out"/>
+              <arg type="s" name="interface_name" direction="in"/>
+              <arg type="s" name="property_name" direction="in"/>
+              <arg type="v" name="value" direction="out"/>
             </method>
             <method name="GetAll">
-              <arg name="interface_name" type="s" direction="in"/><arg name="properties" type="a{sv}" direction="out"/>
+              <arg type="s" name="interface_name" direction="in"/>
+              <arg type="a{sv}" name="properties" direction="out"/>
+            </method>
+            <method name="Set">
+              <arg type="s" name="interface_name" direction="in"/>
+              <arg type="s" name="property_name" direction="in"/>
+              <arg type="v" name="value" direction="in"/>
+            </method>
+            <signal name="PropertiesChanged">
+              <arg type="s" name="interface_name"/>
+              <arg type="a{sv}" name="changed_properties"/>
+              <arg type="as" name="invalidated_properties"/>
+            </signal>
+          </interface>
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect">
+              <arg type="s" name="xml_data" direction="out"/>
             </method>
           </interface>
-          <node name="Compass"/>
+          <interface name="org.freedesktop.DBus.Peer">
+            <method name="Ping"/>
+            <method name="GetMachineId">
+              <arg type="s" name="machine_uuid" direction="out"/>
+            </method>
+          </interface>
+          <interface name="\(interface)">
+        \(members.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+          </interface>
+          \(children)
         </node>
         """
+    }
 
-    private let properties = Mutex(Properties())
-    /// The values last told to the claimants (the bus thread's own).
+    /// A property's value on the wire.
+    enum Value: Equatable {
+        case boolean(Bool), string(String), double(Double)
+    }
+
+    /// Every property: its object, its name, the sensor whose claimants are told of its changes
+    /// (`nil`: everyone), and its value.
+    private static let table: [(object: Object, name: String, sensor: ClaimBook.Sensor?, value: @Sendable (Properties) -> Value)] = [
+        (main, "HasAccelerometer", nil, { .boolean($0.hasAccelerometer) }),
+        (main, "AccelerometerOrientation", .accelerometer, { .string($0.accelerometerOrientation) }),
+        (main, "AccelerometerTilt", .accelerometer, { .string($0.accelerometerTilt) }),
+        (main, "HasAmbientLight", nil, { .boolean($0.hasAmbientLight) }),
+        (main, "LightLevelUnit", .light, { .string($0.lightLevelUnit) }),
+        (main, "LightLevel", .light, { .double($0.lightLevel) }),
+        (main, "HasProximity", nil, { .boolean($0.hasProximity) }),
+        (main, "ProximityNear", .proximity, { .boolean($0.proximityNear) }),
+        (compass, "HasCompass", nil, { .boolean($0.hasCompass) }),
+        (compass, "CompassHeading", .compass, { .double($0.compassHeading) }),
+    ]
+
+    /// The claim methods: each one's interface, sensor, and whether it claims or releases.
+    private static let methods: [String: (interface: String, sensor: ClaimBook.Sensor, claims: Bool)] = [
+        "ClaimAccelerometer": (main.interface, .accelerometer, true), "ReleaseAccelerometer": (main.interface, .accelerometer, false),
+        "ClaimLight": (main.interface, .light, true), "ReleaseLight": (main.interface, .light, false),
+        "ClaimProximity": (main.interface, .proximity, true), "ReleaseProximity": (main.interface, .proximity, false),
+        "ClaimCompass": (compass.interface, .compass, true), "ReleaseCompass": (compass.interface, .compass, false),
+    ]
+
+    /// A claim waits this long at most for its sensor's first value, ns (a sensor that gives none
+    /// must not hang its client).
+    static let claimPatience: Int64 = 3_000_000_000
+
+    /// What the owner's thread and the bus thread share.
+    private struct Shared {
+        var properties = Properties()
+        /// Sensors whose first value is in `properties`, or that are absent: their claims return.
+        var ready: Set<ClaimBook.Sensor> = []
+        var claims = ClaimBook()
+    }
+
+    private let shared = Mutex(Shared())
+    /// The bus thread's own: the values last announced, and the claims waiting for their sensor.
     private nonisolated(unsafe) var announced = Properties()
-    /// Wakes the bus thread to announce new values: sd-bus is not to be used from two threads.
+    private nonisolated(unsafe) var heldClaims: [(call: OpaquePointer, sensor: ClaimBook.Sensor, deadline: Int64)] = []
+    /// Wakes the bus thread to announce new values or to stop.
     private let wake: (read: Int32, write: Int32)
-    private let claims = Mutex(ClaimBook())
     /// Told when a sensor's first claim comes (`true`) and its last goes (`false`), on the bus's thread.
     private let demand: @Sendable (ClaimBook.Sensor, Bool) -> Void
+    /// Told, from the bus's thread, when the connection to the bus is lost.
+    private let lost: @Sendable (BusError) -> Void
     private let stopRequested = Atomic<Bool>(false)
     /// The connection; used by the service's thread only once `start` has run.
     private nonisolated(unsafe) let bus: OpaquePointer
 
     /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus,
     /// and takes the name `net.hadess.SensorProxy`.
-    init(address: String? = nil, demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }) throws(BusError) {
+    init(
+        address: String? = nil, demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in },
+        lost: @escaping @Sendable (BusError) -> Void = { _ in }
+    ) throws(BusError) {
         self.demand = demand
+        self.lost = lost
         guard case .success(let ends) = Syscall.makeWakePipe() else { throw BusError(operation: "pipe", code: currentErrno()) }
         wake = (ends.0, ends.1)
         var connection: OpaquePointer?
@@ -102,8 +207,10 @@ final class SensorProxyService: Sendable {
         let handler: sd_bus_message_handler_t = { message, userdata, _ in
             Unmanaged<SensorProxyService>.fromOpaque(userdata!).takeUnretainedValue().handle(message!)
         }
-        try Self.check("sd_bus_add_object") {
-            sd_bus_add_object(bus, nil, Self.objectPath, handler, Unmanaged.passUnretained(self).toOpaque())
+        for object in Self.objects {
+            try Self.check("sd_bus_add_object \(object.path)") {
+                sd_bus_add_object(bus, nil, object.path, handler, Unmanaged.passUnretained(self).toOpaque())
+            }
         }
         // A claimant that leaves the bus (exits, crashes) releases what it claimed.
         let ownerChanged: sd_bus_message_handler_t = { message, userdata, _ in
@@ -118,6 +225,7 @@ final class SensorProxyService: Sendable {
     }
 
     deinit {
+        for held in heldClaims { sd_bus_message_unref(held.call) }
         sd_bus_flush_close_unref(bus)
         Syscall.close(wake.read)
         Syscall.close(wake.write)
@@ -125,73 +233,112 @@ final class SensorProxyService: Sendable {
 
     /// The senders (unique bus names) that hold a claim on `sensor`.
     func claimants(of sensor: ClaimBook.Sensor) -> Set<String> {
-        claims.withLock { $0.claimants(of: sensor) }
+        shared.withLock { $0.claims.claimants(of: sensor) }
     }
 
     /// Sets the properties' values; the bus thread tells the claimants what changed.
     func publish(_ values: Properties) {
-        properties.withLock { $0 = values }
+        shared.withLock { $0.properties = values }
+        Syscall.wake(wake.write)
+    }
+
+    /// Says that `sensor`'s first value is in the properties, or that it is absent: the claims
+    /// waiting for it return.
+    func markReady(_ sensor: ClaimBook.Sensor) {
+        guard shared.withLock({ $0.ready.insert(sensor).inserted }) else { return }
         Syscall.wake(wake.write)
     }
 
     /// Serves the bus on a thread of its own until `stop`.
     func start() {
         let thread = Thread { [self] in
-            announced = properties.withLock { $0 }
+            announced = shared.withLock { $0.properties }
             while !stopRequested.load(ordering: .relaxed) {
-                // Everything queued, then wait for the bus or a wake (a stop is seen within 100 ms).
                 var processed: Int32
                 repeat { processed = sd_bus_process(bus, nil) } while processed > 0
-                if processed < 0 { break }  // the bus went away: nothing more to serve (not yet reported)
-                if case .success((_, true)) = Syscall.waitReadable(sd_bus_get_fd(bus), wake.read, timeoutMilliseconds: 100) {
+                if processed < 0 {
+                    lost(BusError(operation: "sd_bus_process", code: -processed))
+                    return
+                }
+                // Sleep until the bus has something, the owner wakes us, or the next deadline.
+                switch Syscall.wait(for: Int16(sd_bus_get_events(bus)), on: sd_bus_get_fd(bus), orWake: wake.read, timeoutMilliseconds: timeout()) {
+                case .success((_, true)):
                     var drain = [UInt8](repeating: 0, count: 64)
                     _ = drain.withUnsafeMutableBytes { Syscall.read(wake.read, into: $0) }
                     announceChanges()
+                case .success:
+                    break
+                case .failure(let error):
+                    lost(BusError(operation: "poll", code: error.rawValue))
+                    return
                 }
+                answerHeldClaims()
             }
         }
         thread.name = "D-Bus"
         thread.start()
     }
 
+    /// Ends the bus thread (within one turn of its loop).
     func stop() {
         stopRequested.store(true, ordering: .relaxed)
+        Syscall.wake(wake.write)
     }
+
+    /// Milliseconds until sd-bus's next timeout (a method call's) or the first held claim's, −1: none.
+    private func timeout() -> Int32 {
+        var deadline = heldClaims.map(\.deadline).min() ?? .max
+        var busTimeout: UInt64 = 0
+        if sd_bus_get_timeout(bus, &busTimeout) > 0, busTimeout != .max { deadline = min(deadline, Int64(busTimeout) * 1000) }
+        guard deadline != .max else { return -1 }
+        let milliseconds = (deadline - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000
+        return Int32(clamping: max(0, milliseconds))
+    }
+
+    // MARK: Announcing
 
     /// Sends `PropertiesChanged` for what changed since the last announcement: a sensor's values to
     /// the senders that claimed it (each its own signal), the `Has…` properties to everyone.
     private func announceChanges() {
-        let now = properties.withLock { $0 }
+        let (now, claims) = shared.withLock { ($0.properties, $0.claims) }
         defer { announced = now }
         let changed = Self.table.filter { $0.value(now) != $0.value(announced) }
-        // One signal per sensor whose values changed, to each of its claimants; `nil`: everyone.
-        for sensor in [nil] + ClaimBook.Sensor.allCases.map(Optional.some) {
-            let names = changed.filter { $0.sensor == sensor }.map(\.name)
-            guard !names.isEmpty else { continue }
-            let destinations: [String?] = sensor.map { sensor in claims.withLock { $0.claimants(of: sensor) }.sorted() } ?? [nil]
-            for destination in destinations { sendPropertiesChanged(names, of: now, to: destination) }
+        for object in Self.objects {
+            // One signal per sensor whose values changed, to each of its claimants; `nil`: everyone.
+            for sensor in [nil] + ClaimBook.Sensor.allCases.map(Optional.some) {
+                let names = changed.filter { $0.object.path == object.path && $0.sensor == sensor }.map(\.name)
+                guard !names.isEmpty else { continue }
+                let destinations: [String?] = sensor.map { claims.claimants(of: $0).sorted() } ?? [nil]
+                for destination in destinations { sendPropertiesChanged(names, of: object, values: now, to: destination) }
+            }
         }
     }
 
-    private func sendPropertiesChanged(_ names: [String], of values: Properties, to destination: String?) {
+    private func sendPropertiesChanged(_ names: [String], of object: Object, values: Properties, to destination: String?) {
         var signal: OpaquePointer?
-        guard sd_bus_message_new_signal(bus, &signal, Self.objectPath, "org.freedesktop.DBus.Properties", "PropertiesChanged") >= 0,
+        guard sd_bus_message_new_signal(bus, &signal, object.path, "org.freedesktop.DBus.Properties", "PropertiesChanged") >= 0,
             let signal
         else { return }
         defer { sd_bus_message_unref(signal) }
         if let destination { sd_bus_message_set_destination(signal, destination) }
-        appendString(signal, Self.interface)
-        sd_bus_message_open_container(signal, CChar(UInt8(ascii: "a")), "{sv}")
-        for name in names {
-            sd_bus_message_open_container(signal, CChar(UInt8(ascii: "e")), "sv")
-            appendString(signal, name)
-            append(property: name, of: values, to: signal)
-            sd_bus_message_close_container(signal)
-        }
-        sd_bus_message_close_container(signal)
+        appendString(signal, object.interface)
+        appendProperties(names, of: values, to: signal)
         sd_bus_message_open_container(signal, CChar(UInt8(ascii: "a")), "s")  // no invalidated properties
         sd_bus_message_close_container(signal)
         sd_bus_send(bus, signal, nil)
+    }
+
+    /// Returns the claims whose sensor is ready, or that waited `claimPatience`.
+    private func answerHeldClaims() {
+        guard !heldClaims.isEmpty else { return }
+        let ready = shared.withLock { $0.ready }
+        let now = Syscall.monotonicNanoseconds()
+        heldClaims.removeAll { held in
+            guard ready.contains(held.sensor) || now >= held.deadline else { return false }
+            _ = reply(to: held.call) { _ in }
+            sd_bus_message_unref(held.call)
+            return true
+        }
     }
 
     private static func check(_ operation: String, _ call: () -> Int32) throws(BusError) {
@@ -201,41 +348,42 @@ final class SensorProxyService: Sendable {
 
     // MARK: Calls
 
-    /// Answers one call to the object; 0 leaves it to sd-bus (an unknown method error).
+    /// Answers one call to an object; 0 leaves it to sd-bus (an unknown method error).
     private func handle(_ message: OpaquePointer) -> Int32 {
-        guard let interface = sd_bus_message_get_interface(message).map({ String(cString: $0) }),
+        guard let path = sd_bus_message_get_path(message).map({ String(cString: $0) }),
+            let object = Self.objects.first(where: { $0.path == path }),
+            let interface = sd_bus_message_get_interface(message).map({ String(cString: $0) }),
             let member = sd_bus_message_get_member(message).map({ String(cString: $0) })
         else { return 0 }
         switch (interface, member) {
         case ("org.freedesktop.DBus.Introspectable", "Introspect"):
-            return reply(to: message) { reply in appendString(reply, Self.introspection) }
+            return reply(to: message) { reply in appendString(reply, object.introspection) }
         case ("org.freedesktop.DBus.Properties", "Get"):
-            guard readString(message) == Self.interface, let name = readString(message) else { return 0 }
-            guard Self.table.contains(where: { $0.name == name }) else {
+            guard readString(message) == object.interface, let name = readString(message) else { return 0 }
+            guard Self.table.contains(where: { $0.object.path == path && $0.name == name }) else {
                 return replyError(to: message, name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
             }
-            let values = properties.withLock { $0 }
+            let values = shared.withLock { $0.properties }
             return reply(to: message) { reply in append(property: name, of: values, to: reply) }
         case ("org.freedesktop.DBus.Properties", "GetAll"):
-            guard readString(message) == Self.interface else { return 0 }
-            let values = properties.withLock { $0 }
-            return reply(to: message) { reply in
-                sd_bus_message_open_container(reply, CChar(UInt8(ascii: "a")), "{sv}")
-                for name in Self.table.map(\.name) {
-                    sd_bus_message_open_container(reply, CChar(UInt8(ascii: "e")), "sv")
-                    appendString(reply, name)
-                    append(property: name, of: values, to: reply)
-                    sd_bus_message_close_container(reply)
-                }
-                sd_bus_message_close_container(reply)
+            guard readString(message) == object.interface else { return 0 }
+            let values = shared.withLock { $0.properties }
+            let names = Self.table.filter { $0.object.path == path }.map(\.name)
+            return reply(to: message) { reply in appendProperties(names, of: values, to: reply) }
+        case ("org.freedesktop.DBus.Properties", "Set"):
+            return replyError(to: message, name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "every property of \(object.interface) is read-only")
+        case (object.interface, let name) where Self.methods[name]?.interface == object.interface:
+            guard let method = Self.methods[name], let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) }) else { return 0 }
+            let (changed, ready) = shared.withLock { shared in
+                let changed = method.claims ? shared.claims.claim(method.sensor, by: sender) : shared.claims.release(method.sensor, by: sender)
+                // A sensor started anew gives a new first value; until then its claims wait.
+                if changed && method.claims { shared.ready.remove(method.sensor) }
+                return (changed, shared.ready.contains(method.sensor))
             }
-        case (Self.interface, let method) where Self.methodNames.contains(method):
-            guard let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) }) else { return 0 }
-            let claiming = method.hasPrefix("Claim")
-            let sensor: ClaimBook.Sensor = method.hasSuffix("Accelerometer") ? .accelerometer : method.hasSuffix("Light") ? .light : .proximity
-            let changed = claims.withLock { claiming ? $0.claim(sensor, by: sender) : $0.release(sensor, by: sender) }
-            if changed { demand(sensor, claiming) }
-            return reply(to: message) { _ in }
+            if changed { demand(method.sensor, method.claims) }
+            guard method.claims && !ready else { return reply(to: message) { _ in } }
+            heldClaims.append((sd_bus_message_ref(message), method.sensor, Syscall.monotonicNanoseconds() + Self.claimPatience))
+            return 1
         default:
             return 0
         }
@@ -246,30 +394,9 @@ final class SensorProxyService: Sendable {
         guard let name = readString(message), let old = readString(message), let new = readString(message),
             name.hasPrefix(":"), name == old, new.isEmpty
         else { return 0 }
-        for sensor in claims.withLock({ $0.remove(name) }) { demand(sensor, false) }
+        for sensor in shared.withLock({ $0.claims.remove(name) }) { demand(sensor, false) }
         return 0
     }
-
-    /// A property's value on the wire.
-    enum Value: Equatable {
-        case boolean(Bool), string(String), double(Double)
-    }
-
-    /// Every property of the interface: its name, the sensor whose claimants are told of its
-    /// changes (`nil`: everyone), and its value.
-    private static let table: [(name: String, sensor: ClaimBook.Sensor?, value: @Sendable (Properties) -> Value)] = [
-        ("HasAccelerometer", nil, { .boolean($0.hasAccelerometer) }),
-        ("AccelerometerOrientation", .accelerometer, { .string($0.accelerometerOrientation) }),
-        ("AccelerometerTilt", .accelerometer, { .string($0.accelerometerTilt) }),
-        ("HasAmbientLight", nil, { .boolean($0.hasAmbientLight) }),
-        ("LightLevelUnit", .light, { .string($0.lightLevelUnit) }),
-        ("LightLevel", .light, { .double($0.lightLevel) }),
-        ("HasProximity", nil, { .boolean($0.hasProximity) }),
-        ("ProximityNear", .proximity, { .boolean($0.proximityNear) }),
-    ]
-    private static let methodNames: Set<String> = [
-        "ClaimAccelerometer", "ReleaseAccelerometer", "ClaimLight", "ReleaseLight", "ClaimProximity", "ReleaseProximity",
-    ]
 
     /// Sends a method return whose body `fill` appends; 1: handled.
     private func reply(to call: OpaquePointer, _ fill: (OpaquePointer) -> Void) -> Int32 {
@@ -278,6 +405,18 @@ final class SensorProxyService: Sendable {
         defer { sd_bus_message_unref(reply) }
         fill(reply)
         return sd_bus_send(bus, reply, nil) < 0 ? -EIO : 1
+    }
+
+    /// `a{sv}`: the named properties and their values.
+    private func appendProperties(_ names: [String], of values: Properties, to message: OpaquePointer) {
+        sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "{sv}")
+        for name in names {
+            sd_bus_message_open_container(message, CChar(UInt8(ascii: "e")), "sv")
+            appendString(message, name)
+            append(property: name, of: values, to: message)
+            sd_bus_message_close_container(message)
+        }
+        sd_bus_message_close_container(message)
     }
 
     /// A property's value as a variant.

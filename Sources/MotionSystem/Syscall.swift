@@ -145,4 +145,16 @@ public enum Syscall {
         }
         return polled.map { _ in ((fds.0.revents & Int16(POLLIN)) != 0, (fds.1.revents & Int16(POLLIN)) != 0) }
     }
+
+    /// `poll` on `fd` for `events` (`POLLIN`, `POLLOUT`, as a library such as sd-bus asks) and on a
+    /// wake pipe's read end for input; returns whether each is ready.
+    public static func wait(
+        for events: Int16, on fd: Int32, orWake wakeRead: Int32, timeoutMilliseconds: Int32
+    ) -> Result<(ready: Bool, woken: Bool), Errno> {
+        var fds = (pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+        let polled = retryingInterrupts {
+            withUnsafeMutableBytes(of: &fds) { raw in poll(raw.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, timeoutMilliseconds) }
+        }
+        return polled.map { _ in (fds.0.revents != 0, (fds.1.revents & Int16(POLLIN)) != 0) }
+    }
 }

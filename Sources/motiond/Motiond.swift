@@ -64,6 +64,9 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: "Magnetic declination, degrees east of true north, for the true-north frame (default 0).")
     var declination: Double?
 
+    @Flag(inversion: .prefixedNo, help: "Serve iio-sensor-proxy's D-Bus interface (net.hadess.SensorProxy) on the system bus as well (default: off, or the configuration's dbus).")
+    var dbus: Bool?
+
     @Option(help: "Play this recording (docs/recording.md) instead of reading the machine's sensors.")
     var replay: String?
 
@@ -88,6 +91,7 @@ struct Motiond: AsyncParsableCommand {
         c.stateSaveInterval = stateSaveInterval
         c.logLevel = logLevel
         c.declination = declination
+        c.dbus = dbus
         return c
     }
 
@@ -119,7 +123,7 @@ struct Motiond: AsyncParsableCommand {
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
-            logger: logger)
+            servesDBus: settings.dbus ?? false, logger: logger)
         server.apply(declination: settings.declination ?? 0)
         let service = ServerService(
             server: server, logger: logger, level: level, running: settings, reload: {
