@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(
             name: "MotionDaemonTests",
             dependencies: [
-                "MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "MotionSystem", "TestSupport", "motiond",
+                "MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "MotionSystem", "TestSupport", "motiond", "CSDBus",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),

@@ -27,8 +27,8 @@ final class SensorProxyService: Sendable {
         var hasProximity = false
         var proximityNear = false
         var hasCompass = false
-        /// Degrees from magnetic north, clockwise; −1 while unknown.
-        var compassHeading = -1.0
+        /// Degrees from magnetic north, clockwise; 0 until the first value, as upstream's.
+        var compassHeading = 0.0
     }
 
     /// What went wrong with the bus, and where.
@@ -371,7 +371,10 @@ final class SensorProxyService: Sendable {
             let names = Self.table.filter { $0.object.path == path }.map(\.name)
             return reply(to: message) { reply in appendProperties(names, of: values, to: reply) }
         case ("org.freedesktop.DBus.Properties", "Set"):
-            return replyError(to: message, name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "every property of \(object.interface) is read-only")
+            // Upstream's answer (GDBus's) to a write of a read-only property, word for word.
+            _ = readString(message)
+            let name = readString(message) ?? ""
+            return replyError(to: message, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "Property “\(name)” is not writable")
         case (object.interface, let name) where Self.methods[name]?.interface == object.interface:
             guard let method = Self.methods[name], let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) }) else { return 0 }
             let (changed, ready) = shared.withLock { shared in

@@ -9,15 +9,41 @@ import Testing
 @Suite(.serialized) struct SensorProxyServiceTests {
     static let object = ["--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy"]
 
-    /// A service on `bus` serving `values`, started.
+    /// A service on `bus` serving `values`, started; a sensor claimed is ready at once (its values
+    /// are `values`), unless `ready` is false.
     static func serving(
-        _ values: SensorProxyService.Properties, on bus: PrivateSystemBus,
+        _ values: SensorProxyService.Properties, on bus: PrivateSystemBus, ready: Bool = true,
         demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
     ) throws -> SensorProxyService {
-        let service = try SensorProxyService(address: bus.address, demand: demand)
+        let served = Mutex<SensorProxyService?>(nil)
+        let service = try SensorProxyService(address: bus.address, demand: { sensor, claimed in
+            demand(sensor, claimed)
+            if claimed && ready { served.withLock { $0 }?.markReady(sensor) }
+        })
+        served.withLock { $0 = service }
         service.publish(values)
         service.start()
         return service
+    }
+
+    /// A claim is held until the owner says the sensor's first value is there, and no longer; a
+    /// sensor that never gives one holds it `claimPatience` (3 s) at most.
+    @Test func aClaimIsHeldUntilTheSensorIsReady() throws {
+        let bus = try PrivateSystemBus()
+        let service = try Self.serving(SensorProxyService.Properties(), on: bus, ready: false)
+        defer { service.stop() }
+        let client = try BusClient(address: bus.address)
+        var started = Date()
+        try client.call("ClaimLight")
+        let patience = Date().timeIntervalSince(started)
+        #expect(patience > 2.9 && patience < 4, "\(patience) s")
+        try client.call("ReleaseLight")
+        // Claimed anew: held again until ready, which comes half a second later.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { service.markReady(.light) }
+        started = Date()
+        try client.call("ClaimLight")
+        let held = Date().timeIntervalSince(started)
+        #expect(held > 0.45 && held < 1.5, "\(held) s")
     }
 
     @Test func gdbusReadsThePropertiesUpstreamDefines() throws {

@@ -35,10 +35,15 @@ public final class Testbed {
 
     /// Adds the devices of `Fixtures/<name>.umockdev`.
     public func add(fixture name: String) throws {
+        try add(Self.fixture(name))
+    }
+
+    /// The text of `Fixtures/<name>.umockdev`: its devices, separated by empty lines.
+    public static func fixture(_ name: String) throws -> String {
         guard let url = Bundle.module.url(forResource: name, withExtension: "umockdev", subdirectory: "Fixtures") else {
             throw TestbedError("no fixture \(name).umockdev")
         }
-        try add(String(contentsOf: url, encoding: .utf8))
+        return try String(contentsOf: url, encoding: .utf8)
     }
 
     /// Removes a device (its sysfs directory and node) and sends its `remove` uevent.
