@@ -17,13 +17,17 @@ DOCDIR      ?= $(PREFIX)/share/doc/motiond
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
 UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+# Read by dbus-daemon and polkitd from these places only, whatever PREFIX is.
+DBUSPOLICYDIR ?= /usr/share/dbus-1/system.d
+POLKITACTIONDIR ?= /usr/share/polkit-1/actions
+DATADIR     ?= $(PREFIX)/share/motiond
 BUILD_DIR   ?= .build/release
 SWIFT_BUILD_FLAGS ?= -c release --static-swift-stdlib
 
 BINARIES = motiond motionctl
-DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md
+DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md docs/dbus.md
 
-.PHONY: all build install install-files uninstall
+.PHONY: all build install install-files uninstall switch-to-motiond switch-to-iio-sensor-proxy
 
 all: build
 
@@ -59,6 +63,32 @@ install-files:
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(DOCS) Recordings/README.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 Recordings/broad-04-slow-rotation.motionrec $(DESTDIR)$(DOCDIR)/
+	# iio-sensor-proxy's D-Bus interface: the bus policy and polkit action are inert until the
+	# drop-in is switched on (switch-to-motiond).
+	install -D -m 0644 systemd/motiond-dbus.conf $(DESTDIR)$(DBUSPOLICYDIR)/motiond.conf
+	install -D -m 0644 systemd/net.hadess.SensorProxy.motiond.policy $(DESTDIR)$(POLKITACTIONDIR)/net.hadess.SensorProxy.motiond.policy
+	install -d $(DESTDIR)$(DATADIR)
+	sed 's|/usr/local/bin/motiond|$(BINDIR)/motiond|' systemd/motiond-sensorproxy.conf > $(DESTDIR)$(DATADIR)/sensorproxy.conf
+	chmod 0644 $(DESTDIR)$(DATADIR)/sensorproxy.conf
+
+# motiond takes iio-sensor-proxy's place on the bus (docs/dbus.md); the second target undoes it.
+switch-to-motiond:
+	systemctl stop iio-sensor-proxy.service || true
+	systemctl mask iio-sensor-proxy.service
+	install -d $(SYSCONFDIR)/systemd/system/motiond.service.d
+	ln -sf $(DATADIR)/sensorproxy.conf $(SYSCONFDIR)/systemd/system/motiond.service.d/sensorproxy.conf
+	systemctl daemon-reload
+	systemctl reload dbus.service || true
+	systemctl restart motiond.service
+
+switch-to-iio-sensor-proxy:
+	rm -f $(SYSCONFDIR)/systemd/system/motiond.service.d/sensorproxy.conf
+	-rmdir $(SYSCONFDIR)/systemd/system/motiond.service.d 2>/dev/null
+	systemctl unmask iio-sensor-proxy.service
+	systemctl daemon-reload
+	systemctl restart motiond.service
+	# iio-sensor-proxy starts when udev sees a sensor: replay the sensors' add events.
+	udevadm trigger --action=add --subsystem-match=iio
 
 uninstall:
 ifeq ($(DESTDIR),)
@@ -69,6 +99,9 @@ endif
 	rm -f $(DESTDIR)$(UDEVRULESDIR)/70-motiond.rules $(DESTDIR)$(SYSUSERSDIR)/motiond.conf
 	rm -f $(DESTDIR)$(MANDIR)/man8/motiond.8 $(DESTDIR)$(MANDIR)/man5/motiond.conf.5 $(DESTDIR)$(MANDIR)/man1/motionctl.1
 	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -f $(DESTDIR)$(DBUSPOLICYDIR)/motiond.conf $(DESTDIR)$(POLKITACTIONDIR)/net.hadess.SensorProxy.motiond.policy
+	rm -f $(DESTDIR)$(DATADIR)/sensorproxy.conf
+	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
 	# The configuration is removed only if it is still the sample.
 	-cmp -s systemd/motiond.conf $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf && rm -f $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/motiond 2>/dev/null
