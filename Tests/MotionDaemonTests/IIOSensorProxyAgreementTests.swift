@@ -117,7 +117,18 @@ final class PrivateSystemBus {
     let address: String
     private let process = Process()
 
-    init() throws {
+    /// Anyone may do anything: the peers under test need no policy.
+    static let openPolicy = """
+          <policy context="default">
+            <allow user="*"/>
+            <allow own="*"/>
+            <allow send_destination="*"/>
+            <allow receive_sender="*"/>
+          </policy>
+        """
+
+    /// A bus whose rules are `policy` (`<policy>` elements, or `<include>`s of policy files).
+    init(policy: String = PrivateSystemBus.openPolicy) throws {
         directory = NSTemporaryDirectory() + "system-bus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let socket = directory + "/bus"
@@ -129,12 +140,7 @@ final class PrivateSystemBus {
               <type>system</type>
               <listen>\(address)</listen>
               <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow user="*"/>
-                <allow own="*"/>
-                <allow send_destination="*"/>
-                <allow receive_sender="*"/>
-              </policy>
+            \(policy)
             </busconfig>
             """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
