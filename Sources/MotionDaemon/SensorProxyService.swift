@@ -377,19 +377,93 @@ final class SensorProxyService: Sendable {
             return replyError(to: message, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "Property “\(name)” is not writable")
         case (object.interface, let name) where Self.methods[name]?.interface == object.interface:
             guard let method = Self.methods[name], let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) }) else { return 0 }
-            let (changed, ready) = shared.withLock { shared in
-                let changed = method.claims ? shared.claims.claim(method.sensor, by: sender) : shared.claims.release(method.sensor, by: sender)
-                // A sensor started anew gives a new first value; until then its claims wait.
-                if changed && method.claims { shared.ready.remove(method.sensor) }
-                return (changed, shared.ready.contains(method.sensor))
-            }
-            if changed { demand(method.sensor, method.claims) }
-            guard method.claims && !ready else { return reply(to: message) { _ in } }
-            heldClaims.append((sd_bus_message_ref(message), method.sensor, Syscall.monotonicNanoseconds() + Self.claimPatience))
-            return 1
+            guard method.claims else { return perform(method, for: sender, call: message) }
+            return authorize(sender, call: message) { [self] in perform(method, for: sender, call: message) }
         default:
             return 0
         }
+    }
+
+    /// Counts a claim or a release, and answers it: a release at once, a claim once its sensor is ready.
+    private func perform(_ method: (interface: String, sensor: ClaimBook.Sensor, claims: Bool), for sender: String, call: OpaquePointer) -> Int32 {
+        let (changed, ready) = shared.withLock { shared in
+            let changed = method.claims ? shared.claims.claim(method.sensor, by: sender) : shared.claims.release(method.sensor, by: sender)
+            // A sensor started anew gives a new first value; until then its claims wait.
+            if changed && method.claims { shared.ready.remove(method.sensor) }
+            return (changed, shared.ready.contains(method.sensor))
+        }
+        if changed { demand(method.sensor, method.claims) }
+        guard method.claims && !ready else { return reply(to: call) { _ in } }
+        heldClaims.append((sd_bus_message_ref(call), method.sensor, Syscall.monotonicNanoseconds() + Self.claimPatience))
+        return 1
+    }
+
+    /// The polkit action a claim needs (systemd/net.hadess.SensorProxy.motiond.policy).
+    static let claimAction = "net.hadess.SensorProxy.claim-sensor"
+
+    /// Asks polkit, without waiting for it, whether `sender` may claim; runs `granted` if so (or if
+    /// there is no polkit on the bus: then every claim is allowed), else refuses the call.
+    private func authorize(_ sender: String, call: OpaquePointer, granted: @escaping () -> Int32) -> Int32 {
+        var check: OpaquePointer?
+        guard sd_bus_message_new_method_call(
+            bus, &check, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority", "org.freedesktop.PolicyKit1.Authority",
+            "CheckAuthorization") >= 0, let check
+        else { return granted() }
+        defer { sd_bus_message_unref(check) }
+        // CheckAuthorization(subject (sa{sv}), action_id s, details a{ss}, flags u, cancellation_id s):
+        // the subject is the caller's bus name; no interaction (flags 0): a sensor is no reason for a prompt.
+        sd_bus_message_open_container(check, CChar(UInt8(ascii: "r")), "sa{sv}")
+        appendString(check, "system-bus-name")
+        sd_bus_message_open_container(check, CChar(UInt8(ascii: "a")), "{sv}")
+        sd_bus_message_open_container(check, CChar(UInt8(ascii: "e")), "sv")
+        appendString(check, "name")
+        sd_bus_message_open_container(check, CChar(UInt8(ascii: "v")), "s")
+        appendString(check, sender)
+        sd_bus_message_close_container(check)
+        sd_bus_message_close_container(check)
+        sd_bus_message_close_container(check)
+        sd_bus_message_close_container(check)
+        appendString(check, Self.claimAction)
+        sd_bus_message_open_container(check, CChar(UInt8(ascii: "a")), "{ss}")
+        sd_bus_message_close_container(check)
+        var flags: UInt32 = 0
+        sd_bus_message_append_basic(check, CChar(UInt8(ascii: "u")), &flags)
+        appendString(check, "")
+
+        let pending = PendingAuthorization(call: sd_bus_message_ref(call), granted: granted)
+        let answered: sd_bus_message_handler_t = { reply, userdata, _ in
+            let pending = Unmanaged<PendingAuthorization>.fromOpaque(userdata!).takeRetainedValue()
+            defer { sd_bus_message_unref(pending.call) }
+            return pending.service.map { $0.authorization(reply!, for: pending) } ?? 0
+        }
+        pending.service = self
+        let sent = sd_bus_call_async(bus, nil, check, answered, Unmanaged.passRetained(pending).toOpaque(), 0)
+        if sent < 0 {
+            let lost = Unmanaged.passUnretained(pending)
+            lost.release()
+            sd_bus_message_unref(pending.call)
+            return granted()
+        }
+        return 1
+    }
+
+    /// polkit's answer (or the bus's error when polkit is not there) to a claim's check.
+    private func authorization(_ reply: OpaquePointer, for pending: PendingAuthorization) -> Int32 {
+        if let error = sd_bus_message_get_error(reply) {
+            let name = error.pointee.name.map { String(cString: $0) } ?? ""
+            // No polkit on this bus: every claim is allowed, as without polkit upstream allows them.
+            if name == "org.freedesktop.DBus.Error.ServiceUnknown" || name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+                return pending.granted()
+            }
+            return replyError(to: pending.call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "polkit could not be asked (\(name))")
+        }
+        var authorized: Int32 = 0
+        guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "bba{ss}") > 0,
+            sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "b")), &authorized) > 0, authorized != 0
+        else {
+            return replyError(to: pending.call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "polkit does not allow \(Self.claimAction)")
+        }
+        return pending.granted()
     }
 
     /// `NameOwnerChanged(name, old, new)`: a unique name with no new owner has left the bus.
@@ -451,6 +525,17 @@ final class SensorProxyService: Sendable {
                 return sd_bus_reply_method_error(call, &error) < 0 ? -EIO : 1
             }
         }
+    }
+}
+
+/// A claim waiting for polkit's answer: the call, and what to do when it is granted.
+private final class PendingAuthorization {
+    let call: OpaquePointer
+    let granted: () -> Int32
+    weak var service: SensorProxyService?
+    init(call: OpaquePointer, granted: @escaping () -> Int32) {
+        self.call = call
+        self.granted = granted
     }
 }
 

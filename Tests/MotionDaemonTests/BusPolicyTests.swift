@@ -83,3 +83,48 @@ import Glibc
         #expect(compass.status != 0 && compass.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(compass.output) \(compass.errors)")
     }
 }
+
+/// Claims ask polkit for `net.hadess.SensorProxy.claim-sensor` where polkit is there: the real
+/// polkitd on the private bus, with motiond's action file and a rule that refuses `nobody`. Both are
+/// put in polkit's system directories for the test (it reads no others) and removed after it; the
+/// rule names only this action and that user.
+@Suite(.serialized) struct PolkitTests {
+    @Test func aClaimPolkitRefusesIsRefusedAndOneItAllowsIsServed() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/lib/polkit-1/polkitd") else {
+            Issue.record("polkitd is not installed (Debian package polkitd; .ci/run installs it)")
+            return
+        }
+        let action = "/usr/share/polkit-1/actions/net.hadess.SensorProxy.motiond.policy"
+        let rule = "/etc/polkit-1/rules.d/49-motiond-test-\(getpid()).rules"
+        let policy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/net.hadess.SensorProxy.motiond.policy").standardized
+        let installedBefore = FileManager.default.fileExists(atPath: action)
+        if !installedBefore { try FileManager.default.copyItem(atPath: policy.path, toPath: action) }
+        try """
+            polkit.addRule(function(action, subject) {
+                if (action.id == "net.hadess.SensorProxy.claim-sensor" && subject.user == "nobody") return polkit.Result.NO;
+            });
+            """.write(toFile: rule, atomically: true, encoding: .utf8)
+        defer {
+            try? FileManager.default.removeItem(atPath: rule)
+            if !installedBefore { try? FileManager.default.removeItem(atPath: action) }
+        }
+        let testbed = try Testbed()
+        try testbed.add(Testbed.fixture("tablet-iio-sensor-proxy").components(separatedBy: "\n\n")[0])
+        let bus = try PrivateSystemBus()
+        chmod(bus.directory, 0o755)
+        let polkit = try Peer("/usr/lib/polkit-1/polkitd", arguments: ["--no-debug"], bus: bus)
+        try waitUntil(seconds: 10) {
+            (try? bus.gdbus(["call", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                             "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.PolicyKit1"]))?.contains("true") == true
+        }
+        let daemon = try Hardware.SensorProxyBridge.daemon(on: bus)
+        let client = try BusClient(address: bus.address)
+        try client.call("ClaimAccelerometer")  // root: allowed by the action's defaults
+        #expect(try client.property("AccelerometerOrientation") == "normal")
+        let refused = try await BusPolicyTests.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path",
+                                                                   "/net/hadess/SensorProxy", "--method", "net.hadess.SensorProxy.ClaimLight"], bus: bus)
+        #expect(refused.errors.contains("org.freedesktop.DBus.Error.AccessDenied: polkit does not allow net.hadess.SensorProxy.claim-sensor"),
+                "\(refused.output) \(refused.errors)")
+        _ = (daemon, polkit)
+    }
+}
