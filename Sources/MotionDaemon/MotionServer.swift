@@ -134,13 +134,9 @@ public final class MotionServer: @unchecked Sendable {
     private func serveDBus() throws {
         let hub = self.hub
         let bridge = NIOLoopBoundBox.makeEmptyBox(valueType: SensorProxyBridge.self, eventLoop: hub.eventLoop)
-        let service = try SensorProxyService(
-            demand: { sensor, claimed in
-                hub.eventLoop.execute { bridge.value?.claimChanged(sensor, claimed: claimed) }
-            },
-            lost: { error in
-                hub.logger.error("lost the system bus: D-Bus clients are no longer served (the socket still is)", metadata: ["error": "\(error)"])
-            })
+        let service = try SensorProxyService(logger: hub.logger) { sensor, claimed in
+            hub.eventLoop.execute { bridge.value?.claimChanged(sensor, claimed: claimed) }
+        }
         try hub.eventLoop.submit {
             let fed = SensorProxyBridge(hub: hub, service: service)
             fed.start()

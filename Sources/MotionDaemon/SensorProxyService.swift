@@ -1,5 +1,6 @@
 import CSDBus
 import Foundation
+import Logging
 import MotionSystem
 import Synchronization
 
@@ -43,46 +44,27 @@ final class SensorProxyService: Sendable {
         }
     }
 
-    /// One served object: its path, its interface and upstream's introspection of it.
+    /// One served object: its path and its interface.
     struct Object: Sendable {
         var path: String
         var interface: String
-        var introspection: String
     }
 
-    static let main = Object(
-        path: "/net/hadess/SensorProxy", interface: "net.hadess.SensorProxy",
-        introspection: introspection(
-            interface: "net.hadess.SensorProxy",
-            members: """
-                <property type="b" name="HasAccelerometer" access="read"/>
-                <property type="s" name="AccelerometerOrientation" access="read"/>
-                <property type="s" name="AccelerometerTilt" access="read"/>
-                <property type="b" name="HasAmbientLight" access="read"/>
-                <property type="s" name="LightLevelUnit" access="read"/>
-                <property type="d" name="LightLevel" access="read"/>
-                <property type="b" name="HasProximity" access="read"/>
-                <property type="b" name="ProximityNear" access="read"/>
-                <method name="ClaimAccelerometer"/>
-                <method name="ReleaseAccelerometer"/>
-                <method name="ClaimLight"/>
-                <method name="ReleaseLight"/>
-                <method name="ClaimProximity"/>
-                <method name="ReleaseProximity"/>
-                """,
-            children: #"<node name="Compass"/>"#))
-    static let compass = Object(
-        path: "/net/hadess/SensorProxy/Compass", interface: "net.hadess.SensorProxy.Compass",
-        introspection: introspection(
-            interface: "net.hadess.SensorProxy.Compass",
-            members: """
-                <property type="b" name="HasCompass" access="read"/>
-                <property type="d" name="CompassHeading" access="read"/>
-                <method name="ClaimCompass"/>
-                <method name="ReleaseCompass"/>
-                """,
-            children: ""))
+    static let main = Object(path: "/net/hadess/SensorProxy", interface: "net.hadess.SensorProxy")
+    static let compass = Object(path: "/net/hadess/SensorProxy/Compass", interface: "net.hadess.SensorProxy.Compass")
     static let objects = [main, compass]
+
+    /// Upstream's introspection of `object`, written from the property and method tables (so that
+    /// what is announced is what is served), in upstream's order, with the standard interfaces.
+    static func introspection(of object: Object) -> String {
+        let defaults = Properties()
+        let properties = table.filter { $0.object.path == object.path }.map { entry in
+            #"<property type="\#(entry.value(defaults).signature)" name="\#(entry.name)" access="read"/>"#
+        }
+        let claims = methods.filter { $0.interface == object.interface }.map { #"<method name="\#($0.name)"/>"# }
+        let children = object.path == main.path ? #"<node name="Compass"/>"# : ""
+        return introspection(interface: object.interface, members: (properties + claims).joined(separator: "\n"), children: children)
+    }
 
     /// Upstream's introspection of an object, with the standard interfaces every D-Bus service has.
     private static func introspection(interface: String, members: String, children: String) -> String {
@@ -133,6 +115,15 @@ final class SensorProxyService: Sendable {
     /// A property's value on the wire.
     enum Value: Equatable {
         case boolean(Bool), string(String), double(Double)
+
+        /// Its D-Bus type.
+        var signature: String {
+            switch self {
+            case .boolean: "b"
+            case .string: "s"
+            case .double: "d"
+            }
+        }
     }
 
     /// Every property: its object, its name, the sensor whose claimants are told of its changes
@@ -150,12 +141,15 @@ final class SensorProxyService: Sendable {
         (compass, "CompassHeading", .compass, { .double($0.compassHeading) }),
     ]
 
-    /// The claim methods: each one's interface, sensor, and whether it claims or releases.
-    private static let methods: [String: (interface: String, sensor: ClaimBook.Sensor, claims: Bool)] = [
-        "ClaimAccelerometer": (main.interface, .accelerometer, true), "ReleaseAccelerometer": (main.interface, .accelerometer, false),
-        "ClaimLight": (main.interface, .light, true), "ReleaseLight": (main.interface, .light, false),
-        "ClaimProximity": (main.interface, .proximity, true), "ReleaseProximity": (main.interface, .proximity, false),
-        "ClaimCompass": (compass.interface, .compass, true), "ReleaseCompass": (compass.interface, .compass, false),
+    /// A claim method: its name, interface, sensor, and whether it claims or releases.
+    typealias Method = (name: String, interface: String, sensor: ClaimBook.Sensor, claims: Bool)
+
+    /// The claim methods, in upstream's order.
+    private static let methods: [Method] = [
+        ("ClaimAccelerometer", main.interface, .accelerometer, true), ("ReleaseAccelerometer", main.interface, .accelerometer, false),
+        ("ClaimLight", main.interface, .light, true), ("ReleaseLight", main.interface, .light, false),
+        ("ClaimProximity", main.interface, .proximity, true), ("ReleaseProximity", main.interface, .proximity, false),
+        ("ClaimCompass", compass.interface, .compass, true), ("ReleaseCompass", compass.interface, .compass, false),
     ]
 
     /// A claim waits this long at most for its sensor's first value, ns (a sensor that gives none
@@ -178,32 +172,34 @@ final class SensorProxyService: Sendable {
     private let wake: (read: Int32, write: Int32)
     /// Told when a sensor's first claim comes (`true`) and its last goes (`false`), on the bus's thread.
     private let demand: @Sendable (ClaimBook.Sensor, Bool) -> Void
-    /// Told, from the bus's thread, when the connection to the bus is lost.
-    private let lost: @Sendable (BusError) -> Void
+    /// Where claimants leaving, polkit's refusals and a lost bus are told.
+    private let logger: Logger
     private let stopRequested = Atomic<Bool>(false)
+    /// Signalled by the bus thread as it ends, so that `stop` returns only once nothing more is
+    /// handed to the owner.
+    private let ended = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
     /// The connection; used by the service's thread only once `start` has run.
     private nonisolated(unsafe) let bus: OpaquePointer
 
     /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus,
     /// and takes the name `net.hadess.SensorProxy`.
     init(
-        address: String? = nil, demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in },
-        lost: @escaping @Sendable (BusError) -> Void = { _ in }
+        address: String? = nil, logger: Logger = Logger(label: "motiond.dbus"),
+        demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
     ) throws(BusError) {
         self.demand = demand
-        self.lost = lost
+        self.logger = logger
         guard case .success(let ends) = Syscall.makeWakePipe() else { throw BusError(operation: "pipe", code: currentErrno()) }
-        wake = (ends.0, ends.1)
-        var connection: OpaquePointer?
-        if let address {
-            try Self.check("sd_bus_new") { sd_bus_new(&connection) }
-            try Self.check("sd_bus_set_address") { sd_bus_set_address(connection, address) }
-            try Self.check("sd_bus_set_bus_client") { sd_bus_set_bus_client(connection, 1) }
-            try Self.check("sd_bus_start") { sd_bus_start(connection) }
-        } else {
-            try Self.check("sd_bus_open_system") { sd_bus_open_system(&connection) }
+        do {
+            bus = try Self.connect(address: address)
+        } catch {
+            Syscall.close(ends.0)
+            Syscall.close(ends.1)
+            throw error
         }
-        bus = connection!
+        wake = (ends.0, ends.1)
+        // From here on a failure runs deinit, which closes both.
         let handler: sd_bus_message_handler_t = { message, userdata, _ in
             Unmanaged<SensorProxyService>.fromOpaque(userdata!).takeUnretainedValue().handle(message!)
         }
@@ -222,6 +218,25 @@ final class SensorProxyService: Sendable {
                 ownerChanged, Unmanaged.passUnretained(self).toOpaque())
         }
         try Self.check("sd_bus_request_name") { sd_bus_request_name(bus, Self.busName, 0) }
+    }
+
+    /// A started connection to the bus at `address`, or to the system bus; nothing left open on failure.
+    private static func connect(address: String?) throws(BusError) -> OpaquePointer {
+        var connection: OpaquePointer?
+        do {
+            if let address {
+                try check("sd_bus_new") { sd_bus_new(&connection) }
+                try check("sd_bus_set_address") { sd_bus_set_address(connection, address) }
+                try check("sd_bus_set_bus_client") { sd_bus_set_bus_client(connection, 1) }
+                try check("sd_bus_start") { sd_bus_start(connection) }
+            } else {
+                try check("sd_bus_open_system") { sd_bus_open_system(&connection) }
+            }
+        } catch {
+            sd_bus_unref(connection)
+            throw error
+        }
+        return connection!
     }
 
     deinit {
@@ -251,14 +266,15 @@ final class SensorProxyService: Sendable {
 
     /// Serves the bus on a thread of its own until `stop`.
     func start() {
+        guard !started.exchange(true, ordering: .relaxed) else { return }
         let thread = Thread { [self] in
+            defer { ended.signal() }
             announced = shared.withLock { $0.properties }
             while !stopRequested.load(ordering: .relaxed) {
                 var processed: Int32
                 repeat { processed = sd_bus_process(bus, nil) } while processed > 0
                 if processed < 0 {
-                    lost(BusError(operation: "sd_bus_process", code: -processed))
-                    return
+                    return lostBus(BusError(operation: "sd_bus_process", code: -processed))
                 }
                 // Sleep until the bus has something, the owner wakes us, or the next deadline.
                 switch Syscall.wait(for: Int16(sd_bus_get_events(bus)), on: sd_bus_get_fd(bus), orWake: wake.read, timeoutMilliseconds: timeout()) {
@@ -269,8 +285,7 @@ final class SensorProxyService: Sendable {
                 case .success:
                     break
                 case .failure(let error):
-                    lost(BusError(operation: "poll", code: error.rawValue))
-                    return
+                    return lostBus(BusError(operation: "poll", code: error.rawValue))
                 }
                 answerHeldClaims()
             }
@@ -279,10 +294,16 @@ final class SensorProxyService: Sendable {
         thread.start()
     }
 
-    /// Ends the bus thread (within one turn of its loop).
+    /// Ends the bus thread and waits for it (one turn of its loop; nothing in it blocks), so that no
+    /// claim reaches the owner afterwards.
     func stop() {
-        stopRequested.store(true, ordering: .relaxed)
+        guard !stopRequested.exchange(true, ordering: .relaxed) else { return }
         Syscall.wake(wake.write)
+        if started.load(ordering: .relaxed) { ended.wait() }
+    }
+
+    private func lostBus(_ error: BusError) {
+        logger.error("lost the system bus: D-Bus clients are no longer served (the socket still is)", metadata: ["error": "\(error)"])
     }
 
     /// Milliseconds until sd-bus's next timeout (a method call's) or the first held claim's, −1: none.
@@ -357,7 +378,7 @@ final class SensorProxyService: Sendable {
         else { return 0 }
         switch (interface, member) {
         case ("org.freedesktop.DBus.Introspectable", "Introspect"):
-            return reply(to: message) { reply in appendString(reply, object.introspection) }
+            return reply(to: message) { reply in appendString(reply, Self.introspection(of: object)) }
         case ("org.freedesktop.DBus.Properties", "Get"):
             guard readString(message) == object.interface, let name = readString(message) else { return 0 }
             guard Self.table.contains(where: { $0.object.path == path && $0.name == name }) else {
@@ -375,8 +396,10 @@ final class SensorProxyService: Sendable {
             _ = readString(message)
             let name = readString(message) ?? ""
             return replyError(to: message, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "Property “\(name)” is not writable")
-        case (object.interface, let name) where Self.methods[name]?.interface == object.interface:
-            guard let method = Self.methods[name], let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) }) else { return 0 }
+        case (object.interface, let name):
+            guard let method = Self.methods.first(where: { $0.name == name && $0.interface == object.interface }),
+                let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) })
+            else { return 0 }
             guard method.claims else { return perform(method, for: sender, call: message) }
             return authorize(sender, call: message) { [self] in perform(method, for: sender, call: message) }
         default:
@@ -385,7 +408,7 @@ final class SensorProxyService: Sendable {
     }
 
     /// Counts a claim or a release, and answers it: a release at once, a claim once its sensor is ready.
-    private func perform(_ method: (interface: String, sensor: ClaimBook.Sensor, claims: Bool), for sender: String, call: OpaquePointer) -> Int32 {
+    private func perform(_ method: Method, for sender: String, call: OpaquePointer) -> Int32 {
         let (changed, ready) = shared.withLock { shared in
             let changed = method.claims ? shared.claims.claim(method.sensor, by: sender) : shared.claims.release(method.sensor, by: sender)
             // A sensor started anew gives a new first value; until then its claims wait.
@@ -430,18 +453,17 @@ final class SensorProxyService: Sendable {
         sd_bus_message_append_basic(check, CChar(UInt8(ascii: "u")), &flags)
         appendString(check, "")
 
-        let pending = PendingAuthorization(call: sd_bus_message_ref(call), granted: granted)
+        // The context travels through sd-bus as a retained pointer, taken back once by the answer.
+        let context = Unmanaged.passRetained(PendingAuthorization(service: self, call: sd_bus_message_ref(call), granted: granted))
         let answered: sd_bus_message_handler_t = { reply, userdata, _ in
             let pending = Unmanaged<PendingAuthorization>.fromOpaque(userdata!).takeRetainedValue()
             defer { sd_bus_message_unref(pending.call) }
-            return pending.service.map { $0.authorization(reply!, for: pending) } ?? 0
+            return pending.service.authorization(reply!, for: pending)
         }
-        pending.service = self
-        let sent = sd_bus_call_async(bus, nil, check, answered, Unmanaged.passRetained(pending).toOpaque(), 0)
-        if sent < 0 {
-            let lost = Unmanaged.passUnretained(pending)
-            lost.release()
-            sd_bus_message_unref(pending.call)
+        let sent = sd_bus_call_async(bus, nil, check, answered, context.toOpaque(), 0)
+        guard sent >= 0 else {
+            sd_bus_message_unref(context.takeRetainedValue().call)
+            logger.warning("cannot ask polkit; the claim is allowed", metadata: ["error": "\(BusError(operation: "sd_bus_call_async", code: -sent))"])
             return granted()
         }
         return 1
@@ -455,7 +477,9 @@ final class SensorProxyService: Sendable {
             if name == "org.freedesktop.DBus.Error.ServiceUnknown" || name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
                 return pending.granted()
             }
-            return replyError(to: pending.call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "polkit could not be asked (\(name))")
+            let text = error.pointee.message.map { String(cString: $0) } ?? ""
+            logger.warning("polkit refused to answer; the claim is refused", metadata: ["error": "\(name): \(text)"])
+            return replyError(to: pending.call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "polkit could not be asked: \(name): \(text)")
         }
         var authorized: Int32 = 0
         guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "bba{ss}") > 0,
@@ -471,7 +495,12 @@ final class SensorProxyService: Sendable {
         guard let name = readString(message), let old = readString(message), let new = readString(message),
             name.hasPrefix(":"), name == old, new.isEmpty
         else { return 0 }
-        for sensor in shared.withLock({ $0.claims.remove(name) }) { demand(sensor, false) }
+        let (held, last) = shared.withLock { shared in
+            (ClaimBook.Sensor.allCases.filter { shared.claims.claimants(of: $0).contains(name) }, shared.claims.remove(name))
+        }
+        guard !held.isEmpty else { return 0 }
+        logger.info("D-Bus claimant left; its claims are dropped", metadata: ["sender": "\(name)", "sensors": "\(held.map(\.rawValue))"])
+        for sensor in last { demand(sensor, false) }
         return 0
     }
 
@@ -528,12 +557,13 @@ final class SensorProxyService: Sendable {
     }
 }
 
-/// A claim waiting for polkit's answer: the call, and what to do when it is granted.
+/// A claim waiting for polkit's answer: the service, the call, and what to do when it is granted.
 private final class PendingAuthorization {
+    let service: SensorProxyService
     let call: OpaquePointer
     let granted: () -> Int32
-    weak var service: SensorProxyService?
-    init(call: OpaquePointer, granted: @escaping () -> Int32) {
+    init(service: SensorProxyService, call: OpaquePointer, granted: @escaping () -> Int32) {
+        self.service = service
         self.call = call
         self.granted = granted
     }
