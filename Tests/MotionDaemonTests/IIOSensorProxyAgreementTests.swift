@@ -154,6 +154,13 @@ final class PrivateSystemBus {
         }
     }
 
+    /// Whether `name` has an owner on this bus now.
+    func hasOwner(_ name: String) -> Bool {
+        let answer = try? gdbus(["call", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                                 "org.freedesktop.DBus.NameHasOwner", name])
+        return answer?.contains("true") == true
+    }
+
     deinit {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
