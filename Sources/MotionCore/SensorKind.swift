@@ -17,13 +17,15 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// The largest magnitude a real sensor of this kind reports, in its SI unit (m/s², rad/s, µT):
     /// above it a reading is a glitch (a bus error, a garbage register) and is dropped. Set well
     /// beyond the widest ranges in use: ±200 g accelerometers, ±4000 °/s gyroscopes, magnetometers
-    /// that saturate near 5 mT. Proximity and light are not bounded (their units may be the vendor's).
+    /// that saturate near 5 mT; light far beyond sunlight (1.2e5 lux) and any 32-bit raw count (its
+    /// unit may be the vendor's). Proximity is not bounded.
     public var plausibleMagnitude: Double {
         switch self {
         case .accelerometer: 2500
         case .gyroscope: 100
         case .magnetometer: 10_000
-        case .proximity, .light: .infinity
+        case .light: 1e12
+        case .proximity: .infinity
         }
     }
 }

@@ -40,9 +40,6 @@ struct SampleConverter {
                 kind: kind, device: device, timestamp: timestamp,
                 vector: Vector3(x: value.x, y: 0, z: 0), isNear: proximity.update(value.x))
         }
-        if kind == .light {
-            return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: Vector3(x: value.x, y: 0, z: 0))
-        }
         guard value.squaredLength <= largestSquaredMagnitude else { return nil }  // NaN fails too
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: mountMatrix * value)
     }

@@ -117,6 +117,23 @@ extension Hardware {
             #expect(expected == "a scale above 0 and at most 1000000.0")
         }
 
+        /// A light reading is bounded as the motion sensors' are (`SensorKind.plausibleMagnitude`):
+        /// a 32-bit count is a reading, 1e308 counts (register garbage, infinite once scaled) are dropped
+        /// and counted, never handed on as a light level.
+        @Test func aLightReadingBeyondAnySensorIsDroppedAndCounted() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "ambient-light")
+            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            let reader = try PolledReader(device: device, kinds: [.light], sysfs: Sysfs())
+            var samples: [SensorSample] = []
+            try testbed.setAttribute("iio:device0", "in_illuminance0_raw", "4294967295\n")
+            try reader.read(timestamp: 0) { samples.append($0) }
+            try testbed.setAttribute("iio:device0", "in_illuminance0_raw", "1e308\n")
+            try reader.read(timestamp: 1) { samples.append($0) }
+            #expect(samples.map(\.vector.x) == [4294967295 * 0.5])
+            #expect(reader.rejectedReadings == 1)
+        }
+
         /// A reading no accelerometer can produce (2147483647 counts × 0.5 m/s² ≈ 1e9 m/s², the
         /// register garbage of a bus error) is dropped and counted, never handed on. A capture whose
         /// sensor keeps giving such readings says so at most once a second and goes on: it neither
