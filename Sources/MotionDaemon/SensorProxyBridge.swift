@@ -86,9 +86,9 @@ final class SensorProxyBridge: ClientSink {
         values.hasAmbientLight = isPresent(.light, on: devices)
         values.hasProximity = isPresent(.proximity, on: devices)
         values.hasCompass = isPresent(.compass, on: devices)
-        if devices.contains(where: { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }) {
-            values.lightLevelUnit = LightMessage.Unit.vendor.rawValue
-        }
+        // The unit before the first reading (the readings then say theirs), following the sensor there is.
+        let vendor = devices.contains { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }
+        values.lightLevelUnit = (vendor ? LightMessage.Unit.vendor : .lux).rawValue
         service.publish(values)
         for sensor in claimed where isPresent(sensor, on: devices) && !watching.isSuperset(of: Self.streams(for: sensor)) {
             watch(sensor)

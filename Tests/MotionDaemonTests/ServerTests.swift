@@ -144,17 +144,21 @@ final class DaemonProcess {
 
     /// Waits until the log holds `text` `count` times (or `seconds` pass: the test then fails on
     /// what follows): a barrier on what the daemon did, not a guess at how long it takes.
-    func waitForLog(_ text: String, count: Int = 1, seconds: Double = 5) {
+    /// Returns whether it came.
+    @discardableResult
+    func waitForLog(_ text: String, count: Int = 1, seconds: Double = 5) -> Bool {
         let fd = log.fileHandleForReading.fileDescriptor
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while logged.components(separatedBy: text).count - 1 < count, Date() < deadline {
+        func found() -> Bool { logged.components(separatedBy: text).count - 1 >= count }
+        while !found(), Date() < deadline {
             var reader = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&reader, 1, 100) > 0 else { continue }
             let n = read(fd, &buffer, buffer.count)
-            guard n > 0 else { return }
+            guard n > 0 else { break }
             logged += String(decoding: buffer[0..<n], as: UTF8.self)
         }
+        return found()
     }
 
     /// The whole log, once the daemon has exited.
