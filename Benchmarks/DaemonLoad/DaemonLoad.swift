@@ -28,8 +28,8 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: idle, 100x1, 1000x100, largest, poll; and, not by default, fuzz and soak (for --seconds).")
-    var scenarios: [String] = ["idle", "100x1", "1000x100", "largest", "poll"]
+    @Option(help: "Scenarios to run, of: idle, 100x1, 100x1-batched, 1000x100, largest, poll; and, not by default, fuzz and soak (for --seconds).")
+    var scenarios: [String] = ["idle", "100x1", "100x1-batched", "1000x100", "largest", "poll"]
 
     @Option(help: "Lines the fuzz scenario sends.")
     var fuzzLines = 10_000_000
@@ -58,14 +58,16 @@ struct DaemonLoad: ParsableCommand {
             let usage = ProcessProbe.usage(from: a, to: probe.read())
             print("no clients (sensors closed): \(usage); RSS \(probe.status("VmRSS")) kB, of which anonymous \(probe.status("RssAnon")) kB")
         }
-        let loads = [("100x1", 100.0, 1), ("1000x100", 1000.0, 100), ("largest", 100.0, largest)].filter { scenarios.contains($0.0) }
-        for (_, rate, clients) in loads {
+        // (name, rate, clients, latency the clients accept)
+        let loads = [("100x1", 100.0, 1, 0.0), ("100x1-batched", 100.0, 1, 0.1), ("1000x100", 1000.0, 100, 0.0), ("largest", 100.0, largest, 0.0)]
+            .filter { scenarios.contains($0.0) }
+        for (_, rate, clients, latency) in loads {
             let daemon = try Daemon(executable: executable)
             let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: rate)
             defer { feeder.stop() }
             let load = try LoadClients(socket: daemon.socket, count: clients)
             load.start()
-            try load.sendToAll(#"{"class":"WATCH","streams":["motion"],"interval":\#(1 / rate)}"#)
+            try load.sendToAll(#"{"class":"WATCH","streams":["motion"],"interval":\#(1 / rate),"latency":\#(latency)}"#)
             sleep(2)
             let probe = ProcessProbe(pid: daemon.pid)
             load.startCounting()
@@ -84,9 +86,10 @@ struct DaemonLoad: ParsableCommand {
             let rss = probe.status("VmRSS"), peak = probe.status("VmHWM"), anonymous = probe.status("RssAnon")
             heaviestRSS = max(heaviestRSS, peak)
             print(String(
-                format: "%4.0f Hz, %4d clients: %@; RSS %d kB (peak %d; anonymous %d)\n    scans fed %d; motion lines per client min %d max %d (expected ≈ %d); dropped %d; latency p50 %.3f ms, p99 %.3f ms, max %.3f ms",
-                rate, clients, usage.description, rss, peak, anonymous, fed, received.min() ?? 0, received.max() ?? 0, fed, load.dropped,
+                format: "%4.0f Hz, %4d clients, latency %.2f s: %@; RSS %d kB (peak %d; anonymous %d)\n    scans fed %d; motion lines per client min %d max %d (expected ≈ %d); dropped %d; latency p50 %.3f ms, p99 %.3f ms, max %.3f ms",
+                rate, clients, latency, usage.description, rss, peak, anonymous, fed, received.min() ?? 0, received.max() ?? 0, fed, load.dropped,
                 percentile(0.5), percentile(0.99), percentile(1.0)))
+            print("    wake-ups by thread: \(usage.byThread)")
         }
         if scenarios.contains("poll") {
             let daemon = try Daemon(executable: executable)

@@ -8,7 +8,8 @@ import Glibc
 
 /// Plays a fake IMU: writes accelerometer + gyroscope scans with CLOCK_MONOTONIC timestamps to a
 /// testbed's `/dev/iio:deviceN` at a steady rate, as the kernel would, while the daemon has the
-/// buffer enabled.
+/// buffer enabled; and, as the kernel's poll does, makes them readable only once `buffer/watermark`
+/// scans wait (each keeps the timestamp of its sampling).
 final class Feeder: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let fed = Atomic<Int>(0)
@@ -18,11 +19,14 @@ final class Feeder: Sendable {
         let descriptor = testbed.controlDescriptor(for: node)
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         let enablePath = "\(testbed.root)/sys/bus/iio/devices/\(device)/buffer/enable"
+        let watermarkPath = "\(testbed.root)/sys/bus/iio/devices/\(device)/buffer/watermark"
         let period = Int64(1e9 / rate)
         let thread = Thread { [self] in
             var scan = [UInt8](repeating: 0, count: 24)
             var next = Feeder.now()
             var enabled = false
+            var watermark = 1
+            var waiting: [UInt8] = []
             var checkedAt: Int64 = 0
             var i = 0
             while !stopRequested.load(ordering: .relaxed) {
@@ -31,16 +35,23 @@ final class Feeder: Sendable {
                 while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil) == EINTR {}
                 if next - checkedAt > 100_000_000 {
                     enabled = (try? String(contentsOfFile: enablePath, encoding: .utf8))?.hasPrefix("1") == true
+                    watermark = (try? String(contentsOfFile: watermarkPath, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines.union(["\0"]))) } ?? 1
                     checkedAt = next
                 }
-                guard enabled else { continue }
+                guard enabled else {
+                    waiting.removeAll()
+                    continue
+                }
                 i += 1
                 // At rest, face up, with a little noise on every axis: accel (0, 0, 1 g), gyro ≈ 0.
                 let values: [Int16] = [Int16(i % 7) - 3, Int16(i % 5) - 2, 16384 + Int16(i % 3), Int16(i % 3) - 1, Int16(i % 4) - 2, 1, 0, 0]
                 values.withUnsafeBytes { scan.replaceSubrange(0..<16, with: $0) }
                 let stamp = Feeder.now()
                 withUnsafeBytes(of: stamp.littleEndian) { scan.replaceSubrange(16..<24, with: $0) }
-                if write(descriptor, scan, scan.count) == scan.count { fed.add(1, ordering: .relaxed) }
+                waiting += scan
+                guard waiting.count >= watermark * scan.count else { continue }
+                if write(descriptor, waiting, waiting.count) == waiting.count { fed.add(waiting.count / scan.count, ordering: .relaxed) }
+                waiting.removeAll(keepingCapacity: true)
             }
         }
         thread.qualityOfService = .userInteractive

@@ -6,7 +6,7 @@ struct ProcessProbe {
 
     struct Reading {
         /// Per thread: CPU time, ns, and times put on a CPU (wake-ups plus preemptions), from schedstat.
-        var threads: [String: (cpu: Int64, runs: Int64)] = [:]
+        var threads: [String: (name: String, cpu: Int64, runs: Int64)] = [:]
         /// Wall clock, ns.
         var time: Int64 = 0
     }
@@ -18,7 +18,8 @@ struct ProcessProbe {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8) else { continue }
             let fields = text.split(separator: " ").compactMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             guard fields.count == 3 else { continue }
-            reading.threads[task] = (fields[0], fields[2])
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? task
+            reading.threads[task] = (name, fields[0], fields[2])
         }
         reading.time = Feeder.now()
         return reading
@@ -46,19 +47,29 @@ struct ProcessProbe {
         var cpuPercent: Double
         /// Times scheduled per second.
         var runsPerSecond: Double
+        /// Wake-ups per second by thread name (threads of one name summed), busiest first.
+        var runsPerSecondByThread: [(name: String, runsPerSecond: Double)] = []
 
         var description: String { String(format: "CPU %.2f %% of one core, %.1f wake-ups/s", cpuPercent, runsPerSecond) }
+
+        /// Where the wake-ups happen: `NIO-ELT-0-#0 100.0/s, …`.
+        var byThread: String {
+            runsPerSecondByThread.filter { $0.runsPerSecond >= 0.05 }.map { String(format: "%@ %.1f/s", $0.name, $0.runsPerSecond) }.joined(separator: ", ")
+        }
     }
 
     /// Threads that ended between the readings are not counted (the daemon's threads live as long as a sensor runs).
     static func usage(from a: Reading, to b: Reading) -> Usage {
         let seconds = Double(b.time - a.time) * 1e-9
         var cpu: Int64 = 0, runs: Int64 = 0
+        var byName: [String: Int64] = [:]
         for (thread, end) in b.threads {
-            let start = a.threads[thread] ?? (0, 0)
+            let start = a.threads[thread] ?? (end.name, 0, 0)
             cpu += end.cpu - start.cpu
             runs += end.runs - start.runs
+            byName[end.name, default: 0] += end.runs - start.runs
         }
-        return Usage(cpuPercent: Double(cpu) * 1e-9 / seconds * 100, runsPerSecond: Double(runs) / seconds)
+        let byThread = byName.map { (name: $0.key, runsPerSecond: Double($0.value) / seconds) }.sorted { $0.runsPerSecond > $1.runsPerSecond }
+        return Usage(cpuPercent: Double(cpu) * 1e-9 / seconds * 100, runsPerSecond: Double(runs) / seconds, runsPerSecondByThread: byThread)
     }
 }

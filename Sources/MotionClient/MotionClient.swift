@@ -98,13 +98,16 @@ public final class MotionClient: Sendable {
     }
 
     /// Updates of `streams`, one every `interval` seconds (event streams when they change), `motion`
-    /// in `frame`. The stream reconnects after a daemon restart (`reconnects`); it ends with an error
+    /// in `frame`. A `latency` in seconds (0…10) lets the daemon hold samples up to that long and send
+    /// them in batches, each with its own timestamp, so that it and the sensor wake less often.
+    /// The stream reconnects after a daemon restart (`reconnects`); it ends with an error
     /// if a sensor goes away (`streamEnded`), or if the daemon cannot be reached and `reconnects` is off.
     public func updates(
-        of streams: [StreamKind], interval: Double = 0.1, frame: AttitudeReferenceFrame = .xArbitraryZVertical, reconnects: Bool = true
+        of streams: [StreamKind], interval: Double = 0.1, frame: AttitudeReferenceFrame = .xArbitraryZVertical, latency: Double = 0,
+        reconnects: Bool = true
     ) -> AsyncThrowingStream<Update, any Error> {
         let (stream, continuation) = AsyncThrowingStream<Update, any Error>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        let subscription = watch(streams, interval: interval, frame: frame, reconnects: reconnects) { result in
+        let subscription = watch(streams, interval: interval, frame: frame, latency: latency, reconnects: reconnects) { result in
             switch result {
             case .success(let update): continuation.yield(update)
             case .failure(let error): continuation.finish(throwing: error)
@@ -114,14 +117,14 @@ public final class MotionClient: Sendable {
         return stream
     }
 
-    /// The callback form of `updates(of:interval:frame:reconnects:)`: `handler` gets each update, on
+    /// The callback form of `updates(of:interval:frame:latency:reconnects:)`: `handler` gets each update, on
     /// the subscription's own thread, until the subscription is cancelled or fails (then once with the error).
     @discardableResult
     public func watch(
-        _ streams: [StreamKind], interval: Double = 0.1, frame: AttitudeReferenceFrame = .xArbitraryZVertical, reconnects: Bool = true,
-        handler: @escaping @Sendable (Result<Update, MotionClientError>) -> Void
+        _ streams: [StreamKind], interval: Double = 0.1, frame: AttitudeReferenceFrame = .xArbitraryZVertical, latency: Double = 0,
+        reconnects: Bool = true, handler: @escaping @Sendable (Result<Update, MotionClientError>) -> Void
     ) -> Subscription {
-        let watch = Request.Watch(streams: streams, interval: interval, frame: frame)
+        let watch = Request.Watch(streams: streams, interval: interval, frame: frame, latency: latency > 0 ? latency : nil)
         let subscription = Subscription(socketPath: socketPath, watch: watch, reconnects: reconnects, timeout: timeout, handler: handler)
         subscription.start()
         return subscription

@@ -98,14 +98,19 @@ final class CaptureManager: @unchecked Sendable {
     private func open(_ device: DeviceDescriptor, _ entry: CapturePlan.Capture) {
         let number = device.number
         do {
-            let capture = try source.open(device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate)
+            let capture = try source.open(
+                device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate, batch: entry.batch, eventLoop: eventLoop)
             generations += 1
             let generation = generations
             running[number] = Running(plan: entry, capture: capture, generation: generation)
             let mailbox = EventMailbox()
+            let eventLoop = eventLoop
             capture.start { [weak self] event in
-                guard let self, mailbox.post(event) else { return }
-                self.eventLoop.execute { self.drain(mailbox, from: number, generation: generation) }
+                guard let self else { return }
+                // A capture read on the loop hands its events over there and then, a read at a time.
+                if eventLoop.inEventLoop { return self.take(event, from: number, generation: generation) }
+                guard mailbox.post(event) else { return }
+                eventLoop.execute { self.drain(mailbox, from: number, generation: generation) }
             }
             logger.info("sensor opened", metadata: [
                 "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
@@ -113,6 +118,15 @@ final class CaptureManager: @unchecked Sendable {
         } catch {
             logger.error("cannot open sensor", metadata: ["device": "\(number)", "error": "\(error)"])
         }
+    }
+
+    /// Collects the events of a capture read on the loop, and hands on each read's at its end (or an
+    /// event that is not a sample at once).
+    private func take(_ event: SensorEvent, from number: DeviceNumber, generation: Int) {
+        if case .readComplete = event {} else { drained.append(event) }
+        if case .sample = event { return }
+        if running[number]?.generation == generation { received(drained, number) }
+        drained.removeAll(keepingCapacity: true)
     }
 
     /// Hands on what a capture's reader thread posted since the last drain.

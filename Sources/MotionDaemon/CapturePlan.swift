@@ -16,13 +16,22 @@ struct CapturePlan: Sendable, Hashable {
         var kinds: Set<SensorKind>
         /// Hz, as asked (the capture rounds it up to what the device offers).
         var rate: Double
+        /// Scans the device may collect before they are read: as many as the most impatient client
+        /// of its sensors lets wait (1: each scan at once).
+        var batch = 1
     }
 
-    /// What clients watch: a stream and its interval (seconds; ignored for event streams).
+    /// What clients watch: a stream, its interval (seconds; ignored for event streams) and the
+    /// longest a sample may wait before it is sent (seconds; 0: at once).
     struct Demand: Sendable, Hashable {
         var stream: StreamKind
         var interval: Double
+        var latency = 0.0
     }
+
+    /// Scans read at once at most, whatever the latency allows: the kernel's buffer holds four times
+    /// as many (`ScanBuffer.lengthPerWatermark`).
+    static let largestBatch = 1024
 
     /// The rate at which event streams (proximity, orientation) sample, Hz.
     static let eventRate = 10.0
@@ -77,16 +86,23 @@ struct CapturePlan: Sendable, Hashable {
         let available = Set(devices.flatMap(\.kinds))
         // Many clients ask for few streams: the shortest interval per stream is all that matters.
         var shortest: [StreamKind: Double] = [:]
-        for demand in demands { shortest[demand.stream] = min(shortest[demand.stream] ?? .infinity, demand.interval) }
-        for demand in shortest.map({ Demand(stream: $0.key, interval: $0.value) }) {
-            let (required, optional) = Self.kinds(for: demand.stream)
+        var patience: [StreamKind: Double] = [:]
+        for demand in demands {
+            shortest[demand.stream] = min(shortest[demand.stream] ?? .infinity, demand.interval)
+            // An event is worth something only when it is fresh: event streams wait for nothing.
+            patience[demand.stream] = min(patience[demand.stream] ?? .infinity, demand.stream.isEventStream ? 0 : demand.latency)
+        }
+        var latencies: [SensorKind: Double] = [:]
+        for (stream, interval) in shortest {
+            let (required, optional) = Self.kinds(for: stream)
             guard required.isSubset(of: available) else {
-                unavailable.insert(demand.stream)
+                unavailable.insert(stream)
                 continue
             }
-            let rate = demand.stream.isEventStream ? Self.eventRate : 1 / demand.interval
+            let rate = stream.isEventStream ? Self.eventRate : 1 / interval
             for kind in required.union(optional.intersection(available)) {
                 rates[kind] = max(rates[kind] ?? 0, rate)
+                latencies[kind] = min(latencies[kind] ?? .infinity, patience[stream]!)
             }
         }
         // Assign each kind to a device: the one carrying the most of the needed kinds, then the lowest number.
@@ -116,7 +132,10 @@ struct CapturePlan: Sendable, Hashable {
             }
         }
         captures = byDevice.map { number, kinds in
-            Capture(device: number, kinds: kinds, rate: kinds.map { rates[$0]! }.max()!)
+            let rate = kinds.map { rates[$0]! }.max()!
+            let latency = kinds.map { latencies[$0] ?? 0 }.min()!
+            let batch = min(Self.largestBatch, max(1, Int((latency * rate).rounded(.down))))
+            return Capture(device: number, kinds: kinds, rate: rate, batch: batch)
         }.sorted { $0.device < $1.device }
     }
 }

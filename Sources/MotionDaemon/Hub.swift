@@ -174,20 +174,22 @@ final class Hub: @unchecked Sendable {
         if watch.enable == false {
             for stream in streams { fanout.setWatch(nil, of: stream, for: id) }
         } else {
-            let plan = CapturePlan(demands: streams.map { .init(stream: $0, interval: interval) }, devices: devices)
+            let latency = watch.latency ?? 0
+            let plan = CapturePlan(demands: streams.map { .init(stream: $0, interval: interval, latency: latency) }, devices: devices)
             guard plan.unavailable.isEmpty else {
                 let reasons = CapturePlan.reasons(for: plan.unavailable, devices: devices)
                 return reply(ErrorReply(id: watch.id, code: .unavailable, message: reasons), to: id)
             }
             for stream in streams {
-                let watch = StreamFanout.Watch(interval: interval, frame: watch.frame ?? .xArbitraryZVertical, decimator: StreamDecimator(interval: interval))
+                let watch = StreamFanout.Watch(
+                    interval: interval, frame: watch.frame ?? .xArbitraryZVertical, latency: latency, decimator: StreamDecimator(interval: interval))
                 fanout.setWatch(watch, of: stream, for: id)
             }
         }
         let watching = fanout.watches(of: id).sorted { $0.key.rawValue < $1.key.rawValue }.map { stream, w in
             stream.isEventStream
                 ? Watching.Stream(stream: stream)
-                : Watching.Stream(stream: stream, interval: w.interval, frame: stream == .motion ? w.frame : nil)
+                : Watching.Stream(stream: stream, interval: w.interval, frame: stream == .motion ? w.frame : nil, latency: w.latency > 0 ? w.latency : nil)
         }
         reply(Watching(id: watch.id, streams: watching), to: id)
         replan()

@@ -1,12 +1,14 @@
 import MotionCore
 import MotionDevices
+import NIOCore
 
 /// Where the hub's sensors come from: this machine's IIO devices, or a recording.
 public protocol SensorSource: Sendable {
     /// The devices there are now.
     func listDevices() throws -> DeviceListing
-    /// Prepares reading `kinds` of `device` at `rate` Hz or faster.
-    func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream
+    /// Prepares reading `kinds` of `device` at `rate` Hz or faster, `batch` scans at a time where the
+    /// device can hold them; a stream may read on `eventLoop` (the hub's) instead of a thread of its own.
+    func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop) throws -> any SensorStream
     /// Whether devices come and go (then udev's hot-plug events are followed).
     var followsHotPlug: Bool { get }
     /// How the device's sensors are read: `buffered`, `polled` or `replayed`.
@@ -19,8 +21,9 @@ public protocol SensorStream: AnyObject, Sendable {
     var rate: Double { get }
     /// How it reads: `buffered`, `polled` or `replayed`.
     var modeName: String { get }
-    /// Starts reading; `handler` gets every event, in order, on a thread of the stream's. After
-    /// each read's samples comes `.readComplete`: the hub hands samples on only then.
+    /// Starts reading; `handler` gets every event, in order, on a thread of the stream's or on the
+    /// event loop it was opened with. After each read's samples comes `.readComplete`: the hub hands
+    /// samples on only then.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void)
     /// Stops reading and waits until no more events come.
     func stop()
@@ -41,8 +44,12 @@ public struct HardwareSource: SensorSource {
 
     public func listDevices() throws -> DeviceListing { try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices() }
 
-    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream {
-        try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)
+    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop) throws -> any SensorStream {
+        // A buffered device is read on the hub's loop (one wake-up per batch); a polled one on a thread.
+        if device.captureMode == .buffered {
+            return LoopCapture(device: device, kinds: kinds, rate: rate, batch: batch, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout)
+        }
+        return try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)
     }
 
     public var followsHotPlug: Bool { true }

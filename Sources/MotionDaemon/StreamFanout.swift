@@ -11,6 +11,8 @@ final class StreamFanout {
     struct Watch {
         var interval: Double
         var frame: AttitudeReferenceFrame
+        /// Seconds its samples may wait, so that the sensor delivers them in batches.
+        var latency = 0.0
         var decimator: StreamDecimator
     }
 
@@ -56,7 +58,7 @@ final class StreamFanout {
 
     /// What every watch asks of the sensors.
     var demands: [CapturePlan.Demand] {
-        watchers.values.flatMap { watcher in watcher.watches.map { CapturePlan.Demand(stream: $0.key, interval: $0.value.interval) } }
+        watchers.values.flatMap { watcher in watcher.watches.map { CapturePlan.Demand(stream: $0.key, interval: $0.value.interval, latency: $0.value.latency) } }
     }
 
     /// Sends a periodic stream's message to every client due one, writing it once per frame.

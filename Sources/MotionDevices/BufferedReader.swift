@@ -18,6 +18,12 @@ final class BufferedReader {
 
     /// Opens a buffer on `device` for `kinds`, refilling every `samplesPerRefill` scans; a refill that
     /// sees no data within `timeoutMilliseconds` fails with ETIMEDOUT.
+    ///
+    /// libiio (0.24's local backend, as seen on the testbeds) sets the kernel's `buffer/length` to four
+    /// times `samplesPerRefill` and `buffer/watermark` to `samplesPerRefill`: poll reports the
+    /// descriptor readable once that many scans wait, and a driver with a hardware FIFO programs its
+    /// own watermark from it (the kernel's `hwfifo_set_watermark`). So an owner that reads the
+    /// descriptor itself (`descriptor`, `decode`) wakes once per `samplesPerRefill` scans.
     init(
         device descriptor: DeviceDescriptor, kinds: [SensorKind], rate: Double, samplesPerRefill: Int,
         timeoutMilliseconds: UInt32, sysfs: Sysfs
@@ -109,14 +115,28 @@ final class BufferedReader {
         guard let buffer else { throw .bufferFailed(device: device, operation: "refill", errno: ErrnoValue.badDescriptor) }
         let n = iio_buffer_refill(buffer)
         if n < 0 { throw .bufferFailed(device: device, operation: "refill", errno: Int32(-n)) }
-        let received = Syscall.monotonicNanoseconds()
-        let step = iio_buffer_step(buffer)
         let start = UnsafeRawPointer(iio_buffer_start(buffer)!)
-        let scans = step > 0 ? n / step : 0
+        decode(UnsafeRawBufferPointer(start: start, count: n), receivedAt: Syscall.monotonicNanoseconds(), emit: emit)
+    }
+
+    /// Bytes per scan, as the kernel lays them out (alignment included).
+    var scanSize: Int { buffer.map { iio_buffer_step($0) } ?? 0 }
+
+    /// The buffer's descriptor (`/dev/iio:deviceN`, non-blocking), for an owner that polls and reads it.
+    var descriptor: Int32? { buffer.map { iio_buffer_get_poll_fd($0) } }
+
+    /// Decodes the whole scans at the start of `bytes`, read at `receivedAt` (ns, monotonic), and
+    /// returns how many bytes they took (a partial scan at the end is left for the next read).
+    @discardableResult
+    func decode(_ bytes: UnsafeRawBufferPointer, receivedAt: Int64, emit: (SensorSample) -> Void) -> Int {
+        let step = scanSize
+        guard step > 0, let start = bytes.baseAddress else { return 0 }
+        let scans = bytes.count / step
         for i in 0..<scans {
             // Without a hardware timestamp, the last scan arrived now and the others one period apart.
-            decoder!.decode(scan: start + i * step, fallbackTimestamp: received - Int64(scans - 1 - i) * samplePeriod, emit: emit)
+            decoder!.decode(scan: start + i * step, fallbackTimestamp: receivedAt - Int64(scans - 1 - i) * samplePeriod, emit: emit)
         }
+        return scans * step
     }
 
     /// Readings dropped so far as beyond what a sensor can measure.

@@ -146,30 +146,8 @@ public final class SensorCapture: Sendable {
     // MARK: - The capture thread
 
     private func run(_ handler: @Sendable (SensorEvent) -> Void) {
-        let name = device.number.sysname
-        var restorer = AttributeRestorer(sysfs: sysfs, device: name)
-        if let attribute = device.samplingFrequencyAttribute {
-            do throws(DeviceError) {
-                try restorer.set(attribute, to: Self.format(rate))
-            } catch {
-                handler(.readFailed(error))
-            }
-        }
-        // An HID sensor hub reports a sample only when it differs from the last by more than its
-        // hysteresis, so a device at rest goes silent: no rest detection, no gyroscope bias, no
-        // rate. While captured, the threshold is 0 and the hub reports every period.
-        for kind in kinds where kind.isVector {
-            for attribute in SensorDrivers.driver(for: kind).hysteresisAttributes {
-                guard let value = try? sysfs.readIfPresent(device: name, attribute: attribute).get(),
-                    Double(value.trimmingWhitespace) != 0
-                else { continue }
-                do throws(DeviceError) {
-                    try restorer.set(attribute, to: "0")
-                } catch {
-                    handler(.readFailed(error))
-                }
-            }
-        }
+        var restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
+        for problem in Self.configure(device, kinds: kinds, rate: rate, restorer: &restorer) { handler(.readFailed(problem)) }
         defer { restorer.restoreAll() }
 
         if mode == .buffered {
@@ -184,6 +162,36 @@ public final class SensorCapture: Sendable {
             }
         }
         if let error = runPolled(handler) { handler(.ended(error)) }
+    }
+
+    /// Sets what every capture of `device` needs, remembering the old values in `restorer`: the
+    /// sampling frequency, and a hysteresis of 0. Returns what could not be set (not fatal).
+    static func configure(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, restorer: inout AttributeRestorer) -> [DeviceError] {
+        let name = device.number.sysname
+        var problems: [DeviceError] = []
+        if let attribute = device.samplingFrequencyAttribute {
+            do throws(DeviceError) {
+                try restorer.set(attribute, to: format(rate))
+            } catch {
+                problems.append(error)
+            }
+        }
+        // An HID sensor hub reports a sample only when it differs from the last by more than its
+        // hysteresis, so a device at rest goes silent: no rest detection, no gyroscope bias, no
+        // rate. While captured, the threshold is 0 and the hub reports every period.
+        for kind in kinds where kind.isVector {
+            for attribute in SensorDrivers.driver(for: kind).hysteresisAttributes {
+                guard let value = try? restorer.sysfs.readIfPresent(device: name, attribute: attribute).get(),
+                    Double(value.trimmingWhitespace) != 0
+                else { continue }
+                do throws(DeviceError) {
+                    try restorer.set(attribute, to: "0")
+                } catch {
+                    problems.append(error)
+                }
+            }
+        }
+        return problems
     }
 
     private enum BufferedOutcome {
@@ -303,21 +311,4 @@ private final class CancelHandle: @unchecked Sendable {
     private let reader: BufferedReader
     init(_ reader: BufferedReader) { self.reader = reader }
     func cancel() { reader.cancel() }
-}
-
-/// Says how many readings a capture dropped as beyond what a sensor can measure: as a failed read,
-/// at most once a second, so that a sensor stuck on garbage neither floods the log nor ends the
-/// capture (its good readings, and its other sensors', go on).
-private struct RejectionReport {
-    private var reported = 0
-    private var lastReport: Int64?
-
-    mutating func report(total: Int, device: String, kinds: [SensorKind], to handler: (SensorEvent) -> Void) {
-        guard total > reported else { return }
-        let now = Syscall.monotonicNanoseconds()
-        if let lastReport, now - lastReport < 1_000_000_000 { return }
-        handler(.readFailed(.implausibleReading(device: device, kind: kinds.map(\.rawValue).joined(separator: "/"), count: total - reported)))
-        reported = total
-        lastReport = now
-    }
 }

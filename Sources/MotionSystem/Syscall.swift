@@ -110,6 +110,12 @@ public enum Syscall {
         _ = Glibc.close(fd)
     }
 
+    /// `fcntl(fd, F_DUPFD_CLOEXEC, 0)`: a second descriptor of the same open file, closed on exec.
+    public static func duplicate(_ fd: Int32) -> Result<Int32, Errno> {
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        return copy >= 0 ? .success(copy) : .failure(Errno(rawValue: errno))
+    }
+
     /// `poll` on one descriptor for input, with a timeout in milliseconds (-1: forever).
     /// Returns whether it became readable.
     public static func waitReadable(_ fd: Int32, timeoutMilliseconds: Int32) -> Result<Bool, Errno> {

@@ -57,11 +57,14 @@ public struct Watching: ServerMessage {
         public var interval: Double?
         /// The attitude's frame (`motion` only).
         public var frame: AttitudeReferenceFrame?
+        /// Seconds a sample may wait before it is sent (periodic streams; absent when 0).
+        public var latency: Double?
 
-        public init(stream: StreamKind, interval: Double? = nil, frame: AttitudeReferenceFrame? = nil) {
+        public init(stream: StreamKind, interval: Double? = nil, frame: AttitudeReferenceFrame? = nil, latency: Double? = nil) {
             self.stream = stream
             self.interval = interval
             self.frame = frame
+            self.latency = latency
         }
     }
 

@@ -28,19 +28,27 @@ public enum Request: Sendable, Hashable {
         public var interval: Double?
         /// The frame of `motion`'s attitude (default `xArbitraryZVertical`).
         public var frame: AttitudeReferenceFrame?
+        /// Seconds a sample may wait before it is sent, so that samples go in batches (default 0), 0…10.
+        public var latency: Double?
 
-        public init(id: RequestID? = nil, streams: [StreamKind]?, enable: Bool? = nil, interval: Double? = nil, frame: AttitudeReferenceFrame? = nil) {
+        public init(
+            id: RequestID? = nil, streams: [StreamKind]?, enable: Bool? = nil, interval: Double? = nil, frame: AttitudeReferenceFrame? = nil,
+            latency: Double? = nil
+        ) {
             self.id = id
             self.streams = streams
             self.enable = enable
             self.interval = interval
             self.frame = frame
+            self.latency = latency
         }
 
         /// The default interval, s.
         public static let defaultInterval = 0.1
         /// The accepted intervals, s.
         public static let intervalRange = 0.001...60.0
+        /// The accepted latencies, s.
+        public static let latencyRange = 0.0...10.0
     }
 
     /// `POLL`: one snapshot.
@@ -108,6 +116,11 @@ public enum Request: Sendable, Hashable {
                     return .failure(ErrorReply(
                         id: header.id, code: .invalidArgument,
                         message: "interval \(interval) s is outside \(Watch.intervalRange.lowerBound)…\(Watch.intervalRange.upperBound) s"))
+                }
+                if let latency = watch.latency, !Watch.latencyRange.contains(latency) {
+                    return .failure(ErrorReply(
+                        id: header.id, code: .invalidArgument,
+                        message: "latency \(latency) s is outside \(Watch.latencyRange.lowerBound)…\(Watch.latencyRange.upperBound) s"))
                 }
                 return .success(.watch(watch))
             case "POLL":

@@ -13,6 +13,9 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "Seconds between updates.")
     var interval: Double = 0.1
 
+    @Option(help: "Seconds a sample may wait, so that motiond sends samples in batches and wakes less often (0 to 10).")
+    var latency: Double = 0
+
     @Option(help: "The attitude's reference frame: xArbitraryZVertical, xArbitraryCorrectedZVertical, xMagneticNorthZVertical, xTrueNorthZVertical.")
     var frame: AttitudeReferenceFrame = .xArbitraryZVertical
 
@@ -46,7 +49,7 @@ struct Watch: AsyncParsableCommand {
         var view = MotionView()
         var lastDraw = Date.distantPast
         do {
-            for try await update in client.updates(of: streams, interval: interval, frame: frame, reconnects: !once) {
+            for try await update in client.updates(of: streams, interval: interval, frame: frame, latency: latency, reconnects: !once) {
                 view.take(update)
                 if json {
                     write(line(update) + "\n")

@@ -34,7 +34,7 @@ import Testing
         }
 
         func listDevices() throws -> DeviceListing { try replay.listDevices() }
-        func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws -> any SensorStream {
+        func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop) throws -> any SensorStream {
             Stream(try replay.open(device, kinds: kinds, rate: rate), self)
         }
         var followsHotPlug: Bool { false }

@@ -1,0 +1,96 @@
+import MotionCore
+import MotionSystem
+
+/// A device's IIO buffer, opened for an owner that reads it from its own event loop: no thread of
+/// the capture's, so that a batch of scans costs the process one wake-up.
+///
+/// libiio enables the scan elements and the timestamp, sets the trigger and the clock, and lays the
+/// scan out, as for `SensorCapture`; the buffer's `watermark` is set so that the descriptor becomes
+/// readable once that many scans wait (where the driver has a hardware FIFO, the kernel programs it
+/// from the same number). The owner polls `makeReadDescriptor()`, reads whole scans and hands the
+/// bytes to `decode`. Everything changed on the device is put back by `close()`.
+public final class ScanBuffer: @unchecked Sendable {
+    // @unchecked: one thread at a time uses it: opened off the loop, then read on the loop, then
+    // closed once reading has ended.
+    /// The device read.
+    public let device: DeviceDescriptor
+    /// The sensors read.
+    public let kinds: [SensorKind]
+    /// The rate the device was set to, Hz.
+    public let rate: Double
+    /// Scans that make the descriptor readable.
+    public let watermark: Int
+    /// What went wrong while setting up and did not stop the capture (a rate the driver refused, a
+    /// clock that could not be made monotonic): for the log.
+    public let problems: [DeviceError]
+
+    private let reader: BufferedReader
+    private var restorer: AttributeRestorer
+    private let sysfs: Sysfs
+
+    /// Scans the kernel's buffer holds per watermark (libiio's four kernel blocks): room for the owner
+    /// to be late three times over.
+    public static let lengthPerWatermark = 4
+
+    /// Opens the buffer of `device` for `kinds` at `rate` Hz (the lowest offered rate at least that),
+    /// readable every `watermark` scans. Blocks for the sysfs writes and libiio's scan of the devices:
+    /// call it off an event loop.
+    public init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double, watermark: Int = 1) throws(DeviceError) {
+        for kind in kinds where device.sensor(kind) == nil {
+            throw .kindUnavailable(device: device.number.sysname, kind: kind.rawValue)
+        }
+        self.device = device
+        self.kinds = kinds
+        self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
+        self.watermark = max(1, watermark)
+        sysfs = Sysfs()
+        restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
+        var problems = SensorCapture.configure(device, kinds: kinds, rate: self.rate, restorer: &restorer)
+        do throws(DeviceError) {
+            reader = try BufferedReader(
+                device: device, kinds: kinds, rate: self.rate, samplesPerRefill: self.watermark, timeoutMilliseconds: 0, sysfs: sysfs)
+        } catch {
+            restorer.restoreAll()
+            throw sysfs.deviceExists(device.number.sysname) ? error : .deviceVanished(device: device.number.sysname)
+        }
+        if let problem = reader.timestampProblem { problems.append(problem) }
+        self.problems = problems
+    }
+
+    deinit { close() }
+
+    /// Bytes per scan: reads of the descriptor should ask for a multiple of it (the kernel rounds
+    /// down to whole scans, and refuses less than one).
+    public var scanSize: Int { reader.scanSize }
+
+    /// A descriptor of the buffer for the owner's event loop, which owns it and closes it.
+    public func makeReadDescriptor() throws(DeviceError) -> Int32 {
+        guard let descriptor = reader.descriptor else {
+            throw .bufferFailed(device: device.number.sysname, operation: "descriptor", errno: ErrnoValue.badDescriptor)
+        }
+        switch Syscall.duplicate(descriptor) {
+        case .success(let copy): return copy
+        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "dup", errno: e.rawValue)
+        }
+    }
+
+    /// Decodes the whole scans at the start of `bytes`, read at `receivedAt` (ns, CLOCK_MONOTONIC:
+    /// it stamps the scans where they carry no timestamp), handing each sample to `emit`. Returns the
+    /// bytes used; a partial scan at the end is left for the next read. Allocates nothing.
+    @discardableResult
+    public func decode(_ bytes: UnsafeRawBufferPointer, receivedAt: Int64, emit: (SensorSample) -> Void) -> Int {
+        reader.decode(bytes, receivedAt: receivedAt, emit: emit)
+    }
+
+    /// Readings dropped so far as beyond what a sensor can measure.
+    public var rejectedReadings: Int { reader.rejectedReadings }
+
+    /// Whether the device is still there (a failed read of a vanished device means it was unplugged).
+    public var deviceExists: Bool { sysfs.deviceExists(device.number.sysname) }
+
+    /// Disables the buffer and puts back every attribute changed (idempotent).
+    public func close() {
+        reader.close()
+        restorer.restoreAll()
+    }
+}
