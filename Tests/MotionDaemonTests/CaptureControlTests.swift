@@ -2,6 +2,7 @@ import Foundation
 import MotionCore
 import MotionDevices
 import MotionWire
+import NIOCore
 import Synchronization
 import TestSupport
 import Testing
@@ -35,7 +36,7 @@ import Testing
 
         func listDevices() throws -> DeviceListing { try replay.listDevices() }
         func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop) throws -> any SensorStream {
-            Stream(try replay.open(device, kinds: kinds, rate: rate), self)
+            Stream(try replay.open(device, kinds: kinds, rate: rate, batch: batch, eventLoop: eventLoop), self)
         }
         var followsHotPlug: Bool { false }
         func modeName(of device: DeviceDescriptor) -> String { replay.modeName(of: device) }

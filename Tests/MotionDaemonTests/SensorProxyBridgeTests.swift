@@ -94,7 +94,9 @@ extension Hardware {
             let daemon = try Self.daemon(on: bus)
             let first = try Peer("/usr/bin/monitor-sensor", bus: bus)
             let second = try Peer("/usr/bin/monitor-sensor", bus: bus)
-            try waitUntil { [first, second].allSatisfy { $0.output.contains("orientation changed: normal") } }
+            // A peer that connects after the other's claim made the orientation known sees it in its
+            // "Has accelerometer (orientation: normal)" line rather than as a change.
+            try waitUntil { [first, second].allSatisfy { $0.output.contains("orientation changed: normal") || $0.output.contains("(orientation: normal)") } }
             first.stop()
             // Changed only once the daemon has dropped the first's claim: else a release that wrongly
             // stopped the sensor could come after the turn and pass unseen.
