@@ -16,7 +16,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
@@ -29,11 +28,10 @@ let package = Package(
         .target(
             name: "MotionDaemon",
             dependencies: [
-                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem", "CSDBus",
+                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem", "CSDBus", "CYAML",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
             ]),
         .systemLibrary(
             name: "CLibIIO", pkgConfig: "libiio",
@@ -44,6 +42,9 @@ let package = Package(
         .systemLibrary(
             name: "CSDBus", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CYAML", pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
         // The one syscall layer: thin typed wrappers on swift-system.
         .target(name: "MotionSystem", dependencies: [.product(name: "SystemPackage", package: "swift-system")]),

@@ -1,10 +1,9 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import MotionDevices
-import Yams
 
 /// motiond's settings: `/etc/motiond/motiond.conf` (YAML, see docs/), overridden by command-line flags.
-public struct Configuration: Sendable, Equatable, Decodable {
+public struct Configuration: Sendable, Equatable {
     /// The socket path.
     public var socket: String?
     /// The socket file's permissions, octal text such as `"0660"`.
@@ -26,13 +25,35 @@ public struct Configuration: Sendable, Equatable, Decodable {
 
     /// One entry of `mount_matrices`: exactly one of `name`, `label`, `syspath`, and the `matrix`
     /// (`"x1, y1, z1; x2, y2, z2; x3, y3, z3"`, in Linux userspace's frame as the hwdb's).
-    public struct MountMatrixSetting: Sendable, Equatable, Decodable {
+    public struct MountMatrixSetting: Sendable, Equatable {
         public var name: String?
         public var label: String?
         public var syspath: String?
         public var matrix: String
 
         /// The override it stands for, or why it is wrong.
+        /// An entry naming its device by one of `name`, `label`, `syspath`.
+        public init(name: String? = nil, label: String? = nil, syspath: String? = nil, matrix: String) {
+            (self.name, self.label, self.syspath, self.matrix) = (name, label, syspath, matrix)
+        }
+
+        /// An entry of `mount_matrices`, at `place` (for the error).
+        init(_ entry: YAMLNode, at place: String) throws(Invalid) {
+            guard case .mapping(let fields) = entry else { throw Invalid(path: "", problem: "\(place): expected name (or label, or syspath) and matrix") }
+            var matrix: String?
+            for (key, value) in fields where !value.isNull {
+                switch key {
+                case "name": name = try value.text("\(place).name")
+                case "label": label = try value.text("\(place).label")
+                case "syspath": syspath = try value.text("\(place).syspath")
+                case "matrix": matrix = try value.text("\(place).matrix")
+                default: throw Invalid(path: "", problem: "\(place): unknown key \"\(key)\" (known: label, matrix, name, syspath)")
+                }
+            }
+            guard let matrix else { throw Invalid(path: "", problem: "\(place): missing matrix") }
+            self.matrix = matrix
+        }
+
         func override() throws(Invalid) -> MountMatrixOverride {
             let matches: [MountMatrixOverride.Match] = [name.map { .name($0) }, label.map { .label($0) }, syspath.map { .syspath($0) }]
                 .compactMap { $0 }
@@ -78,22 +99,7 @@ public struct Configuration: Sendable, Equatable, Decodable {
     /// The most values (YAML nodes, aliases expanded) a configuration may hold.
     static let maximumNodes = 10_000
 
-    /// Counts `node` and what it holds against `budget`; `false` once the budget is spent.
-    private static func fitsBudget(_ node: Node, _ budget: inout Int) -> Bool {
-        budget -= 1
-        guard budget >= 0 else { return false }
-        switch node {
-        case .scalar, .alias: return true
-        case .mapping(let mapping):
-            for (key, value) in mapping where !fitsBudget(key, &budget) || !fitsBudget(value, &budget) { return false }
-            return true
-        case .sequence(let sequence):
-            for element in sequence where !fitsBudget(element, &budget) { return false }
-            return true
-        }
-    }
-
-    /// Reads and checks a file. A missing file is an error only if `required`.
+    /// Reads the file at `path` (YAML; see motiond.conf(5)); a missing file is all defaults unless `required`.
     public static func load(path: String, required: Bool) throws(Invalid) -> Configuration {
         guard let data = FileManager.default.contents(atPath: path) else {
             if !required && !FileManager.default.fileExists(atPath: path) { return Configuration() }
@@ -103,36 +109,46 @@ public struct Configuration: Sendable, Equatable, Decodable {
             throw Invalid(path: path, problem: "is \(data.count) bytes; a configuration is at most \(maximumFileSize)")
         }
         let configuration: Configuration
-        do {
-            let text = String(decoding: data, as: UTF8.self)
-            // Aliases repeat what they point to: a few hundred bytes of nested aliases expand to
-            // gigabytes (it took the daemon to 9.2 GB). The composed tree shares the repeats, so its
-            // nodes can be counted, up to a budget, before anything expands them.
-            if let root = try Yams.compose(yaml: text) {
-                var budget = maximumNodes
-                guard fitsBudget(root, &budget) else {
-                    throw Invalid(path: path, problem: "holds more than \(maximumNodes) values once its aliases are expanded")
-                }
+        do throws(Invalid) {
+            let root: YAMLNode?
+            do {
+                root = try YAMLNode.parse(String(decoding: data, as: UTF8.self), maximumNodes: maximumNodes)
+            } catch {
+                throw Invalid(path: path, problem: error.description)
             }
             // An empty file (or one with only comments) is all defaults.
-            guard let document = try Yams.load(yaml: text) else { return Configuration() }
-            // A misspelt key would otherwise be a setting silently not applied.
-            if let mapping = document as? [String: Any] {
-                let known = Set(CodingKeys.allCases.map(\.rawValue))
-                if let unknown = mapping.keys.sorted().first(where: { !known.contains($0) }) {
-                    throw Invalid(path: path, problem: "unknown key \"\(unknown)\" (known: \(known.sorted().joined(separator: ", ")))")
-                }
-            }
-            configuration = try YAMLDecoder().decode(Configuration.self, from: text)
-        } catch let error as Invalid {
-            throw error
-        } catch let error as DecodingError {
-            throw Invalid(path: path, problem: describe(error))
+            guard let root, !root.isNull else { return Configuration() }
+            configuration = try Configuration(root)
         } catch {
-            throw Invalid(path: path, problem: "\(error)")
+            throw Invalid(path: path, problem: error.problem)
         }
         try configuration.validate(path: path)
         return configuration
+    }
+
+    /// The settings of a configuration document: a mapping of the keys of `CodingKeys`.
+    init(_ document: YAMLNode) throws(Invalid) {
+        guard case .mapping(let settings) = document else { throw Invalid(path: "", problem: "expected a mapping of settings (key: value lines)") }
+        let known = Set(CodingKeys.allCases.map(\.rawValue))
+        for (key, value) in settings where !value.isNull {
+            guard let setting = CodingKeys(rawValue: key) else {
+                // A misspelt key would otherwise be a setting silently not applied.
+                throw Invalid(path: "", problem: "unknown key \"\(key)\" (known: \(known.sorted().joined(separator: ", ")))")
+            }
+            switch setting {
+            case .socket: socket = try value.text(key)
+            case .socketMode: socketMode = try value.text(key)
+            case .socketGroup: socketGroup = try value.text(key)
+            case .stateDirectory: stateDirectory = try value.text(key)
+            case .stateSaveInterval: stateSaveInterval = try value.number(key)
+            case .logLevel: logLevel = try value.text(key)
+            case .declination: declination = try value.number(key)
+            case .dbus: dbus = try value.boolean(key)
+            case .mountMatrices:
+                guard case .sequence(let entries) = value else { throw Invalid(path: "", problem: "\(key): expected a list of entries") }
+                mountMatrices = try entries.enumerated().map { (index, entry) throws(Invalid) in try MountMatrixSetting(entry, at: "\(key)[\(index)]") }
+            }
+        }
     }
 
     /// Checks every value, naming `path` (the file, or "command line") in the error.
@@ -183,23 +199,32 @@ public struct Configuration: Sendable, Equatable, Decodable {
         if dbus != other.dbus { names.append("dbus") }
         return names
     }
+}
 
-    private static func describe(_ error: DecodingError) -> String {
-        switch error {
-        case .typeMismatch(let type, let context):
-            "\(path(context)): expected \(type)"
-        case .dataCorrupted(let context):
-            context.codingPath.isEmpty ? context.debugDescription : "\(path(context)): \(context.debugDescription)"
-        case .keyNotFound(let key, _):
-            "missing \(key.stringValue)"
-        case .valueNotFound(let type, let context):
-            "\(path(context)): expected \(type)"
-        @unknown default:
-            "\(error)"
-        }
+extension YAMLNode {
+    /// A setting's text (any scalar: `socket: 123` is the path "123").
+    func text(_ key: String) throws(Configuration.Invalid) -> String {
+        guard case .scalar(let text, _) = self else { throw Configuration.Invalid(path: "", problem: "\(key): expected a string") }
+        return text
     }
 
-    private static func path(_ context: DecodingError.Context) -> String {
-        context.codingPath.map(\.stringValue).joined(separator: ".")
+    /// A setting's number (a plain scalar).
+    func number(_ key: String) throws(Configuration.Invalid) -> Double {
+        guard case .scalar(let text, true) = self, let number = Double(text), number.isFinite else {
+            throw Configuration.Invalid(path: "", problem: "\(key): expected a number")
+        }
+        return number
+    }
+
+    /// A setting's truth, in YAML 1.1's words: true/false, yes/no, on/off.
+    func boolean(_ key: String) throws(Configuration.Invalid) -> Bool {
+        if case .scalar(let text, true) = self {
+            switch text.lowercased() {
+            case "true", "yes", "on": return true
+            case "false", "no", "off": return false
+            default: break
+            }
+        }
+        throw Configuration.Invalid(path: "", problem: "\(key): expected true or false")
     }
 }

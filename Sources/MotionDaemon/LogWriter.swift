@@ -1,4 +1,3 @@
-import Foundation
 import MotionSystem
 import Synchronization
 
@@ -19,11 +18,16 @@ public final class LogWriter: Sendable {
         var dropped = 0
         /// Whether the thread is writing a batch it took.
         var writing = false
+        /// Whether the thread waits for the pipe (and must be woken).
+        var idle = false
+        /// Whether there is no writer thread: the caller writes.
+        var writesDirectly = false
     }
 
     private let descriptor: Int32
     private let state = Mutex(State())
-    private let ready = NSCondition()
+    /// Wakes the writer thread when lines wait.
+    private let wake: (read: Int32, write: Int32)?
 
     /// The writer of standard error, shared by every handler.
     public static let standardError = LogWriter(descriptor: STDERR_FILENO)
@@ -31,19 +35,23 @@ public final class LogWriter: Sendable {
     /// Starts a writer of `descriptor`, which it never closes.
     public init(descriptor: Int32) {
         self.descriptor = descriptor
-        let thread = Thread { [self] in run() }
-        thread.name = "log writer"
-        thread.start()
+        // Without a pipe or a thread (the process's limits reached), lines are written at once.
+        wake = try? Syscall.makeWakePipe().get()
+        if wake == nil || OSThread(name: "log writer", body: { [self] in run() }).start() != nil {
+            state.withLock { $0.writesDirectly = true }
+        }
     }
 
     /// Queues one line (its bytes end in a newline); never waits.
     public func write(_ line: [UInt8]) {
-        state.withLock { state in
+        let (wakeWriter, direct) = state.withLock { state in
+            guard !state.writesDirectly else { return (false, true) }
             if state.lines.count < Self.capacity { state.lines.append(line) } else { state.dropped += 1 }
+            defer { state.idle = false }
+            return (state.idle, false)
         }
-        ready.lock()
-        ready.signal()
-        ready.unlock()
+        if direct { _ = Syscall.write(descriptor, line) }
+        if wakeWriter, let wake { Syscall.wake(wake.write) }
     }
 
     /// Waits until every line queued so far is written, for at most `timeout` seconds (before the
@@ -57,10 +65,16 @@ public final class LogWriter: Sendable {
 
     private func run() {
         var batch: [[UInt8]] = []
+        guard let wake else { return }
+        var drain = [UInt8](repeating: 0, count: 64)
         while true {
-            ready.lock()
-            while state.withLock({ $0.lines.isEmpty && $0.dropped == 0 }) { ready.wait() }
-            ready.unlock()
+            while state.withLock({ state in
+                state.idle = state.lines.isEmpty && state.dropped == 0
+                return state.idle
+            }) {
+                _ = Syscall.waitReadable(wake.read, timeoutMilliseconds: -1)
+                _ = drain.withUnsafeMutableBytes { Syscall.read(wake.read, into: $0) }
+            }
             let dropped = state.withLock { state in
                 swap(&batch, &state.lines)
                 state.writing = true

@@ -1,5 +1,5 @@
 import CSDBus
-import Foundation
+import FoundationEssentials
 import Logging
 import MotionSystem
 import Synchronization
@@ -175,9 +175,8 @@ final class SensorProxyService: Sendable {
     /// Where claimants leaving, polkit's refusals and a lost bus are told.
     private let logger: Logger
     private let stopRequested = Atomic<Bool>(false)
-    /// Signalled by the bus thread as it ends, so that `stop` returns only once nothing more is
-    /// handed to the owner.
-    private let ended = DispatchSemaphore(value: 0)
+    /// The bus thread: `stop` joins it, so that it returns only once nothing more is handed to the owner.
+    private let thread = Mutex<OSThread?>(nil)
     private let started = Atomic<Bool>(false)
     /// The connection; used by the service's thread only once `start` has run.
     private nonisolated(unsafe) let bus: OpaquePointer
@@ -267,8 +266,7 @@ final class SensorProxyService: Sendable {
     /// Serves the bus on a thread of its own until `stop`.
     func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in
-            defer { ended.signal() }
+        let thread = OSThread(name: "dbus") { [self] in
             announced = shared.withLock { $0.properties }
             while !stopRequested.load(ordering: .relaxed) {
                 var processed: Int32
@@ -290,8 +288,10 @@ final class SensorProxyService: Sendable {
                 answerHeldClaims()
             }
         }
-        thread.name = "D-Bus"
-        thread.start()
+        if let failure = thread.start() {
+            return lostBus(BusError(operation: "pthread_create", code: failure.rawValue))
+        }
+        self.thread.withLock { $0 = thread }
     }
 
     /// Ends the bus thread and waits for it (one turn of its loop; nothing in it blocks), so that no
@@ -299,7 +299,7 @@ final class SensorProxyService: Sendable {
     func stop() {
         guard !stopRequested.exchange(true, ordering: .relaxed) else { return }
         Syscall.wake(wake.write)
-        if started.load(ordering: .relaxed) { ended.wait() }
+        thread.withLock { $0 }?.join()
     }
 
     private func lostBus(_ error: BusError) {

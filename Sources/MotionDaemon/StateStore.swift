@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MotionSystem
 
 /// Keeps the daemon's state (the fusion calibration) in a file, written atomically: a temporary file

@@ -34,7 +34,7 @@ public final class DeviceMonitor: @unchecked Sendable {
     private let monitor: OpaquePointer
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let thread = Mutex<ReaderThread?>(nil)
+    private let thread = Mutex<OSThread?>(nil)
 
     /// Starts listening for udev events of the `iio` subsystem.
     public init() throws(DeviceError) {
@@ -112,7 +112,7 @@ public final class DeviceMonitor: @unchecked Sendable {
     /// udev fails, `handler` gets the error last and the thread ends (devices are then no longer
     /// followed). Returns an error if the thread cannot be made (the process's thread limit).
     public func start(handler: @escaping @Sendable (Result<DeviceChange, DeviceError>) -> Void) -> DeviceError? {
-        let reader = ReaderThread { [self] in
+        let reader = OSThread(name: "udev monitor") { [self] in
             do throws(DeviceError) {
                 while let change = try nextChange() { handler(.success(change)) }
             } catch {

@@ -17,7 +17,7 @@ public final class SamplePlayer: Sendable {
     public let rate: Double
     private let epoch: Int64
     private let device: String
-    private let state = Mutex<(stopRequested: Bool, thread: ReaderThread?)>((false, nil))
+    private let state = Mutex<(stopRequested: Bool, thread: OSThread?)>((false, nil))
     /// How late a sample may be played when a player starts, ns.
     static let joinTolerance: Int64 = 50_000_000
 
@@ -39,7 +39,7 @@ public final class SamplePlayer: Sendable {
 
     /// Starts playing; `handler` gets every event on the player's thread, in order.
     public func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
-        let thread = ReaderThread { [self] in play(handler) }
+        let thread = OSThread(name: "replay") { [self] in play(handler) }
         state.withLock { $0.thread = thread }
         if let failure = thread.start() {
             state.withLock { $0.thread = nil }

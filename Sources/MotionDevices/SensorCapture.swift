@@ -43,7 +43,7 @@ public final class SensorCapture: Sendable {
     private struct State: ~Copyable {
         var mode: CaptureMode = .polled
         var stopRequested = false
-        var thread: ReaderThread?
+        var thread: OSThread?
         var cancelBuffered: CancelHandle?
     }
 
@@ -86,7 +86,7 @@ public final class SensorCapture: Sendable {
     /// Starts reading; `handler` gets every event, on the capture's thread, in order.
     /// The per-sample path (read, decode, convert, call) allocates nothing.
     public func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
-        let thread = ReaderThread { [self] in
+        let thread = OSThread(name: device.number.sysname) { [self] in
             run(handler)
             endedByItself()
         }

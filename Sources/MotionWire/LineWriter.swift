@@ -1,5 +1,8 @@
-import Foundation
 import MotionCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes the per-sample messages (`MOTION`, `ACCELEROMETER`, `GYROSCOPE`, `MAGNETOMETER`) as JSON
 /// lines by hand, into a buffer made once and reused.

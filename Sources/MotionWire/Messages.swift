@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MotionCore
 
 /// A message the daemon sends (docs/protocol.md): its `class` names its type.

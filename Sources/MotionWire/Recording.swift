@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MotionCore
 
 /// A recording of raw sensor samples (docs/recording.md): one JSON header line naming the devices,
@@ -85,7 +85,7 @@ public enum Recording {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ReadError(path: path, line: 0, reason: "cannot read: \(error.localizedDescription)")
+            throw ReadError(path: path, line: 0, reason: "cannot read: \(error)")
         }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.last == "" { lines.removeLast() }

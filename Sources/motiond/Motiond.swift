@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Logging
 import MotionDaemon
 import NIOCore
@@ -139,13 +139,16 @@ struct Motiond: AsyncParsableCommand {
         // systemd's StateDirectory= (the service runs as its own user).
         if let given = environment["STATE_DIRECTORY"], !given.isEmpty { return given }
         if getuid() == 0 { return "/var/lib/motiond" }
-        let state = environment["XDG_STATE_HOME"] ?? (environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/state"
+        let state = environment["XDG_STATE_HOME"] ?? (environment["HOME"] ?? temporaryDirectory) + "/.local/state"
         return state + "/motiond"
     }
 
+    /// `$TMPDIR`, else /tmp.
+    static var temporaryDirectory: String { ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp" }
+
     static func defaultSocket() -> String {
         if getuid() == 0 { return "/run/motiond/motiond.sock" }
-        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? NSTemporaryDirectory()
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? temporaryDirectory
         return runtime + "/motiond.sock"
     }
 }

@@ -92,7 +92,7 @@ import Glibc
 @Suite(.serialized) struct PolkitTests {
     @Test func aClaimPolkitRefusesIsRefusedAndOneItAllowsIsServed() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/lib/polkit-1/polkitd") else {
-            Issue.record("polkitd is not installed (Debian package polkitd; .ci/run installs it)")
+            Issue.record("polkitd is not installed (Debian package polkitd; scripts/install-debian-packages --tests installs it)")
             return
         }
         let action = "/usr/share/polkit-1/actions/net.hadess.SensorProxy.motiond-test-\(getpid()).policy"

@@ -26,6 +26,28 @@ import Testing
         #expect(c.stateDirectory == "/var/lib/motiond" && c.stateSaveInterval == 30 && c.logLevel == "debug" && c.declination == 3.5)
     }
 
+    /// YAML 1.1's booleans and a list of mappings, as motiond.conf(5) documents them, read by libyaml.
+    @Test func theDBusSwitchAndMountMatricesAreRead() throws {
+        let path = try file("""
+            dbus: yes
+            mount_matrices:
+              - name: bmi160
+                matrix: "0, 1, 0; -1, 0, 0; 0, 0, 1"
+              - syspath: /devices/platform/a
+                matrix: '1, 0, 0; 0, 1, 0; 0, 0, 1'
+            """)
+        let c = try Configuration.load(path: path, required: true)
+        #expect(c.dbus == true)
+        #expect(c.mountMatrices == [
+            .init(name: "bmi160", label: nil, syspath: nil, matrix: "0, 1, 0; -1, 0, 0; 0, 0, 1"),
+            .init(name: nil, label: nil, syspath: "/devices/platform/a", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1"),
+        ])
+        #expect(try Configuration.load(path: file("dbus: off\n"), required: true).dbus == false)
+        #expect {
+            try Configuration.load(path: file("mount_matrices:\n  - name: x\n    matrx: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"\n"), required: true)
+        } throws: { "\($0)".contains("mount_matrices[0]: unknown key \"matrx\"") }
+    }
+
     @Test func aMisspeltKeyIsAnErrorNamingIt() throws {
         let path = try file("log_levle: debug\n")
         #expect {

@@ -50,7 +50,7 @@ extension Hardware {
         @Test(arguments: fixtures)
         func motiondReportsTheOrientationsIIOSensorProxyReports(fixture: Fixture) async throws {
             guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/iio-sensor-proxy") else {
-                Issue.record("iio-sensor-proxy is not installed (Debian package iio-sensor-proxy; .ci/run installs it)")
+                Issue.record("iio-sensor-proxy is not installed (Debian package iio-sensor-proxy; scripts/install-debian-packages --tests installs it)")
                 return
             }
             let testbed = try Testbed()
