@@ -47,7 +47,8 @@ let package = Package(
             providers: [.apt(["libyaml-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
         // The one syscall layer: thin typed wrappers on swift-system.
-        .target(name: "MotionSystem", dependencies: [.product(name: "SystemPackage", package: "swift-system")]),
+        .target(name: "MotionSystem", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),
+        .systemLibrary(name: "CLinux"),
 
         .executableTarget(
             name: "motiond",

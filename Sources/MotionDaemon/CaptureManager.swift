@@ -99,7 +99,7 @@ final class CaptureManager: @unchecked Sendable {
         let number = device.number
         do {
             let capture = try source.open(
-                device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate, batch: entry.batch, eventLoop: eventLoop)
+                device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate, latency: entry.latency, eventLoop: eventLoop)
             generations += 1
             let generation = generations
             running[number] = Running(plan: entry, capture: capture, generation: generation)

@@ -16,9 +16,9 @@ struct CapturePlan: Sendable, Hashable {
         var kinds: Set<SensorKind>
         /// Hz, as asked (the capture rounds it up to what the device offers).
         var rate: Double
-        /// Scans the device may collect before they are read: as many as the most impatient client
-        /// of its sensors lets wait (1: each scan at once).
-        var batch = 1
+        /// Seconds a sample may wait before it is read, so that the device delivers its scans in
+        /// batches: as long as the most impatient client of its sensors lets wait (0: each at once).
+        var latency = 0.0
     }
 
     /// What clients watch: a stream, its interval (seconds; ignored for event streams) and the
@@ -33,8 +33,14 @@ struct CapturePlan: Sendable, Hashable {
     /// as many (`ScanBuffer.lengthPerWatermark`).
     static let largestBatch = 1024
 
-    /// The rate at which event streams (proximity, orientation) sample, Hz.
-    static let eventRate = 10.0
+    /// The rate at which event streams (orientation, tilt, proximity, light) sample, Hz: the lowest
+    /// that reports a turn within 300 ms (a quarter second between readings, plus the reading), so
+    /// that a desktop's screen rotation costs a few wake-ups a second. No fusion runs for them.
+    static let eventRate = 4.0
+    /// How long an event stream's sample may wait, s: a buffered accelerometer, which runs at the
+    /// lowest rate it offers (often 12.5 or 25 Hz), is then read in batches, about as often as a
+    /// polled one at `eventRate`.
+    static let eventLatency = 0.2
 
     /// The captures, by device number.
     private(set) var captures: [Capture] = []
@@ -90,7 +96,7 @@ struct CapturePlan: Sendable, Hashable {
         for demand in demands {
             shortest[demand.stream] = min(shortest[demand.stream] ?? .infinity, demand.interval)
             // An event is worth something only when it is fresh: event streams wait for nothing.
-            patience[demand.stream] = min(patience[demand.stream] ?? .infinity, demand.stream.isEventStream ? 0 : demand.latency)
+            patience[demand.stream] = min(patience[demand.stream] ?? .infinity, demand.stream.isEventStream ? Self.eventLatency : demand.latency)
         }
         var latencies: [SensorKind: Double] = [:]
         for (stream, interval) in shortest {
@@ -132,10 +138,7 @@ struct CapturePlan: Sendable, Hashable {
             }
         }
         captures = byDevice.map { number, kinds in
-            let rate = kinds.map { rates[$0]! }.max()!
-            let latency = kinds.map { latencies[$0] ?? 0 }.min()!
-            let batch = min(Self.largestBatch, max(1, Int((latency * rate).rounded(.down))))
-            return Capture(device: number, kinds: kinds, rate: rate, batch: batch)
+            Capture(device: number, kinds: kinds, rate: kinds.map { rates[$0]! }.max()!, latency: kinds.map { latencies[$0] ?? 0 }.min()!)
         }.sorted { $0.device < $1.device }
     }
 }

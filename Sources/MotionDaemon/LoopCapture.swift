@@ -5,155 +5,149 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// A buffered capture read on the hub's event loop: the IIO buffer's descriptor is one more NIO
-/// channel beside the clients', so a batch of scans goes from the kernel to the clients' sockets on
-/// one thread, for one wake-up (a capture thread would add its own wake-up and a hand-over per read).
+/// A capture read on the hub's event loop: the IIO buffer's descriptor (or, for a sensor polled at a
+/// low rate, a timer's) is one more NIO channel beside the clients', so a batch of scans goes from
+/// the kernel to the clients' sockets on one thread, for one wake-up (a capture thread would add its
+/// own wake-up and a hand-over per read).
 ///
-/// The buffer is opened off the loop (libiio scans all of sysfs), then read as NIO reports it
-/// readable: every `batch` scans, the buffer's watermark. If it cannot be opened, or gives no scan
-/// within `firstDataTimeout`, the device is polled on a thread of its own instead (`SensorCapture`),
-/// as a buffered `SensorCapture` would. Events go to the handler on the loop.
+/// The device is opened off the loop (libiio scans all of sysfs), then read as NIO reports the
+/// descriptor readable: every `batch` scans, the buffer's watermark, or every period of the timer.
+/// A buffer that cannot be opened, or gives no scan within `firstDataTimeout`, falls back to polling,
+/// as a buffered `SensorCapture` would: on the loop up to `loopPollingLimit`, else on a thread of its
+/// own (a sysfs read can block for a bus transfer). Events go to the handler on the loop.
 final class LoopCapture: SensorStream, @unchecked Sendable {
     // @unchecked: the mutable state is behind `state`; `handler` is set once before anything runs.
     let device: DeviceDescriptor
     let kinds: [SensorKind]
     let rate: Double
-    /// Scans per read.
+    /// Scans per read of a buffer: as many as `latency` lets wait.
     let batch: Int
     private let eventLoop: any EventLoop
     private let firstDataTimeout: Double
     private let state = Mutex(State())
     private var handler: @Sendable (SensorEvent) -> Void = { _ in }
 
+    /// The fastest rate polled on the loop, Hz: the event streams' (`CapturePlan.eventRate`).
+    static let loopPollingLimit = CapturePlan.eventRate
+
     private struct State {
         var stopped = false
         var buffer: ScanBuffer?
+        var poller: PolledSensors?
         var channel: (any Channel)?
-        var polled: SensorCapture?
-        /// Settled once the buffer is read or given up: `stop` waits for it.
+        var polledThread: SensorCapture?
+        /// Settled once reading has begun or was given up: `stop` waits for it.
         var opening: EventLoopFuture<Void>?
-        var receivedAny = false
     }
 
-    /// A capture of `kinds` of `device` at `rate` Hz (rounded up to what the device offers), read in
-    /// batches of `batch` scans on `eventLoop`; `firstDataTimeout` in seconds (default 1 s or ten periods).
-    init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop, firstDataTimeout: Double? = nil) {
+    /// A capture of `kinds` of `device` at `rate` Hz (rounded up to what the device offers) on
+    /// `eventLoop`, whose scans may wait up to `latency` seconds to be read together;
+    /// `firstDataTimeout` in seconds (default 1 s or ten periods, plus the batch's time).
+    init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop, firstDataTimeout: Double? = nil) {
         self.device = device
         self.kinds = kinds
         self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
-        self.batch = max(1, batch)
+        batch = min(CapturePlan.largestBatch, max(1, Int((latency * self.rate).rounded(.down))))
         self.eventLoop = eventLoop
-        self.firstDataTimeout = firstDataTimeout ?? max(1.0, 10 / rate) + Double(batch) / rate
+        self.firstDataTimeout = firstDataTimeout ?? max(1.0, 10 / self.rate) + Double(batch) / self.rate
     }
 
-    var modeName: String { state.withLock { $0.polled == nil } ? CaptureMode.buffered.rawValue : CaptureMode.polled.rawValue }
+    /// Whether a device polled at `rate` Hz is polled on the loop rather than on a thread.
+    static func pollsOnLoop(rate: Double) -> Bool { rate <= loopPollingLimit }
+
+    var modeName: String {
+        state.withLock { $0.buffer != nil || ($0.poller == nil && $0.polledThread == nil) } ? CaptureMode.buffered.rawValue : CaptureMode.polled.rawValue
+    }
 
     /// Starts; `handler` gets every event on the event loop, each read's samples followed by `readComplete`.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
-        let (device, kinds, rate, batch) = (device, kinds, rate, batch)
-        let opened = NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
-            try ScanBuffer(device: device, kinds: kinds, rate: rate, watermark: batch)
-        }.flatMap { [self] buffer in
-            attach(buffer)
-        }.flatMapErrorThrowing { [self] error in
-            let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "open", errno: ErrnoValue.invalidArgument)
-            if case .deviceVanished = error {
-                handler(.ended(error))
-            } else {
-                fallBackToPolling(because: error)
-            }
-        }
+        let opened = device.captureMode == .buffered ? openBuffer() : openPoller()
         state.withLock { $0.opening = opened }
     }
 
-    /// Reads `buffer` through a channel of the loop's; fails if the capture was stopped meanwhile.
-    private func attach(_ buffer: ScanBuffer) -> EventLoopFuture<Void> {
-        eventLoop.preconditionInEventLoop()
-        let stoppedAlready = state.withLock { state in
-            if !state.stopped { state.buffer = buffer }
-            return state.stopped
+    // MARK: Buffered
+
+    private func openBuffer() -> EventLoopFuture<Void> {
+        let (device, kinds, rate, batch) = (device, kinds, rate, batch)
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+            try ScanBuffer(device: device, kinds: kinds, rate: rate, watermark: batch)
+        }.flatMap { [self] buffer in
+            attach(buffer)
+        }.flatMap { [self] outcome in
+            outcome == .fallBack ? fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "open", errno: ErrnoValue.invalidArgument)) : eventLoop.makeSucceededVoidFuture()
+        }.flatMapError { [self] error in
+            let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "open", errno: ErrnoValue.invalidArgument)
+            if case .deviceVanished = error {
+                handler(.ended(error))
+                return eventLoop.makeSucceededVoidFuture()
+            }
+            return fallBackToPolling(because: error)
         }
-        if stoppedAlready {
+    }
+
+    private enum Attached { case reading, stopped, fallBack }
+
+    /// Reads `buffer` through a channel of the loop's.
+    private func attach(_ buffer: ScanBuffer) -> EventLoopFuture<Attached> {
+        guard keep({ $0.buffer = buffer }) else {
             buffer.close()
-            return eventLoop.makeSucceededVoidFuture()
+            return eventLoop.makeSucceededFuture(.stopped)
         }
         for problem in buffer.problems { handler(.readFailed(problem)) }
-        let descriptor: Int32
-        do {
-            descriptor = try buffer.makeReadDescriptor()
-        } catch {
-            return eventLoop.makeFailedFuture(error)
-        }
-        // Whole scans per read, room for four batches: the kernel rounds a read down to whole scans.
-        let capacity = buffer.scanSize * batch * ScanBuffer.lengthPerWatermark
         let reader = ScanReader(buffer: buffer, handler: handler, failed: { [weak self] error in self?.failed(error) })
-        return NIOPipeBootstrap(group: eventLoop)
-            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: max(capacity, buffer.scanSize)))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(reader) }
+        // Whole scans per read, room for the kernel's four batches: it rounds a read down to whole scans.
+        let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
+        return register({ () throws(DeviceError) in try buffer.makeReadDescriptor() }, reader: reader, readSize: capacity).map { [self] attached in
+            guard attached else { return .stopped }
+            let timeout = TimeAmount.nanoseconds(Int64(firstDataTimeout * 1e9))
+            eventLoop.scheduleTask(in: timeout) { [weak self, weak reader] in
+                guard let self, let reader, !reader.receivedAny, state.withLock({ $0.buffer === buffer }) else { return }
+                _ = fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "first scan", errno: ErrnoValue.timedOut))
             }
-            .takingOwnershipOfDescriptor(input: descriptor)
-            .flatMapErrorThrowing { error in
-                Syscall.close(descriptor)
-                throw error
-            }
-            .map { [self] channel in
-                let keep = state.withLock { state in
-                    if !state.stopped { state.channel = channel }
-                    return !state.stopped
-                }
-                if !keep { channel.close(promise: nil) }
-                let timeout = TimeAmount.nanoseconds(Int64(firstDataTimeout * 1e9))
-                eventLoop.scheduleTask(in: timeout) { [weak self, weak reader] in
-                    guard let self, let reader, !reader.receivedAny else { return }
-                    fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "first scan", errno: ErrnoValue.timedOut))
-                }
-            }
+            return .reading
+        }
     }
 
-    /// A read failed or the descriptor closed by itself: the capture ends, as unplugged if the device is gone.
-    private func failed(_ error: any Error) {
-        let (buffer, stopped) = state.withLock { ($0.buffer, $0.stopped) }
-        guard !stopped, let buffer else { return }
-        let name = device.number.sysname
-        let reason: DeviceError = buffer.deviceExists
-            ? .bufferFailed(device: name, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
-            : .deviceVanished(device: name)
-        closeBuffer()
-        handler(.ended(reason))
-    }
-
-    /// Closes the channel and the buffer, off the loop when called there not (the close waits for the loop).
-    private func closeBuffer() {
-        let (channel, buffer) = state.withLock { state in
-            defer { (state.channel, state.buffer) = (nil, nil) }
-            return (state.channel, state.buffer)
-        }
-        if eventLoop.inEventLoop {
-            channel?.close(promise: nil)
-        } else {
-            try? channel?.close().wait()
-        }
-        buffer?.close()
-    }
+    // MARK: Polled
 
     /// The buffer gave nothing, or could not be opened: the device is polled instead.
-    private func fallBackToPolling(because reason: DeviceError) {
-        closeBuffer()
+    private func fallBackToPolling(because reason: DeviceError) -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        closeReading()
+        guard !state.withLock({ $0.stopped }) else { return eventLoop.makeSucceededVoidFuture() }
+        handler(.captureModeChanged(.polled, reason: reason))
+        if Self.pollsOnLoop(rate: rate) { return openPoller() }
+        pollOnThread()
+        return eventLoop.makeSucceededVoidFuture()
+    }
+
+    private func openPoller() -> EventLoopFuture<Void> {
+        let (device, kinds, rate) = (device, kinds, rate)
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+            try PolledSensors(device: device, kinds: kinds, rate: rate)
+        }.flatMap { [self] poller -> EventLoopFuture<Void> in
+            guard keep({ $0.poller = poller }) else {
+                poller.close()
+                return eventLoop.makeSucceededVoidFuture()
+            }
+            for problem in poller.problems { handler(.readFailed(problem)) }
+            let reader = PollTicker(poller: poller, handler: handler, failed: { [weak self] error in self?.failed(error) })
+            return register({ () throws(DeviceError) in try poller.makeTimer() }, reader: reader, readSize: 64).map { _ in }
+        }.flatMapErrorThrowing { [self] error in
+            handler(.ended(error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "poll", errno: ErrnoValue.invalidArgument)))
+        }
+    }
+
+    /// Polls on a thread of its own (`SensorCapture`), its events handed to the loop a read at a time.
+    private func pollOnThread() {
         let polled: SensorCapture
         do {
             polled = try SensorCapture(device: device, kinds: kinds, rate: rate, mode: .polled)
         } catch {
-            handler(.ended(error))
-            return
+            return handler(.ended(error))
         }
-        let proceed = state.withLock { state in
-            if !state.stopped { state.polled = polled }
-            return !state.stopped
-        }
-        guard proceed else { return }
-        handler(.captureModeChanged(.polled, reason: reason))
+        guard keep({ $0.polledThread = polled }) else { return }
         let mailbox = EventMailbox()
         let (eventLoop, handler) = (eventLoop, handler)
         polled.start { event in
@@ -167,16 +161,83 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }
     }
 
+    // MARK: Both
+
+    /// Runs `change` on the state unless the capture was stopped; returns whether it ran.
+    private func keep(_ change: (inout State) -> Void) -> Bool {
+        state.withLock { state in
+            if !state.stopped { change(&state) }
+            return !state.stopped
+        }
+    }
+
+    /// Makes a channel of the loop's read the descriptor `open` gives, with `reader` as its handler
+    /// and reads of `readSize` bytes. Its future says whether the capture still wants it.
+    private func register(_ open: () throws(DeviceError) -> Int32, reader: any ChannelInboundHandler & Sendable, readSize: Int) -> EventLoopFuture<Bool> {
+        let descriptor: Int32
+        do {
+            descriptor = try open()
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+        return NIOPipeBootstrap(group: eventLoop)
+            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(reader) }
+            }
+            .takingOwnershipOfDescriptor(input: descriptor)
+            .flatMapErrorThrowing { error in
+                Syscall.close(descriptor)
+                throw error
+            }
+            .map { [self] channel in
+                let wanted = keep { $0.channel = channel }
+                if !wanted { channel.close(promise: nil) }
+                return wanted
+            }
+    }
+
+    /// A read failed or the descriptor closed by itself: the capture ends, as unplugged if the device is gone.
+    private func failed(_ error: any Error) {
+        let (buffer, poller, stopped) = state.withLock { ($0.buffer, $0.poller, $0.stopped) }
+        guard !stopped, buffer != nil || poller != nil else { return }
+        let reason: DeviceError
+        if let error = error as? DeviceError {
+            reason = error
+        } else if let buffer, !buffer.deviceExists {
+            reason = .deviceVanished(device: device.number.sysname)
+        } else {
+            reason = .bufferFailed(device: device.number.sysname, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
+        }
+        closeReading()
+        handler(.ended(reason))
+    }
+
+    /// Closes the channel and what it read (waiting for the loop when not on it).
+    private func closeReading() {
+        let (channel, buffer, poller) = state.withLock { state in
+            defer { (state.channel, state.buffer, state.poller) = (nil, nil, nil) }
+            return (state.channel, state.buffer, state.poller)
+        }
+        if eventLoop.inEventLoop {
+            channel?.close(promise: nil)
+        } else {
+            try? channel?.close().wait()
+        }
+        buffer?.close()
+        poller?.close()
+    }
+
     /// Stops reading and puts the device back; waits for an opening under way (but not on the loop,
-    /// where it cannot finish: at shutdown, a buffer still being opened is closed by the opening itself).
+    /// where it cannot finish: at shutdown, a device still being opened is closed by the opening itself).
     func stop() {
         let opening = state.withLock { state in
             state.stopped = true
             return state.opening
         }
         if !eventLoop.inEventLoop { _ = try? opening?.wait() }
-        closeBuffer()
-        state.withLock { $0.polled }?.stop()
+        closeReading()
+        state.withLock { $0.polledThread }?.stop()
     }
 }
 
@@ -221,9 +282,50 @@ private final class ScanReader: ChannelInboundHandler, @unchecked Sendable {
         handler(.readComplete)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        failed(ChannelError.eof)
+    func channelInactive(context: ChannelHandlerContext) { failed(ChannelError.eof) }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failed(error)
+        context.close(promise: nil)
     }
+}
+
+/// Reads polled sensors each time their timer's descriptor becomes readable: one read per wake-up,
+/// however many periods passed (a late loop skips, it does not burst). A failed read is reported and
+/// the polling goes on; `SensorCapture.failuresBeforeGivingUp` in a row, or the device gone, end it.
+private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
+    // @unchecked: runs on its channel's event loop only.
+    typealias InboundIn = ByteBuffer
+
+    private let poller: PolledSensors
+    private let handler: @Sendable (SensorEvent) -> Void
+    private let failed: (any Error) -> Void
+    private var failures = 0
+    private var rejections = RejectionReport()
+
+    init(poller: PolledSensors, handler: @escaping @Sendable (SensorEvent) -> Void, failed: @escaping (any Error) -> Void) {
+        self.poller = poller
+        self.handler = handler
+        self.failed = failed
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        do throws(DeviceError) {
+            try poller.read { handler(.sample($0)) }
+            failures = 0
+        } catch {
+            failures += 1
+            if case .deviceVanished = error { return failed(error) }
+            if failures >= SensorCapture.failuresBeforeGivingUp { return failed(error) }
+            handler(.readFailed(error))
+        }
+        rejections.report(total: poller.rejectedReadings, device: poller.device.number.sysname, kinds: poller.kinds, to: handler)
+        handler(.readComplete)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) { failed(ChannelError.eof) }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         failed(error)

@@ -6,9 +6,10 @@ import NIOCore
 public protocol SensorSource: Sendable {
     /// The devices there are now.
     func listDevices() throws -> DeviceListing
-    /// Prepares reading `kinds` of `device` at `rate` Hz or faster, `batch` scans at a time where the
-    /// device can hold them; a stream may read on `eventLoop` (the hub's) instead of a thread of its own.
-    func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop) throws -> any SensorStream
+    /// Prepares reading `kinds` of `device` at `rate` Hz or faster, its samples waiting up to `latency`
+    /// seconds to be read together where the device can hold them; a stream may read on `eventLoop`
+    /// (the hub's) instead of a thread of its own.
+    func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream
     /// Whether devices come and go (then udev's hot-plug events are followed).
     var followsHotPlug: Bool { get }
     /// How the device's sensors are read: `buffered`, `polled` or `replayed`.
@@ -44,10 +45,11 @@ public struct HardwareSource: SensorSource {
 
     public func listDevices() throws -> DeviceListing { try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices() }
 
-    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop) throws -> any SensorStream {
-        // A buffered device is read on the hub's loop (one wake-up per batch); a polled one on a thread.
-        if device.captureMode == .buffered {
-            return LoopCapture(device: device, kinds: kinds, rate: rate, batch: batch, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout)
+    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream {
+        // A buffered device is read on the hub's loop (one wake-up per batch), and so is one polled
+        // slowly; one polled fast has a thread of its own, so that slow sysfs reads never hold the loop.
+        if device.captureMode == .buffered || LoopCapture.pollsOnLoop(rate: device.availableRates?.rate(atLeast: rate) ?? rate) {
+            return LoopCapture(device: device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout)
         }
         return try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)
     }

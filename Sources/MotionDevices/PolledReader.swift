@@ -58,7 +58,7 @@ public final class PolledReader {
         scratch.deallocate()
     }
 
-    private func close() {
+    func close() {
         for sensor in sensors { sensor.descriptors.forEach(Syscall.close) }
         sensors.removeAll()
     }

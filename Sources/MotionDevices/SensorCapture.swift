@@ -248,7 +248,7 @@ public final class SensorCapture: Sendable {
     }
 
     /// Consecutive failed reads after which a capture gives up on a device that is still there.
-    static let failuresBeforeGivingUp = 10
+    public static let failuresBeforeGivingUp = 10
 
     private func runPolled(_ handler: @Sendable (SensorEvent) -> Void) -> DeviceError? {
         let name = device.number.sysname

@@ -1,3 +1,4 @@
+import CLinux
 import SystemPackage
 
 #if canImport(Glibc)
@@ -114,6 +115,22 @@ public enum Syscall {
     public static func duplicate(_ fd: Int32) -> Result<Int32, Errno> {
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         return copy >= 0 ? .success(copy) : .failure(Errno(rawValue: errno))
+    }
+
+    /// `timerfd_create(CLOCK_MONOTONIC)` then `timerfd_settime`: a descriptor that becomes readable
+    /// every `period` ns (reading it gives the expirations since the last read, a UInt64), for an
+    /// event loop that waits for descriptors only. Closed on exec.
+    public static func makePeriodicTimer(period: Int64) -> Result<Int32, Errno> {
+        let fd = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC))
+        guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
+        let interval = timespec(tv_sec: Int(period / 1_000_000_000), tv_nsec: Int(period % 1_000_000_000))
+        var setting = itimerspec(it_interval: interval, it_value: interval)
+        guard timerfd_settime(fd, 0, &setting, nil) == 0 else {
+            let error = Errno(rawValue: errno)
+            _ = Glibc.close(fd)
+            return .failure(error)
+        }
+        return .success(fd)
     }
 
     /// `poll` on one descriptor for input, with a timeout in milliseconds (-1: forever).

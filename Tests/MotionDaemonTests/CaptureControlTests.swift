@@ -35,8 +35,8 @@ import Testing
         }
 
         func listDevices() throws -> DeviceListing { try replay.listDevices() }
-        func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, batch: Int, eventLoop: any EventLoop) throws -> any SensorStream {
-            Stream(try replay.open(device, kinds: kinds, rate: rate, batch: batch, eventLoop: eventLoop), self)
+        func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream {
+            Stream(try replay.open(device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop), self)
         }
         var followsHotPlug: Bool { false }
         func modeName(of device: DeviceDescriptor) -> String { replay.modeName(of: device) }

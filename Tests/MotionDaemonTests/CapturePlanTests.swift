@@ -31,12 +31,24 @@ import Testing
         ])
     }
 
-    @Test func eventStreamsSampleAtTheEventRate() {
+    @Test func eventStreamsSampleAtTheEventRateAndMayWaitTheEventLatency() {
         let plan = CapturePlan(demands: [.init(stream: .proximity, interval: 5), .init(stream: .orientation, interval: 5)], devices: phone)
         #expect(plan.captures == [
-            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: CapturePlan.eventRate),
-            .init(device: DeviceNumber(3), kinds: [.proximity], rate: CapturePlan.eventRate),
+            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: CapturePlan.eventRate, latency: CapturePlan.eventLatency),
+            .init(device: DeviceNumber(3), kinds: [.proximity], rate: CapturePlan.eventRate, latency: CapturePlan.eventLatency),
         ])
+    }
+
+    /// A sensor batches only as far as its most impatient client lets it: one client that waits for
+    /// nothing makes every scan go at once; an orientation watcher beside batching clients caps them
+    /// at the event latency.
+    @Test func aSensorWaitsAsLongAsItsMostImpatientClientLets() {
+        let motion = { (latency: Double) in CapturePlan.Demand(stream: .motion, interval: 0.01, latency: latency) }
+        #expect(CapturePlan(demands: [motion(0.5)], devices: phone).captures.map(\.latency) == [0.5, 0.5, 0.5])
+        #expect(CapturePlan(demands: [motion(0.5), motion(0)], devices: phone).captures.map(\.latency) == [0, 0, 0])
+        let withOrientation = CapturePlan(demands: [motion(0.5), .init(stream: .orientation, interval: 5)], devices: phone)
+        #expect(withOrientation.captures.first { $0.kinds.contains(.accelerometer) }?.latency == CapturePlan.eventLatency)
+        #expect(withOrientation.captures.first { $0.kinds.contains(.gyroscope) }?.latency == 0.5)
     }
 
     @Test func anIMUIsPreferredOverSeparateDevices() {

@@ -1,0 +1,2 @@
+// Linux headers that Glibc's Swift module leaves out.
+#include <sys/timerfd.h>

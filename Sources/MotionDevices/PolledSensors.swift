@@ -1,0 +1,77 @@
+import MotionCore
+import MotionSystem
+
+/// Some sensors of a device read by polling sysfs, for an owner that reads them from its own event
+/// loop on a timer (`makeTimer`): no thread of the capture's, so that a reading costs the process one
+/// wake-up. For low rates only (an orientation every quarter second): a sysfs read can block for a
+/// bus transfer, which a thread of its own (`SensorCapture`) keeps off the loop at higher rates.
+///
+/// Sets the sampling frequency and a hysteresis of 0 as `SensorCapture` does, and puts them back at
+/// `close()`.
+public final class PolledSensors: @unchecked Sendable {
+    // @unchecked: one thread at a time uses it: opened off the loop, then read on the loop, then
+    // closed once reading has ended.
+    /// The device read.
+    public let device: DeviceDescriptor
+    /// The sensors read.
+    public let kinds: [SensorKind]
+    /// The rate it is polled at, Hz.
+    public let rate: Double
+    /// What went wrong while setting up and did not stop the capture: for the log.
+    public let problems: [DeviceError]
+
+    private let reader: PolledReader
+    private var restorer: AttributeRestorer
+    private let sysfs: Sysfs
+    private var reads = 0
+
+    /// Opens the value attributes of `kinds` on `device`, to be read at `rate` Hz. Blocks for the
+    /// sysfs writes: call it off an event loop.
+    public init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws(DeviceError) {
+        self.device = device
+        self.kinds = kinds
+        self.rate = rate
+        sysfs = Sysfs()
+        restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
+        problems = SensorCapture.configure(device, kinds: kinds, rate: device.availableRates?.rate(atLeast: rate) ?? rate, restorer: &restorer)
+        do throws(DeviceError) {
+            reader = try PolledReader(device: device, kinds: kinds, sysfs: sysfs)
+        } catch {
+            restorer.restoreAll()
+            throw sysfs.deviceExists(device.number.sysname) ? error : .deviceVanished(device: device.number.sysname)
+        }
+    }
+
+    deinit { close() }
+
+    /// A descriptor that becomes readable once per period, for the owner's event loop, which owns it.
+    public func makeTimer() throws(DeviceError) -> Int32 {
+        switch Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) {
+        case .success(let fd): return fd
+        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "timerfd", errno: e.rawValue)
+        }
+    }
+
+    /// Reads every sensor once, stamped now (CLOCK_MONOTONIC), handing each sample to `emit`. A
+    /// device gone is `deviceVanished`; some drivers keep answering reads of a removed device's open
+    /// files, so presence is also checked about once a second.
+    public func read(emit: (SensorSample) -> Void) throws(DeviceError) {
+        reads += 1
+        let name = device.number.sysname
+        if reads % max(1, Int(rate)) == 0, !sysfs.deviceExists(name) { throw .deviceVanished(device: name) }
+        do throws(DeviceError) {
+            try reader.read(timestamp: Syscall.monotonicNanoseconds(), emit: emit)
+        } catch {
+            throw sysfs.deviceExists(name) ? error : .deviceVanished(device: name)
+        }
+    }
+
+    /// Readings dropped so far as beyond what a sensor can measure.
+    public var rejectedReadings: Int { reader.rejectedReadings }
+
+    /// Closes the attributes and puts back what was changed (idempotent).
+    public func close() {
+        reader.close()
+        restorer.restoreAll()
+    }
+}
