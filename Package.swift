@@ -136,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "daemon-load",
             dependencies: [
-                "TestSupport", "MotionClient", "MotionWire",
+                "TestSupport", "MotionClient", "MotionWire", "MotionSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/DaemonLoad"),

@@ -28,8 +28,11 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: idle, 100x1, 100x1-batched, 1000x100, largest, poll; and, not by default, fuzz and soak (for --seconds).")
-    var scenarios: [String] = ["idle", "100x1", "100x1-batched", "1000x100", "largest", "poll"]
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; and, not by default, fuzz and soak (for --seconds).")
+    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation"]
+
+    @Option(help: .hidden)
+    var tickAt: Double?
 
     @Option(help: "Lines the fuzz scenario sends.")
     var fuzzLines = 10_000_000
@@ -38,6 +41,7 @@ struct DaemonLoad: ParsableCommand {
     var seed: UInt64 = 1
 
     func run() throws {
+        if let tickAt { Floor.tick(at: tickAt) }
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         limit.rlim_cur = limit.rlim_max
@@ -49,6 +53,13 @@ struct DaemonLoad: ParsableCommand {
         print("motiond: \(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores; \(seconds) s per measurement\n")
 
         var heaviestRSS = 0
+        if scenarios.contains("floor") {
+            for rate in [100.0, 10.0] {
+                let usage = try Floor.measure(rate: rate, seconds: seconds)
+                print(String(format: "floor: a process that only wakes %.0f times a second: %@ (%.1f µs of CPU per wake-up)",
+                             rate, usage.description, usage.cpuPercent / 100 / max(usage.runsPerSecond, 1) * 1e6))
+            }
+        }
         if scenarios.contains("idle") {
             let daemon = try Daemon(executable: executable)
             sleep(2)
@@ -57,6 +68,7 @@ struct DaemonLoad: ParsableCommand {
             usleep(UInt32(seconds * 1e6))
             let usage = ProcessProbe.usage(from: a, to: probe.read())
             print("no clients (sensors closed): \(usage); RSS \(probe.status("VmRSS")) kB, of which anonymous \(probe.status("RssAnon")) kB")
+            print("    resident by mapping (kB): \(probe.residentByMapping().prefix(8).map { "\($0.name) \($0.kilobytes)" }.joined(separator: ", "))")
         }
         // (name, rate, clients, latency the clients accept)
         let loads = [("100x1", 100.0, 1, 0.0), ("100x1-batched", 100.0, 1, 0.1), ("1000x100", 1000.0, 100, 0.0), ("largest", 100.0, largest, 0.0)]
@@ -105,6 +117,7 @@ struct DaemonLoad: ParsableCommand {
             }
             print(String(format: "poll round trips on one connection: %.0f per second", Double(trips) / (Double(Feeder.now() - start) * 1e-9)))
         }
+        if scenarios.contains("orientation") { try orientation(executable: executable) }
         if scenarios.contains("fuzz") { try fuzz(executable: executable, testbed: testbed) }
         if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
         print("peak RSS over the loaded runs: \(heaviestRSS) kB")
@@ -112,6 +125,25 @@ struct DaemonLoad: ParsableCommand {
 }
 
 extension DaemonLoad {
+    /// A desktop's screen rotation: Debian's iio-sensor-proxy and motiond --dbus, one after the other
+    /// on the same umockdev tablet (a polled accelerometer), each with one monitor-sensor holding an
+    /// accelerometer claim: their cost at rest and the time each takes to report a turn
+    /// (`scripts/dbus-side-by-side`, which runs both in one go, outside this process's testbed).
+    func orientation(executable: String) throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/dbus-side-by-side").standardized
+        let motiondDirectory = URL(fileURLWithPath: executable).deletingLastPathComponent().lastPathComponent
+        for arguments in [["--cost", String(Int(seconds))], ["--turns", "20"]] {
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            // The script makes its own testbed: this process's umockdev preload must not reach it.
+            child.arguments = ["-u", "LD_PRELOAD", "-u", "UMOCKDEV_DIR", "CONFIGURATION=\(motiondDirectory)", script.path, "--no-build"] + arguments
+            child.currentDirectoryURL = script.deletingLastPathComponent().deletingLastPathComponent()
+            try child.run()
+            child.waitUntilExit()
+            guard child.terminationStatus == 0 else { throw LoadError("\(script.path) \(arguments.joined(separator: " ")) failed") }
+        }
+    }
+
     /// Fuzzed lines on 8 connections while a client watches motion at 100 Hz; the daemon must live,
     /// answer STATUS after, and the watcher must have kept receiving.
     func fuzz(executable: String, testbed: Testbed) throws {

@@ -34,6 +34,24 @@ struct ProcessProbe {
         return 0
     }
 
+    /// Resident memory by what is mapped (a file, or `anonymous`), largest first, from /proc/PID/smaps.
+    func residentByMapping() -> [(name: String, kilobytes: Int)] {
+        // Read to the end: /proc files report a size of 0, which a whole-file read may trust.
+        let data = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps")?.readDataToEndOfFile() ?? Data()
+        let text = String(decoding: data, as: UTF8.self)
+        var sizes: [String: Int] = [:]
+        var current = "anonymous"
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let first = fields.first, first.contains("-"), first.allSatisfy({ $0.isHexDigit || $0 == "-" }) {
+                current = fields.count >= 6 ? String(fields[5].split(separator: "/").last ?? fields[5]) : "anonymous"
+            } else if fields.first == "Rss:", fields.count >= 2, let kilobytes = Int(fields[1]) {
+                sizes[current, default: 0] += kilobytes
+            }
+        }
+        return sizes.map { (name: $0.key, kilobytes: $0.value) }.sorted { $0.kilobytes > $1.kilobytes }
+    }
+
     /// Threads, open descriptors and resident memory now: what must stay flat under load.
     var footprint: String {
         let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count ?? 0
