@@ -34,6 +34,9 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: .hidden)
     var tickAt: Double?
 
+    @Option(help: .hidden)
+    var writeTo: Int?
+
     @Option(help: "Lines the fuzz scenario sends.")
     var fuzzLines = 10_000_000
 
@@ -41,6 +44,7 @@ struct DaemonLoad: ParsableCommand {
     var seed: UInt64 = 1
 
     func run() throws {
+        if let tickAt, let writeTo { Floor.write(at: tickAt, clients: writeTo, lineSize: 750) }
         if let tickAt { Floor.tick(at: tickAt) }
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
@@ -55,10 +59,12 @@ struct DaemonLoad: ParsableCommand {
         var heaviestRSS = 0
         if scenarios.contains("floor") {
             for rate in [100.0, 10.0] {
-                let usage = try Floor.measure(rate: rate, seconds: seconds)
+                let usage = try Floor.measure(["--tick-at", String(rate)], seconds: seconds)
                 print(String(format: "floor: a process that only wakes %.0f times a second: %@ (%.1f µs of CPU per wake-up)",
                              rate, usage.description, usage.cpuPercent / 100 / max(usage.runsPerSecond, 1) * 1e6))
             }
+            let writes = try Floor.measure(["--tick-at", "1000", "--write-to", "100"], seconds: seconds)
+            print("floor: a process that wakes 1000 times a second and writes a 750-byte line to each of 100 sockets: \(writes)")
         }
         if scenarios.contains("idle") {
             let daemon = try Daemon(executable: executable)

@@ -11,6 +11,17 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// Ambient light: illuminance in lux, or the raw reading where the driver gives no scale.
     case light
 
+    /// The kind's place in `allCases`, for tables indexed by kind.
+    public var index: Int {
+        switch self {
+        case .accelerometer: 0
+        case .gyroscope: 1
+        case .magnetometer: 2
+        case .proximity: 3
+        case .light: 4
+        }
+    }
+
     /// Whether samples of this kind carry three axes (`false` for proximity and light, scalars).
     public var isVector: Bool { self != .proximity && self != .light }
 

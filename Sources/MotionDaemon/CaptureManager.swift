@@ -22,8 +22,9 @@ final class CaptureManager: @unchecked Sendable {
         var samples = 0
         var firstTimestamp: Int64?
         var lastTimestamp: Int64?
-        /// The last timestamp per kind, to measure each sensor's real sample interval.
-        var lastByKind: [SensorKind: Int64] = [:]
+        /// The last timestamp per kind (by `SensorKind.allCases` order), to measure each sensor's real
+        /// sample interval: an array, as a dictionary would hash the kind's name at every sample.
+        var lastByKind = [Int64?](repeating: nil, count: SensorKind.allCases.count)
         /// When a lower rate that clients now ask for will be applied (the sensor runs faster until then).
         var lowerRateAfter: NIODeadline?
 
@@ -34,8 +35,9 @@ final class CaptureManager: @unchecked Sendable {
             if firstTimestamp == nil { firstTimestamp = sample.timestamp }
             lastTimestamp = sample.timestamp
             let planned = Int64(1e9 / plan.rate)
-            defer { lastByKind[sample.kind] = sample.timestamp }
-            guard let last = lastByKind[sample.kind], sample.timestamp > last else { return planned }
+            let kind = sample.kind.index
+            defer { lastByKind[kind] = sample.timestamp }
+            guard let last = lastByKind[kind], sample.timestamp > last else { return planned }
             return min(sample.timestamp - last, 4 * planned)
         }
 

@@ -121,7 +121,8 @@ final class MotionPipeline {
             }
             fusion?.update(sample)
             // Without a gyroscope, motion is produced at the accelerometer's rate.
-            if let fusion, !fusion.usesGyroscope { pendingMotion = (t, period) }
+            // (Read through the optional, not bound: binding would copy the whole filter state.)
+            if fusion?.usesGyroscope == false { pendingMotion = (t, period) }
             let acceleration = sample.vector.accelerationFromSpecificForce
             let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
             latest.accelerometer = message
@@ -164,9 +165,9 @@ final class MotionPipeline {
 
     /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).
     func deliverPendingMotion() {
-        guard let (t, period) = pendingMotion, let fusion else { return }
+        guard let (t, period) = pendingMotion, fusion != nil else { return }
         pendingMotion = nil
-        fanout.deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(Self.message(fusion.deviceMotion(in: frame))) }
+        fanout.deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(Self.message(self.fusion!.deviceMotion(in: frame))) }
     }
 
     /// The current state of an event stream, which a new watcher gets first.
@@ -206,8 +207,8 @@ final class MotionPipeline {
 
     /// The motion now, once the fusion has had the samples it needs.
     private func fusedMotion(in frame: AttitudeReferenceFrame) -> MotionMessage? {
-        guard let fusion, latest.accelerometer != nil, !fusion.usesGyroscope || latest.gyroscope != nil else { return nil }
-        return Self.message(fusion.deviceMotion(in: frame))
+        guard let usesGyroscope = fusion?.usesGyroscope, latest.accelerometer != nil, !usesGyroscope || latest.gyroscope != nil else { return nil }
+        return Self.message(fusion!.deviceMotion(in: frame))
     }
 
     private static func message(_ motion: DeviceMotion) -> MotionMessage {

@@ -16,16 +16,20 @@ final class StreamFanout {
         var decimator: StreamDecimator
     }
 
-    /// A client with at least one watch. A class: each sample updates its decimators in place.
-    private final class Watcher {
+    /// One client's watch of one stream. A class: each sample updates its decimator in place.
+    private final class Subscription {
+        let id: ID
         let outbox: ClientOutbox
-        var watches: [StreamKind: Watch] = [:]
-        init(outbox: ClientOutbox) { self.outbox = outbox }
+        var watch: Watch
+        init(id: ID, outbox: ClientOutbox, watch: Watch) { (self.id, self.outbox, self.watch) = (id, outbox, watch) }
     }
 
     private let clients: ClientTable
-    /// Only clients that watch something: the per-sample loop visits no idle connection.
-    private var watchers: [ID: Watcher] = [:]
+    /// Each stream's subscriptions, by `StreamKind.allCases` order: the per-sample loop visits only
+    /// the clients of that stream, and hashes nothing.
+    private var subscriptions: [[Subscription]] = Array(repeating: [], count: StreamKind.allCases.count)
+    /// The streams each client watches, for requests (not the per-sample path).
+    private var streamsOf: [ID: Set<StreamKind>] = [:]
     /// Writes per-sample lines, its buffer reused.
     private var lineWriter = LineWriter()
 
@@ -35,60 +39,68 @@ final class StreamFanout {
 
     /// The streams a client watches, by name.
     func watches(of id: ID) -> [StreamKind: Watch] {
-        watchers[id]?.watches ?? [:]
+        var watches: [StreamKind: Watch] = [:]
+        for stream in streamsOf[id] ?? [] {
+            if let subscription = subscriptions[stream.index].first(where: { $0.id == id }) { watches[stream] = subscription.watch }
+        }
+        return watches
     }
 
     /// Starts (or changes) a client's watch of `stream`; `nil` ends it.
     func setWatch(_ watch: Watch?, of stream: StreamKind, for id: ID) {
         if let watch {
+            if let existing = subscriptions[stream.index].first(where: { $0.id == id }) {
+                existing.watch = watch
+                return
+            }
             guard let outbox = clients[id] else { return }
-            let watcher = watchers[id] ?? Watcher(outbox: outbox)
-            watcher.watches[stream] = watch
-            watchers[id] = watcher
-        } else if let watcher = watchers[id] {
-            watcher.watches[stream] = nil
-            if watcher.watches.isEmpty { watchers[id] = nil }
+            subscriptions[stream.index].append(Subscription(id: id, outbox: outbox, watch: watch))
+            streamsOf[id, default: []].insert(stream)
+        } else if streamsOf[id]?.remove(stream) != nil {
+            subscriptions[stream.index].removeAll { $0.id == id }
+            if streamsOf[id]!.isEmpty { streamsOf[id] = nil }
         }
     }
 
     /// Forgets a client's watches (it disconnected). Returns whether it had any.
     func removeAll(of id: ID) -> Bool {
-        watchers.removeValue(forKey: id) != nil
+        guard let streams = streamsOf.removeValue(forKey: id) else { return false }
+        for stream in streams { subscriptions[stream.index].removeAll { $0.id == id } }
+        return true
     }
 
     /// What every watch asks of the sensors.
     var demands: [CapturePlan.Demand] {
-        watchers.values.flatMap { watcher in watcher.watches.map { CapturePlan.Demand(stream: $0.key, interval: $0.value.interval, latency: $0.value.latency) } }
+        zip(StreamKind.allCases, subscriptions).flatMap { stream, list in
+            list.map { CapturePlan.Demand(stream: stream, interval: $0.watch.interval, latency: $0.watch.latency) }
+        }
     }
 
     /// Sends a periodic stream's message to every client due one, writing it once per frame.
     func deliver(_ stream: StreamKind, timestamp: Int64, period: Int64, write: (inout LineWriter, AttitudeReferenceFrame) -> Void) {
         var lines = LinesByFrame()
-        for watcher in watchers.values {
-            guard var watch = watcher.watches[stream] else { continue }
-            let due = watch.decimator.accepts(timestamp, sensorPeriod: period)
-            watcher.watches[stream] = watch
-            guard due else { continue }
-            let frame = stream == .motion ? watch.frame : .xArbitraryZVertical
+        for subscription in subscriptions[stream.index] {
+            guard subscription.watch.decimator.accepts(timestamp, sensorPeriod: period) else { continue }
+            let frame = stream == .motion ? subscription.watch.frame : .xArbitraryZVertical
             if lines[frame] == nil {
                 write(&lineWriter, frame)
                 lines[frame] = ByteBuffer(bytes: lineWriter.bytes)
             }
-            clients.enqueue(lines[frame]!, to: watcher.outbox, kind: .stream(stream))
+            clients.enqueue(lines[frame]!, to: subscription.outbox, kind: .stream(stream))
         }
     }
 
     /// Sends an event (it is never dropped) to every client watching its stream.
     func deliverEvent<M: ServerMessage>(_ stream: StreamKind, _ message: M) {
-        guard let bytes = try? Wire.encode(message) else { return }
+        guard !subscriptions[stream.index].isEmpty, let bytes = try? Wire.encode(message) else { return }
         let buffer = ByteBuffer(bytes: bytes)
-        for watcher in watchers.values where watcher.watches[stream] != nil { clients.enqueue(buffer, to: watcher.outbox, kind: .kept) }
+        for subscription in subscriptions[stream.index] { clients.enqueue(buffer, to: subscription.outbox, kind: .kept) }
     }
 
     /// Ends, with `ENDED` and its reason, every watch of a stream that needs one of `kinds`.
     func endStreams(needing kinds: Set<SensorKind>, reason: String) {
-        for (id, watcher) in watchers {
-            for stream in Array(watcher.watches.keys) where !CapturePlan.kinds(for: stream).required.isDisjoint(with: kinds) {
+        for stream in StreamKind.allCases where !CapturePlan.kinds(for: stream).required.isDisjoint(with: kinds) {
+            for id in subscriptions[stream.index].map(\.id) {
                 setWatch(nil, of: stream, for: id)
                 clients.send(Ended(stream: stream, reason: reason), to: id)
             }

@@ -31,6 +31,21 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// A 2-in-1's hinge angle and mode.
     case hinge
 
+    /// The stream's place in `allCases`, for tables indexed by stream.
+    public var index: Int {
+        switch self {
+        case .motion: 0
+        case .accelerometer: 1
+        case .gyroscope: 2
+        case .magnetometer: 3
+        case .proximity: 4
+        case .light: 5
+        case .orientation: 6
+        case .tilt: 7
+        case .hinge: 8
+        }
+    }
+
     /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
     public var isEventStream: Bool { self == .proximity || self == .light || self == .orientation || self == .tilt }
 }

@@ -9,6 +9,11 @@ import Testing
         #expect(Matrix3.identity * Vector3(x: 1.5, y: -2, z: 3) == Vector3(x: 1.5, y: -2, z: 3))
     }
 
+    /// Tables indexed by kind rely on it.
+    @Test func aSensorKindsIndexIsItsPlaceAmongAllCases() {
+        #expect(SensorKind.allCases.map(\.index) == Array(SensorKind.allCases.indices))
+    }
+
     @Test func deviceNumbersParseOnlyIIODeviceNames() {
         #expect(DeviceNumber(sysname: "iio:device12") == DeviceNumber(12))
         #expect(DeviceNumber(sysname: "trigger0") == nil)

@@ -5,6 +5,11 @@ import Testing
 @testable import MotionWire
 
 @Suite struct LineFramerTests {
+    /// The daemon's per-stream tables rely on it.
+    @Test func aStreamKindsIndexIsItsPlaceAmongAllCases() {
+        #expect(StreamKind.allCases.map(\.index) == Array(StreamKind.allCases.indices))
+    }
+
     @Test func linesSplitAcrossChunksAreJoined() {
         var framer = LineFramer(maximumLength: 64)
         #expect(framer.feed(Array("{\"class\":".utf8)) == [])
