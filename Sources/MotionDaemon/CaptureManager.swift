@@ -174,11 +174,17 @@ final class CaptureManager: @unchecked Sendable {
         return stopped
     }
 
-    /// Stops every capture and waits for them, and for the stops under way (at shutdown: a buffer
-    /// left enabled would stay so after the daemon exits).
+    /// Stops every capture and waits for them (at shutdown: a buffer left enabled would stay so after
+    /// the daemon exits); then `waitForStopsUnderWay`, off the loop, waits for the others.
     func stopAll() {
         for current in running.values { current.capture.stop() }
         running.removeAll()
+    }
+
+    /// Waits, at most 5 s, for the stops running off the loop. Not on the loop: a capture read on the
+    /// loop needs it to close its channel.
+    func waitForStopsUnderWay() {
+        precondition(!eventLoop.inEventLoop)
         let deadline = Syscall.monotonicNanoseconds() + 5_000_000_000
         while stopsUnderWay.load(ordering: .acquiring) > 0 && Syscall.monotonicNanoseconds() < deadline {
             Syscall.sleep(nanoseconds: 1_000_000)

@@ -261,4 +261,9 @@ final class Hub: @unchecked Sendable {
         calibration.saveNow(pipeline.fusion?.calibration)
         captures.stopAll()
     }
+
+    /// Waits for the captures still stopping off the loop (at shutdown, after `stopAll`; not on the loop).
+    func waitForCaptureStops() {
+        captures.waitForStopsUnderWay()
+    }
 }

@@ -196,6 +196,7 @@ public final class MotionServer: @unchecked Sendable {
         try channel?.close().wait()
         channel = nil
         try hub.eventLoop.submit { self.hub.stopAll() }.wait()
+        hub.waitForCaptureStops()
         if bound { _ = Syscall.remove(socketPath) }  // an activated socket belongs to systemd, and another's to it
         try group.syncShutdownGracefully()
     }

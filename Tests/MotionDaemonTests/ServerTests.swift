@@ -94,6 +94,45 @@ extension Hardware {
             try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
         }
 
+        /// A client that lets its samples wait 100 ms gets every sample, each with its own timestamp;
+        /// the IIO buffer's watermark (libiio sets it from the batch) is then the 10 scans of 100 ms at
+        /// 100 Hz, so the kernel wakes the daemon once per 10 scans. A second client that waits for
+        /// nothing brings it back to 1: a sensor batches only as far as all its clients let it.
+        @Test func aLatencyBatchesTheBufferAndLosesNoSample() throws {
+            let (testbed, server) = try Self.startServerOnIMU()
+            defer { try? server.stop() }
+            let patient = try TestClient.greeted(path: server.socketPath)
+            // Both sensors of the IMU, so that the scans enabled are the fixture's 24-byte ones.
+            try patient.send(#"{"class":"WATCH","streams":["accelerometer","gyroscope"],"interval":0.01,"latency":0.1}"#)
+            let watching = try patient.decode(Watching.self, try patient.next("WATCHING"))
+            #expect(watching.streams.first?.latency == 0.1)
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            #expect(try testbed.attribute("iio:device0", "buffer/watermark").hasPrefix("10"))
+
+            var scans: [UInt8] = []
+            let times = (0..<10).map { 2_000_000_000 + Int64($0) * 10_000_000 }
+            for (i, time) in times.enumerated() { scans += Self.scan(accelerometer: [0, 0, 16384], gyroscope: [i, 0, 0], time: time) }
+            try testbed.feed("/dev/iio:device0", scans)
+            var received: [GyroscopeMessage] = []
+            while received.count < 10 { received.append(try patient.decode(GyroscopeMessage.self, try patient.next("GYROSCOPE"))) }
+            #expect(received.map(\.timestamp) == times)
+
+            let eager = try TestClient.greeted(path: server.socketPath)
+            try eager.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
+            _ = try eager.next("WATCHING")
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/watermark"))?.hasPrefix("1\0") == true || (try? testbed.attribute("iio:device0", "buffer/watermark")) == "1\n" }
+        }
+
+        /// A latency outside 0…10 s is refused, naming the range.
+        @Test func aLatencyOutOfRangeIsRefused() throws {
+            let (_, server) = try Self.startServerOnIMU()
+            defer { try? server.stop() }
+            let client = try TestClient.greeted(path: server.socketPath)
+            try client.send(#"{"class":"WATCH","id":1,"streams":["motion"],"latency":11}"#)
+            let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
+            #expect(error.code == .invalidArgument && error.message.contains("latency 11.0 s is outside 0.0…10.0 s"), "\(error)")
+        }
+
         @Test func aPollStartsTheSensorsWhichStayWarmForTheNextPollsThenClose() throws {
             let (testbed, server) = try Self.startServerOnIMU()
             defer { try? server.stop() }
