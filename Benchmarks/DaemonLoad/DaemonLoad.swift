@@ -74,6 +74,7 @@ struct DaemonLoad: ParsableCommand {
             usleep(UInt32(seconds * 1e6))
             let usage = ProcessProbe.usage(from: a, to: probe.read())
             print("no clients (sensors closed): \(usage); RSS \(probe.status("VmRSS")) kB, of which anonymous \(probe.status("RssAnon")) kB")
+            if usage.runsPerSecond > 0 { print("    wake-ups by thread: \(usage.byThread)") }
             print("    resident by mapping (kB): \(probe.residentByMapping().prefix(8).map { "\($0.name) \($0.kilobytes)" }.joined(separator: ", "))")
         }
         // (name, rate, clients, latency the clients accept)
@@ -138,7 +139,9 @@ extension DaemonLoad {
     func orientation(executable: String) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/dbus-side-by-side").standardized
         let motiondDirectory = URL(fileURLWithPath: executable).deletingLastPathComponent().lastPathComponent
-        for arguments in [["--cost", String(Int(seconds))], ["--turns", "20"]] {
+        // The cost is a difference of two whole lives (see the script): a short window is mostly noise.
+        for arguments in [["--cost", String(Int(max(seconds, 60)))], ["--turns", "20"]] {
+            fflush(nil)  // what this process printed comes first
             let child = Process()
             child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             // The script makes its own testbed: this process's umockdev preload must not reach it.
