@@ -100,12 +100,24 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
         return register({ () throws(DeviceError) in try buffer.makeReadDescriptor() }, reader: reader, readSize: capacity).map { [self] attached in
             guard attached else { return .stopped }
-            let timeout = TimeAmount.nanoseconds(Int64(firstDataTimeout * 1e9))
-            eventLoop.scheduleTask(in: timeout) { [weak self, weak reader] in
-                guard let self, let reader, !reader.receivedAny, state.withLock({ $0.buffer === buffer }) else { return }
-                _ = fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "first scan", errno: ErrnoValue.timedOut))
-            }
+            watch(buffer, reader)
             return .reading
+        }
+    }
+
+    /// Checks a buffer every `firstDataTimeout` in which it gave nothing: without a first scan the
+    /// device is polled instead; gone quiet, the device may be gone (a removed device's buffer need
+    /// not fail a read: it may only fall silent). While scans come, the check costs nothing more.
+    private func watch(_ buffer: ScanBuffer, _ reader: ScanReader) {
+        eventLoop.scheduleTask(in: .nanoseconds(Int64(firstDataTimeout * 1e9))) { [weak self, weak reader] in
+            guard let self, let reader, state.withLock({ $0.buffer === buffer }) else { return }
+            if !reader.receivedAny {
+                _ = fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "first scan", errno: ErrnoValue.timedOut))
+                return
+            }
+            if !reader.receivedSinceCheck, !buffer.deviceExists { return failed(DeviceError.deviceVanished(device: device.number.sysname)) }
+            reader.receivedSinceCheck = false
+            watch(buffer, reader)
         }
     }
 
@@ -254,6 +266,8 @@ private final class ScanReader: ChannelInboundHandler, @unchecked Sendable {
     private var partial: ByteBuffer?
     private var rejections = RejectionReport()
     private(set) var receivedAny = false
+    /// Whether scans came since the watchdog last looked (`LoopCapture.watch`).
+    var receivedSinceCheck = false
 
     init(buffer: ScanBuffer, handler: @escaping @Sendable (SensorEvent) -> Void, failed: @escaping (any Error) -> Void) {
         self.buffer = buffer
@@ -265,6 +279,7 @@ private final class ScanReader: ChannelInboundHandler, @unchecked Sendable {
         var bytes = unwrapInboundIn(data)
         let now = Syscall.monotonicNanoseconds()
         receivedAny = true
+        receivedSinceCheck = true
         if var carried = partial {
             carried.writeBuffer(&bytes)
             bytes = carried

@@ -1,0 +1,50 @@
+import Foundation
+import MotionCore
+import MotionDevices
+import NIOCore
+import NIOPosix
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import MotionDaemon
+
+extension Hardware {
+    /// A capture read on an event loop, without the hub: what it tells its handler.
+    @Suite struct LoopCaptureTests {
+        /// Collects a capture's events, for a test to wait on.
+        final class Events: Sendable {
+            private let events = Mutex<[SensorEvent]>([])
+            func take(_ event: SensorEvent) { events.withLock { $0.append(event) } }
+            var samples: Int { events.withLock { $0.filter(\.isSample).count } }
+            var ended: DeviceError? {
+                events.withLock { events in
+                    for case .ended(let error) in events { return error }
+                    return nil
+                }
+            }
+        }
+
+        /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it
+        /// only falls silent. The capture then notices by itself that the device is gone (within a
+        /// check period, 1 s), without waiting for udev's listing to say so.
+        @Test func aBufferThatFallsSilentBecauseItsDeviceWentEndsAsVanished() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let capture = LoopCapture(device: device, kinds: [.accelerometer, .gyroscope], rate: 100, latency: 0, eventLoop: group.next())
+            let events = Events()
+            capture.start { events.take($0) }
+            defer { capture.stop() }
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device0", Hardware.Server.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            try waitUntil { events.samples == 2 }
+            testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
+            try waitUntil(seconds: 3) { events.ended != nil }
+            guard case .deviceVanished(let name) = events.ended else { Issue.record("ended with \(String(describing: events.ended))"); return }
+            #expect(name == "iio:device0")
+        }
+    }
+}
