@@ -27,6 +27,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     private let state = Mutex(State())
     private var handler: @Sendable (SensorEvent) -> Void = { _ in }
 
+    /// Seconds between checks that a silent buffer's device is still there.
+    static let silenceCheck = 2.0
+
     /// The fastest rate polled on the loop, Hz: the event streams' (`CapturePlan.eventRate`).
     static let loopPollingLimit = CapturePlan.eventRate
 
@@ -105,11 +108,12 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }
     }
 
-    /// Checks a buffer every `firstDataTimeout` in which it gave nothing: without a first scan the
-    /// device is polled instead; gone quiet, the device may be gone (a removed device's buffer need
-    /// not fail a read: it may only fall silent). While scans come, the check costs nothing more.
-    private func watch(_ buffer: ScanBuffer, _ reader: ScanReader) {
-        eventLoop.scheduleTask(in: .nanoseconds(Int64(firstDataTimeout * 1e9))) { [weak self, weak reader] in
+    /// Checks a buffer after `firstDataTimeout`, then every `silenceCheck` at least: without a first
+    /// scan the device is polled instead; gone quiet, the device may be gone (a removed device's
+    /// buffer need not fail a read: it may only fall silent). Sparse, as each check can be a wake-up
+    /// of its own (a batch of 0.1 s at 100 Hz wakes the loop 10 times a second; this adds one every 2 s).
+    private func watch(_ buffer: ScanBuffer, _ reader: ScanReader, after delay: Double? = nil) {
+        eventLoop.scheduleTask(in: .nanoseconds(Int64((delay ?? firstDataTimeout) * 1e9))) { [weak self, weak reader] in
             guard let self, let reader, state.withLock({ $0.buffer === buffer }) else { return }
             if !reader.receivedAny {
                 _ = fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "first scan", errno: ErrnoValue.timedOut))
@@ -117,7 +121,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             }
             if !reader.receivedSinceCheck, !buffer.deviceExists { return failed(DeviceError.deviceVanished(device: device.number.sysname)) }
             reader.receivedSinceCheck = false
-            watch(buffer, reader)
+            watch(buffer, reader, after: max(Self.silenceCheck, firstDataTimeout))
         }
     }
 
