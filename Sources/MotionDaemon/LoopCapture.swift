@@ -16,7 +16,8 @@ import Synchronization
 /// as a buffered `SensorCapture` would: on the loop up to `loopPollingLimit`, else on a thread of its
 /// own (a sysfs read can block for a bus transfer). Events go to the handler on the loop.
 final class LoopCapture: SensorStream, @unchecked Sendable {
-    // @unchecked: the mutable state is behind `state`; `handler` is set once before anything runs.
+    // @unchecked: the mutable state is behind `state`; `handler` is set once before anything runs;
+    // `handedOver` is touched on the loop only.
     let device: DeviceDescriptor
     let kinds: [SensorKind]
     let rate: Double
@@ -26,6 +27,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     private let firstDataTimeout: Double
     private let state = Mutex(State())
     private var handler: @Sendable (SensorEvent) -> Void = { _ in }
+    /// Events from the polling thread, on the loop; reused.
+    private var handedOver: [SensorEvent] = []
 
     /// Seconds between checks that a silent buffer's device is still there.
     static let silenceCheck = 2.0
@@ -165,16 +168,18 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }
         guard keep({ $0.polledThread = polled }) else { return }
         let mailbox = EventMailbox()
-        let (eventLoop, handler) = (eventLoop, handler)
-        polled.start { event in
-            guard mailbox.post(event) else { return }
-            eventLoop.execute {
-                var events: [SensorEvent] = []
-                mailbox.take(into: &events)
-                for event in events { handler(event) }
-                handler(.readComplete)
-            }
+        polled.start { [weak self] event in
+            guard let self, mailbox.post(event) else { return }
+            eventLoop.execute { self.handOver(mailbox) }
         }
+    }
+
+    /// Hands what the polling thread posted to the handler, on the loop (the scratch array is reused).
+    private func handOver(_ mailbox: EventMailbox) {
+        mailbox.take(into: &handedOver)
+        for event in handedOver { handler(event) }
+        handler(.readComplete)
+        handedOver.removeAll(keepingCapacity: true)
     }
 
     // MARK: Both
