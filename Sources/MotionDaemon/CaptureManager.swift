@@ -144,12 +144,14 @@ final class CaptureManager: @unchecked Sendable {
         guard let capture = running.removeValue(forKey: number)?.capture else { return }
         stopping.insert(number)
         stopsUnderWay.add(1, ordering: .relaxed)
-        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { [self] in
+        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
             capture.stop()
-            stopsUnderWay.subtract(1, ordering: .releasing)  // the counter alone, off the loop
         }.whenComplete { [self] _ in
             stopping.remove(number)
             changed()
+            // Counted down last, on the loop: shutdown waits for it, and nothing of this stop may
+            // reach the loop after the loop is gone.
+            stopsUnderWay.subtract(1, ordering: .releasing)
         }
     }
 
