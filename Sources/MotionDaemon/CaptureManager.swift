@@ -176,15 +176,15 @@ final class CaptureManager: @unchecked Sendable {
         return stopped
     }
 
-    /// Stops every capture and waits for them (at shutdown: a buffer left enabled would stay so after
-    /// the daemon exits); then `waitForStopsUnderWay`, off the loop, waits for the others.
+    /// Stops every capture off the loop, as any other stop; `waitForStopsUnderWay` then waits for them
+    /// (at shutdown: a buffer left enabled would stay so after the daemon exits). Off the loop also
+    /// because a capture still being opened can only be waited for there.
     func stopAll() {
-        for current in running.values { current.capture.stop() }
-        running.removeAll()
+        for number in Array(running.keys) { stop(number) }
     }
 
     /// Waits, at most 5 s, for the stops running off the loop. Not on the loop: a capture read on the
-    /// loop needs it to close its channel.
+    /// loop needs it to close its channel, and the stops are counted down there.
     func waitForStopsUnderWay() {
         precondition(!eventLoop.inEventLoop)
         let deadline = Syscall.monotonicNanoseconds() + 5_000_000_000

@@ -253,7 +253,8 @@ final class Hub: @unchecked Sendable {
         }
     }
 
-    /// Stops every capture and saves the calibration (at shutdown).
+    /// Stops every capture and saves the calibration (at shutdown; `waitForCaptureStops` then waits
+    /// for the captures, off the loop).
     func stopAll() {
         eventLoop.preconditionInEventLoop()
         stopped = true

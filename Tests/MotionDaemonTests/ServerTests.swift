@@ -107,7 +107,7 @@ extension Hardware {
             let watching = try patient.decode(Watching.self, try patient.next("WATCHING"))
             #expect(watching.streams.first?.latency == 0.1)
             try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            #expect(try testbed.attribute("iio:device0", "buffer/watermark").hasPrefix("10"))
+            #expect(try Self.watermark(testbed) == 10)
 
             var scans: [UInt8] = []
             let times = (0..<10).map { 2_000_000_000 + Int64($0) * 10_000_000 }
@@ -120,7 +120,26 @@ extension Hardware {
             let eager = try TestClient.greeted(path: server.socketPath)
             try eager.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
             _ = try eager.next("WATCHING")
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/watermark"))?.hasPrefix("1\0") == true || (try? testbed.attribute("iio:device0", "buffer/watermark")) == "1\n" }
+            try waitUntil { (try? Self.watermark(testbed)) == 1 }
+        }
+
+        /// The IIO buffer's watermark, as libiio wrote it (it ends the number with a NUL, not a newline).
+        static func watermark(_ testbed: Testbed) throws -> Int? {
+            Int(try testbed.attribute("iio:device0", "buffer/watermark").trimmingCharacters(in: .whitespacesAndNewlines.union(["\0"])))
+        }
+
+        /// A stop that comes while a sensor is still being opened (off the loop) waits for the opening
+        /// and closes it: the device is put back when `stop` returns, not left with its buffer enabled.
+        @Test func aStopDuringASensorsOpeningLeavesItClosed() throws {
+            for _ in 0..<5 {
+                let (testbed, server) = try Self.startServerOnIMU()
+                let client = try TestClient.greeted(path: server.socketPath)
+                try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+                _ = try client.next("WATCHING")
+                try server.stop()
+                #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"))
+                #expect(try testbed.attribute("iio:device0", "current_timestamp_clock") == "realtime\n", "put back as it was")
+            }
         }
 
         /// A latency outside 0…10 s is refused, naming the range.
