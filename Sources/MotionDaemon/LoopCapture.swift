@@ -80,8 +80,6 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             try ScanBuffer(device: device, kinds: kinds, rate: rate, watermark: batch)
         }.flatMap { [self] buffer in
             attach(buffer)
-        }.flatMap { [self] outcome in
-            outcome == .fallBack ? fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "open", errno: ErrnoValue.invalidArgument)) : eventLoop.makeSucceededVoidFuture()
         }.flatMapError { [self] error in
             let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "open", errno: ErrnoValue.invalidArgument)
             if case .deviceVanished = error {
@@ -92,22 +90,18 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }
     }
 
-    private enum Attached { case reading, stopped, fallBack }
-
-    /// Reads `buffer` through a channel of the loop's.
-    private func attach(_ buffer: ScanBuffer) -> EventLoopFuture<Attached> {
+    /// Reads `buffer` through a channel of the loop's (unless the capture was stopped meanwhile).
+    private func attach(_ buffer: ScanBuffer) -> EventLoopFuture<Void> {
         guard keep({ $0.buffer = buffer }) else {
             buffer.close()
-            return eventLoop.makeSucceededFuture(.stopped)
+            return eventLoop.makeSucceededVoidFuture()
         }
         for problem in buffer.problems { handler(.readFailed(problem)) }
-        let reader = ScanReader(buffer: buffer, handler: handler, failed: { [weak self] error in self?.failed(error) })
-        // Whole scans per read, room for the kernel's four batches: it rounds a read down to whole scans.
+        let reader = ScanReader(buffer: buffer, handler: handler)
+        // Room for the kernel's four batches; it hands out whole scans only.
         let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
         return register({ () throws(DeviceError) in try buffer.makeReadDescriptor() }, reader: reader, readSize: capacity).map { [self] attached in
-            guard attached else { return .stopped }
-            watch(buffer, reader)
-            return .reading
+            if attached { watch(buffer, reader) }
         }
     }
 
@@ -193,7 +187,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     }
 
     /// Makes a channel of the loop's read the descriptor `open` gives, with `reader` as its handler
-    /// and reads of `readSize` bytes. Its future says whether the capture still wants it.
+    /// and reads of `readSize` bytes; the channel's end (an error, or the descriptor closing by
+    /// itself) ends the capture. Its future says whether the capture still wants it.
     private func register(_ open: () throws(DeviceError) -> Int32, reader: any ChannelInboundHandler & Sendable, readSize: Int) -> EventLoopFuture<Bool> {
         let descriptor: Int32
         do {
@@ -203,8 +198,10 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }
         return NIOPipeBootstrap(group: eventLoop)
             .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(reader) }
+            .channelInitializer { [weak self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers(reader, ChannelEnd { error in self?.failed(error, on: channel) })
+                }
             }
             .takingOwnershipOfDescriptor(input: descriptor)
             .flatMapErrorThrowing { error in
@@ -219,9 +216,12 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     }
 
     /// A read failed or the descriptor closed by itself: the capture ends, as unplugged if the device is gone.
-    private func failed(_ error: any Error) {
-        let (buffer, poller, stopped) = state.withLock { ($0.buffer, $0.poller, $0.stopped) }
+    /// `channel`: the channel it came from; the end of one closed for a fallback to polling is no end
+    /// of the capture (it can come after the poller took over).
+    private func failed(_ error: any Error, on channel: (any Channel)? = nil) {
+        let (buffer, poller, stopped, current) = state.withLock { ($0.buffer, $0.poller, $0.stopped, $0.channel) }
         guard !stopped, buffer != nil || poller != nil else { return }
+        if let channel, let current, channel !== current { return }
         let reason: DeviceError
         if let error = error as? DeviceError {
             reason = error
@@ -249,8 +249,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         poller?.close()
     }
 
-    /// Stops reading and puts the device back; waits for an opening under way (but not on the loop,
-    /// where it cannot finish: at shutdown, a device still being opened is closed by the opening itself).
+    /// Stops reading and puts the device back; waits for an opening under way (not on the loop, where
+    /// it could not finish: there, a device still being opened is closed by the opening itself).
     func stop() {
         let opening = state.withLock { state in
             state.stopped = true
@@ -271,17 +271,16 @@ private final class ScanReader: ChannelInboundHandler, @unchecked Sendable {
 
     private let buffer: ScanBuffer
     private let handler: @Sendable (SensorEvent) -> Void
-    private let failed: (any Error) -> Void
     private var partial: ByteBuffer?
-    private var rejections = RejectionReport()
+    private var rejections: RejectionReport
     private(set) var receivedAny = false
     /// Whether scans came since the watchdog last looked (`LoopCapture.watch`).
     var receivedSinceCheck = false
 
-    init(buffer: ScanBuffer, handler: @escaping @Sendable (SensorEvent) -> Void, failed: @escaping (any Error) -> Void) {
+    init(buffer: ScanBuffer, handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.buffer = buffer
         self.handler = handler
-        self.failed = failed
+        rejections = RejectionReport(device: buffer.device.number.sysname, kinds: buffer.kinds)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -298,13 +297,25 @@ private final class ScanReader: ChannelInboundHandler, @unchecked Sendable {
             buffer.decode(raw, receivedAt: now) { handler(.sample($0)) }
         }
         bytes.moveReaderIndex(forwardBy: used)
-        if bytes.readableBytes > 0 { partial = bytes }
+        // Less than a scan waits for the rest; nothing more can be owed (a closed buffer has no scan size).
+        if bytes.readableBytes > 0, bytes.readableBytes < buffer.scanSize { partial = bytes }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        rejections.report(total: buffer.rejectedReadings, device: buffer.device.number.sysname, kinds: buffer.kinds, to: handler)
+        rejections.report(total: buffer.rejectedReadings, to: handler)
         handler(.readComplete)
     }
+}
+
+/// The last handler of a capture's channel: an error, or the descriptor closing by itself, is the
+/// capture's end (`LoopCapture.failed` tells a stop, and a vanished device, from a failure).
+private final class ChannelEnd: ChannelInboundHandler, @unchecked Sendable {
+    // @unchecked: runs on its channel's event loop only.
+    typealias InboundIn = ByteBuffer
+
+    private let failed: (any Error) -> Void
+
+    init(_ failed: @escaping (any Error) -> Void) { self.failed = failed }
 
     func channelInactive(context: ChannelHandlerContext) { failed(ChannelError.eof) }
 
@@ -325,12 +336,13 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     private let handler: @Sendable (SensorEvent) -> Void
     private let failed: (any Error) -> Void
     private var failures = 0
-    private var rejections = RejectionReport()
+    private var rejections: RejectionReport
 
     init(poller: PolledSensors, handler: @escaping @Sendable (SensorEvent) -> Void, failed: @escaping (any Error) -> Void) {
         self.poller = poller
         self.handler = handler
         self.failed = failed
+        rejections = RejectionReport(device: poller.device.number.sysname, kinds: poller.kinds)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
@@ -345,14 +357,7 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
             if failures >= SensorCapture.failuresBeforeGivingUp { return failed(error) }
             handler(.readFailed(error))
         }
-        rejections.report(total: poller.rejectedReadings, device: poller.device.number.sysname, kinds: poller.kinds, to: handler)
+        rejections.report(total: poller.rejectedReadings, to: handler)
         handler(.readComplete)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) { failed(ChannelError.eof) }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failed(error)
-        context.close(promise: nil)
     }
 }

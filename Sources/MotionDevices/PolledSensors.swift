@@ -24,13 +24,20 @@ public final class PolledSensors: @unchecked Sendable {
     private var restorer: AttributeRestorer
     private let sysfs: Sysfs
     private var reads = 0
+    /// `iio:deviceN`, made once: `read` runs at every tick.
+    private let name: String
 
     /// Opens the value attributes of `kinds` on `device`, to be read at `rate` Hz. Blocks for the
     /// sysfs writes: call it off an event loop.
     public init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws(DeviceError) {
+        // The timer's period is 1/rate: no period, no timer (and no trap converting an infinite one).
+        guard rate > 0, rate <= 1e9 else {
+            throw .bufferFailed(device: device.number.sysname, operation: "poll at \(rate) Hz", errno: ErrnoValue.invalidArgument)
+        }
         self.device = device
         self.kinds = kinds
         self.rate = rate
+        name = device.number.sysname
         sysfs = Sysfs()
         restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
         problems = SensorCapture.configure(device, kinds: kinds, rate: device.availableRates?.rate(atLeast: rate) ?? rate, restorer: &restorer)
@@ -57,7 +64,6 @@ public final class PolledSensors: @unchecked Sendable {
     /// files, so presence is also checked about once a second.
     public func read(emit: (SensorSample) -> Void) throws(DeviceError) {
         reads += 1
-        let name = device.number.sysname
         if reads % max(1, Int(rate)) == 0, !sysfs.deviceExists(name) { throw .deviceVanished(device: name) }
         do throws(DeviceError) {
             try reader.read(timestamp: Syscall.monotonicNanoseconds(), emit: emit)

@@ -224,11 +224,11 @@ public final class SensorCapture: Sendable {
 
         var receivedAny = false
         var failures = 0
-        var rejections = RejectionReport()
+        var rejections = RejectionReport(device: name, kinds: kinds)
         while !stopRequested {
             do throws(DeviceError) {
                 try reader.read { handler(.sample($0)) }
-                rejections.report(total: reader.rejectedReadings, device: name, kinds: kinds, to: handler)
+                rejections.report(total: reader.rejectedReadings, to: handler)
                 handler(.readComplete)
                 receivedAny = true
                 failures = 0
@@ -261,7 +261,7 @@ public final class SensorCapture: Sendable {
         let period = Int64(1e9 / rate)
         var deadline = Syscall.monotonicNanoseconds()
         var failures = 0
-        var rejections = RejectionReport()
+        var rejections = RejectionReport(device: name, kinds: kinds)
         // Some drivers keep answering reads of a removed device's open files, so presence is also
         // checked about ten times a second (a stat: nothing beside the reads).
         let readsPerPresenceCheck = max(1, Int(rate / 10))
@@ -271,7 +271,7 @@ public final class SensorCapture: Sendable {
             if reads % readsPerPresenceCheck == 0, !sysfs.deviceExists(name) { return .deviceVanished(device: name) }
             do throws(DeviceError) {
                 try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
-                rejections.report(total: reader.rejectedReadings, device: name, kinds: kinds, to: handler)
+                rejections.report(total: reader.rejectedReadings, to: handler)
                 handler(.readComplete)
                 failures = 0
             } catch {
