@@ -11,7 +11,31 @@ final class MotionPipeline {
     private let calibration: CalibrationKeeper
     /// Called after each sample is fused: a waiting poll may be answerable now.
     var sampleFused: () -> Void = {}
-    private(set) var fusion: SensorFusion?
+    /// The fusion, in a box of its own: its state is kilobytes, and an optional struct held in a
+    /// property is copied whole by optional chaining, `!= nil` and `!` (a memmove per sample, 8 % of
+    /// the batched profile); through a class reference it is read and updated in place.
+    private final class FusionBox {
+        var fusion: SensorFusion
+        /// Fixed for the fusion's life (it is made anew when the gyroscope comes or goes).
+        let usesGyroscope: Bool
+
+        init(_ fusion: SensorFusion) {
+            self.fusion = fusion
+            usesGyroscope = fusion.usesGyroscope
+        }
+
+        /// The motion now. Through an `inout` access: a plain read of the property, for a call that
+        /// could in principle change it, is made on a copy.
+        func motion(in frame: AttitudeReferenceFrame) -> DeviceMotion { Self.motion(of: &fusion, in: frame) }
+
+        private static func motion(of fusion: inout SensorFusion, in frame: AttitudeReferenceFrame) -> DeviceMotion {
+            fusion.deviceMotion(in: frame)
+        }
+    }
+
+    private var box: FusionBox?
+    /// A copy of the fusion now, for what is not per sample (STATUS, saving the calibration).
+    var fusion: SensorFusion? { box?.fusion }
     private var orientation = OrientationDetector()
     private var tilt = TiltDetector()
     private var hinge: HingeEstimator?
@@ -31,7 +55,7 @@ final class MotionPipeline {
     var vendorUnitLight: Set<DeviceNumber> = []
     /// Magnetic declination, degrees east of true north.
     var declination = 0.0 {
-        didSet { fusion?.declination = declination * .pi / 180 }
+        didSet { box?.fusion.declination = declination * .pi / 180 }
     }
 
     init(fanout: StreamFanout, calibration: CalibrationKeeper) {
@@ -60,20 +84,20 @@ final class MotionPipeline {
         // Nobody wants motion: the attitude goes stale the moment the sensors stop (a poll minutes
         // later used to get the old attitude against the new pose, 1 g of user acceleration for a
         // second). What was learnt is kept for the next fusion.
-        if !motionNeeded, let idle = fusion {
+        if !motionNeeded, let idle = box?.fusion {
             calibration.save(idle.calibration)
-            fusion = nil
+            box = nil
             pendingMotion = nil
         }
         // The fusion follows the sensors there are: a gyroscope unplugged (or plugged in) while motion
         // is watched makes a new one, which keeps the calibration learnt so far.
-        if motionNeeded, let accelerometerRate = rate(.accelerometer), fusion?.usesGyroscope != (rate(.gyroscope) != nil) {
-            if let fusion { calibration.keep(fusion.calibration) }
+        if motionNeeded, let accelerometerRate = rate(.accelerometer), box?.usesGyroscope != (rate(.gyroscope) != nil) {
+            if let box { calibration.keep(box.fusion.calibration) }
             var fresh = SensorFusion(
                 gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
                 declination: declination)  // degrees here; the property is in radians
             if let saved = calibration.calibration { fresh.restore(saved) }
-            fusion = fresh
+            box = FusionBox(fresh)
             pendingMotion = nil
         }
     }
@@ -119,10 +143,9 @@ final class MotionPipeline {
                     fanout.deliver(.hinge, timestamp: t, period: period) { writer, _ in writer.write(message) }
                 }
             }
-            fusion?.update(sample)
+            box?.fusion.update(sample)
             // Without a gyroscope, motion is produced at the accelerometer's rate.
-            // (Read through the optional, not bound: binding would copy the whole filter state.)
-            if fusion?.usesGyroscope == false { pendingMotion = (t, period) }
+            if box?.usesGyroscope == false { pendingMotion = (t, period) }
             let acceleration = sample.vector.accelerationFromSpecificForce
             let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
             latest.accelerometer = message
@@ -136,15 +159,15 @@ final class MotionPipeline {
             latest.tilt = TiltMessage(timestamp: t, tilt: tiltState)
             if tiltState != previousTilt { fanout.deliverEvent(.tilt, latest.tilt!) }
         case .gyroscope:
-            fusion?.update(sample)
+            box?.fusion.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
             latest.gyroscope = message
             fanout.deliver(.gyroscope, timestamp: t, period: period) { writer, _ in writer.write(message) }
             // Motion is produced at the gyroscope's rate, once the other samples of the same read
             // (the magnetometer's, often after the gyroscope's in a scan) are fused too.
-            if fusion != nil, latest.accelerometer != nil { pendingMotion = (t, period) }
+            if box != nil, latest.accelerometer != nil { pendingMotion = (t, period) }
         case .magnetometer:
-            fusion?.update(sample)
+            box?.fusion.update(sample)
             let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             latest.magnetometer = message
             fanout.deliver(.magnetometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
@@ -165,9 +188,9 @@ final class MotionPipeline {
 
     /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).
     func deliverPendingMotion() {
-        guard let (t, period) = pendingMotion, fusion != nil else { return }
+        guard let (t, period) = pendingMotion, let box else { return }
         pendingMotion = nil
-        fanout.deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(Self.message(self.fusion!.deviceMotion(in: frame))) }
+        fanout.deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(Self.message(box.motion(in: frame))) }
     }
 
     /// The current state of an event stream, which a new watcher gets first.
@@ -207,8 +230,8 @@ final class MotionPipeline {
 
     /// The motion now, once the fusion has had the samples it needs.
     private func fusedMotion(in frame: AttitudeReferenceFrame) -> MotionMessage? {
-        guard let usesGyroscope = fusion?.usesGyroscope, latest.accelerometer != nil, !usesGyroscope || latest.gyroscope != nil else { return nil }
-        return Self.message(fusion!.deviceMotion(in: frame))
+        guard let box, latest.accelerometer != nil, !box.usesGyroscope || latest.gyroscope != nil else { return nil }
+        return Self.message(box.motion(in: frame))
     }
 
     private static func message(_ motion: DeviceMotion) -> MotionMessage {
