@@ -7,21 +7,12 @@ import CYAML
 /// Aliases repeat what they point to: a few hundred bytes of nested aliases expand to gigabytes (it
 /// once took the daemon to 9.2 GB). Each anchored node's size is known when its alias comes, so the
 /// document is refused as soon as its expansion would pass `maximumNodes`, before anything grows.
-indirect enum YAMLNode: Equatable {
+indirect enum YAMLNode {
     /// A scalar's text; `plain` when unquoted (only a plain scalar can be null, a number or a boolean).
     case scalar(String, plain: Bool)
     case sequence([YAMLNode])
     /// Key–value pairs in the file's order.
     case mapping([(key: String, value: YAMLNode)])
-
-    static func == (a: YAMLNode, b: YAMLNode) -> Bool {
-        switch (a, b) {
-        case let (.scalar(x, p), .scalar(y, q)): x == y && p == q
-        case let (.sequence(x), .sequence(y)): x == y
-        case let (.mapping(x), .mapping(y)): x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
-        default: false
-        }
-    }
 
     /// Why a document could not be read: the parser's problem at a line and column (1-based), or too many values.
     struct ParseError: Error, CustomStringConvertible {
