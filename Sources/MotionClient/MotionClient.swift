@@ -124,7 +124,7 @@ public final class MotionClient: Sendable {
         _ streams: [StreamKind], interval: Double = 0.1, frame: AttitudeReferenceFrame = .xArbitraryZVertical, latency: Double = 0,
         reconnects: Bool = true, handler: @escaping @Sendable (Result<Update, MotionClientError>) -> Void
     ) -> Subscription {
-        let watch = Request.Watch(streams: streams, interval: interval, frame: frame, latency: latency > 0 ? latency : nil)
+        let watch = Request.Watch(streams: streams, interval: interval, frame: frame, latency: latency != 0 ? latency : nil)
         let subscription = Subscription(socketPath: socketPath, watch: watch, reconnects: reconnects, timeout: timeout, handler: handler)
         subscription.start()
         return subscription
