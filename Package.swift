@@ -28,7 +28,7 @@ let package = Package(
         .target(
             name: "MotionDaemon",
             dependencies: [
-                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem", "CSDBus", "CYAML",
+                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem", "CSDBus", "CYAML", "CMosquitto",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -45,6 +45,9 @@ let package = Package(
         .systemLibrary(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(
+            name: "CMosquitto", pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
         // The one syscall layer: thin typed wrappers on swift-system.
         .target(name: "MotionSystem", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),

@@ -28,8 +28,8 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; and, not by default, fuzz and soak (for --seconds).")
-    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation"]
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt; and, not by default, fuzz and soak (for --seconds).")
+    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt"]
 
     @Option(help: .hidden)
     var tickAt: Double?
@@ -126,6 +126,7 @@ struct DaemonLoad: ParsableCommand {
         }
         if scenarios.contains("orientation") { try orientation(executable: executable) }
         if scenarios.contains("fuzz") { try fuzz(executable: executable, testbed: testbed) }
+        if scenarios.contains("mqtt") { try mqtt(executable: executable, testbed: testbed) }
         if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
         print("peak RSS over the loaded runs: \(heaviestRSS) kB")
     }
@@ -179,10 +180,13 @@ final class Daemon: @unchecked Sendable {
     // @unchecked: after `init`, only `Process`'s own thread-safe queries are made.
     let process = Process()
     let socket: String
+    private let directory: String
     var pid: Int32 { process.processIdentifier }
+    /// What it logged.
+    var log: String { (try? String(contentsOfFile: directory + "/motiond.log", encoding: .utf8)) ?? "" }
 
     init(executable: String, arguments: [String] = []) throws {
-        let directory = NSTemporaryDirectory() + "daemon-load-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        directory = NSTemporaryDirectory() + "daemon-load-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/motiond.sock"
         process.executableURL = URL(fileURLWithPath: executable)

@@ -110,7 +110,7 @@ final class ClientOutbox {
     /// once a client whose input ended has all its answers, and reads again once the queue drained.
     func flush() {
         var wrote = false
-        while sink.isWritable, let (line, dropped) = queue.pop() {
+        while sink.isWritable, let (line, _, dropped) = queue.pop() {
             if let (stream, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
                 sink.write(ByteBuffer(bytes: bytes))
             }

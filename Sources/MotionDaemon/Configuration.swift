@@ -22,6 +22,10 @@ public struct Configuration: Sendable, Equatable {
     public var mountMatrices: [MountMatrixSetting]?
     /// Whether to serve iio-sensor-proxy's D-Bus interface on the system bus (docs/dbus.md).
     public var dbus: Bool?
+    /// The MQTT bridge: publishes streams to a broker (docs/fleet.md); `nil`: none.
+    public var mqtt: MQTTSettings?
+    /// Where to serve Prometheus metrics over HTTP, `host:port` (docs/fleet.md); `nil`: nowhere.
+    public var metrics: String?
 
     /// One entry of `mount_matrices`: exactly one of `name`, `label`, `syspath`, and the `matrix`
     /// (`"x1, y1, z1; x2, y2, z2; x3, y3, z3"`, in Linux userspace's frame as the hwdb's).
@@ -75,7 +79,7 @@ public struct Configuration: Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case socket, declination, dbus
+        case socket, declination, dbus, mqtt, metrics
         case mountMatrices = "mount_matrices"
         case socketMode = "socket_mode"
         case socketGroup = "socket_group"
@@ -144,6 +148,8 @@ public struct Configuration: Sendable, Equatable {
             case .logLevel: logLevel = try value.text(key)
             case .declination: declination = try value.number(key)
             case .dbus: dbus = try value.boolean(key)
+            case .mqtt: mqtt = try MQTTSettings(value)
+            case .metrics: metrics = try value.text(key)
             case .mountMatrices:
                 guard case .sequence(let entries) = value else { throw Invalid(path: "", problem: "\(key): expected a list of entries") }
                 mountMatrices = try entries.enumerated().map { (index, entry) throws(Invalid) in try MountMatrixSetting(entry, at: "\(key)[\(index)]") }
@@ -167,6 +173,8 @@ public struct Configuration: Sendable, Equatable {
         }
         do {
             _ = try mountMatrixOverrides()
+            try mqtt?.validate()
+            if let metrics { _ = try MetricsServer.address(metrics) }
         } catch {
             throw Invalid(path: path, problem: error.problem)
         }
@@ -184,6 +192,8 @@ public struct Configuration: Sendable, Equatable {
         merged.declination = other.declination ?? declination
         merged.mountMatrices = other.mountMatrices ?? mountMatrices
         merged.dbus = other.dbus ?? dbus
+        merged.mqtt = other.mqtt ?? mqtt
+        merged.metrics = other.metrics ?? metrics
         return merged
     }
 
@@ -197,6 +207,8 @@ public struct Configuration: Sendable, Equatable {
         if stateSaveInterval != other.stateSaveInterval { names.append("state_save_interval") }
         if mountMatrices != other.mountMatrices { names.append("mount_matrices") }
         if dbus != other.dbus { names.append("dbus") }
+        if mqtt != other.mqtt { names.append("mqtt") }
+        if metrics != other.metrics { names.append("metrics") }
         return names
     }
 }
@@ -212,6 +224,14 @@ extension YAMLNode {
     func number(_ key: String) throws(Configuration.Invalid) -> Double {
         guard case .scalar(let text, true) = self, let number = Double(text), number.isFinite else {
             throw Configuration.Invalid(path: "", problem: "\(key): expected a number")
+        }
+        return number
+    }
+
+    /// A setting's whole number (a plain scalar).
+    func integer(_ key: String) throws(Configuration.Invalid) -> Int {
+        guard case .scalar(let text, true) = self, let number = Int(text) else {
+            throw Configuration.Invalid(path: "", problem: "\(key): expected a whole number")
         }
         return number
     }

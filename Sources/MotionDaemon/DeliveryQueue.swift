@@ -49,9 +49,9 @@ struct DeliveryQueue<Line: Sendable>: Sendable {
         return true
     }
 
-    /// Takes the oldest line, with the stream drops to announce before it (if it is a stream message
-    /// whose stream lost messages).
-    mutating func pop() -> (line: Line, droppedBefore: (StreamKind, Int)?)? {
+    /// Takes the oldest line and its kind, with the stream drops to announce before it (if it is a
+    /// stream message whose stream lost messages).
+    mutating func pop() -> (line: Line, kind: Kind, droppedBefore: (StreamKind, Int)?)? {
         guard head < entries.count else { return nil }
         let entry = entries[head]
         head += 1
@@ -63,9 +63,9 @@ struct DeliveryQueue<Line: Sendable>: Sendable {
             head = 0
         }
         if case .stream(let stream) = entry.kind, let dropped = pendingDrops.removeValue(forKey: stream) {
-            return (entry.line, (stream, dropped))
+            return (entry.line, entry.kind, (stream, dropped))
         }
-        return (entry.line, nil)
+        return (entry.line, entry.kind, nil)
     }
 
     private mutating func append(_ kind: Kind, _ line: Line) {

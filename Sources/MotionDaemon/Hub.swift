@@ -30,8 +30,8 @@ final class Hub: @unchecked Sendable {
     /// Set by `stopAll`: nothing opens a sensor again (a stop finishing off the loop, or a client
     /// still connected, would otherwise replan during shutdown).
     private var stopped = false
-    /// Told of every change of `devices` (the D-Bus bridge's `Has…` properties).
-    var devicesChanged: (([DeviceDescriptor]) -> Void)?
+    /// Told of every change of `devices` (the bridges: D-Bus's `Has…` properties, streams waiting for a sensor).
+    private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
 
     /// Where the sensors come from.
     var source: any SensorSource { captures.source }
@@ -70,6 +70,16 @@ final class Hub: @unchecked Sendable {
 
     // MARK: Devices
 
+    /// Calls `observer` at every change of `devices`, on the loop.
+    func observeDevices(_ observer: @escaping ([DeviceDescriptor]) -> Void) {
+        eventLoop.preconditionInEventLoop()
+        deviceObservers.append(observer)
+    }
+
+    private func devicesChanged() {
+        for observer in deviceObservers { observer(devices) }
+    }
+
     /// Takes a device listing (at start, and when udev reports a change), made off the loop: listing
     /// blocks (libudev, and libiio reading all of IIO's sysfs). A running sensor whose device went
     /// away ends its streams with `ENDED`; one that appeared can be watched at once.
@@ -92,7 +102,7 @@ final class Hub: @unchecked Sendable {
             fanout.endStreams(needing: gone.kinds, reason: "\(gone.device) was removed")
         }
         replan()
-        devicesChanged?(devices)
+        devicesChanged()
     }
 
     // MARK: Clients
@@ -249,7 +259,7 @@ final class Hub: @unchecked Sendable {
             fanout.endStreams(needing: plan.kinds, reason: error.meansDeviceGone ? "\(number) was removed" : "\(error)")
             if error.meansDeviceGone { devices.removeAll { $0.number == number } }
             replan()
-            if error.meansDeviceGone { devicesChanged?(devices) }
+            if error.meansDeviceGone { devicesChanged() }
         }
     }
 

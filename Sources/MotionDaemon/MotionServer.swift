@@ -22,6 +22,9 @@ public final class MotionServer: @unchecked Sendable {
     /// Whether to serve iio-sensor-proxy's D-Bus interface on the system bus (docs/dbus.md).
     private let servesDBus: Bool
     private var sensorProxy: SensorProxyService?
+    /// The MQTT bridge's settings, and the bridge once started.
+    private let mqtt: MQTTSettings?
+    private var mqttBridge: MQTTBridge?
 
     private let stateSaveInterval: Double
     private let socketMode: mode_t
@@ -49,12 +52,14 @@ public final class MotionServer: @unchecked Sendable {
     ///   - maximumClients: connections served at once (default 1000); more are told so and closed.
     ///   - servesDBus: whether to serve iio-sensor-proxy's interface, `net.hadess.SensorProxy`, on the
     ///     system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else the standard one) as well (default false).
+    ///   - mqtt: the broker to publish streams to (default none; docs/fleet.md).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = "0.1.0",
-        servesDBus: Bool = false, logger: Logger = Logger(label: "motiond")
+        servesDBus: Bool = false, mqtt: MQTTSettings? = nil, logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
+        self.mqtt = mqtt
         self.servesDBus = servesDBus
         self.socketMode = mode_t(socketMode)
         self.socketGroup = socketGroup
@@ -94,6 +99,7 @@ public final class MotionServer: @unchecked Sendable {
         }
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
         if servesDBus { try serveDBus() }
+        if let mqtt { try startMQTT(mqtt) }
         let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
         hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() }
         notifier.notify("READY=1\nSTATUS=serving \(hub.devices.count) sensor devices on \(socketPath)")
@@ -147,6 +153,17 @@ public final class MotionServer: @unchecked Sendable {
         hub.logger.info("serving D-Bus", metadata: ["name": "\(SensorProxyService.busName)"])
     }
 
+    /// Publishes the configured streams to an MQTT broker, through a bridge that is a client of the hub.
+    private func startMQTT(_ settings: MQTTSettings) throws {
+        let hub = self.hub
+        let hostName = (try? Syscall.hostName().get()) ?? "localhost"
+        mqttBridge = try hub.eventLoop.submit {
+            let bridge = MQTTBridge(hub: hub, settings: settings, hostName: hostName)
+            try bridge.start(hostName: hostName)
+            return bridge
+        }.wait()
+    }
+
     /// Applies the settings that can change while running (declination); others need a restart.
     public func apply(declination: Double) {
         hub.eventLoop.execute { [hub] in hub.setDeclination(declination) }
@@ -195,6 +212,11 @@ public final class MotionServer: @unchecked Sendable {
         sensorProxy = nil
         try channel?.close().wait()
         channel = nil
+        if let bridge = mqttBridge {
+            try hub.eventLoop.submit { bridge.detach() }.wait()
+            bridge.stop()
+            mqttBridge = nil
+        }
         try hub.eventLoop.submit { self.hub.stopAll() }.wait()
         hub.waitForCaptureStops()
         if bound { _ = Syscall.remove(socketPath) }  // an activated socket belongs to systemd, and another's to it

@@ -34,7 +34,7 @@ final class SensorProxyBridge: ClientSink {
     func start() {
         hub.eventLoop.preconditionInEventLoop()
         id = hub.connect(self)
-        hub.devicesChanged = { [unowned self] devices in devicesChanged(devices) }
+        hub.observeDevices { [unowned self] devices in devicesChanged(devices) }
         devicesChanged(hub.devices)
     }
 

@@ -59,6 +59,14 @@ public enum Syscall {
         }
     }
 
+    /// `gethostname(2)`: this machine's name.
+    public static func hostName() -> Result<String, Errno> {
+        var name = [CChar](repeating: 0, count: 256)
+        return retryingInterrupts { gethostname(&name, name.count - 1) }.map { _ in
+            String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+    }
+
     /// `clock_gettime(CLOCK_MONOTONIC)` in integer nanoseconds.
     public static func monotonicNanoseconds() -> Int64 {
         var ts = timespec()

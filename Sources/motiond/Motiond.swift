@@ -123,7 +123,7 @@ struct Motiond: AsyncParsableCommand {
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
-            servesDBus: settings.dbus ?? false, logger: logger)
+            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, logger: logger)
         server.apply(declination: settings.declination ?? 0)
         let service = ServerService(
             server: server, logger: logger, level: level, running: settings, reload: {

@@ -65,10 +65,21 @@ extension Process {
     @discardableResult
     public func waitUntilExit(seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
-        while isRunning && Date() < deadline { usleep(1000) }
-        guard isRunning else { return true }
+        while hasNotEnded && Date() < deadline { usleep(1000) }
+        guard hasNotEnded else { return true }
         kill(processIdentifier, SIGKILL)
-        waitUntilExit()
+        while hasNotEnded { usleep(1000) }
         return false
+    }
+
+    /// Whether the process still runs. Not `isRunning`: Foundation learns of a child's end from a
+    /// socket that the children started after it inherit (swift-corelibs-foundation issue 4795), so
+    /// `isRunning` stays true until they end too. A process that ended and is not yet reaped is a
+    /// zombie, state `Z` in /proc/PID/stat.
+    public var hasNotEnded: Bool {
+        guard isRunning, let stat = try? String(contentsOfFile: "/proc/\(processIdentifier)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return !stat[close...].hasPrefix(") Z")
     }
 }

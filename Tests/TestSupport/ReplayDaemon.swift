@@ -35,7 +35,7 @@ public final class ReplayDaemon {
         try process.run()
         let deadline = Date().addingTimeInterval(10)
         while !Self.accepts(self.socket) {
-            guard Date() < deadline, process.isRunning else { throw TestbedError("motiond did not start: \(log)") }
+            guard Date() < deadline, process.hasNotEnded else { throw TestbedError("motiond did not start: \(log)") }
             usleep(10_000)
         }
     }
@@ -49,7 +49,7 @@ public final class ReplayDaemon {
     /// `false` returned.
     @discardableResult
     public func stop() -> Bool {
-        guard process.isRunning else { return true }
+        guard process.hasNotEnded else { return true }
         kill(process.processIdentifier, SIGTERM)
         return process.waitUntilExit(seconds: 10)
     }

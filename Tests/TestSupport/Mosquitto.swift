@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Debian's `mosquitto` broker as a child process, on a loopback port of its own. Stopped when released.
+public final class MosquittoBroker {
+    public let port: Int
+    public let directory: String
+    private var process: Process?
+    /// Lines added to the broker's configuration (TLS listeners, say).
+    private let listenerLines: [String]
+
+    /// Starts a broker on a free loopback port; `listenerLines` configure its listener (after
+    /// `listener PORT 127.0.0.1`).
+    public init(listenerLines: [String] = []) throws {
+        directory = NSTemporaryDirectory() + "mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.listenerLines = listenerLines
+        port = try Self.freePort()
+        try start()
+    }
+
+    deinit { kill() }
+
+    /// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestbedError("no free port: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Starts (or starts again) the broker, and waits until it accepts connections.
+    public func start() throws {
+        let configuration = (["listener \(port) 127.0.0.1", "allow_anonymous true", "persistence false"] + listenerLines).joined(separator: "\n")
+        try configuration.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
+        process.arguments = ["-c", directory + "/mosquitto.conf"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.accepts(port: port) {
+            guard Date() < deadline, process.hasNotEnded else { throw TestbedError("mosquitto did not start on port \(port)") }
+            usleep(10_000)
+        }
+    }
+
+    /// Kills the broker (SIGKILL: no goodbye to anyone; and children of the test process inherit its
+    /// blocked SIGTERM) and waits for it to end.
+    public func kill() {
+        guard let process, process.hasNotEnded else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit(seconds: 5)
+    }
+
+    /// Whether something accepts TCP connections on the loopback port.
+    public static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+/// `mosquitto_sub -v` as a child process: every message on `topic` as `topic payload` lines.
+public final class MQTTSubscriber {
+    private let process = Process()
+    private let output: String
+
+    public init(port: Int, topic: String, extraArguments: [String] = []) throws {
+        output = NSTemporaryDirectory() + "mosquitto-sub-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).txt"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+        process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-v"] + extraArguments
+        process.standardOutput = FileHandle(forWritingAtPath: output)
+        process.standardError = FileHandle(forWritingAtPath: output)
+        try process.run()
+    }
+
+    deinit {
+        // SIGKILL: children of the test process inherit its blocked SIGTERM.
+        if process.hasNotEnded { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit(seconds: 5)
+        try? FileManager.default.removeItem(atPath: output)
+    }
+
+    /// The messages so far: topic and payload.
+    public var messages: [(topic: String, payload: String)] {
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map { line in
+            let parts = line.split(separator: " ", maxSplits: 1)
+            return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+        }
+    }
+
+    /// Waits up to `seconds` for messages that satisfy `enough`; returns them.
+    public func wait(seconds: Double, until enough: ([(topic: String, payload: String)]) -> Bool) -> [(topic: String, payload: String)] {
+        let deadline = Date().addingTimeInterval(seconds)
+        var received = messages
+        while !enough(received) && Date() < deadline {
+            usleep(20_000)
+            received = messages
+        }
+        return received
+    }
+}
