@@ -50,6 +50,8 @@ final class CaptureManager: @unchecked Sendable {
     }
 
     let source: any SensorSource
+    /// Samples read since start, by `SensorKind.index`, over every capture.
+    private(set) var samplesRead = [Int](repeating: 0, count: SensorKind.allCases.count)
     private let eventLoop: any EventLoop
     private let logger: Logger
     /// Gets each read's events on the loop, in order.
@@ -158,7 +160,9 @@ final class CaptureManager: @unchecked Sendable {
     /// Counts a sample of a running capture; `nil` for one in flight from a capture since closed.
     /// Returns the sample's period, ns.
     func count(_ sample: SensorSample, from number: DeviceNumber) -> Int64? {
-        running[number]?.count(sample)
+        guard let period = running[number]?.count(sample) else { return nil }
+        samplesRead[sample.kind.index] += 1
+        return period
     }
 
     /// Forgets a capture that ended by itself (it let its thread go); returns what it captured.

@@ -17,6 +17,8 @@ final class ClientTable: @unchecked Sendable {
     private let logger: Logger
     private var nextID = 0
     private(set) var outboxes: [ID: ClientOutbox] = [:]
+    /// Clients disconnected for being stuck or flooding.
+    private(set) var disconnectedByForce = 0
     /// Stream messages dropped for clients since gone.
     private var droppedByGoneClients = 0
     /// Whether a batch is running: writes wait for its end.
@@ -127,6 +129,7 @@ final class ClientTable: @unchecked Sendable {
     func disconnect(_ outbox: ClientOutbox, because reason: String) {
         guard outbox.close() else { return }
         logger.warning("client disconnected", metadata: ["client": "\(outbox.id)", "reason": "\(reason)"])
+        disconnectedByForce += 1
     }
 
     /// Writes what a client's connection takes now.

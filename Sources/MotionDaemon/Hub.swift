@@ -30,6 +30,8 @@ final class Hub: @unchecked Sendable {
     /// Set by `stopAll`: nothing opens a sensor again (a stop finishing off the loop, or a client
     /// still connected, would otherwise replan during shutdown).
     private var stopped = false
+    /// Errors since start, by kind, for metrics.
+    private(set) var errorCounts = [Int](repeating: 0, count: DaemonError.allCases.count)
     /// Told of every change of `devices` (the bridges: D-Bus's `Has…` properties, streams waiting for a sensor).
     private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
 
@@ -92,6 +94,7 @@ final class Hub: @unchecked Sendable {
         case .failure(let error):
             // The devices known stay: each capture notices by itself when its device goes away, and
             // the next udev event lists them again.
+            errorCounts[DaemonError.discoveryFailed.index] += 1
             logger.error("device discovery failed; the devices known stay", metadata: ["error": "\(error)", "devices": "\(devices.count)"])
             return
         }
@@ -149,7 +152,10 @@ final class Hub: @unchecked Sendable {
     }
 
     /// Sends a reply in request order.
-    func reply<M: ServerMessage>(_ message: M, to id: ClientID) { clients.reply(message, to: id) }
+    func reply<M: ServerMessage>(_ message: M, to id: ClientID) {
+        if M.self == ErrorReply.self { errorCounts[DaemonError.requestRefused.index] += 1 }
+        clients.reply(message, to: id)
+    }
 
     /// Writes what the client's connection takes now.
     func flush(_ id: ClientID) {
@@ -250,10 +256,12 @@ final class Hub: @unchecked Sendable {
         case .captureModeChanged(let mode, let reason):
             logger.notice("sensor capture mode changed", metadata: ["device": "\(number)", "mode": "\(mode)", "reason": "\(reason)"])
         case .readFailed(let error):
+            errorCounts[DaemonError.readFailed.index] += 1
             logger.warning("sensor read failed", metadata: ["device": "\(number)", "error": "\(error)"])
         case .readComplete:
             break  // the mailbox wakes the loop on it and does not pass it on
         case .ended(let error):
+            errorCounts[DaemonError.sensorEnded.index] += 1
             logger.warning("sensor ended", metadata: ["device": "\(number)", "reason": "\(error)"])
             guard let plan = captures.ended(number) else { return }
             fanout.endStreams(needing: plan.kinds, reason: error.meansDeviceGone ? "\(number) was removed" : "\(error)")
@@ -261,6 +269,23 @@ final class Hub: @unchecked Sendable {
             replan()
             if error.meansDeviceGone { devicesChanged() }
         }
+    }
+
+    /// What the metrics report, now.
+    func metrics() -> MetricsSnapshot {
+        eventLoop.preconditionInEventLoop()
+        var errors = errorCounts
+        errors[DaemonError.clientDisconnected.index] = clients.disconnectedByForce
+        return MetricsSnapshot(
+            uptime: Double((NIODeadline.now() - startTime).nanoseconds) / 1e9,
+            clients: clients.count,
+            samplesRead: Dictionary(uniqueKeysWithValues: zip(SensorKind.allCases, captures.samplesRead)),
+            sensors: captures.running.values.map { .init(device: $0.plan.device.sysname, rate: $0.capture.rate, measuredRate: $0.measuredRate) },
+            droppedByClient: Dictionary(uniqueKeysWithValues: clients.outboxes.map { ($0.key, $0.value.queue.totalDropped) }),
+            dropped: clients.totalDropped,
+            magneticFieldAccuracy: pipeline.fusion?.calibrator.accuracy,
+            gyroscopeBias: pipeline.fusion?.filter.gyroscopeBias ?? calibration.calibration?.gyroscopeBias,
+            errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)))
     }
 
     /// Stops every capture and saves the calibration (at shutdown; `waitForCaptureStops` then waits

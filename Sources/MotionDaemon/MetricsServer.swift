@@ -1,5 +1,34 @@
-/// Serves Prometheus metrics over HTTP.
-enum MetricsServer {
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Serves the metrics over HTTP (`GET /metrics`, Prometheus's text format) on the hub's event loop:
+/// a scrape reads the hub's totals in place, with no lock and no copy kept between scrapes.
+final class MetricsServer {
+    private let channel: any Channel
+
+    /// Where the metrics are served.
+    var localAddress: SocketAddress? { channel.localAddress }
+
+    /// Listens on `address` (`host:port`); `exposition` makes the page, on `eventLoop`.
+    init(address: String, eventLoop: any EventLoop, exposition: @escaping @Sendable () -> [UInt8]) throws {
+        let (host, port) = try Self.address(address)
+        channel = try ServerBootstrap(group: eventLoop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(MetricsHandler(exposition: exposition))
+                }
+            }
+            .bind(host: host, port: port).wait()
+    }
+
+    /// Stops listening.
+    func close() throws {
+        try channel.close().wait()
+    }
+
     /// The `host:port` to listen on, or what is wrong with it.
     static func address(_ text: String) throws(Configuration.Invalid) -> (host: String, port: Int) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
@@ -9,5 +38,52 @@ enum MetricsServer {
         if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         guard !host.isEmpty else { throw Configuration.Invalid(path: "", problem: "metrics \"\(text)\" names no host (such as 127.0.0.1:9464)") }
         return (String(host), port)
+    }
+}
+
+/// One HTTP connection: `GET /metrics` gets the page; anything else its status (404, 405).
+private final class MetricsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let exposition: () -> [UInt8]
+    private var request: HTTPRequestHead?
+
+    init(exposition: @escaping () -> [UInt8]) {
+        self.exposition = exposition
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): request = head
+        case .body: break
+        case .end:
+            guard let request else { return }
+            self.request = nil
+            respond(to: request, context: context)
+        }
+    }
+
+    private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) {
+        let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
+        let (status, body): (HTTPResponseStatus, [UInt8]) =
+            switch (request.method, path) {
+            case (.GET, "/metrics"), (.HEAD, "/metrics"): (.ok, exposition())
+            case (_, "/metrics"): (.methodNotAllowed, Array("GET /metrics\n".utf8))
+            default: (.notFound, Array("motiond serves its metrics at /metrics\n".utf8))
+            }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: status == .ok ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: "\(body.count)")
+        if status == .methodNotAllowed { headers.add(name: "Allow", value: "GET, HEAD") }
+        let keepAlive = request.isKeepAlive
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
+        if request.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
+        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let channel = context.channel
+            written.whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 }

@@ -25,6 +25,11 @@ public final class MotionServer: @unchecked Sendable {
     /// The MQTT bridge's settings, and the bridge once started.
     private let mqtt: MQTTSettings?
     private var mqttBridge: MQTTBridge?
+    /// Where to serve metrics (`host:port`), and the server once started.
+    private let metricsAddress: String?
+    private var metricsServer: MetricsServer?
+    /// Where the metrics are served, once started (the port chosen, for `:0`).
+    public var metricsPort: Int? { metricsServer?.localAddress?.port }
 
     private let stateSaveInterval: Double
     private let socketMode: mode_t
@@ -53,13 +58,16 @@ public final class MotionServer: @unchecked Sendable {
     ///   - servesDBus: whether to serve iio-sensor-proxy's interface, `net.hadess.SensorProxy`, on the
     ///     system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else the standard one) as well (default false).
     ///   - mqtt: the broker to publish streams to (default none; docs/fleet.md).
+    ///   - metrics: where to serve Prometheus metrics over HTTP, `host:port` (default nowhere; docs/fleet.md).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = "0.1.0",
-        servesDBus: Bool = false, mqtt: MQTTSettings? = nil, logger: Logger = Logger(label: "motiond")
+        servesDBus: Bool = false, mqtt: MQTTSettings? = nil, metrics: String? = nil,
+        logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
         self.mqtt = mqtt
+        self.metricsAddress = metrics
         self.servesDBus = servesDBus
         self.socketMode = mode_t(socketMode)
         self.socketGroup = socketGroup
@@ -100,6 +108,7 @@ public final class MotionServer: @unchecked Sendable {
         hub.logger.info("listening", metadata: ["socket": "\(socketPath)", "devices": "\(hub.devices.count)"])
         if servesDBus { try serveDBus() }
         if let mqtt { try startMQTT(mqtt) }
+        if let metricsAddress { try serveMetrics(on: metricsAddress) }
         let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
         hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() }
         notifier.notify("READY=1\nSTATUS=serving \(hub.devices.count) sensor devices on \(socketPath)")
@@ -164,6 +173,19 @@ public final class MotionServer: @unchecked Sendable {
         }.wait()
     }
 
+    /// Serves Prometheus metrics over HTTP on `address`.
+    private func serveMetrics(on address: String) throws {
+        let hub = self.hub
+        let bridge = mqttBridge
+        let metrics = NIOLoopBoundBox.makeBoxSendingValue(DaemonMetrics(), eventLoop: hub.eventLoop)
+        metricsServer = try MetricsServer(address: address, eventLoop: hub.eventLoop) {
+            var snapshot = hub.metrics()
+            snapshot.mqtt = bridge?.counters
+            return metrics.value.exposition(of: snapshot)
+        }
+        hub.logger.info("serving metrics", metadata: ["address": "\(metricsServer?.localAddress.map { "\($0)" } ?? address)"])
+    }
+
     /// Applies the settings that can change while running (declination); others need a restart.
     public func apply(declination: Double) {
         hub.eventLoop.execute { [hub] in hub.setDeclination(declination) }
@@ -212,6 +234,8 @@ public final class MotionServer: @unchecked Sendable {
         sensorProxy = nil
         try channel?.close().wait()
         channel = nil
+        try metricsServer?.close()
+        metricsServer = nil
         if let bridge = mqttBridge {
             try hub.eventLoop.submit { bridge.detach() }.wait()
             bridge.stop()

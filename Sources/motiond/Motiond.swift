@@ -67,6 +67,9 @@ struct Motiond: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Serve iio-sensor-proxy's D-Bus interface (net.hadess.SensorProxy) on the system bus as well (default: off, or the configuration's dbus).")
     var dbus: Bool?
 
+    @Option(help: "Serve Prometheus metrics over HTTP at host:port, such as 127.0.0.1:9464 (default: the configuration's metrics, else none).")
+    var metrics: String?
+
     @Option(help: "Play this recording (docs/recording.md) instead of reading the machine's sensors.")
     var replay: String?
 
@@ -92,6 +95,7 @@ struct Motiond: AsyncParsableCommand {
         c.logLevel = logLevel
         c.declination = declination
         c.dbus = dbus
+        c.metrics = metrics
         return c
     }
 
@@ -123,7 +127,7 @@ struct Motiond: AsyncParsableCommand {
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
-            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, logger: logger)
+            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics, logger: logger)
         server.apply(declination: settings.declination ?? 0)
         let service = ServerService(
             server: server, logger: logger, level: level, running: settings, reload: {

@@ -18,26 +18,11 @@ public final class MosquittoBroker {
         directory = NSTemporaryDirectory() + "mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.listenerLines = listenerLines
-        port = try Self.freePort()
+        port = try freeLoopbackPort()
         try start()
     }
 
     deinit { kill() }
-
-    /// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw TestbedError("no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 
     /// Starts (or starts again) the broker, and waits until it accepts connections.
     public func start() throws {
@@ -67,15 +52,9 @@ public final class MosquittoBroker {
 
     /// Whether something accepts TCP connections on the loopback port.
     public static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        guard let fd = try? connectLoopback(port: port) else { return false }
+        close(fd)
+        return true
     }
 }
 
