@@ -1,0 +1,37 @@
+"""Python client of motiond, the motion-sensor daemon for Linux (docs/python.md).
+
+Standard library only. ``Client`` pulls (``get``) and streams (``watch``); samples arrive as the
+typed classes of ``motiond.samples``; failures are the ``MotiondError`` exceptions.
+"""
+
+from .client import Client, default_socket
+from .samples import (
+    AccelerometerSample,
+    Attitude,
+    CalibratedMagneticField,
+    Dropped,
+    Ended,
+    GyroscopeSample,
+    HingeSample,
+    LightEvent,
+    MagnetometerSample,
+    MotiondError,
+    MotionSample,
+    NotRunning,
+    OrientationEvent,
+    ProtocolError,
+    ProximityEvent,
+    Quaternion,
+    RequestRefused,
+    Snapshot,
+    StreamEnded,
+    TiltEvent,
+    Vector3,
+)
+
+__all__ = [
+    "AccelerometerSample", "Attitude", "CalibratedMagneticField", "Client", "Dropped", "Ended", "GyroscopeSample",
+    "HingeSample", "LightEvent", "MagnetometerSample", "MotiondError", "MotionSample", "NotRunning", "OrientationEvent",
+    "ProtocolError", "ProximityEvent", "Quaternion", "RequestRefused", "Snapshot", "StreamEnded", "TiltEvent", "Vector3",
+    "default_socket",
+]

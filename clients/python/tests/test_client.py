@@ -1,0 +1,120 @@
+"""The Python client against a real motiond replaying BROAD's recording (its README: trials start at
+rest, the IMU samples at 285.7 Hz). Expected values come from the recording and from the daemon's own
+lines read raw off the socket, not from this client's beliefs."""
+
+import asyncio
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import re
+import socket
+import subprocess
+import sys
+
+import pytest
+
+import motiond
+from motiond.samples import SAMPLE_CLASSES
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def raw_line(path, request, answer):
+    """The first line of class ``answer`` after ``request``, read off the socket with no client code."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(path)
+        s.sendall((json.dumps(request) + "\n").encode())
+        buffered = b""
+        while True:
+            chunk = s.recv(65536)
+            assert chunk, "motiond closed the connection"
+            buffered += chunk
+            while b"\n" in buffered:
+                line, buffered = buffered.split(b"\n", 1)
+                message = json.loads(line)
+                if message["class"] == answer:
+                    return message
+
+
+def test_get_gives_gravity_where_the_accelerometer_feels_it(daemon):
+    snapshot = run(motiond.Client(daemon).get(["motion", "accelerometer"]))
+    acceleration = snapshot.accelerometer.acceleration
+    gravity = snapshot.motion.gravity
+    # At rest the accelerometer reads 1 g, and the fused gravity points along it (CoreMotion's sign).
+    assert abs(acceleration.length - 1) < 0.05
+    cosine = (gravity.x * acceleration.x + gravity.y * acceleration.y + gravity.z * acceleration.z) / (
+        gravity.length * acceleration.length)
+    assert cosine > math.cos(math.radians(3))
+    assert snapshot.gyroscope is None, "only what was asked"
+    q = snapshot.motion.attitude.quaternion
+    assert abs(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z - 1) < 1e-6
+
+
+def test_watch_streams_at_the_interval_on_the_sample_clock(daemon):
+    async def stamps():
+        seen = []
+        async for sample in motiond.Client(daemon).watch(["motion"], interval=0.05, frame="xArbitraryCorrectedZVertical"):
+            assert isinstance(sample, motiond.MotionSample)
+            assert sample.frame == "xArbitraryCorrectedZVertical"
+            seen.append(sample.timestamp)
+            if len(seen) == 21:
+                return seen
+    seen = run(stamps())
+    mean = (seen[-1] - seen[0]) / 20 * 1e-9
+    assert abs(mean - 0.05) < 0.004, mean
+
+
+def test_the_sample_classes_have_every_field_the_daemon_sends(daemon):
+    # Each stream's line, read raw: every key of it is a field of its class (nothing is lost).
+    for stream in ["motion", "accelerometer", "gyroscope", "magnetometer"]:
+        message = raw_line(daemon, {"class": "WATCH", "streams": [stream], "interval": 0.1}, stream.upper())
+        fields = {f.name for f in dataclasses.fields(SAMPLE_CLASSES[stream.upper()][1])}
+        assert set(message) - {"class"} <= fields, (stream, set(message) - fields)
+        sample = motiond.samples.sample_from_wire(message)
+        assert sample.timestamp == message["timestamp"]
+    motion = motiond.samples.sample_from_wire(raw_line(daemon, {"class": "WATCH", "streams": ["motion"]}, "MOTION"))
+    assert {f.name for f in dataclasses.fields(motion.attitude)} == {"quaternion", "roll", "pitch", "yaw", "rotation_matrix"}
+
+
+def test_status_and_devices(daemon):
+    client = motiond.Client(daemon)
+    devices = run(client.devices())
+    assert [sorted(d["kinds"]) for d in devices] == [["accelerometer", "gyroscope", "magnetometer"]]
+    assert devices[0]["mode"] == "replayed"
+    assert run(client.status())["uptime"] > 0
+
+
+def test_errors_are_exceptions_with_the_daemons_reason(daemon, tmp_path):
+    client = motiond.Client(daemon)
+    with pytest.raises(motiond.RequestRefused) as refused:
+        run(client.get(["proximity"]))
+    assert refused.value.code == "unavailable"
+
+    async def watch_too_fast():
+        async for _ in client.watch(["motion"], interval=0.0001):
+            pass
+    with pytest.raises(motiond.RequestRefused) as refused:
+        run(watch_too_fast())
+    assert refused.value.code == "invalid_argument" and "interval" in refused.value.message
+
+    with pytest.raises(motiond.NotRunning):
+        run(motiond.Client(str(tmp_path / "nothing.sock")).get(["motion"]))
+
+
+def test_the_docs_example_runs_as_written(daemon, tmp_path):
+    page = (ROOT / "docs" / "python.md").read_text()
+    example = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    script = tmp_path / "example.py"
+    script.write_text(example)
+    environment = dict(os.environ, MOTIOND_SOCKET=daemon, PYTHONPATH=str(ROOT / "clients" / "python"))
+    result = subprocess.run([sys.executable, str(script)], env=environment, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("gravity (g): Vector3(")
+    assert len([line for line in lines if line.startswith("roll ")]) == 10
