@@ -24,6 +24,8 @@ public struct Configuration: Sendable, Equatable {
     public var dbus: Bool?
     /// The MQTT bridge: publishes streams to a broker (docs/fleet.md); `nil`: none.
     public var mqtt: MQTTSettings?
+    /// Other machines' sensors, served by their iiod: libiio URIs `ip:host[:port]` (docs/fleet.md).
+    public var networkSensors: [String]?
     /// Where to serve Prometheus metrics over HTTP, `host:port` (docs/fleet.md); `nil`: nowhere.
     public var metrics: String?
 
@@ -80,6 +82,7 @@ public struct Configuration: Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case socket, declination, dbus, mqtt, metrics
+        case networkSensors = "network_sensors"
         case mountMatrices = "mount_matrices"
         case socketMode = "socket_mode"
         case socketGroup = "socket_group"
@@ -150,6 +153,9 @@ public struct Configuration: Sendable, Equatable {
             case .dbus: dbus = try value.boolean(key)
             case .mqtt: mqtt = try MQTTSettings(value)
             case .metrics: metrics = try value.text(key)
+            case .networkSensors:
+                guard case .sequence(let entries) = value else { throw Invalid(path: "", problem: "\(key): expected a list of URIs (ip:host)") }
+                networkSensors = try entries.enumerated().map { (index, entry) throws(Invalid) in try entry.text("\(key)[\(index)]") }
             case .mountMatrices:
                 guard case .sequence(let entries) = value else { throw Invalid(path: "", problem: "\(key): expected a list of entries") }
                 mountMatrices = try entries.enumerated().map { (index, entry) throws(Invalid) in try MountMatrixSetting(entry, at: "\(key)[\(index)]") }
@@ -171,10 +177,13 @@ public struct Configuration: Sendable, Equatable {
         if let declination, !(-180...180).contains(declination) {
             throw Invalid(path: path, problem: "declination \(declination) is outside −180…180 degrees")
         }
-        do {
+        do throws(Invalid) {
             _ = try mountMatrixOverrides()
             try mqtt?.validate()
             if let metrics { _ = try MetricsServer.address(metrics) }
+            for uri in networkSensors ?? [] where !uri.hasPrefix("ip:") || uri.count <= 3 {
+                throw Invalid(path: "", problem: "network_sensors: \"\(uri)\" is not a libiio network URI (ip:host or ip:host:port)")
+            }
         } catch {
             throw Invalid(path: path, problem: error.problem)
         }
@@ -194,6 +203,7 @@ public struct Configuration: Sendable, Equatable {
         merged.dbus = other.dbus ?? dbus
         merged.mqtt = other.mqtt ?? mqtt
         merged.metrics = other.metrics ?? metrics
+        merged.networkSensors = other.networkSensors ?? networkSensors
         return merged
     }
 
@@ -209,6 +219,7 @@ public struct Configuration: Sendable, Equatable {
         if dbus != other.dbus { names.append("dbus") }
         if mqtt != other.mqtt { names.append("mqtt") }
         if metrics != other.metrics { names.append("metrics") }
+        if networkSensors != other.networkSensors { names.append("network_sensors") }
         return names
     }
 }

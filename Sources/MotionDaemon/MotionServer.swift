@@ -119,6 +119,7 @@ public final class MotionServer: @unchecked Sendable {
         }
         // Follow devices as they come and go (the monitor's thread sleeps until udev says something).
         if hub.source.followsHotPlug { followHotPlug() }
+        if let interval = hub.source.relistInterval { relist(every: interval) }
     }
 
     private func followHotPlug() {
@@ -141,6 +142,17 @@ public final class MotionServer: @unchecked Sendable {
             if let failure { throw failure }
         } catch {
             hub.logger.error("cannot follow devices (hot-plug off)", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Lists the devices again every `interval` seconds, off the loop (another machine's devices: a
+    /// board that comes back, or one that went away).
+    private func relist(every interval: Double) {
+        let hub = self.hub
+        let every = TimeAmount.nanoseconds(Int64(interval * 1e9))
+        hub.eventLoop.scheduleRepeatedAsyncTask(initialDelay: every, delay: every) { _ in
+            NIOThreadPool.singleton.runIfActive(eventLoop: hub.eventLoop) { Result { try hub.source.listDevices() } }
+                .map { hub.apply($0) }
         }
     }
 

@@ -12,8 +12,15 @@ public protocol SensorSource: Sendable {
     func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream
     /// Whether devices come and go (then udev's hot-plug events are followed).
     var followsHotPlug: Bool { get }
-    /// How the device's sensors are read: `buffered`, `polled` or `replayed`.
+    /// How the device's sensors are read: `buffered`, `polled`, `network` or `replayed`.
     func modeName(of device: DeviceDescriptor) -> String
+    /// Seconds between listings of the devices besides hot-plug (devices no udev tells of: another
+    /// machine's); `nil`: none.
+    var relistInterval: Double? { get }
+}
+
+extension SensorSource {
+    public var relistInterval: Double? { nil }
 }
 
 /// Some sensors of one device, being read.
@@ -30,22 +37,47 @@ public protocol SensorStream: AnyObject, Sendable {
     func stop()
 }
 
-/// The IIO devices of this machine, found through libudev and read through libiio.
+/// The IIO devices of this machine, found through libudev and read through libiio; and those of the
+/// machines whose iiod is configured (`network_sensors`), through libiio's network backend.
 public struct HardwareSource: SensorSource {
     /// Seconds a buffered capture waits for its first scan before polling (nil: the capture's default).
     public var firstDataTimeout: Double?
     /// Mount matrices from motiond.conf, which win over udev's and sysfs's.
     public var mountMatrixOverrides: [MountMatrixOverride]
+    /// The other machines' sensors, each numbered from its own `firstNumber`.
+    public let remotes: [NetworkDiscovery]
 
-    /// The machine's sensors; see the properties.
-    public init(firstDataTimeout: Double? = nil, mountMatrixOverrides: [MountMatrixOverride] = []) {
+    /// The first device number of the first remote: far above any local one.
+    public static let firstRemoteNumber: Int32 = 10_000
+
+    /// The machine's sensors, and those served by iiod at each of `networkSensors` (`ip:host[:port]`).
+    public init(firstDataTimeout: Double? = nil, mountMatrixOverrides: [MountMatrixOverride] = [], networkSensors: [String] = []) {
         self.firstDataTimeout = firstDataTimeout
         self.mountMatrixOverrides = mountMatrixOverrides
+        remotes = networkSensors.enumerated().map { index, uri in
+            NetworkDiscovery(
+                uri: uri, firstNumber: Self.firstRemoteNumber + Int32(index) * NetworkDiscovery.numbersPerContext, overrides: mountMatrixOverrides)
+        }
     }
 
-    public func listDevices() throws -> DeviceListing { try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices() }
+    /// This machine's devices, then each remote's; a remote that cannot be reached is a problem of
+    /// the listing (its devices are absent until it answers again), not a failure.
+    public func listDevices() throws -> DeviceListing {
+        var listing = try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices()
+        for remote in remotes {
+            do {
+                let remoteListing = try remote.listDevices()
+                listing.devices += remoteListing.devices
+                listing.problems += remoteListing.problems
+            } catch {
+                listing.problems.append(error)
+            }
+        }
+        return listing
+    }
 
     public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream {
+        if let remote = remotes.first(where: { $0.owns(device.number) }) { return try remote.open(device, kinds: kinds, rate: rate) }
         // A buffered device is read on the hub's loop (one wake-up per batch), and so is one polled
         // slowly; one polled fast has a thread of its own, so that slow sysfs reads never hold the loop.
         if device.captureMode == .buffered || LoopCapture.pollsOnLoop(rate: device.availableRates?.rate(atLeast: rate) ?? rate) {
@@ -56,7 +88,12 @@ public struct HardwareSource: SensorSource {
 
     public var followsHotPlug: Bool { true }
 
-    public func modeName(of device: DeviceDescriptor) -> String { device.captureMode.rawValue }
+    public func modeName(of device: DeviceDescriptor) -> String {
+        remotes.contains { $0.owns(device.number) } ? "network" : device.captureMode.rawValue
+    }
+
+    /// Another machine tells no udev here of its devices: they are listed again this often, s.
+    public var relistInterval: Double? { remotes.isEmpty ? nil : 10 }
 }
 
 extension SensorCapture: SensorStream {

@@ -7,6 +7,8 @@ import MotionSystem
 public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// libiio could not build a local context (no IIO devices at all gives this, with ENOENT).
     case contextUnavailable(errno: Int32)
+    /// libiio could not reach a network context (iiod at `uri`: refused, unreachable, timed out).
+    case networkContextUnavailable(uri: String, errno: Int32)
     /// A sysfs attribute could not be read or opened (EIO, ENODEV, ENOENT, EACCES, …).
     case attributeUnreadable(device: String, attribute: String, errno: Int32)
     /// A sysfs attribute could not be written (EACCES, EBUSY, EINVAL, …).
@@ -37,6 +39,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .contextUnavailable(let e):
             "libiio: no local IIO context (\(errnoName(e)))"
+        case .networkContextUnavailable(let uri, let e):
+            "cannot reach the IIO context \(uri) (\(errnoName(e)))"
         case .attributeUnreadable(let d, let a, let e):
             "\(d): cannot read \(a) (\(errnoName(e)))"
         case .attributeUnwritable(let d, let a, let e):

@@ -16,6 +16,16 @@ final class IIOContext: @unchecked Sendable {
         pointer = ctx
     }
 
+    /// Creates a context from a libiio URI (`ip:host[:port]`: iiod on another machine), with
+    /// `timeout` milliseconds for each of its operations.
+    init(uri: String, timeoutMilliseconds: UInt32) throws(DeviceError) {
+        guard let ctx = iio_create_context_from_uri(uri) else {
+            throw .networkContextUnavailable(uri: uri, errno: currentErrno())
+        }
+        pointer = ctx
+        _ = iio_context_set_timeout(ctx, timeoutMilliseconds)
+    }
+
     deinit { iio_context_destroy(pointer) }
 
     /// Sets the timeout of buffer refills, in milliseconds.
@@ -46,6 +56,21 @@ struct IIODevice {
     var name: String { iio_device_get_name(pointer).map { String(cString: $0) } ?? "" }
     var isTrigger: Bool { iio_device_is_trigger(pointer) }
 
+    /// The device's own attributes (`sampling_frequency`), by libiio's names.
+    var attributes: [String] {
+        (0..<iio_device_get_attrs_count(pointer)).compactMap { i in iio_device_get_attr(pointer, i).map { String(cString: $0) } }
+    }
+
+    /// `iio_device_attr_read`; the negative errno on failure.
+    func read(attribute name: String, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        IIOChannel.result(iio_device_attr_read(pointer, name, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), buffer.count))
+    }
+
+    /// `iio_device_attr_write`.
+    func write(attribute name: String, value: String) -> Result<Int, Errno> {
+        IIOChannel.result(iio_device_attr_write(pointer, name, value))
+    }
+
     var channels: [IIOChannel] {
         (0..<iio_device_get_channels_count(pointer)).compactMap { i in
             iio_device_get_channel(pointer, i).map { IIOChannel(pointer: $0, device: self) }
@@ -70,6 +95,26 @@ struct IIOChannel {
     func filename(ofAttribute name: String) -> String? {
         guard let attr = iio_channel_find_attr(pointer, name) else { return nil }
         return iio_channel_attr_get_filename(pointer, attr).map { String(cString: $0) }
+    }
+
+    /// The channel's attributes, by libiio's names (`raw`, `scale`).
+    var attributes: [String] {
+        (0..<iio_channel_get_attrs_count(pointer)).compactMap { i in iio_channel_get_attr(pointer, i).map { String(cString: $0) } }
+    }
+
+    /// `iio_channel_attr_read`; the negative errno on failure.
+    func read(attribute name: String, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        Self.result(iio_channel_attr_read(pointer, name, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), buffer.count))
+    }
+
+    /// `iio_channel_attr_write`.
+    func write(attribute name: String, value: String) -> Result<Int, Errno> {
+        Self.result(iio_channel_attr_write(pointer, name, value))
+    }
+
+    /// libiio's attribute calls return a length, or a negative errno.
+    static func result(_ value: Int) -> Result<Int, Errno> {
+        value >= 0 ? .success(value) : .failure(Errno(rawValue: Int32(-value)))
     }
 
     /// Enables or disables the channel for the next buffer.

@@ -35,7 +35,8 @@ public final class PolledReader {
                     throw DeviceError.kindUnavailable(device: self.device, kind: kind.rawValue)
                 }
                 var descriptors: [Int32] = []
-                for channel in sensor.channels {
+                // Another machine's attributes are read through iiod, by name, at each reading.
+                for channel in sensor.channels where sysfs.network == nil {
                     let path = "\(sysfs.deviceDirectory(self.device))/\(channel.valueAttribute)"
                     switch Syscall.openReadOnly(path) {
                     case .success(let fd):
@@ -68,6 +69,9 @@ public final class PolledReader {
     public func read(timestamp: Int64, emit: (SensorSample) -> Void) throws(DeviceError) {
         for s in sensors.indices {
             var raw = Vector3.zero
+            if sysfs.network != nil {
+                for (c, channel) in sensors[s].converter.channels.enumerated() { raw[Axis(rawValue: c)!] = try networkValue(channel.valueAttribute) }
+            }
             for (c, fd) in sensors[s].descriptors.enumerated() {
                 raw[Axis(rawValue: c)!] = try value(fd, attribute: sensors[s].converter.channels[c].valueAttribute)
             }
@@ -80,6 +84,14 @@ public final class PolledReader {
     }
 
     @inline(__always)
+    private func networkValue(_ attribute: String) throws(DeviceError) -> Double {
+        let text = try sysfs.read(device: device, attribute: attribute).get()
+        guard let v = text.utf8.withContiguousStorageIfAvailable({ AttributeParser.number(UnsafeRawBufferPointer($0)) }) ?? nil else {
+            throw .attributeMalformed(device: device, attribute: attribute, value: text, expected: "a number")
+        }
+        return v
+    }
+
     private func value(_ fd: Int32, attribute: @autoclosure () -> String) throws(DeviceError) -> Double {
         switch Syscall.readFromStart(fd, into: scratch) {
         case .failure(let e):

@@ -53,9 +53,20 @@ public final class SensorCapture: Sendable {
     ///   - mode: the mode to try first; `nil` takes the device's own preference.
     ///   - firstDataTimeout: seconds a buffered capture may go without its first scan before it falls
     ///     back to polling; default 1 s or ten sample periods, whichever is longer.
-    public init(
+    public convenience init(
         device: DeviceDescriptor, kinds: [SensorKind], rate: Double, mode: CaptureMode? = nil,
         firstDataTimeout: Double? = nil
+    ) throws(DeviceError) {
+        try self.init(device: device, kinds: kinds, rate: rate, mode: mode, firstDataTimeout: firstDataTimeout, sysfs: Sysfs())
+    }
+
+    /// A capture of a device on another machine, through iiod (`NetworkDiscovery`): always polled.
+    convenience init(remote device: DeviceDescriptor, kinds: [SensorKind], rate: Double, attributes: NetworkAttributes) throws(DeviceError) {
+        try self.init(device: device, kinds: kinds, rate: rate, mode: .polled, firstDataTimeout: nil, sysfs: Sysfs(network: attributes))
+    }
+
+    private init(
+        device: DeviceDescriptor, kinds: [SensorKind], rate: Double, mode: CaptureMode?, firstDataTimeout: Double?, sysfs: Sysfs
     ) throws(DeviceError) {
         for kind in kinds where device.sensor(kind) == nil {
             throw .kindUnavailable(device: device.number.sysname, kind: kind.rawValue)
@@ -64,7 +75,7 @@ public final class SensorCapture: Sendable {
         self.kinds = kinds
         self.requestedRate = rate
         self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
-        self.sysfs = Sysfs()
+        self.sysfs = sysfs
         self.firstDataTimeout = firstDataTimeout ?? max(1.0, 10 / rate)
         switch Syscall.makeWakePipe() {
         case .success(let pipe): wake = pipe

@@ -1,16 +1,24 @@
 import MotionSystem
 
 /// Reads and writes sysfs attribute files by path; the root is `/sys` on a real system (redirected by
-/// umockdev in tests) and a plain directory in unit tests.
+/// umockdev in tests) and a plain directory in unit tests. With `network`, the files are another
+/// machine's, through iiod.
 struct Sysfs: Sendable {
     /// The directory that stands for `/sys`.
     var root: String = "/sys"
+    /// Another machine's sysfs, instead of this one's files.
+    var network: NetworkAttributes?
+
+    init(root: String = "/sys") { self.root = root }
+
+    init(network: NetworkAttributes) { self.network = network }
 
     /// The directory of IIO device `sysname`.
     func deviceDirectory(_ sysname: String) -> String { "\(root)/bus/iio/devices/\(sysname)" }
 
     /// Reads a whole attribute (at most 4 KiB, sysfs's page) as text.
     func read(device: String, attribute: String) -> Result<String, DeviceError> {
+        if let network { return network.read(device: device, attribute: attribute) }
         let path = "\(deviceDirectory(device))/\(attribute)"
         switch Syscall.openReadOnly(path) {
         case .failure(let e):
@@ -36,6 +44,7 @@ struct Sysfs: Sendable {
 
     /// Writes an attribute, with the trailing newline sysfs expects from `echo`.
     func write(device: String, attribute: String, value: String) -> Result<Void, DeviceError> {
+        if let network { return network.write(device: device, attribute: attribute, value: value) }
         let path = "\(deviceDirectory(device))/\(attribute)"
         switch Syscall.openWriteOnly(path) {
         case .failure(let e):
@@ -50,9 +59,13 @@ struct Sysfs: Sendable {
 
     /// Whether an attribute file exists.
     func exists(device: String, attribute: String) -> Bool {
-        Syscall.exists("\(deviceDirectory(device))/\(attribute)")
+        if let network { return network.exists(device: device, attribute: attribute) }
+        return Syscall.exists("\(deviceDirectory(device))/\(attribute)")
     }
 
     /// Whether the device's directory still exists.
-    func deviceExists(_ sysname: String) -> Bool { Syscall.exists(deviceDirectory(sysname)) }
+    func deviceExists(_ sysname: String) -> Bool {
+        if let network { return network.deviceAnswers(sysname) }
+        return Syscall.exists(deviceDirectory(sysname))
+    }
 }

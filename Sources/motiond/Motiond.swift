@@ -120,7 +120,7 @@ struct Motiond: AsyncParsableCommand {
                 throw ValidationError("cannot replay: \(error)")
             }
         } else {
-            source = HardwareSource(mountMatrixOverrides: try settings.mountMatrixOverrides())
+            source = HardwareSource(mountMatrixOverrides: try settings.mountMatrixOverrides(), networkSensors: settings.networkSensors ?? [])
         }
         let server = MotionServer(
             socketPath: settings.socket ?? Self.defaultSocket(),
