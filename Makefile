@@ -25,7 +25,7 @@ BUILD_DIR   ?= .build/release
 SWIFT_BUILD_FLAGS ?= -c release --static-swift-stdlib
 
 BINARIES = motiond motionctl
-DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md docs/dbus.md
+DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md docs/dbus.md docs/fleet.md docs/python.md
 
 .PHONY: all build install install-files uninstall switch-to-motiond switch-to-iio-sensor-proxy
 
@@ -70,6 +70,9 @@ install-files:
 	install -d $(DESTDIR)$(DATADIR)
 	sed 's|/usr/local/bin/motiond|$(BINDIR)/motiond|' systemd/motiond-sensorproxy.conf > $(DESTDIR)$(DATADIR)/sensorproxy.conf
 	chmod 0644 $(DESTDIR)$(DATADIR)/sensorproxy.conf
+	# IP sockets for the MQTT bridge, the metrics and network_sensors (docs/fleet.md): inert until linked in.
+	sed 's|/usr/local/share/motiond|$(DATADIR)|' systemd/motiond-network.conf > $(DESTDIR)$(DATADIR)/network.conf
+	chmod 0644 $(DESTDIR)$(DATADIR)/network.conf
 
 # motiond takes iio-sensor-proxy's place on the bus (docs/dbus.md); the second target undoes it.
 switch-to-motiond:
@@ -100,7 +103,7 @@ endif
 	rm -f $(DESTDIR)$(MANDIR)/man8/motiond.8 $(DESTDIR)$(MANDIR)/man5/motiond.conf.5 $(DESTDIR)$(MANDIR)/man1/motionctl.1
 	rm -rf $(DESTDIR)$(DOCDIR)
 	rm -f $(DESTDIR)$(DBUSPOLICYDIR)/motiond.conf $(DESTDIR)$(POLKITACTIONDIR)/net.hadess.SensorProxy.motiond.policy
-	rm -f $(DESTDIR)$(DATADIR)/sensorproxy.conf
+	rm -f $(DESTDIR)$(DATADIR)/sensorproxy.conf $(DESTDIR)$(DATADIR)/network.conf
 	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
 	# The configuration is removed only if it is still the sample.
 	-cmp -s systemd/motiond.conf $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf && rm -f $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf

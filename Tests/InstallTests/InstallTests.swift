@@ -32,14 +32,18 @@ import TestSupport
         return files.sorted()
     }
 
-    /// The unit, and the unit with the D-Bus drop-in applied (the drop-in's lines after the unit's:
-    /// what systemd merges), each at most 1.5 by `systemd-analyze security`.
-    @Test func theServicesExposureIsAtMostOneAndAHalfWithDBusOrWithout() async throws {
+    /// The unit, and the unit with the D-Bus or the network drop-in applied (the drop-in's lines after
+    /// the unit's: what systemd merges), each at most 1.5 by `systemd-analyze security`.
+    @Test func theServicesExposureIsAtMostOneAndAHalfWithDBusOrNetworkOrWithout() async throws {
         let merged = NSTemporaryDirectory() + "motiond-dbus-\(getpid())/motiond.service"
         try FileManager.default.createDirectory(atPath: (merged as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let unit = try String(contentsOfFile: "systemd/motiond.service", encoding: .utf8)
         try (unit + "\n" + String(contentsOfFile: "systemd/motiond-sensorproxy.conf", encoding: .utf8)).write(toFile: merged, atomically: true, encoding: .utf8)
-        for path in ["systemd/motiond.service", merged] {
+        // With the fleet drop-in: IP sockets for MQTT, metrics and network sensors.
+        let networked = NSTemporaryDirectory() + "motiond-network-\(getpid())/motiond.service"
+        try FileManager.default.createDirectory(atPath: (networked as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try (unit + "\n" + String(contentsOfFile: "systemd/motiond-network.conf", encoding: .utf8)).write(toFile: networked, atomically: true, encoding: .utf8)
+        for path in ["systemd/motiond.service", merged, networked] {
             let result = try await Self.run("systemd-analyze", ["security", "--offline=yes", "--no-pager", path])
             let line = try #require(result.output.split(separator: "\n").first { $0.contains("Overall exposure level for motiond.service") }, "\(result.output)")
             print("\(path): \(line)")
@@ -63,13 +67,16 @@ import TestSupport
             "/usr/share/doc/motiond/broad-04-slow-rotation.motionrec",
             "/usr/share/doc/motiond/client.md",
             "/usr/share/doc/motiond/dbus.md",
+            "/usr/share/doc/motiond/fleet.md",
             "/usr/share/doc/motiond/frames.md",
             "/usr/share/doc/motiond/protocol.md",
+            "/usr/share/doc/motiond/python.md",
             "/usr/share/doc/motiond/recording.md",
             "/usr/share/doc/motiond/security.md",
             "/usr/share/man/man1/motionctl.1",
             "/usr/share/man/man5/motiond.conf.5",
             "/usr/share/man/man8/motiond.8",
+            "/usr/share/motiond/network.conf",
             "/usr/share/motiond/sensorproxy.conf",
             "/usr/share/polkit-1/actions/net.hadess.SensorProxy.motiond.policy",
         ])
@@ -81,6 +88,26 @@ import TestSupport
         let uninstall = try await Self.run("make", ["uninstall", "DESTDIR=\(destination)", "PREFIX=/usr"])
         #expect(uninstall.status == 0, "\(uninstall.output)")
         #expect(Self.files(under: destination) == [], "nothing left behind")
+    }
+
+    /// README's "Fleet" section is `scripts/fleet-demo`: its conf streams the attitude to a broker that
+    /// mosquitto_sub reads, its metrics count the messages, and the Python example prints attitudes.
+    @Test func theFleetSectionRunsAsWritten() async throws {
+        let readme = try String(contentsOfFile: Self.root + "/README.md", encoding: .utf8)
+        let script = try String(contentsOfFile: Self.root + "/scripts/fleet-demo", encoding: .utf8)
+        // The conf and the commands README shows are the script's.
+        for line in ["  broker: mqtt://localhost:1883", "    - {stream: motion, interval: 0.5, frame: xArbitraryCorrectedZVertical}",
+                     "mosquitto_sub -h localhost -t 'robot7/#' -v -C 3", "curl -s http://127.0.0.1:9464/metrics | grep '^motiond_mqtt'"] {
+            #expect(readme.contains(line) && script.contains(line), "\(line)")
+        }
+        let run = try await Self.run("scripts/fleet-demo", ["--no-build"], environment: ["MOTIOND": Self.products + "/motiond"])
+        #expect(run.status == 0, "\(run.output)")
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.contains("robot7/status online"))
+        let motion = lines.filter { $0.hasPrefix("robot7/motion {\"class\":\"MOTION\"") }
+        #expect(motion.count >= 1 && motion.allSatisfy { $0.contains("\"frame\":\"xArbitraryCorrectedZVertical\"") }, "\(run.output)")
+        #expect(lines.contains("motiond_mqtt_connected 1.0"))
+        #expect(lines.filter { $0.hasPrefix("roll ") }.count == 10)
     }
 
     @Test func systemdFindsNothingToSayAboutTheInstalledUnits() async throws {

@@ -28,7 +28,7 @@ extension Hardware {
 
             func kill() {
                 Glibc.kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit(seconds: 5)
+                process.waitUntilEnded(seconds: 5)
             }
 
             deinit { kill() }

@@ -47,7 +47,7 @@ public final class MosquittoBroker {
     public func kill() {
         guard let process, process.hasNotEnded else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit(seconds: 5)
+        process.waitUntilEnded(seconds: 5)
     }
 
     /// Whether something accepts TCP connections on the loopback port.
@@ -76,7 +76,7 @@ public final class MQTTSubscriber {
     deinit {
         // SIGKILL: children of the test process inherit its blocked SIGTERM.
         if process.hasNotEnded { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit(seconds: 5)
+        process.waitUntilEnded(seconds: 5)
         try? FileManager.default.removeItem(atPath: output)
     }
 

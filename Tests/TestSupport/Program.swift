@@ -65,6 +65,19 @@ extension Process {
     @discardableResult
     public func waitUntilExit(seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
+        while isRunning && Date() < deadline { usleep(1000) }
+        guard isRunning else { return true }
+        kill(processIdentifier, SIGKILL)
+        waitUntilExit()
+        return false
+    }
+
+    /// Waits up to `seconds` for the process to end, by `hasNotEnded`; past that, kills it (SIGKILL)
+    /// and returns `false`. For a caller that does not read the termination status, which
+    /// Foundation may not know yet.
+    @discardableResult
+    public func waitUntilEnded(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
         while hasNotEnded && Date() < deadline { usleep(1000) }
         guard hasNotEnded else { return true }
         kill(processIdentifier, SIGKILL)

@@ -51,7 +51,7 @@ public final class ReplayDaemon {
     public func stop() -> Bool {
         guard process.hasNotEnded else { return true }
         kill(process.processIdentifier, SIGTERM)
-        return process.waitUntilExit(seconds: 10)
+        return process.waitUntilEnded(seconds: 10)
     }
 
     /// Whether something accepts connections at `path`.
