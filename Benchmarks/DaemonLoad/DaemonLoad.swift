@@ -28,8 +28,8 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt; and, not by default, fuzz and soak (for --seconds).")
-    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt"]
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network; and, not by default, fuzz and soak (for --seconds).")
+    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network"]
 
     @Option(help: .hidden)
     var tickAt: Double?
@@ -127,6 +127,7 @@ struct DaemonLoad: ParsableCommand {
         if scenarios.contains("orientation") { try orientation(executable: executable) }
         if scenarios.contains("fuzz") { try fuzz(executable: executable, testbed: testbed) }
         if scenarios.contains("mqtt") { try mqtt(executable: executable, testbed: testbed) }
+        if scenarios.contains("network") { try network(executable: executable) }
         if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
         print("peak RSS over the loaded runs: \(heaviestRSS) kB")
     }
@@ -185,12 +186,13 @@ final class Daemon: @unchecked Sendable {
     /// What it logged.
     var log: String { (try? String(contentsOfFile: directory + "/motiond.log", encoding: .utf8)) ?? "" }
 
-    init(executable: String, arguments: [String] = []) throws {
+    init(executable: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
         directory = NSTemporaryDirectory() + "daemon-load-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/motiond.sock"
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--socket", socket, "--state-directory", directory + "/state", "--log-level", "warning"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         _ = FileManager.default.createFile(atPath: directory + "/motiond.log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: directory + "/motiond.log")
         try process.run()

@@ -89,7 +89,7 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         let address = try settings.address()
         let bridge = NIOLoopBound(self, eventLoop: hub.eventLoop)
         let events = MQTTConnection.Events(
-            connected: { [link, logger, statusTopic, qos = settings.qos] code in
+            connected: { [link, logger] code in
                 guard code == 0 else {
                     return logger.warning("MQTT broker refused the connection", metadata: ["reason": "\(MQTTConnection.refusal(code))"])
                 }
@@ -97,8 +97,8 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
                     $0.connected = true
                     $0.connections += 1
                 }
-                // From this thread: libmosquitto queues it first, before anything the loop sends.
-                _ = bridge.eventLoop.execute { bridge.value.connected(qos: qos, statusTopic: statusTopic) }
+                // The loop publishes the status, then what waited.
+                bridge.eventLoop.execute { bridge.value.connected() }
             },
             disconnected: { [link, qos = settings.qos] code in
                 link.withLock {
@@ -110,7 +110,7 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
                         $0.inFlight = 0
                     }
                 }
-                if code != 0 { _ = bridge.eventLoop.execute { bridge.value.connectionLost(code) } }
+                if code != 0 { bridge.eventLoop.execute { bridge.value.connectionLost(code) } }
             },
             published: { [link] in
                 let wake = link.withLock {
@@ -181,7 +181,7 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
 
     // MARK: The loop's side of the connection
 
-    private func connected(qos: Int, statusTopic: String) {
+    private func connected() {
         _ = connection?.publish(topic: statusTopic, text: Self.online, qos: 1, retain: true)
         logger.notice("MQTT broker connected", metadata: ["broker": "\(settings.broker)", "dropped so far": "\(counters.dropped)"])
         drain()

@@ -117,6 +117,66 @@ import Testing
         #expect(daemon.stop(), "a broker that never answers does not hold the stop up")
     }
 
+    /// A certificate authority and a broker certificate for 127.0.0.1 made by openssl, a broker that
+    /// takes only TLS with a user and password (mosquitto_passwd's file), and a subscriber that is
+    /// let in the same way.
+    static func secureBroker(in directory: String) async throws -> MosquittoBroker {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
+        for arguments in [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=motiond test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr", "-subj", "/CN=localhost"],
+            ["x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "broker.pem", "-days", "1", "-extfile", "san.ext"],
+        ] {
+            let run = try await runProgram("openssl", arguments, directory: directory)
+            try #require(run.status == 0, "openssl \(arguments): \(run.errors)")
+        }
+        let passwd = try await runProgram("mosquitto_passwd", ["-c", "-b", directory + "/passwd", "robot7", "s3cret"])
+        try #require(passwd.status == 0, "\(passwd.errors)")
+        // mosquitto started as root reads them as the user it drops to.
+        for file in ["broker.key", "passwd"] { chmod(directory + "/" + file, 0o644) }
+        try "s3cret\n".write(toFile: directory + "/password", atomically: true, encoding: .utf8)
+        try "wrong\n".write(toFile: directory + "/wrong-password", atomically: true, encoding: .utf8)
+        return try MosquittoBroker(listenerLines: [
+            "cafile \(directory)/ca.pem", "certfile \(directory)/broker.pem", "keyfile \(directory)/broker.key",
+            "allow_anonymous false", "password_file \(directory)/passwd",
+        ])
+    }
+
+    @Test func theBridgePublishesOverTLSWithAUserAndPassword() async throws {
+        let directory = NSTemporaryDirectory() + "motiond-mqtt-tls-\(getpid())"
+        let broker = try await Self.secureBroker(in: directory)
+        let subscriber = try MQTTSubscriber(
+            port: broker.port, topic: "secure/#", extraArguments: ["--cafile", directory + "/ca.pem", "-u", "robot7", "-P", "s3cret"])
+        let daemon = try Self.daemon(mqtt: """
+              broker: mqtts://127.0.0.1:\(broker.port)
+              ca_file: \(directory)/ca.pem
+              username: robot7
+              password_file: \(directory)/password
+              topic_prefix: secure/
+            """)
+        let received = subscriber.wait(seconds: 10) { Self.motion(in: $0, topic: "secure/motion").count >= 3 }
+        #expect(Self.motion(in: received, topic: "secure/motion").count >= 3, "\(received.prefix(3)) \(daemon.log)")
+        #expect(received.contains { $0.topic == "secure/status" && $0.payload == "online" })
+    }
+
+    @Test func aWrongPasswordIsLoggedAndCostsLocalClientsNothing() async throws {
+        let directory = NSTemporaryDirectory() + "motiond-mqtt-auth-\(getpid())"
+        let broker = try await Self.secureBroker(in: directory)
+        let daemon = try Self.daemon(mqtt: """
+              broker: mqtts://127.0.0.1:\(broker.port)
+              ca_file: \(directory)/ca.pem
+              username: robot7
+              password_file: \(directory)/wrong-password
+            """)
+        let deadline = Date().addingTimeInterval(10)
+        while !daemon.log.contains("MQTT broker refused the connection") && Date() < deadline { usleep(50_000) }
+        #expect(daemon.log.contains("reason=Connection Refused: not authorised."), "\(daemon.log)")
+        let snapshot = try await MotionClient(socketPath: daemon.socket).snapshot(of: [.motion])
+        #expect(snapshot.motion != nil)
+        withExtendedLifetime(broker) {}
+    }
+
     @Test func settingsAreReadAndCheckedWithTheirPlaceInTheFile() throws {
         func settings(_ yaml: String) throws -> MQTTSettings {
             let node = try #require(try YAMLNode.parse(yaml, maximumNodes: 1000))

@@ -9,12 +9,12 @@ public final class MosquittoBroker {
     public let port: Int
     public let directory: String
     private var process: Process?
-    /// Lines added to the broker's configuration (TLS listeners, say).
+    /// The listener's settings (TLS files, authentication).
     private let listenerLines: [String]
 
     /// Starts a broker on a free loopback port; `listenerLines` configure its listener (after
-    /// `listener PORT 127.0.0.1`).
-    public init(listenerLines: [String] = []) throws {
+    /// `listener PORT 127.0.0.1`; default: anyone may connect).
+    public init(listenerLines: [String] = ["allow_anonymous true"]) throws {
         directory = NSTemporaryDirectory() + "mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.listenerLines = listenerLines
@@ -26,7 +26,7 @@ public final class MosquittoBroker {
 
     /// Starts (or starts again) the broker, and waits until it accepts connections.
     public func start() throws {
-        let configuration = (["listener \(port) 127.0.0.1", "allow_anonymous true", "persistence false"] + listenerLines).joined(separator: "\n")
+        let configuration = (["persistence false", "listener \(port) 127.0.0.1"] + listenerLines).joined(separator: "\n")
         try configuration.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
