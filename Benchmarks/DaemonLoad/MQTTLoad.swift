@@ -59,6 +59,7 @@ extension DaemonLoad {
             format: "mqtt: with the bridge publishing motion at 1 kHz: %@; local lines %d, dropped %d; the broker delivered %d (%.0f messages/s)\n    the bridge's cost: %.2f %% of one core per 1,000 messages/s",
             bridged.usage.description, bridged.local, bridged.localDropped, bridged.received, rate,
             (bridged.usage.cpuPercent - base.usage.cpuPercent) / max(rate, 1) * 1000))
+        print("    wake-ups by thread: \(bridged.usage.byThread)")
         let batchedBase = try measure(nil, latency: 0.1)
         let batched = try measure("  batch: true\n  streams: [{stream: motion, interval: 0.001, latency: 0.1}]", latency: 0.1)
         print(String(
