@@ -8,15 +8,15 @@ import NIOPosix
 final class CalibrationKeeper: @unchecked Sendable {
     // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
     private let store: StateStore?
-    private let eventLoop: any EventLoop
+    private let offLoop: OffLoopWork
     private let logger: Logger
     /// The calibration last saved or handed over by a fusion that ended.
     private(set) var calibration: SensorFusion.Calibration?
     private var saving = false
 
-    init(store: StateStore?, eventLoop: any EventLoop, logger: Logger) {
+    init(store: StateStore?, offLoop: OffLoopWork, logger: Logger) {
         self.store = store
-        self.eventLoop = eventLoop
+        self.offLoop = offLoop
         self.logger = logger
         guard let store else { return }
         do {
@@ -34,14 +34,15 @@ final class CalibrationKeeper: @unchecked Sendable {
 
     /// Keeps `learnt` and saves it in the background: file writes and fsync stay off the event loop,
     /// on NIO's thread pool (no libdispatch worker pool, with its monitor thread, for one write a minute).
+    /// A save still under way at shutdown is waited for (`Hub.waitForOffLoopWork`).
     func save(_ learnt: SensorFusion.Calibration) {
         calibration = learnt
         guard let store, !saving else { return }
         saving = true
-        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { try store.save(learnt) }.whenComplete { [self] result in
+        offLoop.run({ try store.save(learnt) }, then: { [self] result in
             saving = false
             if case .failure(let error) = result { logger.error("cannot save state", metadata: ["error": "\(error)"]) }
-        }
+        })
     }
 
     /// Saves `learnt` (or what was kept) now, waiting for the disk (at shutdown).

@@ -62,15 +62,16 @@ final class CaptureManager: @unchecked Sendable {
     private(set) var running: [DeviceNumber: Running] = [:]
     /// Devices whose capture is being stopped off the loop: not opened again until it has.
     private var stopping: Set<DeviceNumber> = []
-    /// Stops running off the loop now, for shutdown to wait for.
-    private let stopsUnderWay = Atomic<Int>(0)
+    /// Where stops run, for shutdown to wait for.
+    private let offLoop: OffLoopWork
     private var generations = 0
     /// Scratch space for a mailbox's events, reused.
     private var drained: [SensorEvent] = []
 
-    init(source: any SensorSource, eventLoop: any EventLoop, logger: Logger) {
+    init(source: any SensorSource, eventLoop: any EventLoop, offLoop: OffLoopWork, logger: Logger) {
         self.source = source
         self.eventLoop = eventLoop
+        self.offLoop = offLoop
         self.logger = logger
     }
 
@@ -145,16 +146,10 @@ final class CaptureManager: @unchecked Sendable {
     private func stop(_ number: DeviceNumber) {
         guard let capture = running.removeValue(forKey: number)?.capture else { return }
         stopping.insert(number)
-        stopsUnderWay.add(1, ordering: .relaxed)
-        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
-            capture.stop()
-        }.whenComplete { [self] _ in
+        offLoop.run({ capture.stop() }, then: { [self] _ in
             stopping.remove(number)
             changed()
-            // Counted down last, on the loop: shutdown waits for it, and nothing of this stop may
-            // reach the loop after the loop is gone.
-            stopsUnderWay.subtract(1, ordering: .releasing)
-        }
+        })
     }
 
     /// Counts a sample of a running capture; `nil` for one in flight from a capture since closed.
@@ -180,20 +175,10 @@ final class CaptureManager: @unchecked Sendable {
         return stopped
     }
 
-    /// Stops every capture off the loop, as any other stop; `waitForStopsUnderWay` then waits for them
-    /// (at shutdown: a buffer left enabled would stay so after the daemon exits). Off the loop also
-    /// because a capture still being opened can only be waited for there.
+    /// Stops every capture off the loop, as any other stop; the hub's `waitForOffLoopWork` then waits
+    /// for them (at shutdown: a buffer left enabled would stay so after the daemon exits). Off the loop
+    /// also because a capture still being opened can only be waited for there.
     func stopAll() {
         for number in Array(running.keys) { stop(number) }
-    }
-
-    /// Waits, at most 5 s, for the stops running off the loop. Not on the loop: a capture read on the
-    /// loop needs it to close its channel, and the stops are counted down there.
-    func waitForStopsUnderWay() {
-        precondition(!eventLoop.inEventLoop)
-        let deadline = Syscall.monotonicNanoseconds() + 5_000_000_000
-        while stopsUnderWay.load(ordering: .acquiring) > 0 && Syscall.monotonicNanoseconds() < deadline {
-            Syscall.sleep(nanoseconds: 1_000_000)
-        }
     }
 }

@@ -24,6 +24,8 @@ final class Hub: @unchecked Sendable {
     private let captures: CaptureManager
     private let pipeline: MotionPipeline
     private let calibration: CalibrationKeeper
+    /// The blocking jobs handed to the thread pool, for shutdown to wait for.
+    let offLoop: OffLoopWork
     private(set) var devices: [DeviceDescriptor] = []
     /// What `devices` cannot give, for STATUS (worked out when they change, not per request).
     private var unavailable: StatusReply.Unavailable?
@@ -47,8 +49,9 @@ final class Hub: @unchecked Sendable {
         clients = ClientTable(maximumClients: maximumClients, eventLoop: eventLoop, logger: logger)
         fanout = StreamFanout(clients: clients)
         polls = PollBroker(clients: clients, eventLoop: eventLoop)
-        captures = CaptureManager(source: source, eventLoop: eventLoop, logger: logger)
-        calibration = CalibrationKeeper(store: store, eventLoop: eventLoop, logger: logger)
+        offLoop = OffLoopWork(eventLoop: eventLoop)
+        captures = CaptureManager(source: source, eventLoop: eventLoop, offLoop: offLoop, logger: logger)
+        calibration = CalibrationKeeper(store: store, offLoop: offLoop, logger: logger)
         pipeline = MotionPipeline(fanout: fanout, calibration: calibration)
         polls.demandsChanged = { [unowned self] in replan() }
         captures.changed = { [unowned self] in replan() }
@@ -288,7 +291,7 @@ final class Hub: @unchecked Sendable {
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)))
     }
 
-    /// Stops every capture and saves the calibration (at shutdown; `waitForCaptureStops` then waits
+    /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits
     /// for the captures, off the loop).
     func stopAll() {
         eventLoop.preconditionInEventLoop()
@@ -298,8 +301,9 @@ final class Hub: @unchecked Sendable {
         captures.stopAll()
     }
 
-    /// Waits for the captures still stopping off the loop (at shutdown, after `stopAll`; not on the loop).
-    func waitForCaptureStops() {
-        captures.waitForStopsUnderWay()
+    /// Waits for what still runs off the loop: captures stopping, a calibration being saved, devices
+    /// being listed (at shutdown, after `stopAll`; not on the loop).
+    func waitForOffLoopWork() {
+        offLoop.waitUntilDone()
     }
 }

@@ -1,4 +1,5 @@
 import Logging
+import MotionSystem
 import MotionWire
 import NIOCore
 import FoundationEssentials
@@ -125,7 +126,12 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         if let username = settings.username {
             try connection.setCredentials(username: username, password: try settings.passwordFile.map(Self.password(in:)))
         }
-        if address.usesTLS { try connection.setTLS(caFile: settings.caFile, certificateFile: settings.certificateFile, keyFile: settings.keyFile) }
+        if address.usesTLS {
+            try Self.checkReadable(settings.caFile, setting: "ca_file")
+            try Self.checkReadable(settings.certificateFile, setting: "certificate_file")
+            try Self.checkReadable(settings.keyFile, setting: "key_file")
+            try connection.setTLS(caFile: settings.caFile, certificateFile: settings.certificateFile, keyFile: settings.keyFile)
+        }
         try connection.setWill(topic: statusTopic, payload: Self.offline, qos: 1, retain: true)
         try connection.start(host: address.host, port: address.port, keepalive: settings.keepalive)
         self.connection = connection
@@ -136,6 +142,15 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
     }
 
     /// The first line of a password file.
+    /// libmosquitto says only "Invalid function arguments provided" of a TLS file it cannot read: say which, and why.
+    private static func checkReadable(_ path: String?, setting: String) throws(Configuration.Invalid) {
+        guard let path else { return }
+        switch Syscall.openReadOnly(path) {
+        case .success(let file): Syscall.close(file)
+        case .failure(let error): throw Configuration.Invalid(path: path, problem: "cannot be read (mqtt.\(setting)): \(error)")
+        }
+    }
+
     private static func password(in path: String) throws -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw Configuration.Invalid(path: path, problem: "cannot be read (mqtt.password_file)")

@@ -1,3 +1,4 @@
+import MotionSystem
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -13,7 +14,7 @@ final class MetricsServer {
     /// Listens on `address` (`host:port`); `exposition` makes the page, on `eventLoop`.
     init(address: String, eventLoop: any EventLoop, exposition: @escaping @Sendable () -> [UInt8]) throws {
         let (host, port) = try Self.address(address)
-        channel = try ServerBootstrap(group: eventLoop)
+        let bootstrap = ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -21,7 +22,20 @@ final class MetricsServer {
                     try channel.pipeline.syncOperations.addHandler(MetricsHandler(exposition: exposition))
                 }
             }
-            .bind(host: host, port: port).wait()
+        do {
+            channel = try bootstrap.bind(host: host, port: port).wait()
+        } catch let error as IOError {
+            throw ListenError(address: address, reason: "\(Errno(rawValue: error.errnoCode))")
+        } catch {
+            throw ListenError(address: address, reason: "\(error)")
+        }
+    }
+
+    /// The address could not be listened on (in use, not this machine's, a name that does not resolve).
+    struct ListenError: Error, CustomStringConvertible {
+        var address: String
+        var reason: String
+        var description: String { "metrics \(address): cannot listen: \(reason)" }
     }
 
     /// Stops listening.

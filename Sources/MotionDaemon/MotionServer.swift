@@ -36,6 +36,9 @@ public final class MotionServer: @unchecked Sendable {
     private let socketGroup: String?
     private let notifier = SystemdNotifier()
     private var activated = false
+    /// The calibration's periodic save and the relisting of remote devices: cancelled at shutdown, before
+    /// it waits for the work they start off the loop.
+    private var periodicTasks: [RepeatedTask] = []
     /// Whether this server made the socket file (and so removes it at stop).
     private var bound = false
 
@@ -110,7 +113,7 @@ public final class MotionServer: @unchecked Sendable {
         if let mqtt { try startMQTT(mqtt) }
         if let metricsAddress { try serveMetrics(on: metricsAddress) }
         let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
-        hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() }
+        periodicTasks.append(hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [hub] _ in hub.saveState() })
         notifier.notify("READY=1\nSTATUS=serving \(hub.devices.count) sensor devices on \(socketPath)")
         if let watchdog = notifier.watchdogInterval {
             // Sent from the event loop itself: a stuck loop stops the pings and systemd restarts us.
@@ -150,10 +153,15 @@ public final class MotionServer: @unchecked Sendable {
     private func relist(every interval: Double) {
         let hub = self.hub
         let every = TimeAmount.nanoseconds(Int64(interval * 1e9))
-        hub.eventLoop.scheduleRepeatedAsyncTask(initialDelay: every, delay: every) { _ in
-            NIOThreadPool.singleton.runIfActive(eventLoop: hub.eventLoop) { Result { try hub.source.listDevices() } }
-                .map { hub.apply($0) }
-        }
+        // Scheduled again once a listing is done: one that waits for an unreachable host must not pile up.
+        periodicTasks.append(hub.eventLoop.scheduleRepeatedAsyncTask(initialDelay: every, delay: every) { _ in
+            let listed = hub.eventLoop.makePromise(of: Void.self)
+            hub.offLoop.run({ try hub.source.listDevices() }, then: { listing in
+                hub.apply(listing)
+                listed.succeed()
+            })
+            return listed.futureResult
+        })
     }
 
     /// Serves `net.hadess.SensorProxy` on the system bus: the service on its own thread, fed by a
@@ -253,8 +261,13 @@ public final class MotionServer: @unchecked Sendable {
             bridge.stop()
             mqttBridge = nil
         }
-        try hub.eventLoop.submit { self.hub.stopAll() }.wait()
-        hub.waitForCaptureStops()
+        let periodicTasks = self.periodicTasks
+        self.periodicTasks = []
+        try hub.eventLoop.submit {
+            for task in periodicTasks { task.cancel() }
+            self.hub.stopAll()
+        }.wait()
+        hub.waitForOffLoopWork()
         if bound { _ = Syscall.remove(socketPath) }  // an activated socket belongs to systemd, and another's to it
         try group.syncShutdownGracefully()
     }

@@ -11,10 +11,10 @@ import Testing
 /// fleet's broker receives is what MQTT's own tools show, not what our code believes it sent.
 @Suite(.serialized) struct MQTTBridgeTests {
     /// A replay daemon whose motiond.conf holds `mqtt` (YAML, indented under it).
-    static func daemon(mqtt: String) throws -> ReplayDaemon {
+    static func daemon(mqtt: String, arguments: [String] = []) throws -> ReplayDaemon {
         let path = NSTemporaryDirectory() + "motiond-mqtt-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
         try "mqtt:\n\(mqtt)\n".write(toFile: path, atomically: true, encoding: .utf8)
-        return try ReplayDaemon(arguments: ["--loop", "--config", path])
+        return try ReplayDaemon(arguments: ["--loop", "--config", path] + arguments)
     }
 
     static func motion(in messages: [(topic: String, payload: String)], topic: String) -> [MotionMessage] {
@@ -49,6 +49,24 @@ import Testing
         #expect(daemon.stop())
         let status = try MQTTSubscriber(port: broker.port, topic: "robot7/status")
         #expect(status.wait(seconds: 5) { !$0.isEmpty }.first?.payload == "offline")
+    }
+
+    /// The bridge's goodbye ends the fusion, which saves its calibration off the loop while shutdown
+    /// goes on; with a save every 20 ms one is nearly always under way. A job that finished after the
+    /// loop was gone was a fatal error of NIO's ("Cannot schedule tasks on an EventLoop that has already
+    /// shut down"), seen in about one stop of six to eight before shutdown waited for the thread pool's jobs.
+    @Test func stoppingWhileTheBridgeStreamsAndTheCalibrationIsSavedEndsCleanly() throws {
+        let broker = try MosquittoBroker()
+        for round in 1...6 {
+            let daemon = try Self.daemon(
+                mqtt: "  broker: mqtt://127.0.0.1:\(broker.port)\n  streams: [motion]", arguments: ["--state-save-interval", "0.02"])
+            let subscriber = try MQTTSubscriber(port: broker.port, topic: "motiond/+/motion")
+            try #require(subscriber.wait(seconds: 10) { $0.count >= 3 }.count >= 3, "\(daemon.log)")
+            try #require(daemon.stop(), "round \(round)")
+            daemon.process.waitUntilExit()  // it has ended: this waits only for Foundation to notice
+            #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0, "round \(round): \(daemon.log)")
+            #expect(!daemon.log.contains("Fatal error"), "round \(round): \(daemon.log)")
+        }
     }
 
     @Test func aDaemonThatDiesLeavesItsLastWillOffline() throws {
@@ -175,6 +193,19 @@ import Testing
         let snapshot = try await MotionClient(socketPath: daemon.socket).snapshot(of: [.motion])
         #expect(snapshot.motion != nil)
         withExtendedLifetime(broker) {}
+    }
+
+    /// libmosquitto's own word for a missing CA file is "Invalid function arguments provided".
+    @Test func aTLSFileThatCannotBeReadStopsTheDaemonSayingWhich() throws {
+        let said: String
+        do {
+            let daemon = try Self.daemon(mqtt: "  broker: mqtts://127.0.0.1:8883\n  ca_file: /nonexistent/ca.pem")
+            #expect(daemon.process.waitUntilEnded(seconds: 10), "it does not run on without its bridge")
+            said = daemon.log
+        } catch {
+            said = "\(error)"  // it ended before it was seen listening
+        }
+        #expect(said.contains("/nonexistent/ca.pem: cannot be read (mqtt.ca_file): No such file or directory"), "\(said)")
     }
 
     @Test func settingsAreReadAndCheckedWithTheirPlaceInTheFile() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import MotionClient
 import MotionWire
+import NIOPosix
 import TestSupport
 import Testing
 
@@ -87,5 +88,17 @@ import Testing
         usleep(500_000)
         let down = Self.samples(try httpRequest(port: port, path: "/metrics").body)
         #expect(down["motiond_mqtt_connected"] == 0)
+    }
+
+    @Test func anAddressItCannotListenOnIsRefusedSayingWhichAndWhy() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let port = try freeLoopbackPort()
+        let first = try MetricsServer(address: "127.0.0.1:\(port)", eventLoop: group.next()) { [] }
+        defer { try? first.close() }
+        // NIO's own words are "bind(descriptor:ptr:bytes:): Address already in use) (errno: 98)".
+        #expect {
+            try MetricsServer(address: "127.0.0.1:\(port)", eventLoop: group.next()) { [] }
+        } throws: { "\($0)" == "metrics 127.0.0.1:\(port): cannot listen: Address already in use" }
     }
 }
