@@ -129,7 +129,7 @@ struct DaemonLoad: ParsableCommand {
         if scenarios.contains("mqtt") { try mqtt(executable: executable, testbed: testbed) }
         if scenarios.contains("network") { try network(executable: executable) }
         if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
-        print("peak RSS over the loaded runs: \(heaviestRSS) kB")
+        if !loads.isEmpty { print("peak RSS over the loaded runs: \(heaviestRSS) kB") }
     }
 }
 

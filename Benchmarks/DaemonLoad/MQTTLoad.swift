@@ -15,7 +15,7 @@ extension DaemonLoad {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
 
         /// motiond CPU over `seconds` with a local client at 1 kHz, and the bridge as `mqtt` says (nil: none).
-        func measure(_ mqtt: String?, latency: Double = 0, outage: Bool = false) throws -> (usage: ProcessProbe.Usage, local: Int, localDropped: Int, received: Int, log: String) {
+        func measure(_ mqtt: String?, latency: Double = 0, outage: Bool = false) throws -> (usage: ProcessProbe.Usage, local: Int, localDropped: Int, received: Int, log: String, peakRSS: Int) {
             var arguments = ["--log-level", "notice"]
             if let mqtt {
                 let path = directory + "/motiond.conf"
@@ -48,16 +48,16 @@ extension DaemonLoad {
             let b = probe.read()
             load.stop()
             let received = subscriber.messages.count - before
-            return (ProcessProbe.usage(from: a, to: b), load.received[0], load.dropped, received, daemon.log)
+            return (ProcessProbe.usage(from: a, to: b), load.received[0], load.dropped, received, daemon.log, probe.status("VmHWM"))
         }
 
         let base = try measure(nil)
-        print("mqtt: no bridge, one local client of motion at 1 kHz: \(base.usage); local lines \(base.local), dropped \(base.localDropped)")
+        print("mqtt: no bridge, one local client of motion at 1 kHz: \(base.usage); local lines \(base.local), dropped \(base.localDropped); peak RSS \(base.peakRSS) kB")
         let bridged = try measure("  streams: [{stream: motion, interval: 0.001}]")
         let rate = Double(bridged.received) / seconds
         print(String(
-            format: "mqtt: with the bridge publishing motion at 1 kHz: %@; local lines %d, dropped %d; the broker delivered %d (%.0f messages/s)\n    the bridge's cost: %.2f %% of one core per 1,000 messages/s",
-            bridged.usage.description, bridged.local, bridged.localDropped, bridged.received, rate,
+            format: "mqtt: with the bridge publishing motion at 1 kHz: %@; local lines %d, dropped %d; the broker delivered %d (%.0f messages/s); peak RSS %d kB\n    the bridge's cost: %.2f %% of one core per 1,000 messages/s",
+            bridged.usage.description, bridged.local, bridged.localDropped, bridged.received, rate, bridged.peakRSS,
             (bridged.usage.cpuPercent - base.usage.cpuPercent) / max(rate, 1) * 1000))
         print("    wake-ups by thread: \(bridged.usage.byThread)")
         let batchedBase = try measure(nil, latency: 0.1)
@@ -68,6 +68,6 @@ extension DaemonLoad {
             batched.usage.cpuPercent - batchedBase.usage.cpuPercent))
         let outage = try measure("  streams: [{stream: motion, interval: 0.001}]", outage: true)
         let dropped = outage.log.components(separatedBy: "dropped so far=").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? -1
-        print("mqtt: broker down 10 s at 1,000 messages/s (queue 1000): the bridge dropped \(dropped) messages; local lines \(outage.local), dropped \(outage.localDropped); \(outage.usage)")
+        print("mqtt: broker down 10 s at 1,000 messages/s (queue 1000): the bridge dropped \(dropped) messages; local lines \(outage.local), dropped \(outage.localDropped); \(outage.usage); peak RSS \(outage.peakRSS) kB")
     }
 }
