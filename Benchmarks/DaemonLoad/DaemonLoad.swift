@@ -127,7 +127,7 @@ struct DaemonLoad: ParsableCommand {
         if scenarios.contains("orientation") { try orientation(executable: executable) }
         if scenarios.contains("fuzz") { try fuzz(executable: executable, testbed: testbed) }
         if scenarios.contains("mqtt") { try mqtt(executable: executable, testbed: testbed) }
-        if scenarios.contains("network") { try network(executable: executable) }
+        if scenarios.contains("network") { try network(executable: executable, testbed: testbed) }
         if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
         if !loads.isEmpty { print("peak RSS over the loaded runs: \(heaviestRSS) kB") }
     }

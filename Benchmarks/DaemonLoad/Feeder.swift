@@ -6,10 +6,11 @@ import TestSupport
 import Glibc
 #endif
 
-/// Plays a fake IMU: writes accelerometer + gyroscope scans with CLOCK_MONOTONIC timestamps to a
-/// testbed's `/dev/iio:deviceN` at a steady rate, as the kernel would, while the daemon has the
-/// buffer enabled; and, as the kernel's poll does, makes them readable only once `buffer/watermark`
-/// scans wait (each keeps the timestamp of its sampling).
+/// Plays a fake IMU (the imu-buffered fixture): writes scans of the enabled elements (accelerometer
+/// and gyroscope s16s, a CLOCK_MONOTONIC timestamp aligned to 8 bytes) to a testbed's
+/// `/dev/iio:deviceN` at a steady rate, as the kernel would, while the buffer is enabled; and, as the
+/// kernel's poll does, makes them readable only once `buffer/watermark` scans wait (each keeps the
+/// timestamp of its sampling).
 final class Feeder: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let fed = Atomic<Int>(0)
@@ -18,14 +19,19 @@ final class Feeder: Sendable {
     init(testbed: Testbed, device: String, node: String, rate: Double) {
         let descriptor = testbed.controlDescriptor(for: node)
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-        let enablePath = "\(testbed.root)/sys/bus/iio/devices/\(device)/buffer/enable"
-        let watermarkPath = "\(testbed.root)/sys/bus/iio/devices/\(device)/buffer/watermark"
+        let deviceDirectory = "\(testbed.root)/sys/bus/iio/devices/\(device)"
+        @Sendable func read(_ attribute: String) -> String? {
+            (try? String(contentsOfFile: "\(deviceDirectory)/\(attribute)", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines.union(["\0"]))
+        }
+        let elements = ["accel_x", "accel_y", "accel_z", "anglvel_x", "anglvel_y", "anglvel_z"]
         let period = Int64(1e9 / rate)
         let thread = Thread { [self] in
-            var scan = [UInt8](repeating: 0, count: 24)
+            var scan: [UInt8] = []
             var next = Feeder.now()
             var enabled = false
             var watermark = 1
+            var enabledElements: [Bool] = []
+            var timestamped = false
             var waiting: [UInt8] = []
             var checkedAt: Int64 = 0
             var i = 0
@@ -34,8 +40,10 @@ final class Feeder: Sendable {
                 var deadline = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
                 while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil) == EINTR {}
                 if next - checkedAt > 100_000_000 {
-                    enabled = (try? String(contentsOfFile: enablePath, encoding: .utf8))?.hasPrefix("1") == true
-                    watermark = (try? String(contentsOfFile: watermarkPath, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines.union(["\0"]))) } ?? 1
+                    enabled = read("buffer/enable") == "1"
+                    watermark = read("buffer/watermark").flatMap { Int($0) } ?? 1
+                    enabledElements = elements.map { read("scan_elements/in_\($0)_en") == "1" }
+                    timestamped = read("scan_elements/in_timestamp_en") == "1"
                     checkedAt = next
                 }
                 guard enabled else {
@@ -44,10 +52,16 @@ final class Feeder: Sendable {
                 }
                 i += 1
                 // At rest, face up, with a little noise on every axis: accel (0, 0, 1 g), gyro ≈ 0.
-                let values: [Int16] = [Int16(i % 7) - 3, Int16(i % 5) - 2, 16384 + Int16(i % 3), Int16(i % 3) - 1, Int16(i % 4) - 2, 1, 0, 0]
-                values.withUnsafeBytes { scan.replaceSubrange(0..<16, with: $0) }
-                let stamp = Feeder.now()
-                withUnsafeBytes(of: stamp.littleEndian) { scan.replaceSubrange(16..<24, with: $0) }
+                let values: [Int16] = [Int16(i % 7) - 3, Int16(i % 5) - 2, 16384 + Int16(i % 3), Int16(i % 3) - 1, Int16(i % 4) - 2, 1]
+                scan.removeAll(keepingCapacity: true)
+                for (value, isEnabled) in zip(values, enabledElements) where isEnabled {
+                    withUnsafeBytes(of: value.littleEndian) { scan += $0 }
+                }
+                if timestamped {
+                    scan += [UInt8](repeating: 0, count: (8 - scan.count % 8) % 8)
+                    withUnsafeBytes(of: Feeder.now().littleEndian) { scan += $0 }
+                }
+                guard !scan.isEmpty else { continue }
                 waiting += scan
                 guard waiting.count >= watermark * scan.count else { continue }
                 if write(descriptor, waiting, waiting.count) == waiting.count { fed.add(waiting.count / scan.count, ordering: .relaxed) }

@@ -5,6 +5,10 @@ import MotionSystem
 /// Reads sensors from `/dev/iio:deviceN` through a libiio buffer: enables the scan elements of the
 /// chosen sensors and the timestamp, sets the trigger where the device needs one, and decodes each
 /// scan by its channels' scan types. Everything it changes is put back by `close()`.
+///
+/// With a network `sysfs` the buffer is another machine's, streamed by its iiod through libiio's
+/// network backend. Its scans are stamped on arrival: their own timestamps would be on that
+/// machine's clock.
 final class BufferedReader {
     private let context: IIOContext
     private let device: String
@@ -32,7 +36,11 @@ final class BufferedReader {
         restorer = AttributeRestorer(sysfs: sysfs, device: device)
         samplePeriod = Int64(1e9 / max(rate, 0.001))
         self.samplesPerRefill = samplesPerRefill
-        context = try IIOContext()
+        if let remote = sysfs.network?.context {
+            context = remote
+        } else {
+            context = try IIOContext()
+        }
         context.setTimeout(milliseconds: timeoutMilliseconds)
         guard let iioDevice = context.device(sysname: device) else { throw .deviceVanished(device: device) }
 
@@ -48,7 +56,7 @@ final class BufferedReader {
             // be switched (or a kernel too old to have the attribute says nothing of it), the scans are
             // stamped on arrival instead: a buffer on realtime next to polled samples on monotonic
             // would put decades between them.
-            var monotonicTimestamps = descriptor.timestampScan != nil
+            var monotonicTimestamps = descriptor.timestampScan != nil && sysfs.network == nil
             if monotonicTimestamps, !sysfs.exists(device: device, attribute: "current_timestamp_clock") {
                 monotonicTimestamps = false
             } else if monotonicTimestamps,

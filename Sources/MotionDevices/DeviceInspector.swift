@@ -76,8 +76,10 @@ struct DeviceInspector {
         }
 
         // Without libiio's context there is no buffer to read through: polled, with the reason known.
-        let bufferProblem = triggers == nil ? known.first : bufferedCaptureProblem(sysname: sysname, sensors: sensors)
-        if let bufferProblem, triggers != nil { problems.append(bufferProblem) }
+        // Another machine's buffer is iiod's to open: it needs only channels that are scan elements.
+        let bufferProblem = sysfs.network != nil ? scanElementProblem(sysname: sysname, sensors: sensors)
+            : triggers == nil ? known.first : bufferedCaptureProblem(sysname: sysname, sensors: sensors)
+        if let bufferProblem, triggers != nil || sysfs.network != nil { problems.append(bufferProblem) }
 
         return DeviceDescriptor(
             number: number, name: name, syspath: syspath, label: label,
@@ -98,6 +100,11 @@ struct DeviceInspector {
         if !sysfs.exists(device: sysname, attribute: "buffer/enable") {
             return .attributeUnreadable(device: sysname, attribute: "buffer/enable", errno: ErrnoValue.noSuchFile)
         }
+        return scanElementProblem(sysname: sysname, sensors: sensors)
+    }
+
+    /// The first channel of `sensors` that is not a scan element (a buffer cannot carry it), or `nil`.
+    private func scanElementProblem(sysname: String, sensors: [SensorDescriptor]) -> DeviceError? {
         for sensor in sensors {
             for channel in sensor.channels where channel.scanType == nil || channel.scanIndex == nil {
                 return .attributeUnreadable(device: sysname, attribute: "scan_elements/in_\(channel.id)_type", errno: ErrnoValue.noSuchFile)

@@ -90,6 +90,13 @@ struct IIOChannel {
     var isScanElement: Bool { iio_channel_is_scan_element(pointer) }
     var scanIndex: Int { iio_channel_get_index(pointer) }
 
+    /// The channel's layout in a scan as the kernel spells it in `scan_elements/in_*_type`
+    /// (`le:s16/16>>0`), from libiio's data format: how a network context tells it.
+    var scanTypeText: String {
+        let format = iio_channel_get_data_format(pointer)!.pointee
+        return "\(format.is_be ? "be" : "le"):\(format.is_signed ? "s" : "u")\(format.bits)/\(format.length)>>\(format.shift)"
+    }
+
     /// The sysfs file behind a channel attribute (`scale` → `in_accel_scale` or `in_accel_x_scale`),
     /// or `nil` if the channel has no such attribute.
     func filename(ofAttribute name: String) -> String? {

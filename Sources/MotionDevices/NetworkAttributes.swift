@@ -11,6 +11,8 @@ final class NetworkAttributes: @unchecked Sendable {
     private enum Place {
         case device(IIODevice, String)
         case channel(IIOChannel, String)
+        /// `scan_elements/in_*_type`, which libiio keeps as the channel's data format.
+        case scanType(IIOChannel)
     }
 
     /// The context's URI, `ip:host[:port]`.
@@ -33,6 +35,7 @@ final class NetworkAttributes: @unchecked Sendable {
                 for attribute in channel.attributes {
                     if let file = channel.filename(ofAttribute: attribute) { files[file] = .channel(channel, attribute) }
                 }
+                if channel.isScanElement && !channel.isOutput { files["scan_elements/in_\(channel.id)_type"] = .scanType(channel) }
             }
             places[device.id] = files
         }
@@ -44,9 +47,11 @@ final class NetworkAttributes: @unchecked Sendable {
         guard let place = places[device]?[attribute] else {
             return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: ErrnoValue.noSuchFile))
         }
-        let read = switch place {
-        case .device(let d, let name): d.read(attribute: name, into: scratch)
-        case .channel(let c, let name): c.read(attribute: name, into: scratch)
+        let read: Result<Int, Errno>
+        switch place {
+        case .device(let d, let name): read = d.read(attribute: name, into: scratch)
+        case .channel(let c, let name): read = c.read(attribute: name, into: scratch)
+        case .scanType(let channel): return .success(channel.scanTypeText)
         }
         switch read {
         case .failure(let e): return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.rawValue))
@@ -61,9 +66,11 @@ final class NetworkAttributes: @unchecked Sendable {
         guard let place = places[device]?[attribute] else {
             return .failure(.attributeUnwritable(device: device, attribute: attribute, errno: ErrnoValue.noSuchFile))
         }
-        let written = switch place {
-        case .device(let d, let name): d.write(attribute: name, value: value)
-        case .channel(let c, let name): c.write(attribute: name, value: value)
+        let written: Result<Int, Errno>
+        switch place {
+        case .device(let d, let name): written = d.write(attribute: name, value: value)
+        case .channel(let c, let name): written = c.write(attribute: name, value: value)
+        case .scanType: written = .failure(Errno(rawValue: ErrnoValue.permissionDenied))  // read-only, as in sysfs
         }
         return written.map { _ in () }.mapError { .attributeUnwritable(device: device, attribute: attribute, errno: $0.rawValue) }
     }

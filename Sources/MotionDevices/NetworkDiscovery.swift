@@ -1,8 +1,8 @@
 import MotionCore
 
 /// The motion devices of another machine, served by its iiod and reached through libiio's network
-/// backend (`ip:host[:port]`): described by the same inspector as local ones, read polled (each
-/// reading a round trip to iiod).
+/// backend (`ip:host[:port]`): described by the same inspector as local ones, read through the
+/// buffer iiod streams where the channels are scan elements, else polled (a round trip per channel).
 ///
 /// Their device numbers are moved to `firstNumber` and up, so that they never meet this machine's
 /// (`iio:device0` there is `iio:device<firstNumber>` here); `remoteNumber(of:)` maps them back.
@@ -38,7 +38,7 @@ public struct NetworkDiscovery: Sendable {
         for device in attributes.context.devices where !device.isTrigger {
             guard let number = DeviceNumber(sysname: device.id), number.rawValue < Self.numbersPerContext else { continue }
             do {
-                // No triggers listed: a remote device is read polled.
+                // No triggers listed: the board's trigger is left as the board sets it.
                 var descriptor = try inspector.describe(
                     sysname: device.id, name: device.name, channels: device.channels, syspath: "\(uri)/\(device.id)", triggers: nil)
                 descriptor.number = DeviceNumber(firstNumber + number.rawValue)

@@ -60,9 +60,12 @@ public final class SensorCapture: Sendable {
         try self.init(device: device, kinds: kinds, rate: rate, mode: mode, firstDataTimeout: firstDataTimeout, sysfs: Sysfs())
     }
 
-    /// A capture of a device on another machine, through iiod (`NetworkDiscovery`): always polled.
+    /// A capture of a device on another machine, through iiod (`NetworkDiscovery`): its buffer
+    /// streamed where it has one, else polled, each reading a round trip per channel.
     convenience init(remote device: DeviceDescriptor, kinds: [SensorKind], rate: Double, attributes: NetworkAttributes) throws(DeviceError) {
-        try self.init(device: device, kinds: kinds, rate: rate, mode: .polled, firstDataTimeout: nil, sysfs: Sysfs(network: attributes))
+        // The first scan crosses the network: a second more before falling back to polling.
+        try self.init(
+            device: device, kinds: kinds, rate: rate, mode: nil, firstDataTimeout: max(2.0, 10 / rate), sysfs: Sysfs(network: attributes))
     }
 
     private init(

@@ -22,6 +22,7 @@ public enum ErrnoValue {
     public static let invalidArgument = EINVAL
     public static let badDescriptor = EBADF
     public static let timedOut = ETIMEDOUT
+    public static let permissionDenied = EACCES
 }
 
 /// The errno of the last failed C library call on this thread.
