@@ -1,11 +1,9 @@
 import Logging
 import MotionCore
 import MotionDevices
-import MotionSystem
 import MotionWire
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// The captures that run, one per device of the plan: opened, reopened and closed to follow it, and
 /// their events handed to the loop a read at a time. Confined to the hub's event loop.

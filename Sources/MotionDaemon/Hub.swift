@@ -34,6 +34,8 @@ final class Hub: @unchecked Sendable {
     private var stopped = false
     /// Errors since start, by kind, for metrics.
     private(set) var errorCounts = [Int](repeating: 0, count: DaemonError.allCases.count)
+    /// What the last listing skipped and why, as logged.
+    private var reportedProblems: Set<String> = []
     /// Told of every change of `devices` (the bridges: D-Bus's `Has…` properties, streams waiting for a sensor).
     private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
 
@@ -93,7 +95,13 @@ final class Hub: @unchecked Sendable {
         switch listing {
         case .success(let listing):
             devices = listing.devices
-            for problem in listing.problems { logger.warning("device skipped", metadata: ["reason": "\(problem)"]) }
+            // Said once while it lasts: an unreachable board is listed again every 10 s, and a
+            // machine's odd device at every udev event.
+            let problems = listing.problems.map { "\($0)" }
+            for problem in problems where !reportedProblems.contains(problem) {
+                logger.warning("device skipped", metadata: ["reason": "\(problem)"])
+            }
+            reportedProblems = Set(problems)
         case .failure(let error):
             // The devices known stay: each capture notices by itself when its device goes away, and
             // the next udev event lists them again.

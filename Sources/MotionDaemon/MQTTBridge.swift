@@ -141,7 +141,6 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         logger.info("MQTT bridge started", metadata: ["broker": "\(settings.broker)", "topics": "\(statusTopic.dropLast("status".count))…"])
     }
 
-    /// The first line of a password file.
     /// libmosquitto says only "Invalid function arguments provided" of a TLS file it cannot read: say which, and why.
     private static func checkReadable(_ path: String?, setting: String) throws(Configuration.Invalid) {
         guard let path else { return }
@@ -151,6 +150,7 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         }
     }
 
+    /// The first line of a password file.
     private static func password(in path: String) throws -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw Configuration.Invalid(path: path, problem: "cannot be read (mqtt.password_file)")

@@ -323,6 +323,12 @@ extension Hardware.Server {
         try testbed.feed("/dev/iio:device0", Self.gyroscopeScan(11_000_000))  // one 0.01 s interval later
         let line = try client.next()
         #expect(Wire.className(of: Array(line.utf8)) == "GYROSCOPE", "the stream went on without an ENDED: \(line)")
+
+        // Listed again (another odd device comes): what was said of the first is not said again.
+        try testbed.add("P: /devices/platform/odd/iio:device3\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
+        try waitUntil { log.contains("device skipped", about: "iio:device3") }
+        #expect(log.count("device skipped", about: "iio:device2") == 1)
+        testbed.remove(syspath: "/sys/devices/platform/odd/iio:device3")
         testbed.remove(syspath: "/sys/devices/platform/odd/iio:device2")
     }
 
@@ -663,7 +669,10 @@ final class MessageLog: LogHandler, @unchecked Sendable {
     }
 
     /// Whether a message starting with `prefix`, and with `detail` among its metadata, was logged.
-    func contains(_ prefix: String, about detail: String = "") -> Bool {
-        messages.withLock { $0.contains { $0.hasPrefix(prefix) && $0.contains(detail) } }
+    func contains(_ prefix: String, about detail: String = "") -> Bool { count(prefix, about: detail) > 0 }
+
+    /// How many messages starting with `prefix`, and with `detail` among their metadata, were logged.
+    func count(_ prefix: String, about detail: String = "") -> Int {
+        messages.withLock { $0.count { $0.hasPrefix(prefix) && $0.contains(detail) } }
     }
 }
