@@ -27,16 +27,66 @@ let package = Package(
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
         .target(name: "MotionWire", dependencies: ["MotionCore"]),
         .target(name: "MotionClient", dependencies: ["MotionWire", "MotionCore", "MotionSystem"]),
+        // The hub core: sensors run while someone listens, captures, fusion pipeline, fan-out, calibration
+        // keeping. No channel, bus, broker or file format: the front ends below are its clients.
         .target(
-            name: "MotionDaemon",
+            name: "MotionHub",
             dependencies: [
-                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem", "CSDBus", "CYAML", "CMosquitto",
+                "MotionCore", "MotionWire", "MotionFusion", "MotionDevices", "MotionSystem",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The front ends, one target each, each a client of the hub and a part of the daemon's ServiceGroup.
+        .target(
+            name: "MotionSocketServer",
+            dependencies: [
+                "MotionHub", "MotionWire", "MotionSystem",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The only target that links sd-bus.
+        .target(
+            name: "MotionDBus",
+            dependencies: [
+                "MotionHub", "MotionWire", "MotionCore", "MotionDevices", "MotionSystem", "CSDBus",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The only target that links libmosquitto.
+        .target(
+            name: "MotionMQTT",
+            dependencies: [
+                "MotionHub", "MotionConfiguration", "MotionWire", "MotionSystem", "CMosquitto",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .target(
+            name: "MotionMetrics",
+            dependencies: [
+                "MotionHub", "MotionCore", "MotionSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]),
+        // motiond.conf: the only target that links libyaml.
+        .target(
+            name: "MotionConfiguration",
+            dependencies: ["MotionCore", "MotionWire", "MotionDevices", "MotionSystem", "CYAML", .product(name: "Logging", package: "swift-log")]),
+        // The composition: the hub and the front ends as Services of one ServiceGroup, logging, systemd.
+        .target(
+            name: "MotionDaemon",
+            dependencies: [
+                "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionMetrics", "MotionConfiguration",
+                "MotionDevices", "MotionSystem",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]),
         .systemLibrary(
             name: "CLibIIO", pkgConfig: "libiio",
@@ -61,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "motiond",
             dependencies: [
-                "MotionDaemon",
+                "MotionDaemon", "MotionConfiguration", "MotionHub", "MotionDevices", "MotionSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -81,7 +131,7 @@ let package = Package(
         .executableTarget(
             name: "motionctl",
             dependencies: [
-                "MotionFusion", "MotionCore", "MotionClient",
+                "MotionFusion", "MotionCore", "MotionClient", "MotionSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -96,10 +146,46 @@ let package = Package(
         .testTarget(name: "MotionClientTests", dependencies: ["MotionClient", "motiond", "TestSupport"]),
         .testTarget(name: "InstallTests", dependencies: ["motiond", "motionctl", "TestSupport"]),
         .testTarget(
+            name: "MotionHubTests",
+            dependencies: [
+                "MotionHub", "MotionWire", "MotionCore", "MotionFusion", "MotionDevices", "MotionSystem", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "MotionDBusTests",
+            dependencies: [
+                "MotionDBus", "MotionHub", "MotionWire", "MotionCore", "MotionDevices", "MotionSystem", "TestSupport", "motiond", "CSDBus",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "MotionMQTTTests",
+            dependencies: [
+                "MotionMQTT", "MotionHub", "MotionConfiguration", "MotionWire", "MotionCore", "MotionClient", "TestSupport", "motiond",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "MotionMetricsTests",
+            dependencies: [
+                "MotionMetrics", "MotionHub", "MotionWire", "MotionCore", "MotionClient", "TestSupport", "motiond",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .testTarget(name: "MotionConfigurationTests", dependencies: ["MotionConfiguration", "MotionCore", "MotionWire", "MotionDevices", "TestSupport", "motiond"]),
+        .testTarget(
             name: "MotionDaemonTests",
             dependencies: [
-                "MotionDaemon", "MotionWire", "MotionCore", "MotionFusion", "MotionClient", "MotionSystem", "TestSupport", "motiond", "CSDBus",
-                .product(name: "NIOEmbedded", package: "swift-nio"),
+                "MotionDaemon", "MotionHub", "MotionSocketServer", "MotionConfiguration", "MotionWire", "MotionCore", "MotionFusion",
+                "MotionDevices", "MotionClient", "MotionSystem", "TestSupport", "motiond",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -107,7 +193,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "CUMockdev", "MotionClient",
+                "CUMockdev", "MotionClient", "MotionWire",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],

@@ -2,10 +2,6 @@ import Foundation
 import MotionSystem
 import MotionWire
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What went wrong talking to motiond, with what to do about it.
 public enum MotionClientError: Error, CustomStringConvertible, Equatable {
     /// Nothing listens at the socket.
@@ -59,13 +55,13 @@ public final class LineConnection: @unchecked Sendable {
         // From here `deinit` closes the descriptor, also when this initialiser throws.
         guard readsGreeting else { return }
         let greeting = try nextLine(timeout: timeout)
-        guard let version = try? Wire.decode(Version.self, from: greeting) else {
+        guard case .version(let version)? = try? AnyServerMessage(line: greeting) else {
             throw .connectionLost("no VERSION greeting from \(socketPath)")
         }
         guard version.protoMajor == ProtocolVersion.major else { throw .incompatibleProtocol(major: version.protoMajor) }
     }
 
-    deinit { close(descriptor) }
+    deinit { Syscall.close(descriptor) }
 
     /// Sends one request line.
     public func send(_ request: Request) throws(MotionClientError) {
@@ -92,7 +88,7 @@ public final class LineConnection: @unchecked Sendable {
     }
 
     /// Unblocks a reader waiting in `nextLine` (it then fails with `connectionLost`).
-    public func shutDown() { shutdown(descriptor, Int32(SHUT_RDWR)) }
+    public func shutDown() { Syscall.shutDown(descriptor) }
 
     /// The next line, waiting at most `timeout` seconds (`nil`: for ever).
     public func nextLine(timeout: Double? = nil) throws(MotionClientError) -> [UInt8] {
@@ -121,17 +117,15 @@ public final class LineConnection: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let line = try nextLine(timeout: max(0.001, deadline.timeIntervalSinceNow))
-            switch Wire.className(of: line) {
-            case M.className:
-                guard let reply = try? Wire.decode(M.self, from: line) else { throw .connectionLost("malformed \(M.className) reply") }
-                if reply.requestID == id { return reply }
-            case ErrorReply.className:
-                if let error = try? Wire.decode(ErrorReply.self, from: line), error.id == id {
-                    throw .refused(code: error.code, message: error.message)
-                }
-            default:
-                continue  // a stream message or event in between
+            let message: AnyServerMessage
+            do {
+                message = try AnyServerMessage(line: line)
+            } catch {
+                throw .connectionLost("malformed line: \(error)")
             }
+            if case .error(let error) = message, error.id == id { throw .refused(code: error.code, message: error.message) }
+            if let reply = message.message as? M, reply.requestID == id { return reply }
+            // else a stream message or event in between
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 
+import MotionSystem
 import Synchronization
 @_exported import MotionCore
 @_exported import MotionWire
@@ -26,7 +27,7 @@ public final class MotionClient: Sendable {
     /// The socket used when none is given (see `init`).
     public static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let path = environment["MOTIOND_SOCKET"], !path.isEmpty { return path }
-        if let runtime = environment["XDG_RUNTIME_DIR"], FileManager.default.fileExists(atPath: runtime + "/motiond.sock") {
+        if let runtime = environment["XDG_RUNTIME_DIR"], Syscall.exists(runtime + "/motiond.sock") {
             return runtime + "/motiond.sock"
         }
         return "/run/motiond/motiond.sock"
@@ -95,6 +96,22 @@ public final class MotionClient: Sendable {
         case hinge(HingeMessage)
         /// The daemon dropped `count` messages of `stream` because this client read too slowly.
         case dropped(stream: StreamKind, count: Int)
+
+        /// The protocol's message this update came as.
+        public var message: any ServerMessage {
+            switch self {
+            case .motion(let m): m
+            case .accelerometer(let m): m
+            case .gyroscope(let m): m
+            case .magnetometer(let m): m
+            case .proximity(let m): m
+            case .light(let m): m
+            case .orientation(let m): m
+            case .tilt(let m): m
+            case .hinge(let m): m
+            case .dropped(let stream, let count): Dropped(stream: stream, count: count)
+            }
+        }
     }
 
     /// Updates of `streams`, one every `interval` seconds (event streams when they change), `motion`
@@ -217,26 +234,22 @@ public final class Subscription: Sendable {
     }
 
     private func decode(_ line: [UInt8]) throws(MotionClientError) -> MotionClient.Update? {
-        func message<M: ServerMessage>(_ type: M.Type) -> M? { try? Wire.decode(type, from: line) }
-        switch Wire.className(of: line) {
-        case MotionMessage.className: return message(MotionMessage.self).map { .motion($0) }
-        case AccelerometerMessage.className: return message(AccelerometerMessage.self).map { .accelerometer($0) }
-        case GyroscopeMessage.className: return message(GyroscopeMessage.self).map { .gyroscope($0) }
-        case MagnetometerMessage.className: return message(MagnetometerMessage.self).map { .magnetometer($0) }
-        case ProximityMessage.className: return message(ProximityMessage.self).map { .proximity($0) }
-        case LightMessage.className: return message(LightMessage.self).map { .light($0) }
-        case OrientationMessage.className: return message(OrientationMessage.self).map { .orientation($0) }
-        case TiltMessage.className: return message(TiltMessage.self).map { .tilt($0) }
-        case HingeMessage.className: return message(HingeMessage.self).map { .hinge($0) }
-        case Dropped.className: return message(Dropped.self).map { .dropped(stream: $0.stream, count: $0.count) }
-        case Ended.className:
-            let ended = message(Ended.self)
-            throw .streamEnded(stream: ended?.stream ?? .motion, reason: ended?.reason ?? "ended")
-        case ErrorReply.className:
-            let error = message(ErrorReply.self)
-            throw .refused(code: error?.code ?? .internal, message: error?.message ?? "")
-        default:
-            return nil  // WATCHING, and classes a later protocol minor version adds
+        guard let message = try? AnyServerMessage(line: line) else { return nil }
+        switch message {
+        case .motion(let m): return .motion(m)
+        case .accelerometer(let m): return .accelerometer(m)
+        case .gyroscope(let m): return .gyroscope(m)
+        case .magnetometer(let m): return .magnetometer(m)
+        case .proximity(let m): return .proximity(m)
+        case .light(let m): return .light(m)
+        case .orientation(let m): return .orientation(m)
+        case .tilt(let m): return .tilt(m)
+        case .hinge(let m): return .hinge(m)
+        case .dropped(let m): return .dropped(stream: m.stream, count: m.count)
+        case .ended(let m): throw .streamEnded(stream: m.stream, reason: m.reason)
+        case .error(let m): throw .refused(code: m.code, message: m.message)
+        case .version, .watching, .snapshot, .devices, .status, .unknown:
+            return nil  // not an update; and classes a later protocol minor version adds
         }
     }
 }

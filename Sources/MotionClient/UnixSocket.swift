@@ -1,10 +1,6 @@
 import Foundation
 import MotionSystem
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Connecting to a Unix stream socket, with the waiting and the errors a client wants.
 public enum UnixSocket {
     /// A connected, close-on-exec descriptor for the stream socket at `path`; the caller closes it.
@@ -15,7 +11,7 @@ public enum UnixSocket {
         while true {
             switch Syscall.connectUnixStream(to: path) {
             case .success(let fd): return fd
-            case .failure(.resourceTemporarilyUnavailable) where Date() < deadline: usleep(1000)
+            case .failure(.resourceTemporarilyUnavailable) where Date() < deadline: Syscall.sleep(nanoseconds: 1_000_000)
             case .failure(.noSuchFileOrDirectory), .failure(.connectionRefused): throw .daemonNotRunning(socket: path)
             case .failure(.permissionDenied), .failure(.notPermitted): throw .permissionDenied(socket: path)
             case .failure(let error): throw .connectionLost("connect \(path): \(error)")

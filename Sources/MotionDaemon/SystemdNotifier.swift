@@ -16,7 +16,7 @@ struct SystemdNotifier: Sendable {
     /// Reads `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID` from the environment.
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
-        let forUs = environment["WATCHDOG_PID"].map { Int32($0) == getpid() } ?? true
+        let forUs = environment["WATCHDOG_PID"].map { Int32($0) == Syscall.processID() } ?? true
         if forUs, let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0 {
             watchdogInterval = usec / 2e6
         } else {

@@ -26,8 +26,9 @@ public protocol FileOperations: Sendable {
     func remove(_ path: String)
     /// `open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)`, to `fsync` a directory.
     func openDirectory(_ path: String) throws(Errno) -> FileDescriptor
-    /// The whole content of a file; `nil` when there is no such file.
-    func contents(of path: String) throws(Errno) -> [UInt8]?
+    /// The content of a file, read to its end or until it is longer than `limit` bytes (the caller
+    /// then refuses it); `nil` when there is no such file.
+    func contents(of path: String, atMost limit: Int) throws(Errno) -> [UInt8]?
     /// The names in a directory (none if it cannot be read).
     func entries(of directory: String) -> [String]
 }
@@ -81,7 +82,7 @@ public struct LocalFiles: FileOperations {
         }
     }
 
-    public func contents(of path: String) throws(Errno) -> [UInt8]? {
+    public func contents(of path: String, atMost limit: Int = .max) throws(Errno) -> [UInt8]? {
         let file: FileDescriptor
         do {
             file = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
@@ -102,6 +103,7 @@ public struct LocalFiles: FileOperations {
             }
             if n == 0 { return content }
             content += chunk[0..<n]
+            if content.count > limit { return content }  // the caller refuses it: no need to read /dev/zero to its end
         }
     }
 

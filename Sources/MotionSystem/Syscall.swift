@@ -68,6 +68,12 @@ public enum Syscall {
         }
     }
 
+    /// `getpid(2)`: this process's id.
+    public static func processID() -> Int32 { getpid() }
+
+    /// `getuid(2)`: the user this process runs as.
+    public static func userID() -> UInt32 { getuid() }
+
     /// `clock_gettime(CLOCK_MONOTONIC)` in integer nanoseconds.
     public static func monotonicNanoseconds() -> Int64 {
         var ts = timespec()
@@ -147,6 +153,11 @@ public enum Syscall {
     public static func waitReadable(_ fd: Int32, timeoutMilliseconds: Int32) -> Result<Bool, Errno> {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return retryingInterrupts { poll(&pfd, 1, timeoutMilliseconds) }.map { $0 > 0 && (pfd.revents & Int16(POLLIN)) != 0 }
+    }
+
+    /// `isatty(fd)`: whether the descriptor is a terminal.
+    public static func isTerminal(_ fd: Int32) -> Bool {
+        isatty(fd) == 1
     }
 
     /// `access(path, F_OK)`: whether a path exists.

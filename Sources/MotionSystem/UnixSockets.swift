@@ -41,6 +41,12 @@ extension Syscall {
         retryingInterrupts { Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// `shutdown(fd, SHUT_RDWR)`: ends both directions now (a reader blocked on it wakes at once);
+    /// its error (a socket already shut down) is not actionable.
+    public static func shutDown(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
     /// `read(fd, buffer)`: bytes read, 0 at end of file.
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
         retryingInterrupts { Glibc.read(fd, buffer.baseAddress, buffer.count) }

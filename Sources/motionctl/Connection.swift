@@ -39,12 +39,10 @@ func fail(_ error: MotionClientError) -> ExitCode {
     }
 }
 
-/// JSON for people and scripts: sorted keys, snake case, as on the wire.
-func json<T: Encodable>(_ value: T, pretty: Bool = false) -> String {
-    let encoder = JSONEncoder()
-    encoder.keyEncodingStrategy = .convertToSnakeCase
-    encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-    return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"
+/// A message as the protocol writes it (docs/protocol.md): one JSON object, `class` first.
+func protocolLine(_ message: some ServerMessage) -> String {
+    guard let line = try? Wire.encode(message) else { return "{}" }
+    return String(decoding: line.dropLast(), as: UTF8.self)  // without its newline: `print` adds one
 }
 
 extension AttitudeReferenceFrame: ExpressibleByArgument {}

@@ -13,7 +13,7 @@ struct Devices: ParsableCommand {
     func run() throws {
         let devices = try reportingErrors { try connection.client.devices() }
         if json {
-            print(motionctl.json(devices))
+            print(protocolLine(DevicesReply(id: nil, devices: devices)))
             return
         }
         if devices.isEmpty { print("no motion sensors") }

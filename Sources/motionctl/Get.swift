@@ -20,7 +20,7 @@ struct Get: ParsableCommand {
     func run() throws {
         let snapshot = try reportingErrors { try connection.client.snapshot(of: streams, frame: frame) }
         if json {
-            print(motionctl.json(snapshot))
+            print(protocolLine(snapshot))
             return
         }
         var view = MotionView()

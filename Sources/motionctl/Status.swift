@@ -13,7 +13,7 @@ struct Status: ParsableCommand {
     func run() throws {
         let status = try reportingErrors { try connection.client.status() }
         if json {
-            print(motionctl.json(status))
+            print(protocolLine(status))
             return
         }
         print("up \(status.uptime.formatted(digits: 0)) s, \(status.clients) client(s), \(status.dropped) message(s) dropped")

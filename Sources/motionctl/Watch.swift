@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MotionClient
+import MotionSystem
 
 /// `motionctl watch`: the values, live.
 struct Watch: AsyncParsableCommand {
@@ -45,7 +46,7 @@ struct Watch: AsyncParsableCommand {
                 throw ExitCode(ExitStatus.failure)
             }
         }
-        let inPlace = !json && isatty(STDOUT_FILENO) == 1
+        let inPlace = !json && Syscall.isTerminal(STDOUT_FILENO)
         var view = MotionView()
         var lastDraw = Date.distantPast
         do {
@@ -80,17 +81,6 @@ struct Watch: AsyncParsableCommand {
     private func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
 
     private func line(_ update: MotionClient.Update) -> String {
-        switch update {
-        case .motion(let m): motionctl.json(m)
-        case .accelerometer(let m): motionctl.json(m)
-        case .gyroscope(let m): motionctl.json(m)
-        case .magnetometer(let m): motionctl.json(m)
-        case .proximity(let m): motionctl.json(m)
-        case .light(let m): motionctl.json(m)
-        case .orientation(let m): motionctl.json(m)
-        case .tilt(let m): motionctl.json(m)
-        case .hinge(let m): motionctl.json(m)
-        case .dropped(let stream, let count): motionctl.json(Dropped(stream: stream, count: count))
-        }
+        protocolLine(update.message)
     }
 }

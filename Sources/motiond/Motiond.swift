@@ -1,7 +1,11 @@
 import ArgumentParser
 import FoundationEssentials
 import Logging
+import MotionConfiguration
 import MotionDaemon
+import MotionDevices
+import MotionHub
+import MotionSystem
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -122,27 +126,32 @@ struct Motiond: AsyncParsableCommand {
         } else {
             source = HardwareSource(mountMatrixOverrides: try settings.mountMatrixOverrides(), networkSensors: settings.networkSensors ?? [])
         }
+        let metrics: (host: String, port: Int)?
+        do {
+            metrics = try settings.metrics.map(Configuration.hostAndPort)
+        } catch {
+            throw ValidationError("\(error)")
+        }
         let server = MotionServer(
             socketPath: settings.socket ?? Self.defaultSocket(),
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
-            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics, logger: logger)
+            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: metrics, logger: logger)
         server.apply(declination: settings.declination ?? 0)
-        let service = ServerService(
-            server: server, logger: logger, level: level, running: settings, reload: {
-                try Configuration.load(path: path, required: config != nil).overridden(by: flags)
-            })
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        let reload = ConfigurationReload(
+            hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger
+        ) {
+            try Configuration.load(path: path, required: config != nil).overridden(by: flags)
+        }
+        try await server.run(gracefulShutdownSignals: [.sigterm, .sigint], with: [reload])
     }
 
     static func defaultStateDirectory() -> String {
         let environment = ProcessInfo.processInfo.environment
         // systemd's StateDirectory= (the service runs as its own user).
         if let given = environment["STATE_DIRECTORY"], !given.isEmpty { return given }
-        if getuid() == 0 { return "/var/lib/motiond" }
+        if Syscall.userID() == 0 { return "/var/lib/motiond" }
         let state = environment["XDG_STATE_HOME"] ?? (environment["HOME"] ?? temporaryDirectory) + "/.local/state"
         return state + "/motiond"
     }
@@ -151,47 +160,8 @@ struct Motiond: AsyncParsableCommand {
     static var temporaryDirectory: String { ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp" }
 
     static func defaultSocket() -> String {
-        if getuid() == 0 { return "/run/motiond/motiond.sock" }
+        if Syscall.userID() == 0 { return "/run/motiond/motiond.sock" }
         let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? temporaryDirectory
         return runtime + "/motiond.sock"
-    }
-}
-
-/// Runs the server until graceful shutdown, re-reading the configuration on SIGHUP.
-struct ServerService: Service {
-    let server: MotionServer
-    let logger: Logger
-    let level: LogLevelSetting
-    let running: Configuration
-    let reload: @Sendable () throws -> Configuration
-
-    func run() async throws {
-        // Trap SIGHUP before the socket exists: a reload sent as soon as clients can connect must
-        // not meet SIGHUP's default action (terminate).
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
-        // Starting and stopping wait for the server's event loop: blocking work, so on NIO's thread
-        // pool (async code now runs on event loops, where waiting is not allowed).
-        try await NIOThreadPool.singleton.runIfActive { try server.start() }
-        await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                var current = running
-                for await _ in hangups {
-                    do {
-                        let next = try reload()
-                        try next.validate(path: "reloaded configuration")
-                        level.value = Logger.Level(rawValue: next.logLevel ?? "info")!
-                        server.apply(declination: next.declination ?? 0)
-                        let pending = next.restartOnlyDifferences(from: current)
-                        logger.notice("configuration reloaded", metadata: pending.isEmpty ? [:] : ["needs a restart": "\(pending.joined(separator: ", "))"])
-                        current = next
-                    } catch {
-                        logger.error("configuration not reloaded, the old one stays", metadata: ["error": "\(error)"])
-                    }
-                }
-            }
-            try? await gracefulShutdown()
-            tasks.cancelAll()
-        }
-        try await NIOThreadPool.singleton.runIfActive { try server.stop() }
     }
 }

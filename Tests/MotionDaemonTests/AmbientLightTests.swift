@@ -19,22 +19,23 @@ extension Hardware {
             #expect(devices.map { $0.sensors.first?.readsVendorUnits } == [false, true])
         }
 
-        @Test func aWatcherGetsTheLightNowThenEachChangeInLux() throws {
+        @Test func aWatcherGetsTheLightNowThenEachChangeInLux() async throws {
             let testbed = try Testbed()
             try testbed.add(fixture: "ambient-light")
             let server = MotionServer(socketPath: NSTemporaryDirectory() + "motiond-light-\(getpid()).sock")
-            try server.start()
-            defer { try? server.stop() }
-            let client = try TestClient.greeted(path: server.socketPath)
-            try client.send(#"{"class":"WATCH","streams":["light"]}"#)
-            _ = try client.next("WATCHING")
-            let first = try client.decode(LightMessage.self, try client.next("LIGHT"))
-            #expect(first.illuminance == 50 && first.unit == .lux, "100 counts × 0.5 lux: \(first)")
-            try testbed.setAttribute("iio:device0", "in_illuminance0_raw", "300\n")
-            let changed = try client.decode(LightMessage.self, try client.next("LIGHT"))
-            #expect(changed.illuminance == 150 && changed.unit == .lux, "\(changed)")
-            try client.send(#"{"class":"POLL","streams":["light"]}"#)
-            #expect(try client.decode(Snapshot.self, try client.next("SNAPSHOT")).light?.illuminance == 150)
+            try await server.start()
+            try await server.whileServing {
+                let client = try TestClient.greeted(path: server.socketPath)
+                try client.send(#"{"class":"WATCH","streams":["light"]}"#)
+                _ = try client.next("WATCHING")
+                let first = try client.decode(LightMessage.self, try client.next("LIGHT"))
+                #expect(first.illuminance == 50 && first.unit == .lux, "100 counts × 0.5 lux: \(first)")
+                try testbed.setAttribute("iio:device0", "in_illuminance0_raw", "300\n")
+                let changed = try client.decode(LightMessage.self, try client.next("LIGHT"))
+                #expect(changed.illuminance == 150 && changed.unit == .lux, "\(changed)")
+                try client.send(#"{"class":"POLL","streams":["light"]}"#)
+                #expect(try client.decode(Snapshot.self, try client.next("SNAPSHOT")).light?.illuminance == 150)
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import MotionDaemon
+import MotionHub
 
 /// Stopping a capture joins its reader thread, which can wait for a slow read: that must not stop
 /// the event loop that serves every client.
@@ -44,27 +45,27 @@ import Testing
 
     /// A capture whose stop hangs until released: the daemon answers another client meanwhile (were
     /// the stop on the loop, no answer could come before the release, which waits for that answer).
-    @Test func aCaptureThatIsSlowToStopDoesNotStopTheDaemon() throws {
+    @Test func aCaptureThatIsSlowToStopDoesNotStopTheDaemon() async throws {
         let source = try SlowStoppingSource()
         let server = MotionServer(socketPath: NSTemporaryDirectory() + "motiond-control-\(getpid()).sock", source: source)
-        try server.start()
-        defer {
-            for _ in 0..<4 { source.release.signal() }
-            try? server.stop()
+        try await server.start()
+        defer { for _ in 0..<4 { source.release.signal() } }  // before the stop below waits for the captures
+        try await server.whileServing {
+            let watcher = try TestClient.greeted(path: server.socketPath)
+            try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+            _ = try watcher.next("GYROSCOPE")
+            try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"enable":false}"#)
+            _ = try watcher.next("WATCHING")
+            // The stop runs on the thread pool: asked for STATUS once it is under way (and held).
+            try waitUntil { source.stopsStarted.load(ordering: .relaxed) == 1 }
+            let other = try TestClient.greeted(path: server.socketPath)
+            try other.send(#"{"class":"STATUS"}"#)
+            let status = try other.decode(StatusReply.self, try other.next("STATUS", seconds: 5))
+            #expect(status.sensors.isEmpty, "the stopping capture is no longer counted as running")
+            source.release.signal()
+            // Watched again once stopped: the device opens anew and serves.
+            try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+            _ = try watcher.next("GYROSCOPE")
         }
-        let watcher = try TestClient.greeted(path: server.socketPath)
-        try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
-        _ = try watcher.next("GYROSCOPE")
-        try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"enable":false}"#)
-        _ = try watcher.next("WATCHING")
-        let other = try TestClient.greeted(path: server.socketPath)
-        try other.send(#"{"class":"STATUS"}"#)
-        let status = try other.decode(StatusReply.self, try other.next("STATUS", seconds: 5))
-        #expect(source.stopsStarted.load(ordering: .relaxed) == 1, "the stop was under way")
-        #expect(status.sensors.isEmpty, "the stopping capture is no longer counted as running")
-        source.release.signal()
-        // Watched again once stopped: the device opens anew and serves.
-        try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
-        _ = try watcher.next("GYROSCOPE")
     }
 }

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import MotionDaemon
+import MotionSocketServer
 
 #if canImport(Glibc)
 import Glibc
@@ -15,91 +16,95 @@ extension Hardware.Server {
     /// (EPIPE) inside `channelActive`, and NIO reports the channel inactive before the handler had
     /// stored its id, so the hub kept the client for ever (10,000 cycles: 10,001 clients, all
     /// visited on every sample). Now none is left behind.
-    @Test func connectingAndClosingWithoutReadingLeavesNoClientBehind() throws {
-        let (_, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        for _ in 0..<2000 { close(try UnixSocket.connect(to: server.socketPath)) }
-        let client = try TestClient.greeted(path: server.socketPath)
-        var clients = -1
-        try waitUntil {
-            try? client.send(#"{"class":"STATUS"}"#)
-            clients = (try? client.decode(StatusReply.self, client.next("STATUS")))?.clients ?? -1
-            return clients == 1
+    @Test func connectingAndClosingWithoutReadingLeavesNoClientBehind() async throws {
+        let (_, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            for _ in 0..<2000 { close(try UnixSocket.connect(to: server.socketPath)) }
+            let client = try TestClient.greeted(path: server.socketPath)
+            var clients = -1
+            try waitUntil {
+                try? client.send(#"{"class":"STATUS"}"#)
+                clients = (try? client.decode(StatusReply.self, client.next("STATUS")))?.clients ?? -1
+                return clients == 1
+            }
+            #expect(clients == 1)
         }
-        #expect(clients == 1)
     }
 
     /// Connections beyond the limit are told why and closed; the others are not disturbed.
-    @Test func aConnectionBeyondTheLimitIsToldWhyAndClosed() throws {
+    @Test func aConnectionBeyondTheLimitIsToldWhyAndClosed() async throws {
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")
         let server = MotionServer(socketPath: Self.socketPath(), maximumClients: 3)
-        try server.start()
-        defer { try? server.stop() }
-        let admitted = try (0..<3).map { _ in try TestClient(path: server.socketPath) }
-        for client in admitted { _ = try client.next("VERSION") }
-        let refused = try TestClient(path: server.socketPath)
-        let error = try refused.decode(ErrorReply.self, try refused.next("ERROR"))
-        #expect(error.message == "too many clients (3); try again later")
-        #expect(throws: MotionClientError.connectionLost("motiond closed the connection")) { try refused.next(seconds: 2) }
-        try admitted[0].send(#"{"class":"STATUS"}"#)
-        #expect(try admitted[0].decode(StatusReply.self, try admitted[0].next("STATUS")).clients == 3)
+        try await server.start()
+        try await server.whileServing {
+            let admitted = try (0..<3).map { _ in try TestClient(path: server.socketPath) }
+            for client in admitted { _ = try client.next("VERSION") }
+            let refused = try TestClient(path: server.socketPath)
+            let error = try refused.decode(ErrorReply.self, try refused.next("ERROR"))
+            #expect(error.message == "too many clients (3); try again later")
+            #expect(throws: MotionClientError.connectionLost("motiond closed the connection")) { try refused.next(seconds: 2) }
+            try admitted[0].send(#"{"class":"STATUS"}"#)
+            #expect(try admitted[0].decode(StatusReply.self, try admitted[0].next("STATUS")).clients == 3)
+        }
     }
 
     /// `printf '{"class":"POLL",…}\n' | socat - UNIX-CONNECT:SOCK`: socat shuts down its writing side
     /// at the end of its input and waits for the answer. The poll waits for the sensor's first
     /// sample; the answer must still come, and then the connection closes.
-    @Test func aClientThatClosesItsWritingSideStillGetsItsAnswers() throws {
-        let (testbed, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        let client = try TestClient.greeted(path: server.socketPath)
-        try client.send(#"{"class":"POLL","id":7,"streams":["accelerometer"]}"#)
-        shutdown(client.fd, Int32(SHUT_WR))
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-        try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
-        let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
-        #expect(snapshot.id == .integer(7) && snapshot.accelerometer != nil)
-        #expect(throws: MotionClientError.connectionLost("motiond closed the connection")) { try client.next(seconds: 2) }
+    @Test func aClientThatClosesItsWritingSideStillGetsItsAnswers() async throws {
+        let (testbed, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let client = try TestClient.greeted(path: server.socketPath)
+            try client.send(#"{"class":"POLL","id":7,"streams":["accelerometer"]}"#)
+            shutdown(client.fd, Int32(SHUT_WR))
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
+            #expect(snapshot.id == .integer(7) && snapshot.accelerometer != nil)
+            #expect(throws: MotionClientError.connectionLost("motiond closed the connection")) { try client.next(seconds: 2) }
+        }
     }
 
     /// Replies are never dropped, so a client that writes thousands of requests and reads nothing
     /// would grow its queue without bound (one 64 KB read of "x\n" asks for 32,768 error replies).
     /// It is disconnected instead, and nobody else notices.
-    @Test func aClientThatFloodsRequestsWithoutReadingIsDisconnected() throws {
-        let (_, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        let flooder = try TestClient(path: server.socketPath)
-        let flood = [UInt8](repeating: 0, count: 65_536).enumerated().map { $0.offset % 2 == 0 ? UInt8(ascii: "x") : UInt8(ascii: "\n") }
-        _ = flood.withUnsafeBytes { write(flooder.fd, $0.baseAddress, $0.count) }
-        let other = try TestClient.greeted(path: server.socketPath)
-        try waitUntil {
-            try? other.send(#"{"class":"STATUS"}"#)
-            return (try? other.decode(StatusReply.self, other.next("STATUS")))?.clients == 1
+    @Test func aClientThatFloodsRequestsWithoutReadingIsDisconnected() async throws {
+        let (_, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let flooder = try TestClient(path: server.socketPath)
+            let flood = [UInt8](repeating: 0, count: 65_536).enumerated().map { $0.offset % 2 == 0 ? UInt8(ascii: "x") : UInt8(ascii: "\n") }
+            _ = flood.withUnsafeBytes { write(flooder.fd, $0.baseAddress, $0.count) }
+            let other = try TestClient.greeted(path: server.socketPath)
+            try waitUntil {
+                try? other.send(#"{"class":"STATUS"}"#)
+                return (try? other.decode(StatusReply.self, other.next("STATUS")))?.clients == 1
+            }
+            // What the flooder finds when it reads at last: some replies, then the end.
+            var lines = 0
+            while (try? flooder.next(seconds: 2)) != nil { lines += 1 }
+            #expect(lines < 32_768, "\(lines) lines before the connection closed")
         }
-        // What the flooder finds when it reads at last: some replies, then the end.
-        var lines = 0
-        while (try? flooder.next(seconds: 2)) != nil { lines += 1 }
-        #expect(lines < 32_768, "\(lines) lines before the connection closed")
     }
 
     /// `--socket PATH` used to delete whatever was at PATH, a regular file too, and a second daemon
     /// unlinked a live one's socket, leaving it unreachable. Only a socket nobody answers on (left by
     /// a run that did not stop cleanly) is replaced; anything else is refused with the reason.
-    @Test func theSocketPathIsTakenOnlyFromADaemonThatIsGone() throws {
+    @Test func theSocketPathIsTakenOnlyFromADaemonThatIsGone() async throws {
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")
 
         let file = Self.socketPath()
         try "precious".write(toFile: file, atomically: true, encoding: .utf8)
         defer { unlink(file) }
-        #expect(throws: MotionServer.AccessError.self) { try MotionServer(socketPath: file).start() }
+        await #expect(throws: SocketServer.AccessError.self) { try await MotionServer(socketPath: file).start() }
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious")
 
         let first = MotionServer(socketPath: Self.socketPath())
-        try first.start()
+        try await first.start()
         let second = MotionServer(socketPath: first.socketPath)
-        #expect(throws: MotionServer.AccessError.self) { try second.start() }
-        try? second.stop()
+        await #expect(throws: SocketServer.AccessError.self) { try await second.start() }
+        try await second.stop()
         _ = try TestClient.greeted(path: first.socketPath)  // the first still answers
 
         // A socket file whose daemon is gone (bound, never listened on, closed) is replaced.
@@ -114,84 +119,107 @@ extension Hardware.Server {
         #expect(bound == 0)
         close(fd)
         let third = MotionServer(socketPath: stale)
-        try third.start()
+        try await third.start()
         _ = try TestClient(path: stale).next("VERSION")
-        try third.stop()
-        try first.stop()
+        try await third.stop()
+        try await first.stop()
     }
 
     /// protocol.md: "Replies come in the order of the requests". A POLL that waits for its sensor's
     /// first sample used to be answered after the STATUS and DEVICES sent behind it.
-    @Test func repliesComeInTheOrderOfTheRequestsEvenBehindAWaitingPoll() throws {
-        let (testbed, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        let client = try TestClient.greeted(path: server.socketPath)
-        try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer"]}"#)
-        try client.send(#"{"class":"STATUS","id":2}"#)
-        try client.send("not json")
-        try client.send(#"{"class":"DEVICES","id":3}"#)
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-        usleep(100_000)  // the later requests have been handled by now
-        try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
-        let replies = try (0..<4).map { _ in try client.next() }
-        #expect(replies.map { Wire.className(of: Array($0.utf8)) } == ["SNAPSHOT", "STATUS", "ERROR", "DEVICES"], "\(replies)")
+    @Test func repliesComeInTheOrderOfTheRequestsEvenBehindAWaitingPoll() async throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let server = MotionServer(socketPath: Self.socketPath(), metrics: (host: "127.0.0.1", port: 0))
+        try await server.start()
+        try await server.whileServing {
+            let client = try TestClient.greeted(path: server.socketPath)
+            try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer"]}"#)
+            try client.send(#"{"class":"STATUS","id":2}"#)
+            try client.send(#"{"class":"DEVICES","id":3}"#)
+            try client.send("not json")
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            // The last request has been handled (refused, and counted) before the sensor gives its sample.
+            let metrics = try #require(server.metricsPort)
+            try waitUntil {
+                let page = (try? httpRequest(port: metrics, path: "/metrics").body) ?? ""
+                return prometheusSamples(page)["motiond_errors_total{kind=\"request_refused\"}"] == 1
+            }
+            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            let replies = try (0..<4).map { _ in try AnyServerMessage(line: Array(try client.next().utf8)).message.map { type(of: $0).className } }
+            #expect(replies == ["SNAPSHOT", "STATUS", "DEVICES", "ERROR"], "\(replies)")
+        }
     }
 
     /// Pipelined POLLs against a sensor that gives nothing: each used to replan over every waiting
     /// poll (20,000 cost 18 s of CPU and stalled other clients for 4.8 s). A client may have 32
     /// waiting; beyond, a POLL is refused at once. Every request still gets its reply, in order,
     /// and other clients are served meanwhile.
-    @Test func pipelinedPollsOnASilentSensorAreCappedAndAnsweredInOrder() throws {
-        let (_, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        let poller = try TestClient.greeted(path: server.socketPath)
-        let count = 500
-        let requests = (1...count).map { #"{"class":"POLL","id":\#($0),"streams":["gyroscope"]}"# }.joined(separator: "\n") + "\n"
-        _ = requests.utf8CString.withUnsafeBytes { write(poller.fd, $0.baseAddress, $0.count - 1) }
-        let other = try TestClient.greeted(path: server.socketPath)
-        let asked = Date()
-        try other.send(#"{"class":"STATUS"}"#)
-        _ = try other.next("STATUS")
-        #expect(Date().timeIntervalSince(asked) < 0.5, "another client waited \(Date().timeIntervalSince(asked)) s")
-        // The 32 that wait end with the sensor's first sample or their timeout, whichever comes first.
-        var ids: [RequestID?] = []
-        var refused = 0
-        for _ in 0..<count {
-            let line = try poller.next(seconds: 5)
-            if Wire.className(of: Array(line.utf8)) == "SNAPSHOT" {
-                ids.append(try poller.decode(Snapshot.self, line).id)
-            } else {
-                let error = try poller.decode(ErrorReply.self, line)
-                ids.append(error.id)
-                if error.message == "32 polls are waiting already; wait for their answers" { refused += 1 }
+    @Test func pipelinedPollsOnASilentSensorAreCappedAndAnsweredInOrder() async throws {
+        let (_, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let poller = try TestClient.greeted(path: server.socketPath)
+            let count = 500
+            let requests = (1...count).map { #"{"class":"POLL","id":\#($0),"streams":["gyroscope"]}"# }.joined(separator: "\n") + "\n"
+            _ = requests.utf8CString.withUnsafeBytes { write(poller.fd, $0.baseAddress, $0.count - 1) }
+            let other = try TestClient.greeted(path: server.socketPath)
+            let asked = Date()
+            try other.send(#"{"class":"STATUS"}"#)
+            _ = try other.next("STATUS")
+            #expect(Date().timeIntervalSince(asked) < 0.5, "another client waited \(Date().timeIntervalSince(asked)) s")
+            // The 32 that wait end with the sensor's first sample or their timeout, whichever comes first.
+            var ids: [RequestID?] = []
+            var refused = 0
+            for _ in 0..<count {
+                let line = try poller.next(seconds: 5)
+                if Wire.className(of: Array(line.utf8)) == "SNAPSHOT" {
+                    ids.append(try poller.decode(Snapshot.self, line).id)
+                } else {
+                    let error = try poller.decode(ErrorReply.self, line)
+                    ids.append(error.id)
+                    if error.message == "32 polls are waiting already; wait for their answers" { refused += 1 }
+                }
             }
+            #expect(ids == (1...count).map { RequestID.integer(Int64($0)) }, "every reply, in the order of the requests")
+            #expect(refused == count - 32)
         }
-        #expect(ids == (1...count).map { RequestID.integer(Int64($0)) }, "every reply, in the order of the requests")
-        #expect(refused == count - 32)
     }
 
     /// 3000 STATUS requests in one write from each of three clients: writing a reply while the read
     /// was still being framed could make NIO read the socket again and re-enter the handler in the
     /// middle of it (a fatal exclusive-access conflict: the daemon died). Replies now go out once the
     /// read is framed, and the daemon keeps serving.
-    @Test func aClientWritingThousandsOfRequestsAtOnceCannotCrashTheDaemon() throws {
-        let (_, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        // One writes and reads along, one writes and never reads, one writes and goes away.
-        let requests = String(repeating: #"{"class":"STATUS"}"# + "\n", count: 3000)
-        let reader = try TestClient(path: server.socketPath)
-        let sleeper = try TestClient(path: server.socketPath)
-        let leaver = try UnixSocket.connect(to: server.socketPath)
-        var greeting = [UInt8](repeating: 0, count: 4096)
-        _ = read(leaver, &greeting, greeting.count)  // greeted, so the daemon reads what it sends next
-        for fd in [reader.fd, sleeper.fd, leaver] {
-            _ = requests.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
+    @Test func aClientWritingThousandsOfRequestsAtOnceCannotCrashTheDaemon() async throws {
+        let (_, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            // One writes and reads along, one writes and never reads, one writes and goes away.
+            let requests = String(repeating: #"{"class":"STATUS"}"# + "\n", count: 3000)
+            let reader = try TestClient(path: server.socketPath)
+            let sleeper = try TestClient(path: server.socketPath)
+            let leaver = try UnixSocket.connect(to: server.socketPath)
+            var greeting = [UInt8](repeating: 0, count: 4096)
+            _ = read(leaver, &greeting, greeting.count)  // greeted, so the daemon reads what it sends next
+            for fd in [reader.fd, sleeper.fd, leaver] {
+                _ = requests.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
+            }
+            close(leaver)
+            // Its 3000 replies, or as many as came before the daemon closed it for flooding (a read of
+            // more than `ClientOutbox.floodLimit` requests can queue that many replies at once): never
+            // a silence.
+            var read = 0
+            var closed = false
+            while read < 3000 && !closed {
+                do {
+                    _ = try reader.next(seconds: 2)
+                    read += 1
+                } catch MotionClientError.connectionLost {
+                    closed = true
+                }
+            }
+            #expect(read == 3000 || closed, "\(read) replies, then silence")
+            let other = try TestClient.greeted(path: server.socketPath)
+            try other.send(#"{"class":"STATUS"}"#)
+            _ = try other.decode(StatusReply.self, try other.next("STATUS"))
         }
-        close(leaver)
-        var read = 0
-        while read < 3000, (try? reader.next(seconds: 2)) != nil { read += 1 }
-        let other = try TestClient.greeted(path: server.socketPath)
-        try other.send(#"{"class":"STATUS"}"#)
-        _ = try other.decode(StatusReply.self, try other.next("STATUS"))
     }
 }

@@ -170,7 +170,7 @@ extension Hardware {
             while Date() < end {
                 var bytes: [UInt8] = []
                 while next <= monotonic() - 8_000_000 {
-                    bytes += Hardware.Server.scan(accelerometer: [8192, 0, 14189], gyroscope: [0, 0, 0], time: next)
+                    bytes += Testbed.imuScan(accelerometer: [8192, 0, 14189], gyroscope: [0, 0, 0], time: next)
                     fed.insert(next)
                     next += period
                 }
@@ -271,7 +271,8 @@ extension Hardware {
             var before: MotionMessage?
             for _ in 0..<10 { before = try client.decode(MotionMessage.self, try client.next("MOTION", seconds: 3)) }
             try session.testbed.setAttribute("iio:device0", "in_accel_x_raw", "2147483647\n")
-            usleep(50_000)
+            // Until the daemon has read the glitch (and said so), however long that takes under load.
+            #expect(session.daemon.waitForLog("sensor read failed"), "the glitch was read")
             try session.testbed.setAttribute("iio:device0", "in_accel_x_raw", "10\n")
             let end = Date().addingTimeInterval(1)
             var after: MotionMessage?

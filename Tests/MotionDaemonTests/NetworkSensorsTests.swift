@@ -5,6 +5,7 @@ import MotionWire
 import TestSupport
 import Testing
 
+@testable import MotionConfiguration
 @testable import MotionDaemon
 
 extension Hardware {

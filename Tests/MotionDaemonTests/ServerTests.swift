@@ -8,119 +8,115 @@ import Synchronization
 import Testing
 
 @testable import MotionDaemon
+import MotionDevices
+@testable import MotionHub
 
 extension Hardware {
     /// The daemon end to end: a umockdev IMU, the server on a real Unix socket, a client speaking JSON lines.
     @Suite struct Server {
-        static func socketPath() -> String { NSTemporaryDirectory() + "motiond-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock" }
+        static func socketPath() -> String { temporarySocketPath() }
 
         /// A testbed with the buffered IMU fixture and a started in-process server on a fresh socket.
-        static func startServerOnIMU() throws -> (Testbed, MotionServer) {
+        static func startServerOnIMU() async throws -> (Testbed, MotionServer) {
             let testbed = try Testbed()
             try testbed.add(fixture: "imu-buffered")
             let server = MotionServer(socketPath: socketPath())
-            try server.start()
+            try await server.start()
             return (testbed, server)
         }
 
-        /// One IMU scan (accelerometer + gyroscope + timestamp, 24 bytes) for the imu-buffered fixture.
-        static func scan(accelerometer: [Int], gyroscope: [Int], time: Int64) -> [UInt8] {
-            var bytes: [UInt8] = []
-            for v in accelerometer + gyroscope { bytes += withUnsafeBytes(of: Int16(v).littleEndian, Array.init) }
-            return bytes + [0, 0, 0, 0] + withUnsafeBytes(of: time.littleEndian, Array.init)
-        }
+        @Test func greetingDevicesErrorsWatchPollAndStatus() async throws {
+            let (testbed, server) = try await Self.startServerOnIMU()
+            try await server.whileServing {
+                let client = try TestClient(path: server.socketPath)
+                let version = try client.decode(Version.self, try client.next("VERSION"))
+                #expect(version.protoMajor == ProtocolVersion.major)
 
-        @Test func greetingDevicesErrorsWatchPollAndStatus() throws {
-            let (testbed, server) = try Self.startServerOnIMU()
-            defer { try? server.stop() }
+                try client.send(#"{"class":"DEVICES","id":1}"#)
+                let devices = try client.decode(DevicesReply.self, try client.next("DEVICES"))
+                #expect(devices.id == .integer(1))
+                #expect(devices.devices.map(\.device) == ["iio:device0"])
+                #expect(devices.devices.first?.kinds == [.accelerometer, .gyroscope])
+                #expect(devices.devices.first?.mode == "buffered")
 
-            let client = try TestClient(path: server.socketPath)
-            let version = try client.decode(Version.self, try client.next("VERSION"))
-            #expect(version.protoMajor == ProtocolVersion.major)
+                // Bad lines get errors and the connection survives.
+                try client.send("not json")
+                #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .malformed)
+                try client.send(String(repeating: "x", count: 10_000))
+                #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .tooLong)
+                try client.send(#"{"class":"WATCH","id":2,"streams":["magnetometer"]}"#)
+                #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .unavailable)
 
-            try client.send(#"{"class":"DEVICES","id":1}"#)
-            let devices = try client.decode(DevicesReply.self, try client.next("DEVICES"))
-            #expect(devices.id == .integer(1))
-            #expect(devices.devices.map(\.device) == ["iio:device0"])
-            #expect(devices.devices.first?.kinds == [.accelerometer, .gyroscope])
-            #expect(devices.devices.first?.mode == "buffered")
+                // Nobody watches yet: the sensor is closed.
+                #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"))
 
-            // Bad lines get errors and the connection survives.
-            try client.send("not json")
-            #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .malformed)
-            try client.send(String(repeating: "x", count: 10_000))
-            #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .tooLong)
-            try client.send(#"{"class":"WATCH","id":2,"streams":["magnetometer"]}"#)
-            #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code == .unavailable)
+                try client.send(#"{"class":"WATCH","id":3,"streams":["motion","accelerometer"],"interval":0.02}"#)
+                let watching = try client.decode(Watching.self, try client.next("WATCHING"))
+                #expect(watching.id == .integer(3))
+                #expect(Set(watching.streams.map(\.stream)) == [.motion, .accelerometer])
+                try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
 
-            // Nobody watches yet: the sensor is closed.
-            #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"))
+                // 100 Hz scans, lying face up and still, for one second.
+                var scans: [UInt8] = []
+                for i in 0..<100 { scans += Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000_000 + Int64(i) * 10_000_000) }
+                try testbed.feed("/dev/iio:device0", scans)
+                var motions: [MotionMessage] = []
+                while motions.count < 40 { motions.append(try client.decode(MotionMessage.self, try client.next("MOTION"))) }
+                // Every 20 ms on the sample clock, from 100 Hz samples.
+                let gaps = zip(motions.dropFirst(), motions).map { $0.timestamp - $1.timestamp }
+                #expect(gaps.allSatisfy { $0 == 20_000_000 }, "\(motions.map(\.timestamp))")
+                let last = try #require(motions.last)
+                #expect(abs(last.gravity.z + 1) < 0.01, "face up: gravity (0, 0, −1) g")
+                #expect(last.userAcceleration.length < 0.01)
 
-            try client.send(#"{"class":"WATCH","id":3,"streams":["motion","accelerometer"],"interval":0.02}"#)
-            let watching = try client.decode(Watching.self, try client.next("WATCHING"))
-            #expect(watching.id == .integer(3))
-            #expect(Set(watching.streams.map(\.stream)) == [.motion, .accelerometer])
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+                try client.send(#"{"class":"POLL","id":4,"streams":["accelerometer","motion"]}"#)
+                let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
+                #expect(snapshot.id == .integer(4))
+                #expect(abs((snapshot.accelerometer?.acceleration.z ?? 0) + 0.9990) < 0.001, "16384 × 0.000598 m/s² = 0.999 g, CoreMotion's sign")
+                #expect(snapshot.motion != nil)
 
-            // 100 Hz scans, lying face up and still, for one second.
-            var scans: [UInt8] = []
-            for i in 0..<100 { scans += Self.scan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000_000 + Int64(i) * 10_000_000) }
-            try testbed.feed("/dev/iio:device0", scans)
-            var motions: [MotionMessage] = []
-            while motions.count < 40 { motions.append(try client.decode(MotionMessage.self, try client.next("MOTION"))) }
-            // Every 20 ms on the sample clock, from 100 Hz samples.
-            let gaps = zip(motions.dropFirst(), motions).map { $0.timestamp - $1.timestamp }
-            #expect(gaps.allSatisfy { $0 == 20_000_000 }, "\(motions.map(\.timestamp))")
-            let last = try #require(motions.last)
-            #expect(abs(last.gravity.z + 1) < 0.01, "face up: gravity (0, 0, −1) g")
-            #expect(last.userAcceleration.length < 0.01)
+                try client.send(#"{"class":"STATUS","id":5}"#)
+                let status = try client.decode(StatusReply.self, try client.next("STATUS"))
+                #expect(status.clients == 1)
+                #expect(status.sensors.map(\.device) == ["iio:device0"])
+                #expect(status.sensors.first?.mode == "buffered")
+                #expect(abs((status.sensors.first?.measuredRate ?? 0) - 100) < 1, "the rate measured on the timestamps")
 
-            try client.send(#"{"class":"POLL","id":4,"streams":["accelerometer","motion"]}"#)
-            let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
-            #expect(snapshot.id == .integer(4))
-            #expect(abs((snapshot.accelerometer?.acceleration.z ?? 0) + 0.9990) < 0.001, "16384 × 0.000598 m/s² = 0.999 g, CoreMotion's sign")
-            #expect(snapshot.motion != nil)
-
-            try client.send(#"{"class":"STATUS","id":5}"#)
-            let status = try client.decode(StatusReply.self, try client.next("STATUS"))
-            #expect(status.clients == 1)
-            #expect(status.sensors.map(\.device) == ["iio:device0"])
-            #expect(status.sensors.first?.mode == "buffered")
-            #expect(abs((status.sensors.first?.measuredRate ?? 0) - 100) < 1, "the rate measured on the timestamps")
-
-            try client.send(#"{"class":"WATCH","id":6,"enable":false}"#)
-            #expect(try client.decode(Watching.self, try client.next("WATCHING")).streams.isEmpty)
-            // Closed once the poll's linger (5 s after the poll) is over.
-            try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+                try client.send(#"{"class":"WATCH","id":6,"enable":false}"#)
+                #expect(try client.decode(Watching.self, try client.next("WATCHING")).streams.isEmpty)
+                // Closed once the poll's linger (5 s after the poll) is over.
+                try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+            }
         }
 
         /// A client that lets its samples wait 100 ms gets every sample, each with its own timestamp;
         /// the IIO buffer's watermark (libiio sets it from the batch) is then the 10 scans of 100 ms at
         /// 100 Hz, so the kernel wakes the daemon once per 10 scans. A second client that waits for
         /// nothing brings it back to 1: a sensor batches only as far as all its clients let it.
-        @Test func aLatencyBatchesTheBufferAndLosesNoSample() throws {
-            let (testbed, server) = try Self.startServerOnIMU()
-            defer { try? server.stop() }
-            let patient = try TestClient.greeted(path: server.socketPath)
-            // Both sensors of the IMU, so that the scans enabled are the fixture's 24-byte ones.
-            try patient.send(#"{"class":"WATCH","streams":["accelerometer","gyroscope"],"interval":0.01,"latency":0.1}"#)
-            let watching = try patient.decode(Watching.self, try patient.next("WATCHING"))
-            #expect(watching.streams.first?.latency == 0.1)
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            #expect(try Self.watermark(testbed) == 10)
+        @Test func aLatencyBatchesTheBufferAndLosesNoSample() async throws {
+            let (testbed, server) = try await Self.startServerOnIMU()
+            try await server.whileServing {
+                let patient = try TestClient.greeted(path: server.socketPath)
+                // Both sensors of the IMU, so that the scans enabled are the fixture's 24-byte ones.
+                try patient.send(#"{"class":"WATCH","streams":["accelerometer","gyroscope"],"interval":0.01,"latency":0.1}"#)
+                let watching = try patient.decode(Watching.self, try patient.next("WATCHING"))
+                #expect(watching.streams.first?.latency == 0.1)
+                try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+                #expect(try Self.watermark(testbed) == 10)
 
-            var scans: [UInt8] = []
-            let times = (0..<10).map { 2_000_000_000 + Int64($0) * 10_000_000 }
-            for (i, time) in times.enumerated() { scans += Self.scan(accelerometer: [0, 0, 16384], gyroscope: [i, 0, 0], time: time) }
-            try testbed.feed("/dev/iio:device0", scans)
-            var received: [GyroscopeMessage] = []
-            while received.count < 10 { received.append(try patient.decode(GyroscopeMessage.self, try patient.next("GYROSCOPE"))) }
-            #expect(received.map(\.timestamp) == times)
+                var scans: [UInt8] = []
+                let times = (0..<10).map { 2_000_000_000 + Int64($0) * 10_000_000 }
+                for (i, time) in times.enumerated() { scans += Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [i, 0, 0], time: time) }
+                try testbed.feed("/dev/iio:device0", scans)
+                var received: [GyroscopeMessage] = []
+                while received.count < 10 { received.append(try patient.decode(GyroscopeMessage.self, try patient.next("GYROSCOPE"))) }
+                #expect(received.map(\.timestamp) == times)
 
-            let eager = try TestClient.greeted(path: server.socketPath)
-            try eager.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
-            _ = try eager.next("WATCHING")
-            try waitUntil { (try? Self.watermark(testbed)) == 1 }
+                let eager = try TestClient.greeted(path: server.socketPath)
+                try eager.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
+                _ = try eager.next("WATCHING")
+                try waitUntil { (try? Self.watermark(testbed)) == 1 }
+            }
         }
 
         /// The IIO buffer's watermark, as libiio wrote it (it ends the number with a NUL, not a newline).
@@ -130,105 +126,53 @@ extension Hardware {
 
         /// A stop that comes while a sensor is still being opened (off the loop) waits for the opening
         /// and closes it: the device is put back when `stop` returns, not left with its buffer enabled.
-        @Test func aStopDuringASensorsOpeningLeavesItClosed() throws {
+        @Test func aStopDuringASensorsOpeningLeavesItClosed() async throws {
             for _ in 0..<5 {
-                let (testbed, server) = try Self.startServerOnIMU()
+                let (testbed, server) = try await Self.startServerOnIMU()
                 let client = try TestClient.greeted(path: server.socketPath)
                 try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
                 _ = try client.next("WATCHING")
-                try server.stop()
+                try await server.stop()
                 #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"))
                 #expect(try testbed.attribute("iio:device0", "current_timestamp_clock") == "realtime\n", "put back as it was")
             }
         }
 
         /// A latency outside 0…10 s is refused, naming the range.
-        @Test func aLatencyOutOfRangeIsRefused() throws {
-            let (_, server) = try Self.startServerOnIMU()
-            defer { try? server.stop() }
-            let client = try TestClient.greeted(path: server.socketPath)
-            try client.send(#"{"class":"WATCH","id":1,"streams":["motion"],"latency":11}"#)
-            let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
-            #expect(error.code == .invalidArgument && error.message.contains("latency 11.0 s is outside 0.0…10.0 s"), "\(error)")
-        }
-
-        @Test func aPollStartsTheSensorsWhichStayWarmForTheNextPollsThenClose() throws {
-            let (testbed, server) = try Self.startServerOnIMU()
-            defer { try? server.stop() }
-            let client = try TestClient.greeted(path: server.socketPath)
-
-            try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer","gyroscope"]}"#)
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [10, 0, 0], time: 1_000_000))
-            let first = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
-            #expect(first.id == .integer(1) && first.gyroscope?.timestamp == 1_000_000, "the first poll waits for the first sample")
-
-            try testbed.feed("/dev/iio:device0", Self.scan(accelerometer: [0, 0, 16384], gyroscope: [20, 0, 0], time: 2_000_000))
-            try waitUntil {
-                (try? client.send(#"{"class":"POLL","id":2,"streams":["accelerometer","gyroscope"]}"#)) != nil
-                    && (try? client.decode(Snapshot.self, client.next("SNAPSHOT")))?.gyroscope?.timestamp == 2_000_000
+        @Test func aLatencyOutOfRangeIsRefused() async throws {
+            let (_, server) = try await Self.startServerOnIMU()
+            try await server.whileServing {
+                let client = try TestClient.greeted(path: server.socketPath)
+                try client.send(#"{"class":"WATCH","id":1,"streams":["motion"],"latency":11}"#)
+                let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
+                #expect(error.code == .invalidArgument && error.message.contains("latency 11.0 s is outside 0.0…10.0 s"), "\(error)")
             }
-            #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("1"), "still running between polls")
-
-            let lastPoll = Date()
-            try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
-            let linger = Date().timeIntervalSince(lastPoll)
-            #expect(linger > 4 && linger < 7, "closed about 5 s after the last poll: \(linger) s")
         }
-    }
-}
 
-/// Runs the `motiond` executable; it inherits the testbed's environment, so it sees the fake devices.
-final class DaemonProcess {
-    let process = Process()
-    let socket: String
-    let log = Pipe()
+        @Test func aPollStartsTheSensorsWhichStayWarmForTheNextPollsThenClose() async throws {
+            let (testbed, server) = try await Self.startServerOnIMU()
+            try await server.whileServing {
+                let client = try TestClient.greeted(path: server.socketPath)
 
-    init(socket: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
-        self.socket = socket
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
-        process.arguments = ["--socket", socket] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardError = log
-        try process.run()
-        // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
-        try waitUntil { (try? TestClient(path: socket)) != nil }
-    }
+                try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer","gyroscope"]}"#)
+                try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+                try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [10, 0, 0], time: 1_000_000))
+                let first = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
+                #expect(first.id == .integer(1) && first.gyroscope?.timestamp == 1_000_000, "the first poll waits for the first sample")
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+                try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [20, 0, 0], time: 2_000_000))
+                try waitUntil {
+                    (try? client.send(#"{"class":"POLL","id":2,"streams":["accelerometer","gyroscope"]}"#)) != nil
+                        && (try? client.decode(Snapshot.self, client.next("SNAPSHOT")))?.gyroscope?.timestamp == 2_000_000
+                }
+                #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("1"), "still running between polls")
 
-    /// What the daemon has logged so far (read as it comes, so that a test can wait for a line).
-    private var logged = ""
-
-    /// Waits until the log holds `text` `count` times (or `seconds` pass: the test then fails on
-    /// what follows): a barrier on what the daemon did, not a guess at how long it takes.
-    /// Returns whether it came.
-    @discardableResult
-    func waitForLog(_ text: String, count: Int = 1, seconds: Double = 5) -> Bool {
-        let fd = log.fileHandleForReading.fileDescriptor
-        let deadline = Date().addingTimeInterval(seconds)
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        func found() -> Bool { logged.components(separatedBy: text).count - 1 >= count }
-        while !found(), Date() < deadline {
-            var reader = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&reader, 1, 100) > 0 else { continue }
-            let n = read(fd, &buffer, buffer.count)
-            guard n > 0 else { break }
-            logged += String(decoding: buffer[0..<n], as: UTF8.self)
+                let lastPoll = Date()
+                try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
+                let linger = Date().timeIntervalSince(lastPoll)
+                #expect(linger > 4 && linger < 7, "closed about 5 s after the last poll: \(linger) s")
+            }
         }
-        return found()
-    }
-
-    /// The whole log, once the daemon has exited.
-    func finalLog() -> String {
-        logged + String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    }
-
-    /// Sends `number` and waits for the daemon to exit (killed after 10 s: the test then fails on
-    /// its termination reason instead of hanging).
-    func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
-        process.waitUntilExit(seconds: 10)
     }
 }
 
@@ -275,30 +219,31 @@ extension Hardware.Server {
         return client
     }
 
-    @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() throws {
-        let (testbed, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        let client = try Self.watchingTheGyroscope(of: testbed, on: server)
+    @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() async throws {
+        let (testbed, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let client = try Self.watchingTheGyroscope(of: testbed, on: server)
 
-        testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
-        let ended = try client.decode(Ended.self, try client.next("ENDED"))
-        #expect(ended.stream == .gyroscope && ended.reason.contains("iio:device0"))
+            testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
+            let ended = try client.decode(Ended.self, try client.next("ENDED"))
+            #expect(ended.stream == .gyroscope && ended.reason.contains("iio:device0"))
 
-        // Plugged back in, the kernel gives it a new number.
-        let fixture = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../TestSupport/Fixtures/imu-buffered.umockdev").standardized, encoding: .utf8)
-        try testbed.add(fixture.replacingOccurrences(of: "iio:device0", with: "iio:device1").replacingOccurrences(of: "trigger0", with: "trigger1")
-            .replacingOccurrences(of: "dev=250:0", with: "dev=250:1"))
-        try waitUntil {
-            (try? client.send(#"{"class":"DEVICES"}"#)) != nil
-                && (try? client.decode(DevicesReply.self, client.next("DEVICES")))?.devices.map(\.device) == ["iio:device1"]
+            // Plugged back in, the kernel gives it a new number.
+            let fixture = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../TestSupport/Fixtures/imu-buffered.umockdev").standardized, encoding: .utf8)
+            try testbed.add(fixture.replacingOccurrences(of: "iio:device0", with: "iio:device1").replacingOccurrences(of: "trigger0", with: "trigger1")
+                .replacingOccurrences(of: "dev=250:0", with: "dev=250:1"))
+            try waitUntil {
+                (try? client.send(#"{"class":"DEVICES"}"#)) != nil
+                    && (try? client.decode(DevicesReply.self, client.next("DEVICES")))?.devices.map(\.device) == ["iio:device1"]
+            }
+            try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil { (try? testbed.attribute("iio:device1", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device1", Self.gyroscopeScan(2_000_000))
+            let sample = try client.decode(GyroscopeMessage.self, try client.next("GYROSCOPE"))
+            #expect(sample.timestamp == 2_000_000)
         }
-        try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
-        _ = try client.next("WATCHING")
-        try waitUntil { (try? testbed.attribute("iio:device1", "buffer/enable"))?.hasPrefix("1") == true }
-        try testbed.feed("/dev/iio:device1", Self.gyroscopeScan(2_000_000))
-        let sample = try client.decode(GyroscopeMessage.self, try client.next("GYROSCOPE"))
-        #expect(sample.timestamp == 2_000_000)
     }
 }
 
@@ -307,81 +252,83 @@ extension Hardware.Server {
     /// (a `name` beyond its 1,024-byte buffer: EFBIG; or a device unplugged while it reads: ENOENT,
     /// which the soak hit). Such a listing used to remove every device, ending every stream. The
     /// odd device is skipped, the others stay, and their streams go on.
-    @Test func aDeviceLibiioCannotReadLeavesTheDevicesKnownServing() throws {
+    @Test func aDeviceLibiioCannotReadLeavesTheDevicesKnownServing() async throws {
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")
         let log = MessageLog()
         let server = MotionServer(socketPath: Self.socketPath(), logger: Logger(label: "test") { _ in log })
-        try server.start()
-        defer { try? server.stop() }
-        let client = try Self.watchingTheGyroscope(of: testbed, on: server)
+        try await server.start()
+        try await server.whileServing {
+            let client = try Self.watchingTheGyroscope(of: testbed, on: server)
 
-        try testbed.add("P: /devices/platform/odd/iio:device2\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
-        try waitUntil { log.contains("device skipped", about: "iio:device2") }
-        try client.send(#"{"class":"DEVICES"}"#)
-        #expect(try client.decode(DevicesReply.self, client.next("DEVICES")).devices.map(\.device) == ["iio:device0"])
-        try testbed.feed("/dev/iio:device0", Self.gyroscopeScan(11_000_000))  // one 0.01 s interval later
-        let line = try client.next()
-        #expect(Wire.className(of: Array(line.utf8)) == "GYROSCOPE", "the stream went on without an ENDED: \(line)")
+            try testbed.add("P: /devices/platform/odd/iio:device2\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
+            try waitUntil { log.contains("device skipped", about: "iio:device2") }
+            try client.send(#"{"class":"DEVICES"}"#)
+            #expect(try client.decode(DevicesReply.self, client.next("DEVICES")).devices.map(\.device) == ["iio:device0"])
+            try testbed.feed("/dev/iio:device0", Self.gyroscopeScan(11_000_000))  // one 0.01 s interval later
+            let line = try client.next()
+            #expect(Wire.className(of: Array(line.utf8)) == "GYROSCOPE", "the stream went on without an ENDED: \(line)")
 
-        // Listed again (another odd device comes): what was said of the first is not said again.
-        try testbed.add("P: /devices/platform/odd/iio:device3\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
-        try waitUntil { log.contains("device skipped", about: "iio:device3") }
-        #expect(log.count("device skipped", about: "iio:device2") == 1)
-        testbed.remove(syspath: "/sys/devices/platform/odd/iio:device3")
-        testbed.remove(syspath: "/sys/devices/platform/odd/iio:device2")
+            // Listed again (another odd device comes): what was said of the first is not said again.
+            try testbed.add("P: /devices/platform/odd/iio:device3\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
+            try waitUntil { log.contains("device skipped", about: "iio:device3") }
+            #expect(log.count("device skipped", about: "iio:device2") == 1)
+            testbed.remove(syspath: "/sys/devices/platform/odd/iio:device3")
+            testbed.remove(syspath: "/sys/devices/platform/odd/iio:device2")
+        }
     }
 
-    @Test func aClientThatNeverReadsSlowsNobodyAndIsToldWhatItLost() throws {
-        let (testbed, server) = try Self.startServerOnIMU()
-        defer { try? server.stop() }
-        let reader = try TestClient(path: server.socketPath)
-        let sleeper = try TestClient(path: server.socketPath)
-        for client in [reader, sleeper] {
-            _ = try client.next("VERSION")
-            try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
-            _ = try client.next("WATCHING")
-        }
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-
-        // 8,000 accelerometer scans (6 bytes + 2 padding + 8 timestamp) as fast as the daemon takes them.
-        let count = 8000
-        var received = 0
-        for chunk in stride(from: 0, to: count, by: 50) {
-            var bytes: [UInt8] = []
-            for i in chunk..<(chunk + 50) {
-                bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init)
+    @Test func aClientThatNeverReadsSlowsNobodyAndIsToldWhatItLost() async throws {
+        let (testbed, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let reader = try TestClient(path: server.socketPath)
+            let sleeper = try TestClient(path: server.socketPath)
+            for client in [reader, sleeper] {
+                _ = try client.next("VERSION")
+                try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
+                _ = try client.next("WATCHING")
             }
-            try testbed.feed("/dev/iio:device0", bytes)
-            // The reader keeps up meanwhile.
-            while received < chunk, let line = try? reader.next(seconds: 0.5) {
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+
+            // 8,000 accelerometer scans (6 bytes + 2 padding + 8 timestamp) as fast as the daemon takes them.
+            let count = 8000
+            var received = 0
+            for chunk in stride(from: 0, to: count, by: 50) {
+                var bytes: [UInt8] = []
+                for i in chunk..<(chunk + 50) {
+                    bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init)
+                }
+                try testbed.feed("/dev/iio:device0", bytes)
+                // The reader keeps up meanwhile.
+                while received < chunk, let line = try? reader.next(seconds: 0.5) {
+                    if Wire.className(of: Array(line.utf8)) == "ACCELEROMETER" { received += 1 }
+                }
+            }
+            while received < count {
+                let line = try reader.next(seconds: 5)
                 if Wire.className(of: Array(line.utf8)) == "ACCELEROMETER" { received += 1 }
             }
-        }
-        while received < count {
-            let line = try reader.next(seconds: 5)
-            if Wire.className(of: Array(line.utf8)) == "ACCELEROMETER" { received += 1 }
-        }
-        #expect(received == count, "the reading client got every sample")
+            #expect(received == count, "the reading client got every sample")
 
-        // The sleeper now reads: fewer samples, and a DROPPED that accounts for the rest.
-        var samples = 0, dropped = 0
-        while let line = try? sleeper.next(seconds: 1) {
-            switch Wire.className(of: Array(line.utf8)) {
-            case "ACCELEROMETER": samples += 1
-            case "DROPPED": dropped += try sleeper.decode(Dropped.self, line).count
-            default: break
+            // The sleeper now reads: fewer samples, and a DROPPED that accounts for the rest.
+            var samples = 0, dropped = 0
+            while let line = try? sleeper.next(seconds: 1) {
+                switch Wire.className(of: Array(line.utf8)) {
+                case "ACCELEROMETER": samples += 1
+                case "DROPPED": dropped += try sleeper.decode(Dropped.self, line).count
+                default: break
+                }
             }
+            #expect(dropped > 0)
+            #expect(samples + dropped == count, "\(samples) received + \(dropped) dropped")
+            try reader.send(#"{"class":"STATUS","id":1}"#)
+            #expect(try reader.decode(StatusReply.self, try reader.next("STATUS")).dropped == dropped)
         }
-        #expect(dropped > 0)
-        #expect(samples + dropped == count, "\(samples) received + \(dropped) dropped")
-        try reader.send(#"{"class":"STATUS","id":1}"#)
-        #expect(try reader.decode(StatusReply.self, try reader.next("STATUS")).dropped == dropped)
     }
 }
 
 extension Hardware.Server {
-    @Test func fiveHundredClientsConnectWatchAndLeave() throws {
+    @Test func fiveHundredClientsConnectWatchAndLeave() async throws {
         // 500 clients and the server's 500 ends need more descriptors than the default soft limit.
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
@@ -392,38 +339,39 @@ extension Hardware.Server {
         try testbed.add(fixture: "imu-buffered")
         // Answering 500 WATCHes takes longer than a real device takes to send its first scan.
         let server = MotionServer(socketPath: Self.socketPath(), source: HardwareSource(firstDataTimeout: 30))
-        try server.start()
-        defer { try? server.stop() }
-        var clients: [TestClient] = []
-        for _ in 0..<500 {
-            let client = try TestClient.greeted(path: server.socketPath)
-            clients.append(client)
+        try await server.start()
+        try await server.whileServing {
+            var clients: [TestClient] = []
+            for _ in 0..<500 {
+                let client = try TestClient.greeted(path: server.socketPath)
+                clients.append(client)
+            }
+            // All watch at once (the sensor opens with the first and must see data within its first-data
+            // timeout); every client its own interval: 10, 20, …, 50 ms.
+            for (i, client) in clients.enumerated() {
+                try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":\#(Double(i % 5 + 1) / 100)}"#)
+            }
+            for client in clients { _ = try client.next("WATCHING") }
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            var bytes: [UInt8] = []
+            for i in 0..<20 { bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init) }
+            try testbed.feed("/dev/iio:device0", bytes)
+            // 20 samples at 10 ms: a client at k × 10 ms gets ⌈20 / k⌉ of them.
+            for (i, client) in clients.enumerated() {
+                let expected = (20 + i % 5) / (i % 5 + 1)
+                var got = 0
+                while got < expected { if Wire.className(of: Array(try client.next("ACCELEROMETER").utf8)) != nil { got += 1 } }
+                #expect(got == expected)
+            }
+            try clients[0].send(#"{"class":"STATUS","id":1}"#)
+            #expect(try clients[0].decode(StatusReply.self, try clients[0].next("STATUS")).clients == 500)
+            clients.removeAll()  // all leave
+            let last = try TestClient.greeted(path: server.socketPath)
+            try waitUntil {
+                (try? last.send(#"{"class":"STATUS"}"#)) != nil && (try? last.decode(StatusReply.self, last.next("STATUS")))?.clients == 1
+            }
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
         }
-        // All watch at once (the sensor opens with the first and must see data within its first-data
-        // timeout); every client its own interval: 10, 20, …, 50 ms.
-        for (i, client) in clients.enumerated() {
-            try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":\#(Double(i % 5 + 1) / 100)}"#)
-        }
-        for client in clients { _ = try client.next("WATCHING") }
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-        var bytes: [UInt8] = []
-        for i in 0..<20 { bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init) }
-        try testbed.feed("/dev/iio:device0", bytes)
-        // 20 samples at 10 ms: a client at k × 10 ms gets ⌈20 / k⌉ of them.
-        for (i, client) in clients.enumerated() {
-            let expected = (20 + i % 5) / (i % 5 + 1)
-            var got = 0
-            while got < expected { if Wire.className(of: Array(try client.next("ACCELEROMETER").utf8)) != nil { got += 1 } }
-            #expect(got == expected)
-        }
-        try clients[0].send(#"{"class":"STATUS","id":1}"#)
-        #expect(try clients[0].decode(StatusReply.self, try clients[0].next("STATUS")).clients == 500)
-        clients.removeAll()  // all leave
-        let last = try TestClient.greeted(path: server.socketPath)
-        try waitUntil {
-            (try? last.send(#"{"class":"STATUS"}"#)) != nil && (try? last.decode(StatusReply.self, last.next("STATUS")))?.clients == 1
-        }
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
     }
 }
 
@@ -434,7 +382,7 @@ extension Hardware.Server {
             var bytes: [UInt8] = []
             for i in 0..<50 {
                 let t = start + Int64(chunk * 50 + i + 1) * 10_000_000
-                bytes += scan(accelerometer: [0, 0, 16384], gyroscope: [10, -20, 5], time: t)
+                bytes += Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [10, -20, 5], time: t)
             }
             try testbed.feed(node, bytes)
         }
@@ -621,33 +569,24 @@ extension Hardware.Server {
 }
 
 extension Hardware.Server {
-    @Test func aClientFloodingRequestsWithoutReadingLosesNoReplyAndIsHeldBack() throws {
-        let (testbed, server) = try Self.startServerOnIMU()
-        defer {
-            try? server.stop()
-            withExtendedLifetime(testbed) {}  // the fake device must outlive the server
+    @Test func aClientFloodingRequestsWithoutReadingLosesNoReplyAndIsHeldBack() async throws {
+        let (testbed, server) = try await Self.startServerOnIMU()
+        defer { withExtendedLifetime(testbed) {} }  // the fake device must outlive the server
+        try await server.whileServing {
+            let client = try TestClient.greeted(path: server.socketPath)
+            // 20,000 requests (far more than a queue holds) written before any reply is read; the
+            // writer blocks when the daemon stops reading, and resumes as the replies are read.
+            let count = 20_000
+            let writer = Thread { for i in 0..<count { try? client.send(#"{"class":"STATUS","id":\#(i)}"#) } }
+            writer.start()
+            sleep(3)  // read nothing for a while: far more replies than the socket and the queue hold
+            var ids: [Int] = []
+            while ids.count < count {
+                let reply = try client.decode(StatusReply.self, try client.next(seconds: 10))
+                if case .integer(let n) = reply.id { ids.append(Int(n)) }
+            }
+            #expect(ids == Array(0..<count), "every reply, in order")
         }
-        let client = try TestClient.greeted(path: server.socketPath)
-        // 20,000 requests (far more than a queue holds) written before any reply is read; the
-        // writer blocks when the daemon stops reading, and resumes as the replies are read.
-        let count = 20_000
-        let writer = Thread { for i in 0..<count { try? client.send(#"{"class":"STATUS","id":\#(i)}"#) } }
-        writer.start()
-        sleep(3)  // read nothing for a while: far more replies than the socket and the queue hold
-        var ids: [Int] = []
-        while ids.count < count {
-            let reply = try client.decode(StatusReply.self, try client.next(seconds: 10))
-            if case .integer(let n) = reply.id { ids.append(Int(n)) }
-        }
-        #expect(ids == Array(0..<count), "every reply, in order")
-    }
-}
-
-func waitUntil(seconds: Double = 5, _ condition: () -> Bool) throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        guard Date() < deadline else { throw TestClientError("condition not met within \(seconds) s") }
-        usleep(1000)
     }
 }
 

@@ -150,7 +150,8 @@ extension Hardware {
             let events = EventLog()
             capture.start(handler: events.append)
             defer { capture.stop() }
-            usleep(300_000)  // some 60 reads, all garbage
+            // 60 reads, all garbage (each read ends with `.readComplete`, samples or not).
+            try events.waitUntil { $0.all.count { if case .readComplete = $0 { true } else { false } } >= 60 }
             let said = events.all.compactMap { if case .readFailed(let e) = $0 { e } else { nil } }
             #expect(said.count == 1, "\(said)")
             guard case .implausibleReading("iio:device0", "accelerometer", _) = said.first else {

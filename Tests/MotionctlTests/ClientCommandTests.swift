@@ -39,8 +39,18 @@ import TestSupport
         let daemon = try ReplayDaemon()
         let get = try await motionctl(["get", "--json", "motion", "magnetometer", "--frame", "xMagneticNorthZVertical"], socket: daemon.socket)
         #expect(get.status == 0, "\(get.errors)")
-        let snapshot = try Wire.decode(Snapshot.self, from: Array(get.output.utf8))
+        // The protocol's own line, `class` included: a consumer tells the message by it.
+        guard case .snapshot(let snapshot) = try AnyServerMessage(line: Array(get.output.utf8)) else {
+            Issue.record("not a SNAPSHOT: \(get.output)")
+            return
+        }
         #expect(snapshot.motion?.frame == .xMagneticNorthZVertical && snapshot.magnetometer != nil)
+        let devicesJSON = try await motionctl(["devices", "--json"], socket: daemon.socket)
+        guard case .devices(let reply) = try AnyServerMessage(line: Array(devicesJSON.output.utf8)) else {
+            Issue.record("not a DEVICES reply: \(devicesJSON.output)")
+            return
+        }
+        #expect(reply.devices.map(\.device) == ["iio:device0"])
 
         let text = try await motionctl(["get"], socket: daemon.socket)
         #expect(text.output.contains("attitude") && text.output.contains("gravity"), "\(text.output)")
@@ -69,7 +79,14 @@ import TestSupport
         process.terminate()
         process.waitUntilExit()
         let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
-        let stamps = try lines.map { try Wire.decode(GyroscopeMessage.self, from: Array($0.utf8)).timestamp }
+        // Each line is the protocol's GYROSCOPE message, `class` included.
+        let stamps = try lines.compactMap { line -> Int64? in
+            guard case .gyroscope(let message) = try AnyServerMessage(line: Array(line.utf8)) else {
+                Issue.record("not a GYROSCOPE line: \(line)")
+                return nil
+            }
+            return message.timestamp
+        }
         #expect(stamps.count >= 15 && stamps.count <= 26, "about 20 updates in 1.2 s: \(stamps.count)")
         let mean = Double(stamps.last! - stamps.first!) / Double(stamps.count - 1) * 1e-9
         #expect(abs(mean - 0.05) < 0.005)

@@ -58,3 +58,14 @@ public func httpRequest(_ method: String = "GET", port: Int, path: String) throw
     else { throw TestbedError("not an HTTP response: \(text.prefix(200))") }
     return (status, String(text[bodyStart.upperBound...]))
 }
+
+/// `name{labels} value` lines of a Prometheus text exposition, by `name{labels}`.
+public func prometheusSamples(_ exposition: String) -> [String: Double] {
+    var samples: [String: Double] = [:]
+    for line in exposition.split(separator: "\n") where !line.hasPrefix("#") {
+        let parts = line.split(separator: " ")
+        guard parts.count == 2, let value = Double(parts[1]) else { continue }
+        samples[String(parts[0])] = value
+    }
+    return samples
+}

@@ -97,3 +97,13 @@ public struct TestbedError: Error, CustomStringConvertible {
 /// Every test that uses a testbed, in every test target, runs in here, one at a time:
 /// `$UMOCKDEV_DIR` is process-wide and all test targets run in one process.
 @Suite(.serialized) public enum Hardware {}
+
+extension Testbed {
+    /// One scan of the imu-buffered fixture: accelerometer and gyroscope (raw, `Int16` little-endian),
+    /// 4 bytes of padding and the timestamp (ns): 24 bytes.
+    public static func imuScan(accelerometer: [Int], gyroscope: [Int], time: Int64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for v in accelerometer + gyroscope { bytes += withUnsafeBytes(of: Int16(v).littleEndian, Array.init) }
+        return bytes + [0, 0, 0, 0] + withUnsafeBytes(of: time.littleEndian, Array.init)
+    }
+}

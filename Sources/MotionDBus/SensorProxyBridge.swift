@@ -1,0 +1,153 @@
+import MotionCore
+import MotionHub
+import MotionDevices
+import MotionWire
+import NIOCore
+
+/// Feeds iio-sensor-proxy's D-Bus interface (`SensorProxyService`) from the hub: a client of the hub
+/// like any socket client, whose watches follow the D-Bus claims and whose messages become the
+/// interface's properties. So the D-Bus side gets every rule of the socket side (rates set by demand,
+/// sensors that come and go, `ENDED`) without a second path into the core.
+///
+/// Confined to the hub's event loop; claims come from the bus's thread through `claimChanged`.
+final class SensorProxyBridge: ClientSink {
+    private let hub: Hub
+    private let service: SensorProxyService
+    private var id: Hub.ClientID?
+    /// The sensors claimed on D-Bus now.
+    private var claimed: Set<ClaimBook.Sensor> = []
+    /// The streams the hub sends us, as its last `WATCHING` said.
+    private var watching: Set<StreamKind> = []
+    private var values = SensorProxyService.Properties()
+
+    /// The compass heading is rounded to this, degrees: finer than any compass, and noise below it
+    /// does not wake the claimants.
+    static let headingResolution = 0.1
+    /// The compass is the fused heading, at this interval, s.
+    static let compassInterval = 0.1
+
+    init(hub: Hub, service: SensorProxyService) {
+        self.hub = hub
+        self.service = service
+    }
+
+    /// Registers with the hub and publishes what the devices have; on the hub's loop.
+    func start() {
+        hub.eventLoop.preconditionInEventLoop()
+        id = hub.connect(self)
+        hub.observeDevices { [unowned self] devices in devicesChanged(devices) }
+        devicesChanged(hub.devices)
+    }
+
+    /// The streams a claim of `sensor` watches.
+    static func streams(for sensor: ClaimBook.Sensor) -> [StreamKind] {
+        switch sensor {
+        case .accelerometer: [.orientation, .tilt]
+        case .light: [.light]
+        case .proximity: [.proximity]
+        case .compass: [.motion]
+        }
+    }
+
+    /// A sensor's first claim (`true`) or last release (`false`) on D-Bus; on the hub's loop.
+    func claimChanged(_ sensor: ClaimBook.Sensor, claimed isClaimed: Bool) {
+        hub.eventLoop.preconditionInEventLoop()
+        guard let id else { return }
+        if isClaimed {
+            claimed.insert(sensor)
+            watch(sensor)
+        } else {
+            claimed.remove(sensor)
+            hub.handle(.watch(.init(id: .string(sensor.rawValue), streams: Self.streams(for: sensor), enable: false)), from: id)
+        }
+    }
+
+    private func watch(_ sensor: ClaimBook.Sensor) {
+        guard let id else { return }
+        guard isPresent(sensor, on: hub.devices) else { return service.markReady(sensor) }  // told when it appears
+        let request = Request.Watch(
+            id: .string(sensor.rawValue), streams: Self.streams(for: sensor),
+            interval: sensor == .compass ? Self.compassInterval : nil, frame: sensor == .compass ? .xMagneticNorthZVertical : nil)
+        hub.handle(.watch(request), from: id)
+    }
+
+    private func isPresent(_ sensor: ClaimBook.Sensor, on devices: [DeviceDescriptor]) -> Bool {
+        let kinds = Set(devices.flatMap(\.kinds))
+        switch sensor {
+        case .accelerometer: return kinds.contains(.accelerometer)
+        case .light: return kinds.contains(.light)
+        case .proximity: return kinds.contains(.proximity)
+        case .compass: return kinds.isSuperset(of: [.accelerometer, .magnetometer])
+        }
+    }
+
+    /// Sets the `Has…` properties, and watches a claimed sensor that has just appeared.
+    private func devicesChanged(_ devices: [DeviceDescriptor]) {
+        values.hasAccelerometer = isPresent(.accelerometer, on: devices)
+        values.hasAmbientLight = isPresent(.light, on: devices)
+        values.hasProximity = isPresent(.proximity, on: devices)
+        values.hasCompass = isPresent(.compass, on: devices)
+        // The unit before the first reading (the readings then say theirs), following the sensor there is.
+        let vendor = devices.contains { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }
+        values.lightLevelUnit = (vendor ? LightMessage.Unit.vendor : .lux).rawValue
+        service.publish(values)
+        for sensor in claimed where isPresent(sensor, on: devices) && !watching.isSuperset(of: Self.streams(for: sensor)) {
+            watch(sensor)
+        }
+    }
+
+    // MARK: What the hub sends
+
+    private func received(_ line: [UInt8]) {
+        guard let message = try? AnyServerMessage(line: line) else { return }
+        switch message {
+        case .orientation(let message):
+            // Upstream has no face-up or face-down: lying flat keeps the orientation it had.
+            if message.orientation != .faceUp && message.orientation != .faceDown {
+                values.accelerometerOrientation = message.orientation.rawValue
+            }
+            publish(ready: .accelerometer)
+        case .tilt(let message):
+            values.accelerometerTilt = message.tilt.rawValue
+            service.publish(values)
+        case .light(let message):
+            values.lightLevel = message.illuminance
+            values.lightLevelUnit = message.unit.rawValue
+            publish(ready: .light)
+        case .proximity(let message):
+            values.proximityNear = message.near
+            publish(ready: .proximity)
+        case .motion(let message):
+            guard let heading = message.heading else { return }
+            let rounded = (heading / Self.headingResolution).rounded() * Self.headingResolution
+            values.compassHeading = rounded >= 360 ? 0 : rounded
+            publish(ready: .compass)
+        case .watching(let message):
+            watching = Set(message.streams.map(\.stream))
+        case .error(let error):
+            // A watch the hub refused (its sensor went away meanwhile): the claim returns now, and the
+            // sensor is watched when it appears.
+            guard case .string(let name)? = error.id, let sensor = ClaimBook.Sensor(rawValue: name) else { return }
+            hub.logger.notice("D-Bus claim waits for its sensor", metadata: ["sensor": "\(name)", "reason": "\(error.message)"])
+            service.markReady(sensor)
+        case .ended(let ended):
+            watching.remove(ended.stream)
+        case .version, .dropped, .accelerometer, .gyroscope, .magnetometer, .hinge, .snapshot, .devices, .status, .unknown:
+            break  // nothing for D-Bus
+        }
+    }
+
+    private func publish(ready sensor: ClaimBook.Sensor) {
+        service.publish(values)
+        service.markReady(sensor)
+    }
+
+    // MARK: ClientSink: lines arrive on the loop, nothing to wait for.
+
+    var isWritable: Bool { true }
+    func write(_ line: ByteBuffer) { received(Array(line.readableBytesView)) }
+    func flush() {}
+    func closeAfterWrites() {}
+    func close() {}
+    func setReading(_ reading: Bool) {}
+}

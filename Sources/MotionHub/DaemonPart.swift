@@ -1,0 +1,17 @@
+/// One part of motiond: the hub, or a front end (the socket, D-Bus, MQTT, metrics, systemd's
+/// notifications). `motiond` runs each as a swift-service-lifecycle `Service` of one `ServiceGroup`:
+/// started after the parts before it, stopped before them; a part that fails to start stops those
+/// that had started (MotionDaemon's `PartService`).
+///
+/// A front end reaches the hub through `Hub.connect(_:)` with a `ClientSink` (the hub writes it
+/// the protocol's lines) and `Hub.handle(_:from:)` (it sends the protocol's requests): that is all
+/// of the hub a front end needs. docs/architecture.md has how to add one.
+package protocol DaemonPart: AnyObject, Sendable {
+    /// What it is, for the log.
+    var name: String { get }
+    /// Starts it, blocking (it may wait for the hub's event loop; never called on it). Throws what kept
+    /// it from starting, with nothing of it left running.
+    func start() throws
+    /// Stops it and waits until it has, blocking; called once, after a `start` that succeeded.
+    func stop() throws
+}

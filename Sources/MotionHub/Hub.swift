@@ -1,0 +1,320 @@
+import Logging
+import MotionCore
+import MotionDevices
+import MotionFusion
+import MotionWire
+import NIOCore
+
+/// The coordinator: takes the clients' requests and the devices' comings and goings, and keeps the
+/// captures (`CaptureManager`) exactly what the watches (`StreamFanout`) and polls (`PollBroker`)
+/// need; samples go through the `MotionPipeline` to the clients' outboxes (`ClientTable`).
+/// Confined to one event loop: every entry point checks it runs there (capture threads hop to it).
+package final class Hub: @unchecked Sendable {
+    // @unchecked: all state is touched on `eventLoop` only.
+    package typealias ClientID = ClientOutbox.ID
+
+    package let eventLoop: any EventLoop
+    package let logger: Logger
+    let release: String
+    /// Uptime runs on the monotonic clock: setting the wall clock changes it not.
+    private let startTime = NIODeadline.now()
+    private let clients: ClientTable
+    private let fanout: StreamFanout
+    private let polls: PollBroker
+    private let captures: CaptureManager
+    private let pipeline: MotionPipeline
+    private let calibration: CalibrationKeeper
+    /// The blocking jobs handed to the thread pool, for shutdown to wait for.
+    let offLoop: OffLoopWork
+    package private(set) var devices: [DeviceDescriptor] = []
+    /// What `devices` cannot give, for STATUS (worked out when they change, not per request).
+    private var unavailable: StatusReply.Unavailable?
+    /// Set by `stopAll`: nothing opens a sensor again (a stop finishing off the loop, or a client
+    /// still connected, would otherwise replan during shutdown).
+    private var stopped = false
+    /// Errors since start, by kind, for metrics.
+    private(set) var errorCounts = [Int](repeating: 0, count: DaemonError.allCases.count)
+    /// What the last listing skipped and why, as logged.
+    private var reportedProblems: Set<String> = []
+    /// Told of every change of `devices` (the bridges: D-Bus's `Has…` properties, streams waiting for a sensor).
+    private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
+    /// A bridge's counters (the MQTT bridge's), for metrics, while it runs.
+    package var bridgeCounters: (() -> BridgeCounters)?
+
+    /// Where the sensors come from.
+    package var source: any SensorSource { captures.source }
+    /// Connections served at once; more are told so and closed.
+    package var maximumClients: Int { clients.maximumClients }
+
+    package init(eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, source: any SensorSource, maximumClients: Int = 1000) {
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.release = release
+        clients = ClientTable(maximumClients: maximumClients, eventLoop: eventLoop, logger: logger)
+        fanout = StreamFanout(clients: clients)
+        polls = PollBroker(clients: clients, eventLoop: eventLoop)
+        offLoop = OffLoopWork(eventLoop: eventLoop)
+        captures = CaptureManager(source: source, eventLoop: eventLoop, offLoop: offLoop, logger: logger)
+        calibration = CalibrationKeeper(store: store, offLoop: offLoop, logger: logger)
+        pipeline = MotionPipeline(fanout: fanout, calibration: calibration)
+        polls.demandsChanged = { [unowned self] in replan() }
+        captures.changed = { [unowned self] in replan() }
+        captures.received = { [unowned self] events, device in received(events, from: device) }
+        pipeline.sampleFused = { [unowned self] in
+            if polls.answerReady(pipeline.snapshot(for:)) { replan() }
+        }
+    }
+
+    /// Sets the magnetic declination, degrees east of true north (a configuration reload).
+    package func setDeclination(_ degrees: Double) {
+        eventLoop.preconditionInEventLoop()
+        pipeline.declination = degrees
+    }
+
+    /// Saves the calibration in the background.
+    package func saveState() {
+        eventLoop.preconditionInEventLoop()
+        if let fusion = pipeline.fusion { calibration.save(fusion.calibration) }
+    }
+
+    // MARK: Devices
+
+    /// Calls `observer` at every change of `devices`, on the loop.
+    package func observeDevices(_ observer: @escaping ([DeviceDescriptor]) -> Void) {
+        eventLoop.preconditionInEventLoop()
+        deviceObservers.append(observer)
+    }
+
+    private func devicesChanged() {
+        for observer in deviceObservers { observer(devices) }
+    }
+
+    /// Takes a device listing (at start, and when udev reports a change), made off the loop: listing
+    /// blocks (libudev, and libiio reading all of IIO's sysfs). A running sensor whose device went
+    /// away ends its streams with `ENDED`; one that appeared can be watched at once.
+    package func apply(_ listing: Result<DeviceListing, any Error>) {
+        eventLoop.preconditionInEventLoop()
+        switch listing {
+        case .success(let listing):
+            devices = listing.devices
+            // Said once while it lasts: an unreachable board is listed again every 10 s, and a
+            // machine's odd device at every udev event.
+            let problems = listing.problems.map { "\($0)" }
+            for problem in problems where !reportedProblems.contains(problem) {
+                logger.warning("device skipped", metadata: ["reason": "\(problem)"])
+            }
+            reportedProblems = Set(problems)
+        case .failure(let error):
+            // The devices known stay: each capture notices by itself when its device goes away, and
+            // the next udev event lists them again.
+            errorCounts[DaemonError.discoveryFailed.index] += 1
+            logger.error("device discovery failed; the devices known stay", metadata: ["error": "\(error)", "devices": "\(devices.count)"])
+            return
+        }
+        unavailable = CapturePlan.unavailable(on: devices)
+        pipeline.vendorUnitLight = Set(devices.filter { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }.map(\.number))
+        for gone in captures.stop(absentFrom: Set(devices.map(\.number))) {
+            logger.notice("sensor removed", metadata: ["device": "\(gone.device)"])
+            fanout.endStreams(needing: gone.kinds, reason: "\(gone.device) was removed")
+        }
+        replan()
+        devicesChanged()
+    }
+
+    // MARK: Clients
+
+    /// Registers a new connection; `nil` when `maximumClients` are connected already.
+    ///
+    /// Registering does not write: the caller stores the id first and then `greet`s, because a write
+    /// can fail at once (the peer already gone) and close the connection, whose `disconnect` must
+    /// find the id.
+    package func connect(_ sink: any ClientSink) -> ClientID? {
+        eventLoop.preconditionInEventLoop()
+        return clients.add(sink)
+    }
+
+    /// Sends the `VERSION` greeting.
+    package func greet(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
+        clients.send(Version(release: release), to: id)
+    }
+
+    /// The client will send nothing more (it shut down its writing side, as `socat` does at the end of
+    /// its input): it gets the answers still owed to it, then the connection is closed.
+    package func inputClosed(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
+        guard let outbox = clients[id] else { return }
+        outbox.closesWhenAnswered = true
+        outbox.flush()
+    }
+
+    package func disconnect(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
+        guard let outbox = clients.remove(id) else { return }
+        if outbox.waitingPolls > 0 { polls.removeAll(of: id) }
+        if fanout.removeAll(of: id) { replan() }
+    }
+
+    /// Whether requests from `id` are still served (it is connected and not being disconnected).
+    package func serves(_ id: ClientID) -> Bool { clients.serves(id) }
+
+    /// Runs `body` with every client's writes held until it ends (see `ClientTable.batch`).
+    package func batch(_ body: () -> Void) {
+        eventLoop.preconditionInEventLoop()
+        clients.batch(body)
+    }
+
+    /// Sends a reply in request order.
+    package func reply<M: ServerMessage>(_ message: M, to id: ClientID) {
+        if M.self == ErrorReply.self { errorCounts[DaemonError.requestRefused.index] += 1 }
+        clients.reply(message, to: id)
+    }
+
+    /// Writes what the client's connection takes now.
+    package func flush(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
+        clients.flush(id)
+    }
+
+    /// Stops reading a client's requests while it reads its replies too slowly.
+    package func pauseReadingIfCongested(_ id: ClientID) {
+        eventLoop.preconditionInEventLoop()
+        clients.pauseReadingIfCongested(id)
+    }
+
+    package func handle(_ request: Request, from id: ClientID) {
+        eventLoop.preconditionInEventLoop()
+        guard serves(id) else { return }
+        switch request {
+        case .watch(let watch): handleWatch(watch, from: id)
+        case .poll(let poll): handlePoll(poll, from: id)
+        case .devices(let requestID): reply(Replies.devices(id: requestID, devices: devices, source: source), to: id)
+        case .status(let requestID):
+            let uptime = Double((NIODeadline.now() - startTime).nanoseconds) / 1e9
+            reply(Replies.status(
+                id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
+                fusion: pipeline.fusion, saved: calibration.calibration, unavailable: unavailable), to: id)
+        }
+    }
+
+    private func handleWatch(_ watch: Request.Watch, from id: ClientID) {
+        let streams = watch.streams ?? Array(fanout.watches(of: id).keys)
+        let interval = watch.interval ?? Request.Watch.defaultInterval
+        if watch.enable == false {
+            for stream in streams { fanout.setWatch(nil, of: stream, for: id) }
+        } else {
+            let latency = watch.latency ?? 0
+            let plan = CapturePlan(demands: streams.map { .init(stream: $0, interval: interval, latency: latency) }, devices: devices)
+            guard plan.unavailable.isEmpty else {
+                let reasons = CapturePlan.reasons(for: plan.unavailable, devices: devices)
+                return reply(ErrorReply(id: watch.id, code: .unavailable, message: reasons), to: id)
+            }
+            for stream in streams {
+                let watch = StreamFanout.Watch(
+                    interval: interval, frame: watch.frame ?? .xArbitraryZVertical, latency: latency, decimator: StreamDecimator(interval: interval))
+                fanout.setWatch(watch, of: stream, for: id)
+            }
+        }
+        let watching = fanout.watches(of: id).sorted { $0.key.rawValue < $1.key.rawValue }.map { stream, w in
+            stream.isEventStream
+                ? Watching.Stream(stream: stream)
+                : Watching.Stream(stream: stream, interval: w.interval, frame: stream == .motion ? w.frame : nil, latency: w.latency > 0 ? w.latency : nil)
+        }
+        reply(Watching(id: watch.id, streams: watching), to: id)
+        replan()
+        // Event streams start with the current state.
+        guard watch.enable != false else { return }
+        for stream in streams where stream.isEventStream {
+            if let current = pipeline.currentEvent(of: stream) { clients.send(current, to: id) }
+        }
+    }
+
+    private func handlePoll(_ poll: Request.Poll, from id: ClientID) {
+        let plan = CapturePlan(demands: poll.streams.map { .init(stream: $0, interval: Request.Watch.defaultInterval) }, devices: devices)
+        guard plan.unavailable.isEmpty else {
+            return reply(ErrorReply(id: poll.id, code: .unavailable, message: CapturePlan.reasons(for: plan.unavailable, devices: devices)), to: id)
+        }
+        polls.polled(poll.streams)
+        if let snapshot = pipeline.snapshot(for: poll) { return reply(snapshot, to: id) }
+        // The sensors were not running (or have given nothing yet): run them until the first sample.
+        polls.wait(poll, from: id)
+    }
+
+    // MARK: Captures
+
+    /// Opens, closes and re-opens captures so that exactly what is watched (or polled) runs.
+    private func replan() {
+        guard !stopped else { return }
+        let demands = fanout.demands + polls.demands()
+        let plan = CapturePlan(demands: demands, devices: devices)
+        captures.follow(plan, on: devices)
+        pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion })
+    }
+
+    /// Ingests one read's events from a capture, with one write per client for the whole burst:
+    /// when the loop falls behind, bursts grow and the system calls per line shrink, instead of the
+    /// backlog growing.
+    private func received(_ events: [SensorEvent], from number: DeviceNumber) {
+        clients.batch {
+            for event in events { ingest(event, from: number) }
+            pipeline.deliverPendingMotion()
+        }
+    }
+
+    private func ingest(_ event: SensorEvent, from number: DeviceNumber) {
+        switch event {
+        case .sample(let sample):
+            guard let period = captures.count(sample, from: number) else { return }  // in flight from a closed capture
+            pipeline.add(sample, period: period, from: number)
+        case .captureModeChanged(let mode, let reason):
+            logger.notice("sensor capture mode changed", metadata: ["device": "\(number)", "mode": "\(mode)", "reason": "\(reason)"])
+        case .readFailed(let error):
+            errorCounts[DaemonError.readFailed.index] += 1
+            logger.warning("sensor read failed", metadata: ["device": "\(number)", "error": "\(error)"])
+        case .readComplete:
+            break  // the mailbox wakes the loop on it and does not pass it on
+        case .ended(let error):
+            errorCounts[DaemonError.sensorEnded.index] += 1
+            logger.warning("sensor ended", metadata: ["device": "\(number)", "reason": "\(error)"])
+            guard let plan = captures.ended(number) else { return }
+            fanout.endStreams(needing: plan.kinds, reason: error.meansDeviceGone ? "\(number) was removed" : "\(error)")
+            if error.meansDeviceGone { devices.removeAll { $0.number == number } }
+            replan()
+            if error.meansDeviceGone { devicesChanged() }
+        }
+    }
+
+    /// What the metrics report, now.
+    package func metrics() -> MetricsSnapshot {
+        eventLoop.preconditionInEventLoop()
+        var errors = errorCounts
+        errors[DaemonError.clientDisconnected.index] = clients.disconnectedByForce
+        return MetricsSnapshot(
+            uptime: Double((NIODeadline.now() - startTime).nanoseconds) / 1e9,
+            clients: clients.count,
+            samplesRead: Dictionary(uniqueKeysWithValues: zip(SensorKind.allCases, captures.samplesRead)),
+            sensors: captures.running.values.map { .init(device: $0.plan.device.sysname, rate: $0.capture.rate, measuredRate: $0.measuredRate) },
+            droppedByClient: Dictionary(uniqueKeysWithValues: clients.outboxes.map { ($0.key, $0.value.queue.totalDropped) }),
+            dropped: clients.totalDropped,
+            magneticFieldAccuracy: pipeline.fusion?.calibrator.accuracy,
+            gyroscopeBias: pipeline.fusion?.filter.gyroscopeBias ?? calibration.calibration?.gyroscopeBias,
+            errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
+            mqtt: bridgeCounters?())
+    }
+
+    /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits
+    /// for the captures, off the loop).
+    package func stopAll() {
+        eventLoop.preconditionInEventLoop()
+        stopped = true
+        polls.stop()
+        calibration.saveNow(pipeline.fusion?.calibration)
+        captures.stopAll()
+    }
+
+    /// Waits for what still runs off the loop: captures stopping, a calibration being saved, devices
+    /// being listed (at shutdown, after `stopAll`; not on the loop).
+    package func waitForOffLoopWork() {
+        offLoop.waitUntilDone()
+    }
+}

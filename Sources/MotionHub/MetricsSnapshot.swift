@@ -1,0 +1,63 @@
+import MotionCore
+
+/// The kinds of error the daemon counts (metrics' `motiond_errors_total{kind}`).
+package enum DaemonError: String, CaseIterable, Sendable {
+    /// A sensor read failed (the capture goes on).
+    case readFailed = "read_failed"
+    /// A sensor's capture ended: its device went away or kept failing.
+    case sensorEnded = "sensor_ended"
+    /// Listing the devices failed.
+    case discoveryFailed = "discovery_failed"
+    /// A request was refused with `ERROR`.
+    case requestRefused = "request_refused"
+    /// A client was disconnected for being stuck or flooding.
+    case clientDisconnected = "client_disconnected"
+
+    /// The kind's place in `allCases`, for counting in an array.
+    package var index: Int { Self.allCases.firstIndex(of: self)! }
+}
+
+/// What the metrics report, taken from the hub on its loop at each scrape: totals since start, and
+/// the state now.
+package struct MetricsSnapshot: Sendable {
+    package struct Sensor: Sendable {
+        package var device: String
+        /// The rate set, Hz.
+        package var rate: Double
+        /// Samples per second per kind, measured from the samples' timestamps.
+        package var measuredRate: Double?
+    }
+
+    /// Seconds since start (monotonic clock).
+    package var uptime: Double
+    package var clients: Int
+    package var samplesRead: [SensorKind: Int]
+    /// The captures running now.
+    package var sensors: [Sensor]
+    /// Stream messages dropped for each connected client (slow readers).
+    package var droppedByClient: [Int: Int]
+    /// All dropped, gone clients included.
+    package var dropped: Int
+    /// The fusion's magnetometer calibration, when it runs.
+    package var magneticFieldAccuracy: MagneticFieldAccuracy?
+    /// The gyroscope bias estimated (running, else saved), rad/s.
+    package var gyroscopeBias: Vector3?
+    package var errors: [DaemonError: Int]
+    /// The MQTT bridge's, if there is one.
+    package var mqtt: BridgeCounters?
+}
+
+/// What a bridge to another system (the MQTT broker) did, for metrics.
+package struct BridgeCounters: Sendable {
+    package var connected = false
+    /// Messages handed to the other side.
+    package var published = 0
+    /// Messages lost: pushed out of the full queue, or in flight when a connection died.
+    package var dropped = 0
+    /// Connections the other side accepted.
+    package var connections = 0
+
+    package init(connected: Bool = false, published: Int = 0, dropped: Int = 0, connections: Int = 0) {
+        (self.connected, self.published, self.dropped, self.connections) = (connected, published, dropped, connections)
+    }
+}

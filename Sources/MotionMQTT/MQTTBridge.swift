@@ -1,0 +1,312 @@
+import Logging
+import MotionConfiguration
+import MotionHub
+import MotionSystem
+import MotionWire
+import NIOCore
+import FoundationEssentials
+import Synchronization
+
+/// Publishes streams to an MQTT broker: a client of the hub like any socket client (its watches are
+/// the configured streams), whose lines become messages on `<prefix><stream>`, with a retained
+/// `<prefix>status` of `online`, and `offline` as the last will.
+///
+/// The broker costs the daemon nothing but the bridge: lines wait in a bounded queue (the oldest go
+/// first when it is full, counted, and a `DROPPED` goes out before the stream's next message), at
+/// most `window` messages are in libmosquitto's hands at once, and its own thread does all the
+/// network work, reconnecting with backoff. Local clients never wait for it.
+///
+/// Confined to the hub's event loop, but for `Link`, shared with libmosquitto's thread.
+final class MQTTBridge: ClientSink, @unchecked Sendable {
+    // @unchecked: all state is the loop's but `connection` (set before the bridge is shared, then
+    // only read) and `link` (a mutex), which `stop` uses off the loop.
+    /// Messages handed to libmosquitto and not yet written (QoS 0) or acknowledged (QoS 1, 2).
+    static let window = 64
+    /// The retained status.
+    static let online = "online", offline = "offline"
+
+    /// What the bridge did, for metrics.
+    typealias Counters = BridgeCounters
+
+    /// The state both threads see, behind a lock.
+    private final class SharedLink: Sendable {
+        private let state = Mutex(Link())
+        func withLock<R>(_ body: (inout Link) -> R) -> R { state.withLock { body(&$0) } }
+    }
+
+    private struct Link {
+        var connected = false
+        var inFlight = 0
+        /// Whether the loop waits for the window to open (or a connection) to send what is queued.
+        var awaitingWindow = false
+        /// QoS 0 messages in flight when a connection died.
+        var lost = 0
+        var connections = 0
+    }
+
+    private let hub: Hub
+    private let settings: MQTTSettings
+    private let logger: Logger
+    private var connection: MQTTConnection?
+    private let link = SharedLink()
+    private var queue: DeliveryQueue<ByteBuffer>
+    /// Each stream's topic, by `StreamKind.index`, as C strings made once.
+    private let topics: [[CChar]]
+    private let statusTopic: String
+    /// How each stream's lines start: `{"class":"MOTION"`, for telling a line's stream without parsing it.
+    private let classPrefixes: [(prefix: [UInt8], stream: StreamKind)]
+    /// In batch mode, each stream's message being filled (a JSON array), by `StreamKind.index`.
+    private var batches: [ByteBuffer?]
+    private var id: Hub.ClientID?
+    /// The streams the hub sends us, as its last `WATCHING` said.
+    private var watching: Set<StreamKind> = []
+    /// Streams that waited for their sensor (logged once until watched again).
+    private var waiting: Set<StreamKind> = []
+    private var published = 0
+    private var refused = 0
+
+    init(hub: Hub, settings: MQTTSettings, hostName: String) {
+        self.hub = hub
+        self.settings = settings
+        logger = hub.logger
+        queue = DeliveryQueue(capacity: settings.queue)
+        let prefix = settings.topicPrefix ?? "motiond/\(hostName)/"
+        topics = StreamKind.allCases.map { Array((prefix + $0.rawValue).utf8CString) }
+        statusTopic = prefix + "status"
+        classPrefixes = StreamKind.allCases.map { (Array("{\"class\":\"\($0.messageClassName)\"".utf8), $0) }
+        batches = Array(repeating: nil, count: StreamKind.allCases.count)
+    }
+
+    /// Connects (in the background: a broker that is away is retried) and starts watching; on the
+    /// hub's loop. Throws what libmosquitto refused of the settings.
+    func start(hostName: String) throws {
+        hub.eventLoop.preconditionInEventLoop()
+        let address = try settings.address()
+        let bridge = NIOLoopBound(self, eventLoop: hub.eventLoop)
+        let events = MQTTConnection.Events(
+            connected: { [link, logger] code in
+                guard code == 0 else {
+                    return logger.warning("MQTT broker refused the connection", metadata: ["reason": "\(MQTTConnection.refusal(code))"])
+                }
+                link.withLock {
+                    $0.connected = true
+                    $0.connections += 1
+                }
+                // The loop publishes the status, then what waited.
+                bridge.eventLoop.execute { bridge.value.connected() }
+            },
+            disconnected: { [link, qos = settings.qos] code in
+                link.withLock {
+                    $0.connected = false
+                    // QoS 0 messages in libmosquitto's hands are gone with the connection; QoS 1 and 2
+                    // ones are sent again on the next.
+                    if qos == 0 {
+                        $0.lost += $0.inFlight
+                        $0.inFlight = 0
+                    }
+                }
+                if code != 0 { bridge.eventLoop.execute { bridge.value.connectionLost(code) } }
+            },
+            published: { [link] in
+                let wake = link.withLock {
+                    $0.inFlight = max(0, $0.inFlight - 1)
+                    guard $0.awaitingWindow, $0.inFlight <= MQTTBridge.window / 2 else { return false }
+                    $0.awaitingWindow = false
+                    return true
+                }
+                if wake { bridge.eventLoop.execute { bridge.value.drain() } }
+            })
+        let connection = try MQTTConnection(clientID: settings.clientID ?? "motiond-\(hostName)", events: events)
+        if let username = settings.username {
+            try connection.setCredentials(username: username, password: try settings.passwordFile.map(Self.password(in:)))
+        }
+        if address.usesTLS {
+            try Self.checkReadable(settings.caFile, setting: "ca_file")
+            try Self.checkReadable(settings.certificateFile, setting: "certificate_file")
+            try Self.checkReadable(settings.keyFile, setting: "key_file")
+            try connection.setTLS(caFile: settings.caFile, certificateFile: settings.certificateFile, keyFile: settings.keyFile)
+        }
+        try connection.setWill(topic: statusTopic, payload: Self.offline, qos: 1, retain: true)
+        try connection.start(host: address.host, port: address.port, keepalive: settings.keepalive)
+        self.connection = connection
+        id = hub.connect(self)
+        hub.observeDevices { [unowned self] _ in watchMissing() }
+        watchMissing()
+        logger.info("MQTT bridge started", metadata: ["broker": "\(settings.broker)", "topics": "\(statusTopic.dropLast("status".count))…"])
+    }
+
+    /// libmosquitto says only "Invalid function arguments provided" of a TLS file it cannot read: say which, and why.
+    private static func checkReadable(_ path: String?, setting: String) throws(Configuration.Invalid) {
+        guard let path else { return }
+        switch Syscall.openReadOnly(path) {
+        case .success(let file): Syscall.close(file)
+        case .failure(let error): throw Configuration.Invalid(path: path, problem: "cannot be read (mqtt.\(setting)): \(error)")
+        }
+    }
+
+    /// The first line of a password file.
+    private static func password(in path: String) throws -> String {
+        guard let bytes = try? LocalFiles().contents(of: path, atMost: 4096) else {
+            throw Configuration.Invalid(path: path, problem: "cannot be read (mqtt.password_file)")
+        }
+        return String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") }, as: UTF8.self)
+    }
+
+    /// Says goodbye to the broker (`offline`, retained) and stops its thread; off the loop, after
+    /// `detach` on it.
+    func stop() {
+        guard let connection else { return }
+        let connected = link.withLock { $0.connected }
+        if connected { _ = connection.publish(topic: statusTopic, text: Self.offline, qos: 1, retain: true) }
+        connection.stop(connected: connected)
+    }
+
+    /// Leaves the hub (at shutdown); on the loop.
+    func detach() {
+        hub.eventLoop.preconditionInEventLoop()
+        if let id { hub.disconnect(id) }
+        id = nil
+    }
+
+    /// The counters now; on the loop.
+    var counters: Counters {
+        let link = link.withLock { $0 }
+        return Counters(connected: link.connected, published: published, dropped: queue.totalDropped + link.lost + refused, connections: link.connections)
+    }
+
+    // MARK: Watching
+
+    /// Watches each configured stream the hub does not send yet (at start, and when devices change:
+    /// a stream whose sensor was missing or went away starts when it appears).
+    private func watchMissing() {
+        guard let id else { return }
+        for stream in settings.streams where !watching.contains(stream.stream) {
+            let request = Request.Watch(
+                id: .string(stream.stream.rawValue), streams: [stream.stream], interval: stream.interval, frame: stream.frame,
+                latency: stream.latency)
+            hub.handle(.watch(request), from: id)
+        }
+    }
+
+    // MARK: The loop's side of the connection
+
+    private func connected() {
+        _ = connection?.publish(topic: statusTopic, text: Self.online, qos: 1, retain: true)
+        logger.notice("MQTT broker connected", metadata: ["broker": "\(settings.broker)", "dropped so far": "\(counters.dropped)"])
+        drain()
+    }
+
+    private func connectionLost(_ code: Int32) {
+        logger.warning(
+            "MQTT broker connection lost; reconnecting", metadata: ["broker": "\(settings.broker)", "reason": "\(MQTTConnection.Failure(operation: "connection", code: code))"])
+    }
+
+    /// Hands queued messages to libmosquitto while it is connected and its window is open.
+    private func drain() {
+        guard let connection else { return }
+        while !queue.isEmpty {
+            let open = link.withLock {
+                guard $0.connected, $0.inFlight < Self.window else {
+                    $0.awaitingWindow = true
+                    return false
+                }
+                return true
+            }
+            guard open, let (line, kind, dropped) = queue.pop() else { return }
+            guard case .stream(let stream) = kind else { continue }
+            if let (_, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
+                bytes.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0.dropLast()), stream: stream, on: connection) }
+            }
+            line.withUnsafeReadableBytes { bytes in
+                // Without the line's newline: an MQTT message is one JSON value.
+                let payload = bytes.last == UInt8(ascii: "\n") ? UnsafeRawBufferPointer(rebasing: bytes.dropLast()) : bytes
+                send(payload, stream: stream, on: connection)
+            }
+        }
+    }
+
+    private func send(_ payload: UnsafeRawBufferPointer, stream: StreamKind, on connection: MQTTConnection) {
+        link.withLock { $0.inFlight += 1 }
+        let failure = topics[stream.index].withUnsafeBufferPointer { connection.publish(topic: $0.baseAddress!, payload: payload, qos: settings.qos) }
+        if failure == nil {
+            published += 1
+        } else {
+            // The connection died between the check and the call: the message is lost, counted.
+            link.withLock { $0.inFlight = max(0, $0.inFlight - 1) }
+            refused += 1
+        }
+    }
+
+    // MARK: What the hub sends
+
+    /// The stream a line is a sample or event of, from its first bytes (the class's closing quote
+    /// is in the prefix: `MOTION` does not match a longer name).
+    private func stream(of line: ByteBuffer) -> StreamKind? {
+        line.withUnsafeReadableBytes { bytes in classPrefixes.first { bytes.starts(with: $0.prefix) }?.stream }
+    }
+
+    private func received(_ line: ByteBuffer) {
+        if let stream = stream(of: line) { return enqueue(line, of: stream) }
+        let bytes = Array(line.readableBytesView)
+        switch Wire.className(of: bytes) {
+        case Watching.className:
+            guard let message = try? Wire.decode(Watching.self, from: bytes) else { return }
+            watching = Set(message.streams.map(\.stream))
+            waiting.subtract(watching)
+        case ErrorReply.className:
+            // A stream whose sensor is not there (yet): watched again when the devices change.
+            guard let error = try? Wire.decode(ErrorReply.self, from: bytes), case .string(let name)? = error.id,
+                let stream = StreamKind(rawValue: name), waiting.insert(stream).inserted
+            else { return }
+            logger.notice("MQTT stream waits for its sensor", metadata: ["stream": "\(name)", "reason": "\(error.message)"])
+        case Ended.className:
+            // Subscribers learn it too, on the stream's topic.
+            guard let ended = try? Wire.decode(Ended.self, from: bytes) else { return }
+            watching.remove(ended.stream)
+            enqueue(line, of: ended.stream)
+        default:
+            break  // VERSION; DROPPED never comes: the bridge takes every line at once
+        }
+    }
+
+    private func enqueue(_ line: ByteBuffer, of stream: StreamKind) {
+        guard settings.batch else {
+            queue.push(line, kind: .stream(stream))
+            return
+        }
+        let body = line.readableBytesView.last == UInt8(ascii: "\n") ? line.getSlice(at: line.readerIndex, length: line.readableBytes - 1)! : line
+        if var batch = batches[stream.index] {
+            batches[stream.index] = nil  // the buffer uniquely referenced while it grows
+            batch.writeInteger(UInt8(ascii: ","))
+            batch.writeImmutableBuffer(body)
+            batches[stream.index] = batch
+        } else {
+            var batch = ByteBuffer()
+            batch.writeInteger(UInt8(ascii: "["))
+            batch.writeImmutableBuffer(body)
+            batches[stream.index] = batch
+        }
+    }
+
+    /// Closes the batches of one delivery.
+    private func closeBatches() {
+        for index in batches.indices {
+            guard var batch = batches[index] else { continue }
+            batches[index] = nil
+            batch.writeInteger(UInt8(ascii: "]"))
+            queue.push(batch, kind: .stream(StreamKind.allCases[index]))
+        }
+    }
+
+    // MARK: ClientSink: lines arrive on the loop; the queue takes them all at once.
+
+    var isWritable: Bool { true }
+    func write(_ line: ByteBuffer) { received(line) }
+    func flush() {
+        if settings.batch { closeBatches() }
+        drain()
+    }
+    func closeAfterWrites() {}
+    func close() {}
+    func setReading(_ reading: Bool) {}
+}

@@ -1,0 +1,94 @@
+import CoreMetrics
+import MotionHub
+import MotionCore
+import Prometheus
+
+/// The daemon's metrics in Prometheus's text format, through swift-metrics on a registry of its own
+/// (not the process-wide `MetricsSystem`: the tests run several daemons in one process).
+///
+/// Nothing is counted on the sample path: each scrape takes a `MetricsSnapshot` of the totals the
+/// hub keeps anyway, and moves each counter on by what it grew since the last scrape.
+final class DaemonMetrics {
+    private let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    private var counters: [String: (counter: CoreMetrics.Counter, value: Int)] = [:]
+    private var gauges: [String: CoreMetrics.Gauge] = [:]
+    /// The series of devices and clients seen, to zero or remove those gone.
+    private var devicesSeen: Set<String> = []
+    private var clientsSeen: Set<Int> = []
+
+    init() {
+        factory = PrometheusMetricsFactory(registry: registry)
+    }
+
+    /// The metrics as of `snapshot`, in Prometheus's text exposition format.
+    func exposition(of snapshot: MetricsSnapshot) -> [UInt8] {
+        gauge("motiond_uptime_seconds", snapshot.uptime)
+        gauge("motiond_clients", Double(snapshot.clients))
+        for kind in SensorKind.allCases {
+            count("motiond_samples_read_total", ("sensor", kind.rawValue), total: snapshot.samplesRead[kind] ?? 0)
+        }
+        let running = Set(snapshot.sensors.map(\.device))
+        for sensor in snapshot.sensors {
+            gauge("motiond_sensor_rate_hertz", sensor.rate, ("device", sensor.device))
+            gauge("motiond_sensor_measured_rate_hertz", sensor.measuredRate ?? 0, ("device", sensor.device))
+        }
+        // A sensor closed samples at 0 Hz.
+        for device in devicesSeen.subtracting(running) {
+            gauge("motiond_sensor_rate_hertz", 0, ("device", device))
+            gauge("motiond_sensor_measured_rate_hertz", 0, ("device", device))
+        }
+        devicesSeen.formUnion(running)
+        count("motiond_dropped_samples_total", total: snapshot.dropped)
+        for (client, dropped) in snapshot.droppedByClient {
+            count("motiond_client_dropped_samples_total", ("client", "\(client)"), total: dropped)
+        }
+        for gone in clientsSeen.subtracting(snapshot.droppedByClient.keys) {
+            if let entry = counters.removeValue(forKey: Self.key("motiond_client_dropped_samples_total", ("client", "\(gone)"))) {
+                entry.counter.destroy()
+            }
+        }
+        clientsSeen = Set(snapshot.droppedByClient.keys)
+        gauge("motiond_fusion_running", snapshot.magneticFieldAccuracy == nil ? 0 : 1)
+        // CoreMotion's CMMagneticFieldCalibrationAccuracy: −1 uncalibrated, 0 low, 1 medium, 2 high.
+        let accuracy: Double = switch snapshot.magneticFieldAccuracy {
+        case .low: 0
+        case .medium: 1
+        case .high: 2
+        case .uncalibrated, nil: -1
+        }
+        gauge("motiond_magnetic_field_accuracy", accuracy)
+        if let bias = snapshot.gyroscopeBias {
+            for (axis, value) in [("x", bias.x), ("y", bias.y), ("z", bias.z)] {
+                gauge("motiond_gyroscope_bias_radians_per_second", value, ("axis", axis))
+            }
+        }
+        for (kind, total) in snapshot.errors { count("motiond_errors_total", ("kind", kind.rawValue), total: total) }
+        if let mqtt = snapshot.mqtt {
+            gauge("motiond_mqtt_connected", mqtt.connected ? 1 : 0)
+            count("motiond_mqtt_connections_total", total: mqtt.connections)
+            count("motiond_mqtt_published_messages_total", total: mqtt.published)
+            count("motiond_mqtt_dropped_messages_total", total: mqtt.dropped)
+        }
+        return registry.emitToBuffer()
+    }
+
+    private static func key(_ name: String, _ label: (String, String)?) -> String {
+        label.map { "\(name){\($0.0)=\($0.1)}" } ?? name
+    }
+
+    private func gauge(_ name: String, _ value: Double, _ label: (String, String)? = nil) {
+        let key = Self.key(name, label)
+        let gauge = gauges[key] ?? CoreMetrics.Gauge(label: name, dimensions: label.map { [$0] } ?? [], factory: factory)
+        gauges[key] = gauge
+        gauge.record(value)
+    }
+
+    /// Moves a counter on to `total`.
+    private func count(_ name: String, _ label: (String, String)? = nil, total: Int) {
+        let key = Self.key(name, label)
+        let entry = counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: label.map { [$0] } ?? [], factory: factory), 0)
+        if total > entry.value { entry.counter.increment(by: total - entry.value) }
+        counters[key] = (entry.counter, max(total, entry.value))
+    }
+}

@@ -1,0 +1,128 @@
+import Logging
+import MotionHub
+import MotionWire
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection: greets, splits the input into bounded lines, decodes requests and hands
+/// them to the `Hub`; writes what the hub queues for it.
+final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
+    // @unchecked: every method runs on the channel's event loop, which is the hub's.
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let hub: Hub
+    private var framer = LineFramer()
+    private var client: Hub.ClientID?
+
+    init(hub: Hub) { self.hub = hub }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard let id = hub.connect(ChannelSink(context.channel)) else {
+            hub.logger.warning("connection refused: too many clients", metadata: ["limit": "\(hub.maximumClients)"])
+            let refusal = ErrorReply(id: nil, code: .unavailable, message: "too many clients (\(hub.maximumClients)); try again later")
+            let channel = context.channel
+            if let line = try? Wire.encode(refusal) {
+                channel.writeAndFlush(ByteBuffer(bytes: line)).whenComplete { _ in channel.close(promise: nil) }
+            } else {
+                channel.close(promise: nil)
+            }
+            return
+        }
+        client = id
+        hub.greet(id)
+        // Who connected, for the log (and, later, limits): the kernel's word, not the client's.
+        if let provider = context.channel as? any SocketOptionProvider {
+            let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+            credentials.whenSuccess { [hub] peer in
+                hub.logger.info("client connected", metadata: ["client": "\(id)", "uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
+            }
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let client { hub.disconnect(client) }
+        client = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let client else { return }
+        let buffer = unwrapInboundIn(data)
+        // The replies go out once the whole read is framed (see `Hub.batch`).
+        hub.batch {
+            framer.feed(buffer.readableBytesView) { item in
+                guard hub.serves(client) else { return }  // disconnected for what it asked before: the rest is not worth decoding
+                switch item {
+                case .line(let line):
+                    if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
+                    switch Request.decode(line) {
+                    case .success(let request): hub.handle(request, from: client)
+                    case .failure(let error): hub.reply(error, to: client)
+                    }
+                case .tooLong:
+                    hub.reply(ErrorReply(id: nil, code: .tooLong, message: "line longer than \(ProtocolVersion.maximumLineLength) bytes"), to: client)
+                }
+            }
+        }
+        hub.pauseReadingIfCongested(client)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, let client {
+            hub.inputClosed(client)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let client { hub.flush(client) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        hub.logger.info("client connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+}
+
+/// A client's NIO channel as the hub's `ClientSink`.
+final class ChannelSink: ClientSink {
+    private let channel: any Channel
+
+    init(_ channel: any Channel) { self.channel = channel }
+
+    var isWritable: Bool { channel.isWritable }
+
+    func write(_ line: ByteBuffer) { channel.write(line, promise: nil) }
+
+    func flush() { channel.flush() }
+
+    func closeAfterWrites() {
+        // An empty write completes after every earlier one: then close.
+        channel.writeAndFlush(ByteBuffer()).whenComplete { [channel] _ in channel.close(promise: nil) }
+    }
+
+    func close() {
+        // From the loop's next turn, not from inside the request handling that got here: a close
+        // there re-enters the connection's handler while it is still framing the read.
+        channel.eventLoop.execute { [channel] in channel.close(promise: nil) }
+    }
+
+    func setReading(_ reading: Bool) {
+        channel.setOption(ChannelOptions.autoRead, value: reading).whenFailure { _ in }
+    }
+}
+
+/// `struct ucred` of socket(7), which Glibc's module does not export (it needs `_GNU_SOURCE`):
+/// the pid, uid and gid of the process at the other end of a Unix socket, as SO_PEERCRED gives them.
+struct PeerCredentials: Sendable {
+    var pid: Int32
+    var uid: UInt32
+    var gid: UInt32
+}

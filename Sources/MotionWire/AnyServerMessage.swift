@@ -1,0 +1,92 @@
+import FoundationEssentials
+
+/// Any message the daemon sends, decoded from its line once: the `class` picks the case, and the same
+/// parse fills the message's fields. Every reader of the daemon's lines (the client library,
+/// motionctl, the D-Bus bridge) goes through it rather than a switch of its own.
+public enum AnyServerMessage: Sendable, Hashable {
+    case version(Version)
+    case error(ErrorReply)
+    case watching(Watching)
+    case motion(MotionMessage)
+    case accelerometer(AccelerometerMessage)
+    case gyroscope(GyroscopeMessage)
+    case magnetometer(MagnetometerMessage)
+    case proximity(ProximityMessage)
+    case light(LightMessage)
+    case orientation(OrientationMessage)
+    case tilt(TiltMessage)
+    case hinge(HingeMessage)
+    case dropped(Dropped)
+    case ended(Ended)
+    case snapshot(Snapshot)
+    case devices(DevicesReply)
+    case status(StatusReply)
+    /// A class this version does not know: a later minor version of the protocol added it, and a
+    /// reader skips it (docs/protocol.md: fields and classes are added, never renamed).
+    case unknown(className: String)
+
+    /// Decodes one line of the daemon's (a JSON object with its `class`). Throws what is wrong with
+    /// a line that is not such an object, or whose fields do not fit its class.
+    public init(line: [UInt8]) throws {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        self = try decoder.decode(Decoded.self, from: Data(line)).message
+    }
+
+    /// The message itself (`nil` for an unknown class).
+    public var message: (any ServerMessage)? {
+        switch self {
+        case .version(let m): m
+        case .error(let m): m
+        case .watching(let m): m
+        case .motion(let m): m
+        case .accelerometer(let m): m
+        case .gyroscope(let m): m
+        case .magnetometer(let m): m
+        case .proximity(let m): m
+        case .light(let m): m
+        case .orientation(let m): m
+        case .tilt(let m): m
+        case .hinge(let m): m
+        case .dropped(let m): m
+        case .ended(let m): m
+        case .snapshot(let m): m
+        case .devices(let m): m
+        case .status(let m): m
+        case .unknown: nil
+        }
+    }
+
+    /// Reads `class`, then the message of that class from the same decoder: one parse of the line.
+    private struct Decoded: Decodable {
+        let message: AnyServerMessage
+
+        private enum Key: String, CodingKey { case `class` }
+
+        init(from decoder: any Decoder) throws {
+            let name = try decoder.container(keyedBy: Key.self).decode(String.self, forKey: .class)
+            func decode<M: ServerMessage>(_ type: M.Type) throws -> M { try M(from: decoder) }
+            message =
+                switch name {
+                case Version.className: .version(try decode(Version.self))
+                case ErrorReply.className: .error(try decode(ErrorReply.self))
+                case Watching.className: .watching(try decode(Watching.self))
+                case MotionMessage.className: .motion(try decode(MotionMessage.self))
+                case AccelerometerMessage.className: .accelerometer(try decode(AccelerometerMessage.self))
+                case GyroscopeMessage.className: .gyroscope(try decode(GyroscopeMessage.self))
+                case MagnetometerMessage.className: .magnetometer(try decode(MagnetometerMessage.self))
+                case ProximityMessage.className: .proximity(try decode(ProximityMessage.self))
+                case LightMessage.className: .light(try decode(LightMessage.self))
+                case OrientationMessage.className: .orientation(try decode(OrientationMessage.self))
+                case TiltMessage.className: .tilt(try decode(TiltMessage.self))
+                case HingeMessage.className: .hinge(try decode(HingeMessage.self))
+                case Dropped.className: .dropped(try decode(Dropped.self))
+                case Ended.className: .ended(try decode(Ended.self))
+                case Snapshot.className: .snapshot(try decode(Snapshot.self))
+                case DevicesReply.className: .devices(try decode(DevicesReply.self))
+                case StatusReply.className: .status(try decode(StatusReply.self))
+                default: .unknown(className: name)
+                }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import MotionDBus
+
+/// The D-Bus service checked with GLib's `gdbus`, a D-Bus client that shares no code with sd-bus, on
+/// a private bus of its own (`dbus-daemon`), so no system bus is touched.
+@Suite(.serialized) struct SensorProxyServiceTests {
+    static let object = ["--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy"]
+
+    /// A service on `bus` serving `values`, started; a sensor claimed is ready at once (its values
+    /// are `values`), unless `ready` is false.
+    static func serving(
+        _ values: SensorProxyService.Properties, on bus: PrivateSystemBus, ready: Bool = true,
+        demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
+    ) throws -> SensorProxyService {
+        let served = Mutex<SensorProxyService?>(nil)
+        let service = try SensorProxyService(address: bus.address, demand: { sensor, claimed in
+            demand(sensor, claimed)
+            if claimed && ready { served.withLock { $0 }?.markReady(sensor) }
+        })
+        served.withLock { $0 = service }
+        service.publish(values)
+        service.start()
+        return service
+    }
+
+    /// A claim is held until the owner says the sensor's first value is there, and no longer; a
+    /// sensor that never gives one holds it `claimPatience` (3 s) at most.
+    @Test func aClaimIsHeldUntilTheSensorIsReady() throws {
+        let bus = try PrivateSystemBus()
+        let service = try Self.serving(SensorProxyService.Properties(), on: bus, ready: false)
+        defer { service.stop() }
+        let client = try BusClient(address: bus.address)
+        var started = Date()
+        try client.call("ClaimLight")
+        let patience = Date().timeIntervalSince(started)
+        #expect(patience > 2.9 && patience < 4, "\(patience) s")
+        try client.call("ReleaseLight")
+        // Claimed anew: held again until ready, which comes half a second later.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { service.markReady(.light) }
+        started = Date()
+        try client.call("ClaimLight")
+        let held = Date().timeIntervalSince(started)
+        #expect(held > 0.45 && held < 1.5, "\(held) s")
+    }
+
+    @Test func gdbusReadsThePropertiesUpstreamDefines() throws {
+        let bus = try PrivateSystemBus()
+        var values = SensorProxyService.Properties()
+        values.hasAccelerometer = true
+        values.accelerometerOrientation = "left-up"
+        values.lightLevel = 312.5
+        let service = try Self.serving(values, on: bus)
+        defer { service.stop() }
+        let all = try bus.gdbus(["call"] + Self.object + ["--method", "org.freedesktop.DBus.Properties.GetAll", "net.hadess.SensorProxy"])
+        #expect(all.contains("'HasAccelerometer': <true>"), "\(all)")
+        #expect(all.contains("'AccelerometerOrientation': <'left-up'>"), "\(all)")
+        #expect(all.contains("'LightLevel': <312.5>"), "\(all)")
+        #expect(all.contains("'HasProximity': <false>"), "\(all)")
+        let one = try bus.gdbus(["call"] + Self.object + ["--method", "org.freedesktop.DBus.Properties.Get", "net.hadess.SensorProxy", "LightLevelUnit"])
+        #expect(one.trimmingCharacters(in: .whitespacesAndNewlines) == "(<'lux'>,)")
+        let claimed = try bus.gdbus(["call"] + Self.object + ["--method", "net.hadess.SensorProxy.ClaimAccelerometer"])
+        #expect(claimed.trimmingCharacters(in: .whitespacesAndNewlines) == "()")
+        // A property the interface does not have is an error, as any D-Bus service's is.
+        let unknown = try bus.gdbus(["call"] + Self.object + ["--method", "org.freedesktop.DBus.Properties.Get", "net.hadess.SensorProxy", "Nope"])
+        #expect(unknown.contains("org.freedesktop.DBus.Error.UnknownProperty"), "\(unknown)")
+    }
+
+    /// Debian's unmodified `monitor-sensor` claims the sensors; its claims are counted under its bus
+    /// name, and released when it is killed (it never releases them itself), as upstream's are.
+    @Test func aClaimantThatLeavesTheBusReleasesItsClaim() throws {
+        let bus = try PrivateSystemBus()
+        let demands = Mutex<[String]>([])
+        var values = SensorProxyService.Properties()
+        values.hasAccelerometer = true
+        let service = try Self.serving(values, on: bus) { sensor, on in
+            demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
+        }
+        defer { service.stop() }
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/monitor-sensor")
+        monitor.environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        monitor.standardOutput = FileHandle.nullDevice
+        try monitor.run()
+        // monitor-sensor claims every sensor, present or not, as upstream allows.
+        let sensors: [ClaimBook.Sensor] = [.accelerometer, .light, .proximity]
+        try waitUntil { sensors.allSatisfy { service.claimants(of: $0).count == 1 } }
+        kill(monitor.processIdentifier, SIGKILL)
+        monitor.waitUntilExit()
+        try waitUntil { sensors.allSatisfy { service.claimants(of: $0).isEmpty } }
+        let seen = demands.withLock { $0 }
+        #expect(Set(seen.prefix(3)) == ["accelerometer on", "light on", "proximity on"], "\(seen)")
+        #expect(Set(seen.dropFirst(3)) == ["accelerometer off", "light off", "proximity off"], "\(seen)")
+        #expect(seen.count == 6)
+    }
+
+    /// A change reaches the clients that claimed the sensor, as `PropertiesChanged` sent to each (Debian's
+    /// monitor-sensor prints it, as it does iio-sensor-proxy's), and no other client.
+    @Test func aClaimantHearsEachChangeOfItsSensor() throws {
+        let bus = try PrivateSystemBus()
+        var values = SensorProxyService.Properties()
+        values.hasAccelerometer = true
+        values.accelerometerOrientation = "normal"
+        let service = try Self.serving(values, on: bus)
+        defer { service.stop() }
+        // A listener that claims nothing: it must hear what everyone hears (a `Has…` change), and
+        // nothing of the accelerometer's values.
+        let listener = try Peer("/usr/bin/gdbus", arguments: ["monitor", "--system", "--dest", SensorProxyService.busName], bus: bus)
+        try waitUntil { listener.output.contains("is owned by") }
+        let monitor = try Peer("/usr/bin/monitor-sensor", bus: bus)
+        try waitUntil { service.claimants(of: .accelerometer).count == 1 }
+        for orientation in ["left-up", "bottom-up", "right-up"] {
+            values.accelerometerOrientation = orientation
+            service.publish(values)
+            try waitUntil { monitor.output.contains("Accelerometer orientation changed: \(orientation)") }
+        }
+        values.hasProximity = true
+        service.publish(values)
+        try waitUntil { listener.output.contains("HasProximity") }
+        #expect(!listener.output.contains("AccelerometerOrientation"), "\(listener.output)")
+    }
+
+    /// `gdbus introspect` lists upstream's members (Debian 12's iio-sensor-proxy 3.0 reference, and
+    /// `AccelerometerTilt` from 3.6), each with its type.
+    @Test func introspectionListsUpstreamsMembers() throws {
+        let bus = try PrivateSystemBus()
+        let service = try Self.serving(SensorProxyService.Properties(), on: bus)
+        defer { service.stop() }
+        let text = try bus.gdbus(["introspect"] + Self.object)
+        for member in [
+            "readonly b HasAccelerometer", "readonly s AccelerometerOrientation", "readonly s AccelerometerTilt",
+            "readonly b HasAmbientLight", "readonly s LightLevelUnit", "readonly d LightLevel", "readonly b HasProximity",
+            "readonly b ProximityNear", "ClaimAccelerometer();", "ReleaseAccelerometer();", "ClaimLight();", "ReleaseLight();",
+            "ClaimProximity();", "ReleaseProximity();",
+        ] {
+            #expect(text.contains(member), "\(member) in \(text)")
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Logging
+import MotionHub
+import Synchronization
+import Testing
+
+@testable import MotionDaemon
+
+/// The daemon's parts under swift-service-lifecycle: the order they start and stop in, and what a
+/// failed start leaves running (nothing).
+@Suite struct PartGroupTests {
+    /// What the parts did, in order.
+    final class Journal: Sendable {
+        private let entries = Mutex<[String]>([])
+        func record(_ entry: String) { entries.withLock { $0.append(entry) } }
+        var all: [String] { entries.withLock { $0 } }
+    }
+
+    struct RefusedStart: Error, Equatable {
+        let part: String
+    }
+
+    /// A part that records its start and stop; it refuses to start when told to.
+    final class RecordingPart: DaemonPart {
+        let name: String
+        let journal: Journal
+        let refuses: Bool
+
+        init(_ name: String, journal: Journal, refuses: Bool = false) {
+            (self.name, self.journal, self.refuses) = (name, journal, refuses)
+        }
+
+        func start() throws {
+            journal.record("start \(name)")
+            if refuses { throw RefusedStart(part: name) }
+        }
+
+        func stop() throws {
+            journal.record("stop \(name)")
+        }
+    }
+
+    @Test func partsStartInOrderAndStopInReverse() async throws {
+        let journal = Journal()
+        let group = PartGroup(parts: ["hub", "socket", "mqtt", "readiness"].map { RecordingPart($0, journal: journal) }, logger: Logger(label: "test"))
+        try await group.start()
+        #expect(journal.all == ["start hub", "start socket", "start mqtt", "start readiness"])
+        try await group.stop()
+        #expect(journal.all == [
+            "start hub", "start socket", "start mqtt", "start readiness",
+            "stop readiness", "stop mqtt", "stop socket", "stop hub",
+        ])
+    }
+
+    @Test func aPartThatFailsToStartStopsThoseStartedAndNoneAfterItStarts() async throws {
+        let journal = Journal()
+        let parts = [
+            RecordingPart("hub", journal: journal), RecordingPart("socket", journal: journal),
+            RecordingPart("metrics", journal: journal, refuses: true), RecordingPart("readiness", journal: journal),
+        ]
+        let group = PartGroup(parts: parts, logger: Logger(label: "test"))
+        await #expect(throws: RefusedStart(part: "metrics")) { try await group.start() }
+        #expect(journal.all == ["start hub", "start socket", "start metrics", "stop socket", "stop hub"])
+    }
+}

@@ -1,0 +1,83 @@
+import MotionCore
+import MotionDevices
+import MotionWire
+import Testing
+
+@testable import MotionHub
+
+@Suite struct CapturePlanTests {
+    func device(_ n: Int32, _ kinds: [SensorKind]) -> DeviceDescriptor {
+        DeviceDescriptor(
+            number: DeviceNumber(n), name: "d\(n)", syspath: "/sys/devices/d\(n)",
+            sensors: kinds.map { SensorDescriptor(kind: $0, channels: []) })
+    }
+
+    var phone: [DeviceDescriptor] {
+        [device(0, [.accelerometer]), device(1, [.gyroscope]), device(2, [.magnetometer]), device(3, [.proximity])]
+    }
+
+    @Test func nobodyWatchingOpensNothing() {
+        #expect(CapturePlan(demands: [], devices: phone).captures.isEmpty)
+    }
+
+    @Test func motionOpensGyroscopeAccelerometerAndMagnetometerAtTheFastestInterval() {
+        let plan = CapturePlan(
+            demands: [.init(stream: .motion, interval: 0.1), .init(stream: .motion, interval: 0.01), .init(stream: .accelerometer, interval: 0.5)],
+            devices: phone)
+        #expect(plan.captures == [
+            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 100),
+            .init(device: DeviceNumber(1), kinds: [.gyroscope], rate: 100),
+            .init(device: DeviceNumber(2), kinds: [.magnetometer], rate: 100),
+        ])
+    }
+
+    @Test func eventStreamsSampleAtTheEventRateAndMayWaitTheEventLatency() {
+        let plan = CapturePlan(demands: [.init(stream: .proximity, interval: 5), .init(stream: .orientation, interval: 5)], devices: phone)
+        #expect(plan.captures == [
+            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: CapturePlan.eventRate, latency: CapturePlan.eventLatency),
+            .init(device: DeviceNumber(3), kinds: [.proximity], rate: CapturePlan.eventRate, latency: CapturePlan.eventLatency),
+        ])
+    }
+
+    /// A sensor batches only as far as its most impatient client lets it: one client that waits for
+    /// nothing makes every scan go at once; an orientation watcher beside batching clients caps them
+    /// at the event latency.
+    @Test func aSensorWaitsAsLongAsItsMostImpatientClientLets() {
+        let motion = { (latency: Double) in CapturePlan.Demand(stream: .motion, interval: 0.01, latency: latency) }
+        #expect(CapturePlan(demands: [motion(0.5)], devices: phone).captures.map(\.latency) == [0.5, 0.5, 0.5])
+        #expect(CapturePlan(demands: [motion(0.5), motion(0)], devices: phone).captures.map(\.latency) == [0, 0, 0])
+        let withOrientation = CapturePlan(demands: [motion(0.5), .init(stream: .orientation, interval: 5)], devices: phone)
+        #expect(withOrientation.captures.first { $0.kinds.contains(.accelerometer) }?.latency == CapturePlan.eventLatency)
+        #expect(withOrientation.captures.first { $0.kinds.contains(.gyroscope) }?.latency == 0.5)
+    }
+
+    @Test func anIMUIsPreferredOverSeparateDevices() {
+        let devices = [device(0, [.accelerometer]), device(1, [.gyroscope]), device(5, [.accelerometer, .gyroscope])]
+        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.02)], devices: devices)
+        #expect(plan.captures == [.init(device: DeviceNumber(5), kinds: [.accelerometer, .gyroscope], rate: 50)])
+    }
+
+    @Test func aStreamNoDeviceCanGiveIsUnavailableAndOpensNothing() {
+        let devices = [device(0, [.gyroscope])]
+        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.1), .init(stream: .proximity, interval: 1)], devices: devices)
+        #expect(plan.unavailable == [.motion, .proximity])
+        #expect(plan.captures.isEmpty)
+        #expect(CapturePlan.reasons(for: plan.unavailable, devices: devices)
+            == "motion needs a sensor this machine does not have: accelerometer; proximity needs a sensor this machine does not have: proximity")
+    }
+
+    /// A 2-in-1 (hwdb's `ACCEL_LOCATION=base` on the lower-numbered device): the screen's orientation
+    /// and the motion come from the display's accelerometer.
+    @Test func theDisplaysAccelerometerIsPreferredOverTheBases() {
+        var base = device(0, [.accelerometer])
+        base.location = .base
+        let plan = CapturePlan(demands: [.init(stream: .orientation, interval: 1), .init(stream: .motion, interval: 0.1)], devices: [base, device(3, [.accelerometer])])
+        #expect(plan.captures == [.init(device: DeviceNumber(3), kinds: [.accelerometer], rate: 10)])
+    }
+
+    @Test func motionRunsOnAnAccelerometerAloneAndUsesAMagnetometerWhereThereIsOne() {
+        let plan = CapturePlan(demands: [.init(stream: .motion, interval: 0.05)], devices: [device(0, [.accelerometer]), device(1, [.magnetometer])])
+        #expect(plan.unavailable.isEmpty)
+        #expect(plan.captures == [.init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 20), .init(device: DeviceNumber(1), kinds: [.magnetometer], rate: 20)])
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import MotionCore
+import MotionDevices
+import NIOCore
+import NIOPosix
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import MotionHub
+
+extension Hardware {
+    /// A capture read on an event loop, without the hub: what it tells its handler.
+    @Suite struct LoopCaptureTests {
+        /// Collects a capture's events, for a test to wait on.
+        final class Events: Sendable {
+            private let events = Mutex<[SensorEvent]>([])
+            func take(_ event: SensorEvent) { events.withLock { $0.append(event) } }
+            var samples: Int { events.withLock { $0.filter(\.isSample).count } }
+            var modeChanges: [CaptureMode] {
+                events.withLock { events in events.compactMap { if case .captureModeChanged(let mode, _) = $0 { mode } else { nil } } }
+            }
+            var lastSample: SensorSample? {
+                events.withLock { events in events.reversed().lazy.compactMap { if case .sample(let s) = $0 { s } else { nil } }.first }
+            }
+            var ended: DeviceError? {
+                events.withLock { events in
+                    for case .ended(let error) in events { return error }
+                    return nil
+                }
+            }
+        }
+
+        /// A buffer that gives no scan in time is given up for polling, as the buffered `SensorCapture`
+        /// does: at 100 Hz on a thread of its own, at the event streams' 4 Hz from a timer on the loop.
+        /// The polled values are the fixture's sysfs ones (accelerometer z raw 16384 × 0.000598 m/s²).
+        @Test(arguments: [100.0, CapturePlan.eventRate])
+        func aBufferWithoutScansFallsBackToPolling(rate: Double) throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let capture = LoopCapture(
+                device: device, kinds: [.accelerometer], rate: rate, latency: 0, eventLoop: group.next(), firstDataTimeout: 0.3)
+            let events = Events()
+            capture.start { events.take($0) }
+            defer { capture.stop() }
+            try waitUntil { events.modeChanges == [.polled] && events.samples >= 2 }
+            #expect(capture.modeName == "polled")
+            let z = try #require(events.lastSample?.vector.z)
+            #expect(abs(z - 16384 * 0.000598) < 1e-9)
+        }
+
+        /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it
+        /// only falls silent. The capture then notices by itself that the device is gone (within two
+        /// of its silence checks, `LoopCapture.silenceCheck`), without waiting for udev's listing.
+        @Test func aBufferThatFallsSilentBecauseItsDeviceWentEndsAsVanished() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let capture = LoopCapture(device: device, kinds: [.accelerometer, .gyroscope], rate: 100, latency: 0, eventLoop: group.next())
+            let events = Events()
+            capture.start { events.take($0) }
+            defer { capture.stop() }
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            try waitUntil { events.samples == 2 }
+            testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
+            try waitUntil(seconds: 2 * LoopCapture.silenceCheck + 1) { events.ended != nil }
+            guard case .deviceVanished(let name) = events.ended else { Issue.record("ended with \(String(describing: events.ended))"); return }
+            #expect(name == "iio:device0")
+        }
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import MotionClient
+import MotionCore
+import MotionWire
+import TestSupport
+import Testing
+
+@testable import MotionConfiguration
+@testable import MotionMQTT
+
+/// The MQTT bridge against Debian's real broker (`mosquitto`) and subscriber (`mosquitto_sub`): what a
+/// fleet's broker receives is what MQTT's own tools show, not what our code believes it sent.
+@Suite(.serialized) struct MQTTBridgeTests {
+    /// A replay daemon whose motiond.conf holds `mqtt` (YAML, indented under it).
+    static func daemon(mqtt: String, arguments: [String] = []) throws -> ReplayDaemon {
+        let path = NSTemporaryDirectory() + "motiond-mqtt-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+        try "mqtt:\n\(mqtt)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        return try ReplayDaemon(arguments: ["--loop", "--config", path] + arguments)
+    }
+
+    static func motion(in messages: [(topic: String, payload: String)], topic: String) -> [MotionMessage] {
+        messages.filter { $0.topic == topic }.compactMap { try? Wire.decode(MotionMessage.self, from: Array($0.payload.utf8)) }
+    }
+
+    @Test func aSubscriberReceivesTheConfiguredStreamsAsTheProtocolsObjects() throws {
+        let broker = try MosquittoBroker()
+        let subscriber = try MQTTSubscriber(port: broker.port, topic: "robot7/#")
+        let daemon = try Self.daemon(mqtt: """
+              broker: mqtt://127.0.0.1:\(broker.port)
+              topic_prefix: robot7/
+              streams:
+                - {stream: motion, interval: 0.1, frame: xArbitraryCorrectedZVertical}
+                - orientation
+            """)
+        let received = subscriber.wait(seconds: 10) { Self.motion(in: $0, topic: "robot7/motion").count >= 11 }
+        #expect(received.first { $0.topic == "robot7/status" }?.payload == "online")
+        let motion = Self.motion(in: received, topic: "robot7/motion")
+        try #require(motion.count >= 11, "\(received.prefix(5)) \(daemon.log)")
+        // Each payload is the socket protocol's MOTION object, one sample per message, at the
+        // configured interval on the sample clock (the recording is 285.7 Hz: within one period).
+        #expect(motion.allSatisfy { $0.frame == .xArbitraryCorrectedZVertical })
+        let intervals = zip(motion.dropFirst(), motion).map { Double($0.timestamp - $1.timestamp) * 1e-9 }
+        #expect(intervals.allSatisfy { abs($0 - 0.1) <= 1 / 285.7 + 1e-6 }, "\(intervals)")
+        let orientation = received.filter { $0.topic == "robot7/orientation" }.compactMap {
+            try? Wire.decode(OrientationMessage.self, from: Array($0.payload.utf8))
+        }
+        #expect(!orientation.isEmpty, "the event stream starts with the current state")
+
+        // A clean stop says goodbye: the retained status turns offline.
+        #expect(daemon.stop())
+        let status = try MQTTSubscriber(port: broker.port, topic: "robot7/status")
+        #expect(status.wait(seconds: 5) { !$0.isEmpty }.first?.payload == "offline")
+    }
+
+    /// The bridge's goodbye ends the fusion, which saves its calibration off the loop while shutdown
+    /// goes on; with a save every 20 ms one is nearly always under way. A job that finished after the
+    /// loop was gone was a fatal error of NIO's ("Cannot schedule tasks on an EventLoop that has already
+    /// shut down"), seen in about one stop of six to eight before shutdown waited for the thread pool's jobs.
+    @Test func stoppingWhileTheBridgeStreamsAndTheCalibrationIsSavedEndsCleanly() throws {
+        let broker = try MosquittoBroker()
+        for round in 1...6 {
+            let daemon = try Self.daemon(
+                mqtt: "  broker: mqtt://127.0.0.1:\(broker.port)\n  streams: [motion]", arguments: ["--state-save-interval", "0.02"])
+            let subscriber = try MQTTSubscriber(port: broker.port, topic: "motiond/+/motion")
+            try #require(subscriber.wait(seconds: 10) { $0.count >= 3 }.count >= 3, "\(daemon.log)")
+            try #require(daemon.stop(), "round \(round)")
+            daemon.process.waitUntilExit()  // it has ended: this waits only for Foundation to notice
+            #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0, "round \(round): \(daemon.log)")
+            #expect(!daemon.log.contains("Fatal error"), "round \(round): \(daemon.log)")
+        }
+    }
+
+    @Test func aDaemonThatDiesLeavesItsLastWillOffline() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try Self.daemon(mqtt: "  broker: mqtt://127.0.0.1:\(broker.port)\n  topic_prefix: will/")
+        let watcher = try MQTTSubscriber(port: broker.port, topic: "will/status")
+        #expect(watcher.wait(seconds: 10) { $0.contains { $0.payload == "online" } }.contains { $0.payload == "online" })
+        kill(daemon.process.processIdentifier, SIGKILL)
+        // The broker publishes the will when it sees the connection die (at once, for a closed socket).
+        let after = watcher.wait(seconds: 10) { $0.contains { $0.payload == "offline" } }
+        #expect(after.last?.payload == "offline", "\(after)")
+    }
+
+    @Test func theBridgeResumesWhenTheBrokerComesBackAndCountsWhatItDropped() throws {
+        let broker = try MosquittoBroker()
+        let daemon = try Self.daemon(mqtt: """
+              broker: mqtt://127.0.0.1:\(broker.port)
+              topic_prefix: resume/
+              queue: 5
+              streams: [{stream: motion, interval: 0.05}]
+            """)
+        let before = try MQTTSubscriber(port: broker.port, topic: "resume/motion")
+        try #require(before.wait(seconds: 10) { $0.count >= 5 }.count >= 5, "\(daemon.log)")
+        broker.kill()
+        // Down 3 s: 60 messages at 20 Hz against a queue of 5.
+        usleep(3_000_000)
+        try broker.start()
+        let after = try MQTTSubscriber(port: broker.port, topic: "resume/motion")
+        let resumed = Self.motion(in: after.wait(seconds: 40) { Self.motion(in: $0, topic: "resume/motion").count >= 5 }, topic: "resume/motion")
+        #expect(resumed.count >= 5, "the stream resumes after the broker restarts: \(daemon.log)")
+        // Its reconnection log line counts what the full queue pushed out.
+        let reconnected = daemon.log.split(separator: "\n").filter { $0.contains("MQTT broker connected") }
+        #expect(reconnected.count == 2, "\(daemon.log)")
+        let dropped = reconnected.last.flatMap { $0.split(separator: "dropped so far=").last }.flatMap { Int($0) } ?? 0
+        #expect(dropped >= 40, "about 60 messages less a queue of 5 were dropped, said: \(reconnected)")
+    }
+
+    @Test func aBrokerThatNeverAnswersDoesNotSlowLocalClients() throws {
+        // A listener that takes the TCP connection and never answers MQTT's CONNECT.
+        let silent = try SilentListener()
+        let metrics = try freeLoopbackPort()
+        let path = NSTemporaryDirectory() + "motiond-mqtt-silent-\(getpid()).conf"
+        try "metrics: 127.0.0.1:\(metrics)\nmqtt:\n  broker: mqtt://127.0.0.1:\(silent.port)\n  queue: 50\n  streams: [{stream: motion, interval: 0.01}]\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--config", path])
+        // Read in blocking calls on this thread, each line stamped as it comes: no task scheduling of
+        // the test process (other suites run beside it) between the socket and the clock.
+        let connection = try LineConnection(socketPath: daemon.socket)
+        try connection.send(raw: Array(#"{"class":"WATCH","streams":["motion"],"interval":0.01}\#n"#.utf8))
+        var stamps: [Int64] = []
+        var arrivals: [Date] = []
+        while stamps.count < 201 {
+            let line = try connection.nextLine(timeout: 5)
+            guard Wire.className(of: line) == MotionMessage.className else { continue }
+            arrivals.append(Date())
+            stamps.append(try Wire.decode(MotionMessage.self, from: line).timestamp)
+        }
+        let mean = Double(stamps.last! - stamps.first!) / 200 * 1e-9
+        #expect(abs(mean - 0.0105) < 0.001, "every sample at 0.01 s on a 285.7 Hz clock (3 periods): \(mean)")
+        // A loop held by the broker would stall for its timeouts (seconds); the test's own load
+        // (other suites run beside it) makes gaps of a few hundred milliseconds.
+        let longestWait = zip(arrivals.dropFirst(), arrivals).map { $0.timeIntervalSince($1) }.max()!
+        #expect(longestWait < 1, "the longest wait between updates: \(longestWait) s")
+        // Meanwhile the bridge took its lines and kept 50 of them: the rest were dropped, counted.
+        let scraped = prometheusSamples(try httpRequest(port: metrics, path: "/metrics").body)
+        #expect(scraped["motiond_mqtt_connected"] == 0)
+        #expect(try #require(scraped["motiond_mqtt_dropped_messages_total"]) >= 100, "\(scraped)")
+        #expect(scraped["motiond_mqtt_published_messages_total"] == 0)
+        #expect(daemon.stop(), "a broker that never answers does not hold the stop up")
+    }
+
+    /// A certificate authority and a broker certificate for 127.0.0.1 made by openssl, a broker that
+    /// takes only TLS with a user and password (mosquitto_passwd's file), and a subscriber that is
+    /// let in the same way.
+    static func secureBroker(in directory: String) async throws -> MosquittoBroker {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: directory + "/san.ext", atomically: true, encoding: .utf8)
+        for arguments in [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=motiond test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr", "-subj", "/CN=localhost"],
+            ["x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "broker.pem", "-days", "1", "-extfile", "san.ext"],
+        ] {
+            let run = try await runProgram("openssl", arguments, directory: directory)
+            try #require(run.status == 0, "openssl \(arguments): \(run.errors)")
+        }
+        let passwd = try await runProgram("mosquitto_passwd", ["-c", "-b", directory + "/passwd", "robot7", "s3cret"])
+        try #require(passwd.status == 0, "\(passwd.errors)")
+        // mosquitto started as root reads them as the user it drops to.
+        for file in ["broker.key", "passwd"] { chmod(directory + "/" + file, 0o644) }
+        try "s3cret\n".write(toFile: directory + "/password", atomically: true, encoding: .utf8)
+        try "wrong\n".write(toFile: directory + "/wrong-password", atomically: true, encoding: .utf8)
+        return try MosquittoBroker(listenerLines: [
+            "cafile \(directory)/ca.pem", "certfile \(directory)/broker.pem", "keyfile \(directory)/broker.key",
+            "allow_anonymous false", "password_file \(directory)/passwd",
+        ])
+    }
+
+    @Test func theBridgePublishesOverTLSWithAUserAndPassword() async throws {
+        let directory = NSTemporaryDirectory() + "motiond-mqtt-tls-\(getpid())"
+        let broker = try await Self.secureBroker(in: directory)
+        let subscriber = try MQTTSubscriber(
+            port: broker.port, topic: "secure/#", extraArguments: ["--cafile", directory + "/ca.pem", "-u", "robot7", "-P", "s3cret"])
+        let daemon = try Self.daemon(mqtt: """
+              broker: mqtts://127.0.0.1:\(broker.port)
+              ca_file: \(directory)/ca.pem
+              username: robot7
+              password_file: \(directory)/password
+              topic_prefix: secure/
+            """)
+        let received = subscriber.wait(seconds: 10) { Self.motion(in: $0, topic: "secure/motion").count >= 3 }
+        #expect(Self.motion(in: received, topic: "secure/motion").count >= 3, "\(received.prefix(3)) \(daemon.log)")
+        #expect(received.contains { $0.topic == "secure/status" && $0.payload == "online" })
+    }
+
+    @Test func aWrongPasswordIsLoggedAndCostsLocalClientsNothing() async throws {
+        let directory = NSTemporaryDirectory() + "motiond-mqtt-auth-\(getpid())"
+        let broker = try await Self.secureBroker(in: directory)
+        let daemon = try Self.daemon(mqtt: """
+              broker: mqtts://127.0.0.1:\(broker.port)
+              ca_file: \(directory)/ca.pem
+              username: robot7
+              password_file: \(directory)/wrong-password
+            """)
+        let deadline = Date().addingTimeInterval(10)
+        while !daemon.log.contains("MQTT broker refused the connection") && Date() < deadline { usleep(50_000) }
+        #expect(daemon.log.contains("reason=Connection Refused: not authorised."), "\(daemon.log)")
+        let snapshot = try await MotionClient(socketPath: daemon.socket).snapshot(of: [.motion])
+        #expect(snapshot.motion != nil)
+        withExtendedLifetime(broker) {}
+    }
+
+    /// libmosquitto's own word for a missing CA file is "Invalid function arguments provided".
+    @Test func aTLSFileThatCannotBeReadStopsTheDaemonSayingWhich() throws {
+        let said: String
+        do {
+            let daemon = try Self.daemon(mqtt: "  broker: mqtts://127.0.0.1:8883\n  ca_file: /nonexistent/ca.pem")
+            #expect(daemon.process.waitUntilEnded(seconds: 10), "it does not run on without its bridge")
+            said = daemon.log
+        } catch {
+            said = "\(error)"  // it ended before it was seen listening
+        }
+        #expect(said.contains("/nonexistent/ca.pem: cannot be read (mqtt.ca_file): No such file or directory"), "\(said)")
+    }
+
+    @Test func settingsAreReadAndCheckedWithTheirPlaceInTheFile() throws {
+        func settings(_ yaml: String) throws -> MQTTSettings {
+            let node = try #require(try YAMLNode.parse(yaml, maximumNodes: 1000))
+            let settings = try MQTTSettings(node)
+            try settings.validate()
+            return settings
+        }
+        let full = try settings("""
+            broker: mqtts://broker.example:8884
+            qos: 1
+            batch: true
+            ca_file: /etc/ssl/ca.pem
+            username: robot
+            password_file: /etc/motiond/mqtt-password
+            streams: [motion, {stream: accelerometer, interval: 0.02, latency: 0.5}]
+            """)
+        #expect(try full.address() == .init(host: "broker.example", port: 8884, usesTLS: true))
+        #expect(full.streams == [.init(stream: .motion), .init(stream: .accelerometer, interval: 0.02, latency: 0.5)])
+        #expect(try settings("broker: localhost").address() == .init(host: "localhost", port: 1883, usesTLS: false))
+        #expect(try settings("broker: mqtts://[::1]").address() == .init(host: "::1", port: 8883, usesTLS: true))
+        let wrong: [(String, String)] = [
+            ("broker: http://x", "the scheme is mqtt:// or mqtts://"),
+            ("broker: mqtt://x:99999", "the port is a number"),
+            ("broker: mqtt://x\nqos: 3", "mqtt.qos is 0, 1 or 2"),
+            ("broker: mqtt://x\nca_file: a.pem", "for an mqtts:// broker"),
+            ("broker: mqtt://x\nstreams: [motion, motion]", "listed twice"),
+            ("broker: mqtt://x\nstreams: [{stream: tilt, frame: xTrueNorthZVertical}]", "frame is for the motion stream"),
+            ("broker: mqtt://x\nstreams: [{stream: motion, interval: 0}]", "mqtt.streams[0].interval 0.0 s is outside"),
+            ("broker: mqtt://x\ntopic_prefix: a/#", "wildcard"),
+            ("brokr: mqtt://x", "unknown key \"brokr\""),
+            ("qos: 1", "missing broker"),
+        ]
+        for (yaml, problem) in wrong {
+            #expect(throws: Configuration.Invalid.self, "\(yaml)") { try settings(yaml) }
+            do { _ = try settings(yaml) } catch { #expect("\(error)".contains(problem), "\(yaml): \(error)") }
+        }
+    }
+}
+
+/// A TCP listener on a loopback port that never accepts: the kernel completes connections into its
+/// backlog, and nothing ever answers what they send.
+final class SilentListener {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 && listen(descriptor, 16) == 0
+            }
+        }
+        guard listening else { throw TestbedError("cannot listen: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the `motiond` executable; it inherits the testbed's environment, so it sees the fake devices.
+public final class DaemonProcess {
+    public let process = Process()
+    public let socket: String
+    public let log = Pipe()
+
+    public init(socket: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
+        self.socket = socket
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
+        process.arguments = ["--socket", socket] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardError = log
+        try process.run()
+        // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
+        try waitUntil { (try? TestClient(path: socket)) != nil }
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    /// What the daemon has logged so far (read as it comes, so that a test can wait for a line).
+    private var logged = ""
+
+    /// Waits until the log holds `text` `count` times (or `seconds` pass: the test then fails on
+    /// what follows): a barrier on what the daemon did, not a guess at how long it takes.
+    /// Returns whether it came.
+    @discardableResult
+    public func waitForLog(_ text: String, count: Int = 1, seconds: Double = 5) -> Bool {
+        let fd = log.fileHandleForReading.fileDescriptor
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        func found() -> Bool { logged.components(separatedBy: text).count - 1 >= count }
+        while !found(), Date() < deadline {
+            var reader = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&reader, 1, 100) > 0 else { continue }
+            let n = read(fd, &buffer, buffer.count)
+            guard n > 0 else { break }
+            logged += String(decoding: buffer[0..<n], as: UTF8.self)
+        }
+        return found()
+    }
+
+    /// The whole log, once the daemon has exited.
+    public func finalLog() -> String {
+        logged + String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    /// Sends `number` and waits for the daemon to exit (killed after 10 s: the test then fails on
+    /// its termination reason instead of hanging).
+    public func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+        process.waitUntilExit(seconds: 10)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import MotionClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `dbus-daemon` of the system bus's type on a socket of its own, anyone allowed anything: the
+/// system bus the peers under test talk on. Stopped when released.
+public final class PrivateSystemBus {
+    public let directory: String
+    public let address: String
+    private let process = Process()
+
+    /// Anyone may do anything: the peers under test need no policy.
+    public static let openPolicy = """
+          <policy context="default">
+            <allow user="*"/>
+            <allow own="*"/>
+            <allow send_destination="*"/>
+            <allow receive_sender="*"/>
+          </policy>
+        """
+
+    /// A bus whose rules are `policy` (`<policy>` elements, or `<include>`s of policy files).
+    public init(policy: String = PrivateSystemBus.openPolicy) throws {
+        directory = NSTemporaryDirectory() + "system-bus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let socket = directory + "/bus"
+        address = "unix:path=" + socket
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <listen>\(address)</listen>
+              <auth>EXTERNAL</auth>
+            \(policy)
+            </busconfig>
+            """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"]
+        try process.run()
+        // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
+        try waitUntil(seconds: 10) {
+            guard let fd = try? UnixSocket.connect(to: socket) else { return false }
+            close(fd)
+            return true
+        }
+    }
+
+    /// Whether `name` has an owner on this bus now.
+    public func hasOwner(_ name: String) -> Bool {
+        let answer = try? gdbus(["call", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                                 "org.freedesktop.DBus.NameHasOwner", name])
+        return answer?.contains("true") == true
+    }
+
+    deinit {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// A peer program on the private bus (it inherits the testbed through umockdev's preload), its
+/// standard output kept in a file.
+public final class Peer {
+    private let process = Process()
+    private let outputPath: String
+
+    public init(_ executable: String, arguments: [String] = [], bus: PrivateSystemBus) throws {
+        outputPath = bus.directory + "/" + URL(fileURLWithPath: executable).lastPathComponent + ".out"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { _, new in new }
+        let file = FileHandle(forWritingAtPath: outputPath)
+        process.standardOutput = file
+        process.standardError = file
+        try process.run()
+    }
+
+    /// What it printed so far.
+    public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Kills it: neither peer keeps state, and under umockdev's preload neither ends on SIGTERM
+    /// within 5 s.
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+extension PrivateSystemBus {
+    /// Runs `gdbus` with `arguments` on this bus; what it printed (standard output, then error).
+    public func gdbus(_ arguments: [String]) throws -> String {
+        let gdbus = Process()
+        gdbus.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
+        gdbus.arguments = [arguments[0], "--address", address] + arguments.dropFirst()
+        let output = Pipe()
+        gdbus.standardOutput = output
+        gdbus.standardError = output
+        try gdbus.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        gdbus.waitUntilExit()
+        return text
+    }
+}
