@@ -17,6 +17,7 @@ public final class PolledSensors: @unchecked Sendable {
     public let kinds: [SensorKind]
     /// The rate it is polled at, Hz.
     public let rate: Double
+    private let readsPerPresenceCheck: Int
     /// What went wrong while setting up and did not stop the capture: for the log.
     public let problems: [DeviceError]
 
@@ -37,6 +38,7 @@ public final class PolledSensors: @unchecked Sendable {
         self.device = device
         self.kinds = kinds
         self.rate = rate
+        readsPerPresenceCheck = CapturePolicy(rate: rate).readsPerPresenceCheck
         name = device.number.sysname
         sysfs = Sysfs()
         restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
@@ -61,10 +63,10 @@ public final class PolledSensors: @unchecked Sendable {
 
     /// Reads every sensor once, stamped now (CLOCK_MONOTONIC), handing each sample to `emit`. A
     /// device gone is `deviceVanished`; some drivers keep answering reads of a removed device's open
-    /// files, so presence is also checked about once a second.
+    /// files, so presence is also checked as `CapturePolicy` says.
     public func read(emit: (SensorSample) -> Void) throws(DeviceError) {
         reads += 1
-        if reads % max(1, Int(rate)) == 0, !sysfs.deviceExists(name) { throw .deviceVanished(device: name) }
+        if reads % readsPerPresenceCheck == 0, !sysfs.deviceExists(name) { throw .deviceVanished(device: name) }
         do throws(DeviceError) {
             try reader.read(timestamp: Syscall.monotonicNanoseconds(), emit: emit)
         } catch {

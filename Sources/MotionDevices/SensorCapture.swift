@@ -36,7 +36,7 @@ public final class SensorCapture: Sendable {
     public let rate: Double
 
     private let sysfs: Sysfs
-    private let firstDataTimeout: Double
+    private let policy: CapturePolicy
     private let state = Mutex(State())
     private let wake: (read: Int32, write: Int32)
 
@@ -52,24 +52,23 @@ public final class SensorCapture: Sendable {
     /// - Parameters:
     ///   - mode: the mode to try first; `nil` takes the device's own preference.
     ///   - firstDataTimeout: seconds a buffered capture may go without its first scan before it falls
-    ///     back to polling; default 1 s or ten sample periods, whichever is longer.
+    ///     back to polling; default `CapturePolicy`'s.
     public convenience init(
         device: DeviceDescriptor, kinds: [SensorKind], rate: Double, mode: CaptureMode? = nil,
         firstDataTimeout: Double? = nil
     ) throws(DeviceError) {
-        try self.init(device: device, kinds: kinds, rate: rate, mode: mode, firstDataTimeout: firstDataTimeout, sysfs: Sysfs())
+        try self.init(device: device, kinds: kinds, rate: rate, mode: mode, remote: false, firstDataTimeout: firstDataTimeout, sysfs: Sysfs())
     }
 
     /// A capture of a device on another machine, through iiod (`NetworkDiscovery`): its buffer
     /// streamed where it has one, else polled, each reading a round trip per channel.
     convenience init(remote device: DeviceDescriptor, kinds: [SensorKind], rate: Double, attributes: NetworkAttributes) throws(DeviceError) {
-        // The first scan crosses the network: a second more before falling back to polling.
         try self.init(
-            device: device, kinds: kinds, rate: rate, mode: nil, firstDataTimeout: max(2.0, 10 / rate), sysfs: Sysfs(network: attributes))
+            device: device, kinds: kinds, rate: rate, mode: nil, remote: true, firstDataTimeout: nil, sysfs: Sysfs(network: attributes))
     }
 
     private init(
-        device: DeviceDescriptor, kinds: [SensorKind], rate: Double, mode: CaptureMode?, firstDataTimeout: Double?, sysfs: Sysfs
+        device: DeviceDescriptor, kinds: [SensorKind], rate: Double, mode: CaptureMode?, remote: Bool, firstDataTimeout: Double?, sysfs: Sysfs
     ) throws(DeviceError) {
         for kind in kinds where device.sensor(kind) == nil {
             throw .kindUnavailable(device: device.number.sysname, kind: kind.rawValue)
@@ -79,7 +78,7 @@ public final class SensorCapture: Sendable {
         self.requestedRate = rate
         self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
         self.sysfs = sysfs
-        self.firstDataTimeout = firstDataTimeout ?? max(1.0, 10 / rate)
+        policy = CapturePolicy(rate: self.rate, remote: remote, firstDataTimeout: firstDataTimeout)
         switch Syscall.makeWakePipe() {
         case .success(let pipe): wake = pipe
         case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "pipe", errno: e.rawValue)
@@ -222,7 +221,7 @@ public final class SensorCapture: Sendable {
         do {
             reader = try BufferedReader(
                 device: device, kinds: kinds, rate: rate, samplesPerRefill: samplesPerRefill,
-                timeoutMilliseconds: UInt32(firstDataTimeout * 1000), sysfs: sysfs)
+                timeoutMilliseconds: UInt32(policy.firstDataTimeout * 1000), sysfs: sysfs)
         } catch {
             return sysfs.deviceExists(name) ? .fallBack(error) : .ended(.deviceVanished(device: name))
         }
@@ -254,15 +253,13 @@ public final class SensorCapture: Sendable {
                     continue  // a paused sensor: keep waiting
                 }
                 failures += 1
-                if failures >= Self.failuresBeforeGivingUp { return .ended(error) }
+                if failures >= CapturePolicy.failuresThatEnd { return .ended(error) }
                 handler(.readFailed(error))
             }
         }
         return .stopped
     }
 
-    /// Consecutive failed reads after which a capture gives up on a device that is still there.
-    public static let failuresBeforeGivingUp = 10
 
     private func runPolled(_ handler: @Sendable (SensorEvent) -> Void) -> DeviceError? {
         let name = device.number.sysname
@@ -278,7 +275,7 @@ public final class SensorCapture: Sendable {
         var rejections = RejectionReport(device: name, kinds: kinds)
         // Some drivers keep answering reads of a removed device's open files, so presence is also
         // checked about ten times a second (a stat: nothing beside the reads).
-        let readsPerPresenceCheck = max(1, Int(rate / 10))
+        let readsPerPresenceCheck = policy.readsPerPresenceCheck
         var reads = 0
         while !stopRequested {
             reads += 1
@@ -291,7 +288,7 @@ public final class SensorCapture: Sendable {
             } catch {
                 guard sysfs.deviceExists(name) else { return .deviceVanished(device: name) }
                 failures += 1
-                if failures >= Self.failuresBeforeGivingUp { return error }
+                if failures >= CapturePolicy.failuresThatEnd { return error }
                 handler(.readFailed(error))
             }
             deadline += period

@@ -24,14 +24,11 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// Scans per read of a buffer: as many as `latency` lets wait.
     let batch: Int
     private let eventLoop: any EventLoop
-    private let firstDataTimeout: Double
+    private let policy: CapturePolicy
     private let state = Mutex(State())
     private var handler: @Sendable (SensorEvent) -> Void = { _ in }
     /// Events from the polling thread, on the loop; reused.
     private var handedOver: [SensorEvent] = []
-
-    /// Seconds between checks that a silent buffer's device is still there.
-    static let silenceCheck = 2.0
 
     /// The fastest rate polled on the loop, Hz: the event streams' (`CapturePlan.eventRate`).
     static let loopPollingLimit = CapturePlan.eventRate
@@ -48,14 +45,14 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     /// A capture of `kinds` of `device` at `rate` Hz (rounded up to what the device offers) on
     /// `eventLoop`, whose scans may wait up to `latency` seconds to be read together;
-    /// `firstDataTimeout` in seconds (default 1 s or ten periods, plus the batch's time).
+    /// `firstDataTimeout` in seconds (default `CapturePolicy`'s).
     init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop, firstDataTimeout: Double? = nil) {
         self.device = device
         self.kinds = kinds
         self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
         batch = min(CapturePlan.largestBatch, max(1, Int((latency * self.rate).rounded(.down))))
         self.eventLoop = eventLoop
-        self.firstDataTimeout = firstDataTimeout ?? max(1.0, 10 / self.rate) + Double(batch) / self.rate
+        policy = CapturePolicy(rate: self.rate, batch: batch, firstDataTimeout: firstDataTimeout)
     }
 
     /// Whether a device polled at `rate` Hz is polled on the loop rather than on a thread.
@@ -105,12 +102,12 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }
     }
 
-    /// Checks a buffer after `firstDataTimeout`, then every `silenceCheck` at least: without a first
+    /// Checks a buffer after the policy's `firstDataTimeout`, then every `checkInterval`: without a first
     /// scan the device is polled instead; gone quiet, the device may be gone (a removed device's
     /// buffer need not fail a read: it may only fall silent). Sparse, as each check can be a wake-up
     /// of its own (a batch of 0.1 s at 100 Hz wakes the loop 10 times a second; this adds one every 2 s).
     private func watch(_ buffer: ScanBuffer, _ reader: ScanReader, after delay: Double? = nil) {
-        eventLoop.scheduleTask(in: .nanoseconds(Int64((delay ?? firstDataTimeout) * 1e9))) { [weak self, weak reader] in
+        eventLoop.scheduleTask(in: .nanoseconds(Int64((delay ?? policy.firstDataTimeout) * 1e9))) { [weak self, weak reader] in
             guard let self, let reader, state.withLock({ $0.buffer === buffer }) else { return }
             if !reader.receivedAny {
                 _ = fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "first scan", errno: ErrnoValue.timedOut))
@@ -118,7 +115,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             }
             if !reader.receivedSinceCheck, !buffer.deviceExists { return failed(DeviceError.deviceVanished(device: device.number.sysname)) }
             reader.receivedSinceCheck = false
-            watch(buffer, reader, after: max(Self.silenceCheck, firstDataTimeout))
+            watch(buffer, reader, after: policy.checkInterval)
         }
     }
 
@@ -327,7 +324,7 @@ private final class ChannelEnd: ChannelInboundHandler, @unchecked Sendable {
 
 /// Reads polled sensors each time their timer's descriptor becomes readable: one read per wake-up,
 /// however many periods passed (a late loop skips, it does not burst). A failed read is reported and
-/// the polling goes on; `SensorCapture.failuresBeforeGivingUp` in a row, or the device gone, end it.
+/// the polling goes on; `CapturePolicy.failuresThatEnd` in a row, or the device gone, end it.
 private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     // @unchecked: runs on its channel's event loop only.
     typealias InboundIn = ByteBuffer
@@ -354,7 +351,7 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
         } catch {
             failures += 1
             if case .deviceVanished = error { return failed(error) }
-            if failures >= SensorCapture.failuresBeforeGivingUp { return failed(error) }
+            if failures >= CapturePolicy.failuresThatEnd { return failed(error) }
             handler(.readFailed(error))
         }
         rejections.report(total: poller.rejectedReadings, to: handler)

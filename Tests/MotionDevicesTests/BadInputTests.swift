@@ -207,7 +207,7 @@ extension Hardware {
             try events.waitUntil { log in log.all.contains { if case .ended = $0 { true } else { false } } }
             capture.stop()
             let failures = events.all.filter { if case .readFailed = $0 { true } else { false } }
-            #expect(failures.count == SensorCapture.failuresBeforeGivingUp - 1)
+            #expect(failures.count == CapturePolicy.failuresThatEnd - 1)
             guard case .ended(.attributeMalformed("iio:device0", "in_accel_z_raw", "garbage\n", _)) = events.all.last else {
                 Issue.record("\(String(describing: events.all.last))")
                 return

@@ -54,7 +54,7 @@ extension Hardware {
 
         /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it
         /// only falls silent. The capture then notices by itself that the device is gone (within two
-        /// of its silence checks, `LoopCapture.silenceCheck`), without waiting for udev's listing.
+        /// of its silence checks, `CapturePolicy.silenceCheck`), without waiting for udev's listing.
         @Test func aBufferThatFallsSilentBecauseItsDeviceWentEndsAsVanished() throws {
             let testbed = try Testbed()
             try testbed.add(fixture: "imu-buffered")
@@ -69,7 +69,7 @@ extension Hardware {
             try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
             try waitUntil { events.samples == 2 }
             testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
-            try waitUntil(seconds: 2 * LoopCapture.silenceCheck + 1) { events.ended != nil }
+            try waitUntil(seconds: 2 * CapturePolicy.silenceCheck + 1) { events.ended != nil }
             guard case .deviceVanished(let name) = events.ended else { Issue.record("ended with \(String(describing: events.ended))"); return }
             #expect(name == "iio:device0")
         }

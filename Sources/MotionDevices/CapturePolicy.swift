@@ -1,0 +1,43 @@
+/// The rules every capture follows, whether a thread of its own drives it (`SensorCapture`) or the
+/// hub's event loop does (`LoopCapture`, `PolledSensors`): one formula each, so that the two cannot
+/// drift apart.
+public struct CapturePolicy: Sendable, Equatable {
+    /// The rate the device runs at (the one asked for, rounded up to what it offers), Hz.
+    public let rate: Double
+    /// Scans per read of a buffer (its watermark).
+    public let batch: Int
+    /// Whether the device is another machine's, its scans crossing a network.
+    public let remote: Bool
+    /// Seconds a buffer may go without its first scan before the capture falls back to polling: ten
+    /// sample periods, at least 1 s (2 s for another machine's: the scan crosses a network), plus the
+    /// time a batch takes to fill; or what the owner set.
+    public let firstDataTimeout: Double
+
+    /// Failed reads in a row that end a capture (a read that fails now and then does not).
+    public static let failuresThatEnd = 10
+    /// Seconds between checks that a buffer which gave scans still does (a removed device's buffer
+    /// need not fail a read: it may only fall silent). Sparse: each check can be a wake-up of its own.
+    public static let silenceCheck = 2.0
+    /// How often a polled device's presence is checked, per second (some drivers keep answering
+    /// reads of a removed device's open files).
+    public static let presenceChecksPerSecond = 10.0
+
+    /// - Parameters:
+    ///   - rate: the device's real rate, Hz (positive).
+    ///   - batch: scans per read of its buffer (default 1).
+    ///   - remote: whether it is another machine's (default false).
+    ///   - firstDataTimeout: seconds, instead of the rule's (default: the rule's).
+    public init(rate: Double, batch: Int = 1, remote: Bool = false, firstDataTimeout: Double? = nil) {
+        self.rate = rate
+        self.batch = max(1, batch)
+        self.remote = remote
+        self.firstDataTimeout = firstDataTimeout ?? max(remote ? 2.0 : 1.0, 10 / rate) + Double(self.batch) / rate
+    }
+
+    /// Seconds from one check of a buffer's scans to the next, once it has given its first.
+    public var checkInterval: Double { max(Self.silenceCheck, firstDataTimeout) }
+
+    /// Reads between checks of a polled device's presence: about `presenceChecksPerSecond` a second,
+    /// at most one per read.
+    public var readsPerPresenceCheck: Int { max(1, Int(rate / Self.presenceChecksPerSecond)) }
+}
