@@ -37,7 +37,8 @@ public final class MotionServer: Sendable {
     ///   - servesDBus: whether to serve iio-sensor-proxy's interface, `net.hadess.SensorProxy`, on the
     ///     system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else the standard one) as well (default false).
     ///   - mqtt: the broker to publish streams to (default none; docs/fleet.md).
-    ///   - metrics: where to serve Prometheus metrics over HTTP, `host:port` (default nowhere; docs/fleet.md).
+    ///   - metrics: the host and port to serve Prometheus metrics on over HTTP, port 0 for any free one
+    ///     (default nowhere; docs/fleet.md).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = "0.1.0",
