@@ -78,7 +78,8 @@ public final class SensorCapture: Sendable {
         self.requestedRate = rate
         self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
         self.sysfs = sysfs
-        policy = CapturePolicy(rate: self.rate, remote: remote, firstDataTimeout: firstDataTimeout)
+        // Up to 1 kHz, one scan per refill keeps latency at one sample period.
+        policy = CapturePolicy(rate: self.rate, batch: Int(self.rate / 1000), remote: remote, firstDataTimeout: firstDataTimeout)
         switch Syscall.makeWakePipe() {
         case .success(let pipe): wake = pipe
         case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "pipe", errno: e.rawValue)
@@ -215,12 +216,10 @@ public final class SensorCapture: Sendable {
 
     private func runBuffered(_ handler: @Sendable (SensorEvent) -> Void) -> BufferedOutcome {
         let name = device.number.sysname
-        // Up to 1 kHz, one scan per refill keeps latency at one sample period.
-        let samplesPerRefill = max(1, Int(rate / 1000))
         let reader: BufferedReader
         do {
             reader = try BufferedReader(
-                device: device, kinds: kinds, rate: rate, samplesPerRefill: samplesPerRefill,
+                device: device, kinds: kinds, rate: rate, samplesPerRefill: policy.batch,
                 timeoutMilliseconds: UInt32(policy.firstDataTimeout * 1000), sysfs: sysfs)
         } catch {
             return sysfs.deviceExists(name) ? .fallBack(error) : .ended(.deviceVanished(device: name))

@@ -13,7 +13,7 @@ import MotionHub
 /// Stopping a capture joins its reader thread, which can wait for a slow read: that must not stop
 /// the event loop that serves every client.
 @Suite struct CaptureControlTests {
-    /// The bundled recording, whose captures take until the test says so to stop.
+    /// The bundled recording, whose first capture takes until the test says so to stop.
     final class SlowStoppingSource: SensorSource {
         let replay: ReplaySource
         let release = DispatchSemaphore(value: 0)
@@ -29,8 +29,8 @@ import MotionHub
             var modeName: String { inner.modeName }
             func start(handler: @escaping @Sendable (SensorEvent) -> Void) { inner.start(handler: handler) }
             func stop() {
-                source.stopsStarted.add(1, ordering: .relaxed)
-                source.release.wait()
+                // Only the first stop is held: the daemon's own stop at the end must not wait for a release.
+                if source.stopsStarted.add(1, ordering: .relaxed).newValue == 1 { source.release.wait() }
                 inner.stop()
             }
         }
@@ -49,7 +49,7 @@ import MotionHub
         let source = try SlowStoppingSource()
         let server = MotionServer(socketPath: NSTemporaryDirectory() + "motiond-control-\(getpid()).sock", source: source)
         try await server.start()
-        defer { for _ in 0..<4 { source.release.signal() } }  // before the stop below waits for the captures
+        defer { source.release.signal() }  // the held stop goes on, should the test end before it releases it
         try await server.whileServing {
             let watcher = try TestClient.greeted(path: server.socketPath)
             try watcher.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
