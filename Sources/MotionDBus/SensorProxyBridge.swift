@@ -18,7 +18,7 @@ final class SensorProxyBridge: ClientSink {
     private var claimed: Set<ClaimBook.Sensor> = []
     /// The streams the hub sends us, as its last `WATCHING` said.
     private var watching: Set<StreamKind> = []
-    private var values = SensorProxyService.Properties()
+    private var values = SensorProxyInterface.Properties()
 
     /// The compass heading is rounded to this, degrees: finer than any compass, and noise below it
     /// does not wake the claimants.

@@ -28,7 +28,7 @@ package final class SensorProxyFrontEnd: DaemonPart, @unchecked Sendable {
         }.wait()
         service.start()
         self.service = service
-        hub.logger.info("serving D-Bus", metadata: ["name": "\(SensorProxyService.busName)"])
+        hub.logger.info("serving D-Bus", metadata: ["name": "\(SensorProxyInterface.busName)"])
     }
 
     package func stop() throws {

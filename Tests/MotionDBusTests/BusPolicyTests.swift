@@ -68,7 +68,7 @@ import Glibc
         // An unprivileged user is refused the name, and says why.
         let refused = try await Self.run(as: "nobody", try Self.daemonCommand(as: "nobody", bus: bus), bus: bus)
         #expect(refused.status != 0)
-        #expect(refused.errors.contains("sd_bus_request_name failed (Permission denied)"), "\(refused.errors)")
+        #expect(refused.errors.contains("sd_bus_request_name net.hadess.SensorProxy failed (Permission denied)"), "\(refused.errors)")
 
         // motiond's user gets it (the same binary, the same bus: the policy is what differs).
         let owner = try Self.startDaemon(as: "daemon", bus: bus)

@@ -13,7 +13,7 @@ import Testing
     /// A service on `bus` serving `values`, started; a sensor claimed is ready at once (its values
     /// are `values`), unless `ready` is false.
     static func serving(
-        _ values: SensorProxyService.Properties, on bus: PrivateSystemBus, ready: Bool = true,
+        _ values: SensorProxyInterface.Properties, on bus: PrivateSystemBus, ready: Bool = true,
         demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
     ) throws -> SensorProxyService {
         let served = Mutex<SensorProxyService?>(nil)
@@ -31,7 +31,7 @@ import Testing
     /// sensor that never gives one holds it `claimPatience` (3 s) at most.
     @Test func aClaimIsHeldUntilTheSensorIsReady() throws {
         let bus = try PrivateSystemBus()
-        let service = try Self.serving(SensorProxyService.Properties(), on: bus, ready: false)
+        let service = try Self.serving(SensorProxyInterface.Properties(), on: bus, ready: false)
         defer { service.stop() }
         let client = try BusClient(address: bus.address)
         var started = Date()
@@ -49,7 +49,7 @@ import Testing
 
     @Test func gdbusReadsThePropertiesUpstreamDefines() throws {
         let bus = try PrivateSystemBus()
-        var values = SensorProxyService.Properties()
+        var values = SensorProxyInterface.Properties()
         values.hasAccelerometer = true
         values.accelerometerOrientation = "left-up"
         values.lightLevel = 312.5
@@ -74,7 +74,7 @@ import Testing
     @Test func aClaimantThatLeavesTheBusReleasesItsClaim() throws {
         let bus = try PrivateSystemBus()
         let demands = Mutex<[String]>([])
-        var values = SensorProxyService.Properties()
+        var values = SensorProxyInterface.Properties()
         values.hasAccelerometer = true
         let service = try Self.serving(values, on: bus) { sensor, on in
             demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
@@ -101,14 +101,14 @@ import Testing
     /// monitor-sensor prints it, as it does iio-sensor-proxy's), and no other client.
     @Test func aClaimantHearsEachChangeOfItsSensor() throws {
         let bus = try PrivateSystemBus()
-        var values = SensorProxyService.Properties()
+        var values = SensorProxyInterface.Properties()
         values.hasAccelerometer = true
         values.accelerometerOrientation = "normal"
         let service = try Self.serving(values, on: bus)
         defer { service.stop() }
         // A listener that claims nothing: it must hear what everyone hears (a `Has…` change), and
         // nothing of the accelerometer's values.
-        let listener = try Peer("/usr/bin/gdbus", arguments: ["monitor", "--system", "--dest", SensorProxyService.busName], bus: bus)
+        let listener = try Peer("/usr/bin/gdbus", arguments: ["monitor", "--system", "--dest", SensorProxyInterface.busName], bus: bus)
         try waitUntil { listener.output.contains("is owned by") }
         let monitor = try Peer("/usr/bin/monitor-sensor", bus: bus)
         try waitUntil { service.claimants(of: .accelerometer).count == 1 }
@@ -127,7 +127,7 @@ import Testing
     /// `AccelerometerTilt` from 3.6), each with its type.
     @Test func introspectionListsUpstreamsMembers() throws {
         let bus = try PrivateSystemBus()
-        let service = try Self.serving(SensorProxyService.Properties(), on: bus)
+        let service = try Self.serving(SensorProxyInterface.Properties(), on: bus)
         defer { service.stop() }
         let text = try bus.gdbus(["introspect"] + Self.object)
         for member in [
@@ -137,6 +137,40 @@ import Testing
             "ClaimProximity();", "ReleaseProximity();",
         ] {
             #expect(text.contains(member), "\(member) in \(text)")
+        }
+    }
+}
+
+/// The typed sd-bus layer's failures, as a client or a second owner meets them.
+@Suite(.serialized) struct BusFailureTests {
+    /// A call short of an argument is answered `InvalidArgs`, naming the read that failed, and the
+    /// service goes on serving (it used to be left to sd-bus, which answered "unknown method"). gdbus
+    /// fits the arguments it is given to the introspected types, so no call of another type is tried.
+    @Test func aMalformedCallIsAnsweredWithAnErrorAndServingGoesOn() throws {
+        let bus = try PrivateSystemBus()
+        var values = SensorProxyInterface.Properties()
+        values.lightLevel = 7
+        let service = try SensorProxyServiceTests.serving(values, on: bus)
+        defer { service.stop() }
+        let get = SensorProxyServiceTests.object + ["--method", "org.freedesktop.DBus.Properties.Get"]
+        let short = try bus.gdbus(["call"] + get + ["net.hadess.SensorProxy"])
+        #expect(short.contains("org.freedesktop.DBus.Error.InvalidArgs: sd-bus: sd_bus_message_read_basic s"), "\(short)")
+        let served = try bus.gdbus(["call"] + get + ["net.hadess.SensorProxy", "LightLevel"])
+        #expect(served.trimmingCharacters(in: .whitespacesAndNewlines) == "(<7.0>,)", "\(served)")
+    }
+
+    /// A second owner of the name fails at the call that failed, with the errno it returned, and says
+    /// who is likely to hold the name.
+    @Test func aTakenNameSaysWhichCallFailed() throws {
+        let bus = try PrivateSystemBus()
+        let first = try SensorProxyServiceTests.serving(SensorProxyInterface.Properties(), on: bus)
+        defer { first.stop() }
+        #expect {
+            _ = try SensorProxyService(address: bus.address)
+        } throws: { error in
+            guard let error = error as? BusError else { return false }
+            return error.call == "sd_bus_request_name net.hadess.SensorProxy" && error.code == EEXIST
+                && "\(error)".contains("owned by another program")
         }
     }
 }

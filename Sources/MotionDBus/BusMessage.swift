@@ -1,0 +1,120 @@
+import CSDBus
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An sd-bus call that failed: which call (and on what), and the errno it returned.
+struct BusError: Error, CustomStringConvertible {
+    var call: String
+    var code: Int32
+
+    var description: String {
+        if call.hasPrefix("sd_bus_request_name") && code == EEXIST {
+            return "\(SensorProxyInterface.busName) is owned by another program on the bus (iio-sensor-proxy? see docs/dbus.md to switch over)"
+        }
+        return "sd-bus: \(call) failed (\(String(cString: strerror(code))))"
+    }
+
+    /// Whether it failed reading a message's arguments (missing, or of another type).
+    var readingArguments: Bool { call.hasPrefix("sd_bus_message_read") || call.hasPrefix("sd_bus_message_enter") }
+
+    /// Runs an sd-bus call that returns a negative errno on failure; returns its non-negative result.
+    @discardableResult
+    static func check(_ call: @autoclosure () -> String, _ result: Int32) throws(BusError) -> Int32 {
+        guard result >= 0 else { throw BusError(call: call(), code: -result) }
+        return result
+    }
+}
+
+/// A D-Bus message that holds one sd-bus reference and gives it back when it goes: appends and reads
+/// are typed and throw the call that failed.
+final class BusMessage {
+    let pointer: OpaquePointer
+
+    /// Takes over the reference that `pointer` already carries (a message sd-bus made for us).
+    init(adopting pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Takes a reference of its own on a message sd-bus lends to a handler.
+    init(borrowing pointer: OpaquePointer) {
+        self.pointer = sd_bus_message_ref(pointer)
+    }
+
+    deinit { sd_bus_message_unref(pointer) }
+
+    var interface: String? { sd_bus_message_get_interface(pointer).map { String(cString: $0) } }
+    var member: String? { sd_bus_message_get_member(pointer).map { String(cString: $0) } }
+    /// The unique bus name of who sent it.
+    var sender: String? { sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
+
+    /// The D-Bus error this message carries (a method error reply), if it is one.
+    var error: (name: String, message: String)? {
+        guard let error = sd_bus_message_get_error(pointer) else { return nil }
+        return (error.pointee.name.map { String(cString: $0) } ?? "", error.pointee.message.map { String(cString: $0) } ?? "")
+    }
+
+    /// Sends it only to `destination` (a bus name) rather than to everyone listening.
+    func setDestination(_ destination: String) throws(BusError) {
+        try BusError.check("sd_bus_message_set_destination \(destination)", sd_bus_message_set_destination(pointer, destination))
+    }
+
+    // MARK: Appending
+
+    func append(_ text: String) throws(BusError) {
+        try BusError.check("sd_bus_message_append_basic s", text.withCString { sd_bus_message_append_basic(pointer, Self.code("s"), $0) })
+    }
+
+    func append(_ flag: Bool) throws(BusError) {
+        var bits: Int32 = flag ? 1 : 0  // D-Bus booleans are 32 bits
+        try BusError.check("sd_bus_message_append_basic b", sd_bus_message_append_basic(pointer, Self.code("b"), &bits))
+    }
+
+    func append(_ number: Double) throws(BusError) {
+        var bits = number
+        try BusError.check("sd_bus_message_append_basic d", sd_bus_message_append_basic(pointer, Self.code("d"), &bits))
+    }
+
+    func append(_ number: UInt32) throws(BusError) {
+        var bits = number
+        try BusError.check("sd_bus_message_append_basic u", sd_bus_message_append_basic(pointer, Self.code("u"), &bits))
+    }
+
+    /// Appends a container of `type` (`a`, `r`, `e`, `v`) holding `contents` (its element signature),
+    /// filled by `body`.
+    func append(
+        container type: Character, of contents: String, _ body: (BusMessage) throws(BusError) -> Void = { _ in }
+    ) throws(BusError) {
+        try BusError.check("sd_bus_message_open_container \(type)\(contents)", sd_bus_message_open_container(pointer, Self.code(type), contents))
+        try body(self)
+        try BusError.check("sd_bus_message_close_container \(type)\(contents)", sd_bus_message_close_container(pointer))
+    }
+
+    // MARK: Reading
+
+    /// The next argument, a string; throws `EBADMSG` when there is none or it is of another type.
+    func readString() throws(BusError) -> String {
+        var text: UnsafePointer<CChar>?
+        let read = try BusError.check("sd_bus_message_read_basic s", sd_bus_message_read_basic(pointer, Self.code("s"), &text))
+        guard read > 0, let text else { throw BusError(call: "sd_bus_message_read_basic s (no argument left)", code: EBADMSG) }
+        return String(cString: text)
+    }
+
+    /// The next argument, a boolean; throws `EBADMSG` when there is none or it is of another type.
+    func readBool() throws(BusError) -> Bool {
+        var bits: Int32 = 0
+        let read = try BusError.check("sd_bus_message_read_basic b", sd_bus_message_read_basic(pointer, Self.code("b"), &bits))
+        guard read > 0 else { throw BusError(call: "sd_bus_message_read_basic b (no argument left)", code: EBADMSG) }
+        return bits != 0
+    }
+
+    /// Enters the next argument, a container of `type` holding `contents`, for the reads that follow.
+    func enter(container type: Character, of contents: String) throws(BusError) {
+        let entered = try BusError.check(
+            "sd_bus_message_enter_container \(type)\(contents)", sd_bus_message_enter_container(pointer, Self.code(type), contents))
+        guard entered > 0 else { throw BusError(call: "sd_bus_message_enter_container \(type)\(contents) (no argument left)", code: EBADMSG) }
+    }
+
+    private static func code(_ type: Character) -> CChar { CChar(type.asciiValue!) }
+}
