@@ -3,7 +3,8 @@ import Logging
 import MotionDevices
 import MotionSystem
 
-/// motiond's settings: `/etc/motiond/motiond.conf` (YAML, see docs/), overridden by command-line flags.
+/// motiond's settings: `/etc/motiond/motiond.conf` (YAML), overridden by command-line flags. Each is
+/// declared once, in `settings`; motiond.conf(5)'s list of keys is written from there.
 public struct Configuration: Sendable, Equatable {
     /// The socket path.
     public var socket: String?
@@ -30,80 +31,18 @@ public struct Configuration: Sendable, Equatable {
     /// Where to serve Prometheus metrics over HTTP, `host:port` (docs/fleet.md); `nil`: nowhere.
     public var metrics: String?
 
-    /// One entry of `mount_matrices`: exactly one of `name`, `label`, `syspath`, and the `matrix`
-    /// (`"x1, y1, z1; x2, y2, z2; x3, y3, z3"`, in Linux userspace's frame as the hwdb's).
-    public struct MountMatrixSetting: Sendable, Equatable {
-        public var name: String?
-        public var label: String?
-        public var syspath: String?
-        public var matrix: String
-
-        /// The override it stands for, or why it is wrong.
-        /// An entry naming its device by one of `name`, `label`, `syspath`.
-        public init(name: String? = nil, label: String? = nil, syspath: String? = nil, matrix: String) {
-            (self.name, self.label, self.syspath, self.matrix) = (name, label, syspath, matrix)
-        }
-
-        /// An entry of `mount_matrices`, at `place` (for the error).
-        init(_ entry: YAMLNode, at place: String) throws(Invalid) {
-            guard case .mapping(let fields) = entry else { throw Invalid(path: "", problem: "\(place): expected name (or label, or syspath) and matrix") }
-            var matrix: String?
-            for (key, value) in fields where !value.isNull {
-                switch key {
-                case "name": name = try value.text("\(place).name")
-                case "label": label = try value.text("\(place).label")
-                case "syspath": syspath = try value.text("\(place).syspath")
-                case "matrix": matrix = try value.text("\(place).matrix")
-                default: throw Invalid(path: "", problem: "\(place): unknown key \"\(key)\" (known: label, matrix, name, syspath)")
-                }
-            }
-            guard let matrix else { throw Invalid(path: "", problem: "\(place): missing matrix") }
-            self.matrix = matrix
-        }
-
-        func override() throws(Invalid) -> MountMatrixOverride {
-            let matches: [MountMatrixOverride.Match] = [name.map { .name($0) }, label.map { .label($0) }, syspath.map { .syspath($0) }]
-                .compactMap { $0 }
-            guard matches.count == 1 else {
-                throw Invalid(path: "", problem: "a mount_matrices entry names exactly one of name, label, syspath (it has \(matches.count))")
-            }
-            guard let override = MountMatrixOverride(match: matches[0], matrix: matrix) else {
-                throw Invalid(path: "", problem: "mount_matrices \(matches[0]): \"\(matrix)\" is not a rotation written \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")
-            }
-            return override
-        }
-    }
-
-    /// The mount-matrix overrides, checked.
-    public func mountMatrixOverrides() throws(Invalid) -> [MountMatrixOverride] {
-        var overrides: [MountMatrixOverride] = []
-        for setting in mountMatrices ?? [] { overrides.append(try setting.override()) }
-        return overrides
-    }
-
-    enum CodingKeys: String, CodingKey, CaseIterable {
-        case socket, declination, dbus, mqtt, metrics
-        case networkSensors = "network_sensors"
-        case mountMatrices = "mount_matrices"
-        case socketMode = "socket_mode"
-        case socketGroup = "socket_group"
-        case stateDirectory = "state_directory"
-        case stateSaveInterval = "state_save_interval"
-        case logLevel = "log_level"
-    }
-
     /// No settings: every default.
     public init() {}
 
-    /// What is wrong with a configuration file.
+    /// What is wrong with a configuration, and where.
     public struct Invalid: Error, CustomStringConvertible {
-        public var path: String
+        public var place: Place
         public var problem: String
-        public var description: String { "\(path): \(problem)" }
+        public var description: String { place.description.isEmpty ? problem : "\(place): \(problem)" }
 
-        /// `problem` of the setting or file at `path`.
-        public init(path: String, problem: String) {
-            (self.path, self.problem) = (path, problem)
+        /// `problem` of the value at `place`.
+        public init(place: Place, problem: String) {
+            (self.place, self.problem) = (place, problem)
         }
     }
 
@@ -112,175 +51,176 @@ public struct Configuration: Sendable, Equatable {
     /// The most values (YAML nodes, aliases expanded) a configuration may hold.
     static let maximumNodes = 10_000
 
-    /// Reads the file at `path` (YAML; see motiond.conf(5)); a missing file is all defaults unless `required`.
+    /// Reads and checks the file at `path` (YAML; see motiond.conf(5)); a missing file is all
+    /// defaults unless `required`.
     public static func load(path: String, required: Bool) throws(Invalid) -> Configuration {
-        let read: [UInt8]?
+        let file = Place(file: path)
+        let contents: [UInt8]?
         do {
-            read = try LocalFiles().contents(of: path, atMost: maximumFileSize)
+            contents = try LocalFiles().contents(of: path, atMost: maximumFileSize)
         } catch {
-            throw Invalid(path: path, problem: "cannot be read: \(error)")
+            throw file.invalid("cannot be read: \(error)")
         }
-        guard let data = read else {
+        guard let data = contents else {
             if !required { return Configuration() }
-            throw Invalid(path: path, problem: "cannot be read: no such file")
+            throw file.invalid("cannot be read: no such file")
         }
-        guard data.count <= maximumFileSize else {
-            throw Invalid(path: path, problem: "is larger than \(maximumFileSize) bytes, the most a configuration may be")
-        }
-        let configuration: Configuration
-        do throws(Invalid) {
-            let root: YAMLNode?
-            do {
-                root = try YAMLNode.parse(String(decoding: data, as: UTF8.self), maximumNodes: maximumNodes)
-            } catch {
-                throw Invalid(path: path, problem: error.description)
-            }
-            // An empty file (or one with only comments) is all defaults.
-            guard let root, !root.isNull else { return Configuration() }
-            configuration = try Configuration(root)
+        guard data.count <= maximumFileSize else { throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be") }
+        let root: YAMLNode?
+        do {
+            root = try YAMLNode.parse(String(decoding: data, as: UTF8.self), maximumNodes: maximumNodes)
         } catch {
-            throw Invalid(path: path, problem: error.problem)
+            throw file.invalid(error.description)
         }
-        try configuration.validate(path: path)
-        return configuration
+        // An empty file (or one with only comments) is all defaults.
+        guard let root, !root.isNull else { return Configuration() }
+        return try read(root, at: file)
     }
 
-    /// The settings of a configuration document: a mapping of the keys of `CodingKeys`.
-    init(_ document: YAMLNode) throws(Invalid) {
-        guard case .mapping(let settings) = document else { throw Invalid(path: "", problem: "expected a mapping of settings (key: value lines)") }
-        let known = Set(CodingKeys.allCases.map(\.rawValue))
-        for (key, value) in settings where !value.isNull {
-            guard let setting = CodingKeys(rawValue: key) else {
-                // A misspelt key would otherwise be a setting silently not applied.
-                throw Invalid(path: "", problem: "unknown key \"\(key)\" (known: \(known.sorted().joined(separator: ", ")))")
+    /// The settings given on the command line, by key (`socket_mode`), as text; each is read as the
+    /// file's value would be and checked, an error naming the flag.
+    public static func flags(_ given: [String: String?]) throws(Invalid) -> Configuration {
+        var flags = Configuration()
+        for (key, text) in given {
+            guard let text else { continue }
+            guard let setting = settings.first(where: { $0.key == key && $0.isFlag }) else {
+                throw Place(file: "command line", key: key).invalid("is not a setting motiond takes as a flag")
             }
-            switch setting {
-            case .socket: socket = try value.text(key)
-            case .socketMode: socketMode = try value.text(key)
-            case .socketGroup: socketGroup = try value.text(key)
-            case .stateDirectory: stateDirectory = try value.text(key)
-            case .stateSaveInterval: stateSaveInterval = try value.number(key)
-            case .logLevel: logLevel = try value.text(key)
-            case .declination: declination = try value.number(key)
-            case .dbus: dbus = try value.boolean(key)
-            case .mqtt: mqtt = try MQTTSettings(value)
-            case .metrics: metrics = try value.text(key)
-            case .networkSensors:
-                guard case .sequence(let entries) = value else { throw Invalid(path: "", problem: "\(key): expected a list of URIs (ip:host)") }
-                networkSensors = try entries.enumerated().map { (index, entry) throws(Invalid) in try entry.text("\(key)[\(index)]") }
-            case .mountMatrices:
-                guard case .sequence(let entries) = value else { throw Invalid(path: "", problem: "\(key): expected a list of entries") }
-                mountMatrices = try entries.enumerated().map { (index, entry) throws(Invalid) in try MountMatrixSetting(entry, at: "\(key)[\(index)]") }
-            }
+            let place = Place(file: "command line", key: setting.flagName)
+            try setting.read(&flags, .scalar(text, plain: true), place)
+            try setting.check(flags, place)
         }
+        return flags
     }
 
-    /// Checks every value, naming `path` (the file, or "command line") in the error.
-    public func validate(path: String) throws(Invalid) {
-        if let mode = socketMode, UInt32(mode, radix: 8).map({ $0 > 0o777 }) ?? true {
-            throw Invalid(path: path, problem: "socket_mode \"\(mode)\" is not an octal mode such as 0660")
-        }
-        if let interval = stateSaveInterval, !(interval > 0) {
-            throw Invalid(path: path, problem: "state_save_interval must be positive, not \(interval)")
-        }
-        if let level = logLevel, Logger.Level(rawValue: level) == nil {
-            throw Invalid(path: path, problem: "log_level \"\(level)\" is not one of trace, debug, info, notice, warning, error, critical")
-        }
-        if let declination, !(-180...180).contains(declination) {
-            throw Invalid(path: path, problem: "declination \(declination) is outside −180…180 degrees")
-        }
-        do throws(Invalid) {
-            _ = try mountMatrixOverrides()
-            try mqtt?.validate()
-            if let metrics { _ = try Self.hostAndPort(metrics) }
-            for uri in networkSensors ?? [] where !uri.hasPrefix("ip:") || uri.count <= 3 {
-                throw Invalid(path: "", problem: "network_sensors: \"\(uri)\" is not a libiio network URI (ip:host or ip:host:port)")
-            }
-        } catch {
-            throw Invalid(path: path, problem: error.problem)
-        }
+    /// A flag's help: its setting's summary and default.
+    public static func help(_ key: String) -> String {
+        guard let setting = settings.first(where: { $0.key == key }) else { return "" }
+        return setting.summary + (setting.defaultValue.map { " (default: \($0))" } ?? "")
     }
+
+    /// The keys of the settings motiond also takes as flags.
+    public static var flagKeys: [String] { settings.filter(\.isFlag).map(\.key) }
 
     /// `other`'s settings where it has them, else these.
     public func overridden(by other: Configuration) -> Configuration {
         var merged = self
-        merged.socket = other.socket ?? socket
-        merged.socketMode = other.socketMode ?? socketMode
-        merged.socketGroup = other.socketGroup ?? socketGroup
-        merged.stateDirectory = other.stateDirectory ?? stateDirectory
-        merged.stateSaveInterval = other.stateSaveInterval ?? stateSaveInterval
-        merged.logLevel = other.logLevel ?? logLevel
-        merged.declination = other.declination ?? declination
-        merged.mountMatrices = other.mountMatrices ?? mountMatrices
-        merged.dbus = other.dbus ?? dbus
-        merged.mqtt = other.mqtt ?? mqtt
-        merged.metrics = other.metrics ?? metrics
-        merged.networkSensors = other.networkSensors ?? networkSensors
+        for setting in Self.settings { setting.take(&merged, other) }
         return merged
     }
 
-    /// The settings that take effect only at start.
+    /// The keys of the settings that differ from `other`'s and take effect only at start.
     public func restartOnlyDifferences(from other: Configuration) -> [String] {
-        var names: [String] = []
-        if socket != other.socket { names.append("socket") }
-        if socketMode != other.socketMode { names.append("socket_mode") }
-        if socketGroup != other.socketGroup { names.append("socket_group") }
-        if stateDirectory != other.stateDirectory { names.append("state_directory") }
-        if stateSaveInterval != other.stateSaveInterval { names.append("state_save_interval") }
-        if mountMatrices != other.mountMatrices { names.append("mount_matrices") }
-        if dbus != other.dbus { names.append("dbus") }
-        if mqtt != other.mqtt { names.append("mqtt") }
-        if metrics != other.metrics { names.append("metrics") }
-        if networkSensors != other.networkSensors { names.append("network_sensors") }
-        return names
-    }
-}
-
-extension YAMLNode {
-    /// A setting's text (any scalar: `socket: 123` is the path "123").
-    func text(_ key: String) throws(Configuration.Invalid) -> String {
-        guard case .scalar(let text, _) = self else { throw Configuration.Invalid(path: "", problem: "\(key): expected a string") }
-        return text
+        Self.settings.filter { $0.reload == .restart && $0.differs(self, other) }.map(\.key)
     }
 
-    /// A setting's number (a plain scalar).
-    func number(_ key: String) throws(Configuration.Invalid) -> Double {
-        guard case .scalar(let text, true) = self, let number = Double(text), number.isFinite else {
-            throw Configuration.Invalid(path: "", problem: "\(key): expected a number")
-        }
-        return number
-    }
-
-    /// A setting's whole number (a plain scalar).
-    func integer(_ key: String) throws(Configuration.Invalid) -> Int {
-        guard case .scalar(let text, true) = self, let number = Int(text) else {
-            throw Configuration.Invalid(path: "", problem: "\(key): expected a whole number")
-        }
-        return number
-    }
-
-    /// A setting's truth, in YAML 1.1's words: true/false, yes/no, on/off.
-    func boolean(_ key: String) throws(Configuration.Invalid) -> Bool {
-        if case .scalar(let text, true) = self {
-            switch text.lowercased() {
-            case "true", "yes", "on": return true
-            case "false", "no", "off": return false
-            default: break
+    /// The mount-matrix overrides, or what is wrong with one (a configuration read from a file was
+    /// checked when read).
+    public func mountMatrixOverrides() throws(Invalid) -> [MountMatrixOverride] {
+        var overrides: [MountMatrixOverride] = []
+        for (index, setting) in (mountMatrices ?? []).enumerated() {
+            switch setting.override() {
+            case .success(let override): overrides.append(override)
+            case .failure(let problem): throw Place(key: "mount_matrices").entry(index).invalid(problem.text)
             }
         }
-        throw Configuration.Invalid(path: "", problem: "\(key): expected true or false")
+        return overrides
     }
 }
 
-extension Configuration {
-    /// The `host:port` of `metrics`, or what is wrong with it.
-    public static func hostAndPort(_ text: String) throws(Invalid) -> (host: String, port: Int) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-            throw Invalid(path: "", problem: "metrics \"\(text)\" is not host:port (such as 127.0.0.1:9464)")
-        }
+extension Configuration: SettingsSection {
+    static let settings: [Setting<Configuration>] = [
+        .optional(
+            "socket", \.socket, .text("path"), default: "/run/motiond/motiond.sock as root, else $XDG_RUNTIME_DIR/motiond.sock", flag: true,
+            summary: "The socket to listen on, when systemd does not pass one."),
+        .optional(
+            "socket_mode", \.socketMode, .text("octal string, such as \"0660\""), default: "0660", flag: true,
+            summary: "The socket file's permissions.",
+            check: { UInt32($0, radix: 8).map { $0 <= 0o777 } == true ? nil : "\"\($0)\" is not an octal mode such as 0660" }),
+        .optional(
+            "socket_group", \.socketGroup, .text("group name"), default: "the daemon's own", flag: true,
+            summary: "The socket file's group: its members may connect."),
+        .optional(
+            "state_directory", \.stateDirectory, .text("path"),
+            default: "$STATE_DIRECTORY (systemd's StateDirectory, /var/lib/motiond), else /var/lib/motiond as root, else $XDG_STATE_HOME/motiond",
+            flag: true, summary: "Where the calibration is kept across restarts."),
+        .optional(
+            "state_save_interval", \.stateSaveInterval, .number("seconds, > 0"), default: "60", flag: true,
+            summary: "How often the calibration is saved while sensors run.", check: { $0 > 0 ? nil : "must be positive, not \($0)" }),
+        .optional(
+            "log_level", \.logLevel, .text("trace, debug, info, notice, warning, error, critical"), default: "info", reload: .live, flag: true,
+            summary: "The least severe level logged.",
+            check: { Logger.Level(rawValue: $0) == nil ? "\"\($0)\" is not one of trace, debug, info, notice, warning, error, critical" : nil }),
+        .optional(
+            "declination", \.declination, .number("degrees, -180 to 180"), default: "0", reload: .live, flag: true,
+            summary: "Magnetic declination east of true north, for the xTrueNorthZVertical frame.",
+            check: { (-180...180).contains($0) ? nil : "\($0) is outside -180...180 degrees" }),
+        .optional(
+            "mount_matrices", \.mountMatrices, .list(of: .section("mapping"), "list of mappings"), default: "none",
+            summary: "Mount matrices for boards with none or a wrong one (frames.md): each entry names its device by exactly one of name, label, syspath."),
+        .optional(
+            "dbus", \.dbus, .boolean, default: "false", flag: true,
+            summary: "Serve iio-sensor-proxy's D-Bus interface (net.hadess.SensorProxy) on the system bus as well; the D-Bus drop-in of motiond.service passes --dbus."),
+        .optional(
+            "mqtt", \.mqtt, .section(), default: "none",
+            summary: "Publish streams to an MQTT broker: each message one JSON object of the socket protocol on <topic_prefix><stream>, and a retained <topic_prefix>status of online, with offline as the last will (fleet.md)."),
+        .optional(
+            "metrics", \.metrics, .text("host:port"), default: "none", flag: true, summary: "Serve Prometheus metrics over HTTP at http://host:port/metrics.",
+            check: { hostAndPort($0) == nil ? "\"\($0)\" is not host:port (such as 127.0.0.1:9464)" : nil }),
+        .optional(
+            "network_sensors", \.networkSensors, .list(of: .text("URI"), "list of libiio URIs"), default: "none",
+            summary: "Fuse the IIO devices that iiod serves on other machines: ip:host or ip:host:port. Their devices are numbered from iio:device10000 (1000 per URI), read polled, and listed again every 10 s.",
+            check: { uris in uris.first { !$0.hasPrefix("ip:") || $0.count <= 3 }.map { "\"\($0)\" is not a libiio network URI (ip:host or ip:host:port)" } }),
+    ]
+
+    /// The `host:port` of `metrics` (a bracketed IPv6 host unbracketed), or `nil` when it is not one.
+    public static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
         var host = text[..<colon]
         if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-        guard !host.isEmpty else { throw Invalid(path: "", problem: "metrics \"\(text)\" names no host (such as 127.0.0.1:9464)") }
-        return (String(host), port)
+        return host.isEmpty ? nil : (String(host), port)
+    }
+}
+
+/// One entry of `mount_matrices`: exactly one of `name`, `label`, `syspath`, and the `matrix`
+/// (`"x1, y1, z1; x2, y2, z2; x3, y3, z3"`, in Linux userspace's frame as the hwdb's).
+public struct MountMatrixSetting: Sendable, Equatable, SettingsSection {
+    public var name: String?
+    public var label: String?
+    public var syspath: String?
+    public var matrix = ""
+
+    /// An entry naming its device by one of `name`, `label`, `syspath`.
+    public init(name: String? = nil, label: String? = nil, syspath: String? = nil, matrix: String) {
+        (self.name, self.label, self.syspath, self.matrix) = (name, label, syspath, matrix)
+    }
+
+    init() {}
+
+    static let settings: [Setting<MountMatrixSetting>] = [
+        .optional("name", \.name, .text("IIO name"), default: nil, summary: "The device's IIO name, such as bmi160."),
+        .optional("label", \.label, .text("IIO label"), default: nil, summary: "The device's IIO label."),
+        .optional("syspath", \.syspath, .text("path"), default: nil, summary: "The device's sysfs path."),
+        .value(
+            "matrix", \.matrix, .text("\"x1, y1, z1; x2, y2, z2; x3, y3, z3\""), default: nil, required: true,
+            summary: "The rotation, in Linux userspace's frame as systemd's hwdb writes it."),
+    ]
+
+    func checkTogether(at place: Place) throws(Configuration.Invalid) {
+        if case .failure(let problem) = override() { throw place.invalid(problem.text) }
+    }
+
+    /// The override it stands for, or why it is wrong.
+    func override() -> Result<MountMatrixOverride, Problem> {
+        let matches: [MountMatrixOverride.Match] = [name.map { .name($0) }, label.map { .label($0) }, syspath.map { .syspath($0) }].compactMap { $0 }
+        guard matches.count == 1 else { return .failure(Problem(text: "names exactly one of name, label, syspath (it has \(matches.count))")) }
+        guard let override = MountMatrixOverride(match: matches[0], matrix: matrix) else {
+            return .failure(Problem(text: "\"\(matrix)\" is not a rotation written \"x1, y1, z1; x2, y2, z2; x3, y3, z3\""))
+        }
+        return .success(override)
+    }
+
+    struct Problem: Error {
+        var text: String
     }
 }

@@ -4,7 +4,7 @@ import MotionWire
 
 /// The `mqtt` section of motiond.conf: the broker the bridge publishes to, and what it publishes
 /// (motiond.conf(5), docs/fleet.md).
-public struct MQTTSettings: Sendable, Equatable {
+public struct MQTTSettings: Sendable, Equatable, SettingsSection {
     /// `mqtt://host[:port]` (port 1883 by default) or `mqtts://host[:port]` (TLS, port 8883).
     public var broker: String
     /// The MQTT client id (default `motiond-<hostname>`): a broker lets one connection per id.
@@ -34,7 +34,7 @@ public struct MQTTSettings: Sendable, Equatable {
     public var streams: [Stream] = [Stream(stream: .motion)]
 
     /// One published stream, as a `WATCH` asks for it (docs/protocol.md).
-    public struct Stream: Sendable, Equatable {
+    public struct Stream: Sendable, Equatable, SettingsSection {
         public var stream: StreamKind
         /// Seconds between samples (default 0.1); events ignore it.
         public var interval = Request.Watch.defaultInterval
@@ -45,6 +45,30 @@ public struct MQTTSettings: Sendable, Equatable {
 
         public init(stream: StreamKind, interval: Double = Request.Watch.defaultInterval, frame: AttitudeReferenceFrame? = nil, latency: Double = 0) {
             (self.stream, self.interval, self.frame, self.latency) = (stream, interval, frame, latency)
+        }
+
+        init() { self.init(stream: .motion) }
+
+        static let settings: [Setting<Stream>] = [
+            .value("stream", \.stream, .named(StreamKind.self, "stream name"), default: nil, required: true, summary: "The stream."),
+            .value(
+                "interval", \.interval, .number("seconds"), default: "\(Request.Watch.defaultInterval)", summary: "Seconds between samples; events ignore it.",
+                check: { Request.Watch.intervalRange.contains($0) ? nil : "\($0) s is outside \(Request.Watch.intervalRange.lowerBound)...\(Request.Watch.intervalRange.upperBound) s" }),
+            .optional("frame", \.frame, .named(AttitudeReferenceFrame.self, "frame"), default: "xArbitraryZVertical", summary: "The attitude's frame (motion only)."),
+            .value(
+                "latency", \.latency, .number("seconds"), default: "0", summary: "Seconds a sample may wait, so that the sensor delivers in batches.",
+                check: { Request.Watch.latencyRange.contains($0) ? nil : "\($0) s is outside 0...\(Request.Watch.latencyRange.upperBound) s" }),
+        ]
+
+        func checkTogether(at place: Place) throws(Configuration.Invalid) {
+            if frame != nil && stream != .motion { throw place.invalid("frame is for the motion stream") }
+        }
+
+        /// A stream name alone (`- motion`: every default), or a mapping of the stream's settings.
+        static let entry = ValueType<Stream>(manualName: "stream name, or mapping", manualEntries: settings.map(\.manualEntry)) {
+            node, place throws(Configuration.Invalid) in
+            guard case .scalar = node else { return try read(node, at: place) }
+            return Stream(stream: try ValueType.named(StreamKind.self, "stream name").read(node, place))
         }
     }
 
@@ -59,48 +83,67 @@ public struct MQTTSettings: Sendable, Equatable {
         self.broker = broker
     }
 
-    static let keys = [
-        "batch", "broker", "ca_file", "certificate_file", "client_id", "keepalive", "key_file", "password_file", "qos", "queue", "streams",
-        "topic_prefix", "username",
+    init() { self.init(broker: "") }
+
+    static let settings: [Setting<MQTTSettings>] = [
+        .value(
+            "broker", \.broker, .text("mqtt://host[:port] or mqtts://host[:port]"), default: nil, required: true, summary: "The broker.",
+            check: { broker in
+                if case .failure(let problem) = address(of: broker) { return problem.text }
+                return nil
+            }),
+        .optional("client_id", \.clientID, .text("text"), default: "motiond-<hostname>", summary: "The MQTT client id."),
+        .optional(
+            "topic_prefix", \.topicPrefix, .text("text"), default: "motiond/<hostname>/", summary: "Put before every topic.",
+            check: { $0.contains("#") || $0.contains("+") ? "\"\($0)\" has a wildcard (# or +), which a topic may not" : nil }),
+        .value("qos", \.qos, .integer("0, 1 or 2"), default: "0", summary: "The MQTT quality of service of the samples.", check: { (0...2).contains($0) ? nil : "must be 0, 1 or 2, not \($0)" }),
+        .value("batch", \.batch, .boolean, default: "false", summary: "Whether each message carries every sample of one delivery, as a JSON array."),
+        .value(
+            "queue", \.queue, .integer("messages, 1 to 1000000"), default: "1000", summary: "Messages held while the broker is away, the oldest dropped beyond it.",
+            check: { (1...1_000_000).contains($0) ? nil : "must be 1...1000000 messages, not \($0)" }),
+        .value(
+            "keepalive", \.keepalive, .integer("seconds, 5 to 65535"), default: "60", summary: "Seconds between keep-alive pings.",
+            check: { (5...65535).contains($0) ? nil : "must be 5...65535 s, not \($0)" }),
+        .optional("ca_file", \.caFile, .text("path"), default: "the system's", summary: "TLS (mqtts://): the certificate authorities' file (PEM)."),
+        .optional("certificate_file", \.certificateFile, .text("path"), default: nil, summary: "TLS client authentication: the certificate (PEM), with key_file."),
+        .optional("key_file", \.keyFile, .text("path"), default: nil, summary: "TLS client authentication: the certificate's key (PEM)."),
+        .optional("username", \.username, .text("text"), default: nil, summary: "The broker's user name."),
+        .optional("password_file", \.passwordFile, .text("path"), default: nil, summary: "The file whose first line is the password."),
+        .value(
+            "streams", \.streams, .list(of: Stream.entry, "list of stream names or mappings"), default: "motion every 0.1 s",
+            summary: "What is published.",
+            check: { streams in
+                guard !streams.isEmpty else { return "name at least one stream" }
+                var seen: Set<StreamKind> = []
+                return streams.first { !seen.insert($0.stream).inserted }.map { "\($0.stream) is listed twice" }
+            }),
     ]
 
-    /// The section as the file has it.
-    init(_ node: YAMLNode) throws(Configuration.Invalid) {
-        guard case .mapping(let fields) = node else { throw Configuration.Invalid(path: "", problem: "mqtt: expected a mapping (broker: mqtt://host …)") }
-        var broker: String?
-        for (key, value) in fields where !value.isNull {
-            let place = "mqtt.\(key)"
-            switch key {
-            case "broker": broker = try value.text(place)
-            case "client_id": clientID = try value.text(place)
-            case "topic_prefix": topicPrefix = try value.text(place)
-            case "qos": qos = try value.integer(place)
-            case "batch": batch = try value.boolean(place)
-            case "queue": queue = try value.integer(place)
-            case "keepalive": keepalive = try value.integer(place)
-            case "ca_file": caFile = try value.text(place)
-            case "certificate_file": certificateFile = try value.text(place)
-            case "key_file": keyFile = try value.text(place)
-            case "username": username = try value.text(place)
-            case "password_file": passwordFile = try value.text(place)
-            case "streams":
-                guard case .sequence(let entries) = value else { throw Configuration.Invalid(path: "", problem: "\(place): expected a list of streams") }
-                streams = try entries.enumerated().map { (index, entry) throws(Configuration.Invalid) in try Stream(entry, at: "\(place)[\(index)]") }
-            default:
-                throw Configuration.Invalid(path: "", problem: "mqtt: unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
-            }
+    func checkTogether(at place: Place) throws(Configuration.Invalid) {
+        guard (certificateFile == nil) == (keyFile == nil) else { throw place.invalid("certificate_file and key_file go together") }
+        if case .success(let address) = Self.address(of: broker), !address.usesTLS && (caFile != nil || certificateFile != nil) {
+            throw place.invalid("ca_file and certificate_file are for an mqtts:// broker")
         }
-        guard let broker else { throw Configuration.Invalid(path: "", problem: "mqtt: missing broker (such as mqtt://localhost)") }
-        self.broker = broker
+        if passwordFile != nil && username == nil { throw place.invalid("password_file needs a username") }
     }
 
     /// The broker's address, or what is wrong with `broker`.
     public func address() throws(Configuration.Invalid) -> Address {
+        switch Self.address(of: broker) {
+        case .success(let address): return address
+        case .failure(let problem): throw Place(key: "mqtt.broker").invalid(problem.text)
+        }
+    }
+
+    struct Problem: Error {
+        var text: String
+    }
+
+    private static func address(of broker: String) -> Result<Address, Problem> {
+        let badPort = Problem(text: "\"\(broker)\": the port is a number 1...65535")
         let parts = broker.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
         let (scheme, rest) = parts.count == 2 ? (String(parts[0]), parts[1]) : ("mqtt", broker[...])
-        guard scheme == "mqtt" || scheme == "mqtts" else {
-            throw Configuration.Invalid(path: "", problem: "mqtt.broker \"\(broker)\": the scheme is mqtt:// or mqtts://, not \(scheme)://")
-        }
+        guard scheme == "mqtt" || scheme == "mqtts" else { return .failure(Problem(text: "\"\(broker)\": the scheme is mqtt:// or mqtts://, not \(scheme)://")) }
         let usesTLS = scheme == "mqtts"
         var host = rest.hasSuffix("/") ? rest.dropLast() : rest
         var port = usesTLS ? 8883 : 1883
@@ -108,95 +151,31 @@ public struct MQTTSettings: Sendable, Equatable {
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
             let after = host[host.index(after: close)...]
             if after.hasPrefix(":") {
-                guard let given = Int(after.dropFirst()), (1...65535).contains(given) else { throw badPort() }
+                guard let given = Int(after.dropFirst()), (1...65535).contains(given) else { return .failure(badPort) }
                 port = given
             } else if !after.isEmpty {
-                throw badPort()
+                return .failure(badPort)
             }
             host = host[host.index(after: host.startIndex)..<close]
         } else if let colon = host.lastIndex(of: ":") {
-            guard let given = Int(host[host.index(after: colon)...]), (1...65535).contains(given) else { throw badPort() }
+            guard let given = Int(host[host.index(after: colon)...]), (1...65535).contains(given) else { return .failure(badPort) }
             port = given
             host = host[..<colon]
         }
-        guard !host.isEmpty, !host.contains("/") else {
-            throw Configuration.Invalid(path: "", problem: "mqtt.broker \"\(broker)\" names no host (such as mqtt://localhost:1883)")
-        }
-        return Address(host: String(host), port: port, usesTLS: usesTLS)
-    }
-
-    private func badPort() -> Configuration.Invalid {
-        Configuration.Invalid(path: "", problem: "mqtt.broker \"\(broker)\": the port is a number 1…65535")
-    }
-
-    /// Checks every value.
-    func validate() throws(Configuration.Invalid) {
-        let address = try address()
-        guard (0...2).contains(qos) else { throw Configuration.Invalid(path: "", problem: "mqtt.qos is 0, 1 or 2, not \(qos)") }
-        guard (1...1_000_000).contains(queue) else { throw Configuration.Invalid(path: "", problem: "mqtt.queue is 1…1000000 messages, not \(queue)") }
-        guard (5...65535).contains(keepalive) else { throw Configuration.Invalid(path: "", problem: "mqtt.keepalive is 5…65535 s, not \(keepalive)") }
-        guard (certificateFile == nil) == (keyFile == nil) else {
-            throw Configuration.Invalid(path: "", problem: "mqtt: certificate_file and key_file go together")
-        }
-        if !address.usesTLS && (caFile != nil || certificateFile != nil) {
-            throw Configuration.Invalid(path: "", problem: "mqtt: ca_file and certificate_file are for an mqtts:// broker")
-        }
-        if passwordFile != nil && username == nil { throw Configuration.Invalid(path: "", problem: "mqtt: password_file needs a username") }
-        if let prefix = topicPrefix, prefix.contains("#") || prefix.contains("+") {
-            throw Configuration.Invalid(path: "", problem: "mqtt.topic_prefix \"\(prefix)\" has a wildcard (# or +), which a topic may not")
-        }
-        guard !streams.isEmpty else { throw Configuration.Invalid(path: "", problem: "mqtt.streams: name at least one stream") }
-        var seen: Set<StreamKind> = []
-        for stream in streams {
-            guard seen.insert(stream.stream).inserted else { throw Configuration.Invalid(path: "", problem: "mqtt.streams: \(stream.stream) is listed twice") }
-        }
+        guard !host.isEmpty, !host.contains("/") else { return .failure(Problem(text: "\"\(broker)\" names no host (such as mqtt://localhost:1883)")) }
+        return .success(Address(host: String(host), port: port, usesTLS: usesTLS))
     }
 }
 
-extension MQTTSettings.Stream {
-    init(_ node: YAMLNode, at place: String) throws(Configuration.Invalid) {
-        // `- motion` is the stream with every default.
-        if case .scalar(let name, _) = node {
-            self.init(stream: try Self.stream(name, at: place))
-            return
-        }
-        guard case .mapping(let fields) = node else { throw Configuration.Invalid(path: "", problem: "\(place): expected a stream name or {stream: …, interval: …}") }
-        var stream: StreamKind?
-        var interval = Request.Watch.defaultInterval
-        var frame: AttitudeReferenceFrame?
-        var latency = 0.0
-        for (key, value) in fields where !value.isNull {
-            switch key {
-            case "stream": stream = try Self.stream(try value.text("\(place).stream"), at: place)
-            case "interval":
-                interval = try value.number("\(place).interval")
-                guard Request.Watch.intervalRange.contains(interval) else {
-                    throw Configuration.Invalid(path: "", problem: "\(place).interval \(interval) s is outside \(Request.Watch.intervalRange.lowerBound)…\(Request.Watch.intervalRange.upperBound) s")
-                }
-            case "latency":
-                latency = try value.number("\(place).latency")
-                guard Request.Watch.latencyRange.contains(latency) else {
-                    throw Configuration.Invalid(path: "", problem: "\(place).latency \(latency) s is outside 0…\(Request.Watch.latencyRange.upperBound) s")
-                }
-            case "frame":
-                let name = try value.text("\(place).frame")
-                guard let given = AttitudeReferenceFrame(rawValue: name) else {
-                    let known = AttitudeReferenceFrame.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw Configuration.Invalid(path: "", problem: "\(place).frame \"\(name)\" is not one of \(known)")
-                }
-                frame = given
-            default: throw Configuration.Invalid(path: "", problem: "\(place): unknown key \"\(key)\" (known: frame, interval, latency, stream)")
+extension ValueType where Value: RawRepresentable<String> & CaseIterable {
+    /// One of an enumeration's names.
+    static func named(_ type: Value.Type, _ manualName: String) -> Self {
+        Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
+            guard case .scalar(let name, _) = node else { throw place.invalid("expected a \(manualName)") }
+            guard let value = Value(rawValue: name) else {
+                throw place.invalid("\"\(name)\" is not one of \(Value.allCases.map(\.rawValue).joined(separator: ", "))")
             }
+            return value
         }
-        guard let stream else { throw Configuration.Invalid(path: "", problem: "\(place): missing stream") }
-        if frame != nil && stream != .motion { throw Configuration.Invalid(path: "", problem: "\(place): frame is for the motion stream") }
-        self.init(stream: stream, interval: interval, frame: frame, latency: latency)
-    }
-
-    private static func stream(_ name: String, at place: String) throws(Configuration.Invalid) -> StreamKind {
-        guard let stream = StreamKind(rawValue: name) else {
-            throw Configuration.Invalid(path: "", problem: "\(place): \"\(name)\" is not a stream (\(StreamKind.allCases.map(\.rawValue).joined(separator: ", ")))")
-        }
-        return stream
     }
 }

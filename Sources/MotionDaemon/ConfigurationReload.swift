@@ -30,7 +30,6 @@ public struct ConfigurationReload: Service {
         for await _ in hangups.cancelOnGracefulShutdown() {
             do {
                 let next = try load()
-                try next.validate(path: "reloaded configuration")
                 level.value = Logger.Level(rawValue: next.logLevel ?? "info")!
                 server.apply(declination: next.declination ?? 0)
                 let pending = next.restartOnlyDifferences(from: current)

@@ -140,14 +140,14 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         guard let path else { return }
         switch Syscall.openReadOnly(path) {
         case .success(let file): Syscall.close(file)
-        case .failure(let error): throw Configuration.Invalid(path: path, problem: "cannot be read (mqtt.\(setting)): \(error)")
+        case .failure(let error): throw Configuration.Invalid(place: Place(key: "mqtt.\(setting)"), problem: "\(path) cannot be read: \(error)")
         }
     }
 
     /// The first line of a password file.
     private static func password(in path: String) throws -> String {
         guard let bytes = try? LocalFiles().contents(of: path, atMost: 4096) else {
-            throw Configuration.Invalid(path: path, problem: "cannot be read (mqtt.password_file)")
+            throw Configuration.Invalid(place: Place(key: "mqtt.password_file"), problem: "\(path) cannot be read")
         }
         return String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") }, as: UTF8.self)
     }

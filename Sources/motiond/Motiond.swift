@@ -47,32 +47,17 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: "The configuration file (default: \(Motiond.defaultConfigurationPath), if it exists).")
     var config: String?
 
-    @Option(help: "The socket to listen on (default: /run/motiond/motiond.sock as root, else $XDG_RUNTIME_DIR/motiond.sock).")
-    var socket: String?
-
-    @Option(help: "The socket file's permissions, octal (default 0660).")
-    var socketMode: String?
-
-    @Option(help: "The socket file's group: its members may connect (default: the daemon's group).")
-    var socketGroup: String?
-
-    @Option(help: "Where the calibration is kept across restarts (default: $STATE_DIRECTORY, else /var/lib/motiond as root, else $XDG_STATE_HOME/motiond).")
-    var stateDirectory: String?
-
-    @Option(help: "Seconds between saves of the calibration while sensors run (default 60).")
-    var stateSaveInterval: Double?
-
-    @Option(help: "Least severe log level: trace, debug, info, notice, warning, error, critical (default info).")
-    var logLevel: String?
-
-    @Option(help: "Magnetic declination, degrees east of true north, for the true-north frame (default 0).")
-    var declination: Double?
-
-    @Flag(inversion: .prefixedNo, help: "Serve iio-sensor-proxy's D-Bus interface (net.hadess.SensorProxy) on the system bus as well (default: off, or the configuration's dbus).")
-    var dbus: Bool?
-
-    @Option(help: "Serve Prometheus metrics over HTTP at host:port, such as 127.0.0.1:9464 (default: the configuration's metrics, else none).")
-    var metrics: String?
+    // The settings also taken as flags: their help and their reading come from the configuration's
+    // table (motiond.conf(5)), so a flag says and checks what the file's key does.
+    @Option(help: ArgumentHelp(Configuration.help("socket"))) var socket: String?
+    @Option(help: ArgumentHelp(Configuration.help("socket_mode"))) var socketMode: String?
+    @Option(help: ArgumentHelp(Configuration.help("socket_group"))) var socketGroup: String?
+    @Option(help: ArgumentHelp(Configuration.help("state_directory"))) var stateDirectory: String?
+    @Option(help: ArgumentHelp(Configuration.help("state_save_interval"))) var stateSaveInterval: String?
+    @Option(help: ArgumentHelp(Configuration.help("log_level"))) var logLevel: String?
+    @Option(help: ArgumentHelp(Configuration.help("declination"))) var declination: String?
+    @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("dbus"))) var dbus: Bool?
+    @Option(help: ArgumentHelp(Configuration.help("metrics"))) var metrics: String?
 
     @Option(help: "Play this recording (docs/recording.md) instead of reading the machine's sensors.")
     var replay: String?
@@ -88,28 +73,22 @@ struct Motiond: AsyncParsableCommand {
         if replay == nil && (loop || speed != 1) { throw ValidationError("--speed and --loop go with --replay FILE") }
     }
 
-    /// The settings given as flags.
-    var flags: Configuration {
-        var c = Configuration()
-        c.socket = socket
-        c.socketMode = socketMode
-        c.socketGroup = socketGroup
-        c.stateDirectory = stateDirectory
-        c.stateSaveInterval = stateSaveInterval
-        c.logLevel = logLevel
-        c.declination = declination
-        c.dbus = dbus
-        c.metrics = metrics
-        return c
+    /// The settings given as flags, read and checked as the file's are.
+    func flags() throws(Configuration.Invalid) -> Configuration {
+        try Configuration.flags([
+            "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
+            "state_save_interval": stateSaveInterval, "log_level": logLevel, "declination": declination,
+            "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics,
+        ])
     }
 
     func run() async throws {
         let path = config ?? Self.defaultConfigurationPath
+        let flags: Configuration
         let settings: Configuration
         do {
-            let file = try Configuration.load(path: path, required: config != nil)
-            settings = file.overridden(by: flags)
-            try settings.validate(path: "command line")
+            flags = try self.flags()
+            settings = try Configuration.load(path: path, required: config != nil).overridden(by: flags)
         } catch {
             throw ValidationError("\(error)")
         }
@@ -126,18 +105,12 @@ struct Motiond: AsyncParsableCommand {
         } else {
             source = HardwareSource(mountMatrixOverrides: try settings.mountMatrixOverrides(), networkSensors: settings.networkSensors ?? [])
         }
-        let metrics: (host: String, port: Int)?
-        do {
-            metrics = try settings.metrics.map(Configuration.hostAndPort)
-        } catch {
-            throw ValidationError("\(error)")
-        }
         let server = MotionServer(
             socketPath: settings.socket ?? Self.defaultSocket(),
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
-            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: metrics, logger: logger)
+            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), logger: logger)
         server.apply(declination: settings.declination ?? 0)
         let reload = ConfigurationReload(
             hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger

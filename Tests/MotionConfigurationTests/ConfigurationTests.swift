@@ -124,4 +124,61 @@ import Testing
         moved.declination = 2
         #expect(moved.restartOnlyDifferences(from: merged) == ["socket"])
     }
+
+    /// Each error names the file and the key path down to the value (`mqtt.streams[1].frame`), from
+    /// one `Place` carried down as the document is read (no error is built without it and re-wrapped).
+    @Test(arguments: [
+        ("mount_matrices:\n  - name: a\n    matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"\n  - name: b\n    matrix: \"2, 0, 0; 0, 1, 0; 0, 0, 1\"",
+         "mount_matrices[1]: \"2, 0, 0; 0, 1, 0; 0, 0, 1\" is not a rotation"),
+        ("mount_matrices:\n  - name: a\n    label: b\n    matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"", "mount_matrices[0]: names exactly one of name, label, syspath (it has 2)"),
+        ("mqtt:\n  broker: mqtt://x\n  streams: [motion, {stream: tilt, frame: north}]", "mqtt.streams[1].frame: \"north\" is not one of"),
+        ("mqtt:\n  broker: mqtt://x\n  streams: [motion, {stream: tilt, interval: x}]", "mqtt.streams[1].interval: expected a number"),
+        ("network_sensors: [ip:a, [b]]", "network_sensors[1]: expected a string"),
+        ("socket_mode: \"999\"", "socket_mode: \"999\" is not an octal mode"),
+    ])
+    func anErrorNamesTheFileAndTheKeyPath(text: String, expected: String) throws {
+        let path = try file(text)
+        #expect { try Configuration.load(path: path, required: true) } throws: { "\($0)".hasPrefix("\(path): \(expected)") }
+    }
+
+    /// A flag is read and checked as the file's key is, and its error names the flag.
+    @Test func flagsAreReadAndCheckedAsTheFileIs() throws {
+        let flags = try Configuration.flags(["declination": "3.5", "dbus": "true", "socket": nil])
+        #expect(flags.declination == 3.5 && flags.dbus == true && flags.socket == nil)
+        #expect { try Configuration.flags(["declination": "400"]) } throws: { "\($0)" == "command line: --declination: 400.0 is outside -180...180 degrees" }
+        #expect { try Configuration.flags(["state_save_interval": "soon"]) } throws: { "\($0)" == "command line: --state-save-interval: expected a number" }
+        #expect { try Configuration.flags(["mqtt": "x"]) } throws: { "\($0)".contains("is not a setting motiond takes as a flag") }
+        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "log_level", "declination", "dbus", "metrics"])
+    }
+
+    /// Only the settings declared live apply on reload; every other key that differs is named as
+    /// needing a restart, each of them checked by changing it alone.
+    @Test func aReloadNamesEverySettingThatNeedsARestart() throws {
+        let base = Configuration()
+        let changed: [(String, (inout Configuration) -> Void)] = [
+            ("socket", { $0.socket = "/x" }), ("socket_mode", { $0.socketMode = "0600" }), ("socket_group", { $0.socketGroup = "g" }),
+            ("state_directory", { $0.stateDirectory = "/s" }), ("state_save_interval", { $0.stateSaveInterval = 5 }),
+            ("log_level", { $0.logLevel = "debug" }), ("declination", { $0.declination = 2 }),
+            ("mount_matrices", { $0.mountMatrices = [] }), ("dbus", { $0.dbus = true }), ("mqtt", { $0.mqtt = MQTTSettings(broker: "mqtt://x") }),
+            ("metrics", { $0.metrics = "127.0.0.1:1" }), ("network_sensors", { $0.networkSensors = ["ip:a"] }),
+        ]
+        #expect(Set(changed.map(\.0)) == Set(Configuration.settings.map(\.key)), "every setting is tried")
+        for (key, change) in changed {
+            var next = base
+            change(&next)
+            let live = key == "log_level" || key == "declination"
+            #expect(next.restartOnlyDifferences(from: base) == (live ? [] : [key]), "\(key)")
+        }
+    }
+
+    /// docs/motiond.conf.5's KEYS section is the one the settings' declarations write: a setting
+    /// added, renamed or given a new default shows in the manual, or this fails with the text to paste.
+    @Test func theManualListsTheKeysAsDeclared() throws {
+        let manual = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/motiond.conf.5").standardized
+        let text = try String(contentsOf: manual, encoding: .utf8)
+        let keys = try #require(text.range(of: ".SH KEYS\n")).lowerBound
+        let example = try #require(text.range(of: ".SH EXAMPLE\n")).lowerBound
+        let written = String(text[keys..<example])
+        #expect(written == Configuration.manualKeys, "docs/motiond.conf.5's KEYS section should read:\n\(Configuration.manualKeys)")
+    }
 }

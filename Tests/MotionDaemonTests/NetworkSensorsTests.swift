@@ -161,8 +161,10 @@ extension Hardware {
 
 @Test func networkSensorsAreLibiioNetworkURIs() throws {
     let bad = try #require(try YAMLNode.parse("network_sensors: [\"usb:1.2.3\"]", maximumNodes: 100))
-    #expect(throws: Configuration.Invalid.self) { try Configuration(bad).validate(path: "motiond.conf") }
-    let good = try Configuration(try #require(try YAMLNode.parse("network_sensors: [ip:board.local, \"ip:10.0.0.2:30431\"]", maximumNodes: 100)))
-    try good.validate(path: "motiond.conf")
+    #expect { try Configuration.read(bad, at: Place(file: "motiond.conf")) } throws: {
+        "\($0)" == "motiond.conf: network_sensors: \"usb:1.2.3\" is not a libiio network URI (ip:host or ip:host:port)"
+    }
+    let good = try Configuration.read(
+        try #require(try YAMLNode.parse("network_sensors: [ip:board.local, \"ip:10.0.0.2:30431\"]", maximumNodes: 100)), at: Place(file: "motiond.conf"))
     #expect(good.networkSensors == ["ip:board.local", "ip:10.0.0.2:30431"])
 }

@@ -209,15 +209,13 @@ import Testing
         } catch {
             said = "\(error)"  // it ended before it was seen listening
         }
-        #expect(said.contains("/nonexistent/ca.pem: cannot be read (mqtt.ca_file): No such file or directory"), "\(said)")
+        #expect(said.contains("mqtt.ca_file: /nonexistent/ca.pem cannot be read: No such file or directory"), "\(said)")
     }
 
     @Test func settingsAreReadAndCheckedWithTheirPlaceInTheFile() throws {
         func settings(_ yaml: String) throws -> MQTTSettings {
             let node = try #require(try YAMLNode.parse(yaml, maximumNodes: 1000))
-            let settings = try MQTTSettings(node)
-            try settings.validate()
-            return settings
+            return try MQTTSettings.read(node, at: Place(file: "motiond.conf", key: "mqtt"))
         }
         let full = try settings("""
             broker: mqtts://broker.example:8884
@@ -235,14 +233,14 @@ import Testing
         let wrong: [(String, String)] = [
             ("broker: http://x", "the scheme is mqtt:// or mqtts://"),
             ("broker: mqtt://x:99999", "the port is a number"),
-            ("broker: mqtt://x\nqos: 3", "mqtt.qos is 0, 1 or 2"),
+            ("broker: mqtt://x\nqos: 3", "motiond.conf: mqtt.qos: must be 0, 1 or 2, not 3"),
             ("broker: mqtt://x\nca_file: a.pem", "for an mqtts:// broker"),
             ("broker: mqtt://x\nstreams: [motion, motion]", "listed twice"),
             ("broker: mqtt://x\nstreams: [{stream: tilt, frame: xTrueNorthZVertical}]", "frame is for the motion stream"),
-            ("broker: mqtt://x\nstreams: [{stream: motion, interval: 0}]", "mqtt.streams[0].interval 0.0 s is outside"),
+            ("broker: mqtt://x\nstreams: [{stream: motion, interval: 0}]", "motiond.conf: mqtt.streams[0].interval: 0.0 s is outside"),
             ("broker: mqtt://x\ntopic_prefix: a/#", "wildcard"),
-            ("brokr: mqtt://x", "unknown key \"brokr\""),
-            ("qos: 1", "missing broker"),
+            ("brokr: mqtt://x", "mqtt: unknown key \"brokr\""),
+            ("qos: 1", "motiond.conf: mqtt: missing broker"),
         ]
         for (yaml, problem) in wrong {
             #expect(throws: Configuration.Invalid.self, "\(yaml)") { try settings(yaml) }
