@@ -35,6 +35,11 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// device was described from its sysfs files and is read polled.
     case describedWithoutLibiio(device: String, errno: Int32)
 
+    /// Whether it says the device is gone.
+    public var isVanished: Bool {
+        if case .deviceVanished = self { true } else { false }
+    }
+
     public var description: String {
         switch self {
         case .contextUnavailable(let e):

@@ -17,14 +17,12 @@ public final class PolledSensors: @unchecked Sendable {
     public let kinds: [SensorKind]
     /// The rate it is polled at, Hz.
     public let rate: Double
-    private let readsPerPresenceCheck: Int
     /// What went wrong while setting up and did not stop the capture: for the log.
     public let problems: [DeviceError]
 
     private let reader: PolledReader
     private var restorer: AttributeRestorer
     private let sysfs: Sysfs
-    private var reads = 0
     /// `iio:deviceN`, made once: `read` runs at every tick.
     private let name: String
 
@@ -38,7 +36,6 @@ public final class PolledSensors: @unchecked Sendable {
         self.device = device
         self.kinds = kinds
         self.rate = rate
-        readsPerPresenceCheck = CapturePolicy(rate: rate).readsPerPresenceCheck
         name = device.number.sysname
         sysfs = Sysfs()
         restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
@@ -61,18 +58,14 @@ public final class PolledSensors: @unchecked Sendable {
         }
     }
 
-    /// Reads every sensor once, stamped now (CLOCK_MONOTONIC), handing each sample to `emit`. A
-    /// device gone is `deviceVanished`; some drivers keep answering reads of a removed device's open
-    /// files, so presence is also checked as `CapturePolicy` says.
+    /// Reads every sensor once, stamped now (CLOCK_MONOTONIC), handing each sample to `emit`; what
+    /// a failure means (a device gone, a glitch) is the owner's `CaptureLifecycle`'s to say.
     public func read(emit: (SensorSample) -> Void) throws(DeviceError) {
-        reads += 1
-        if reads % readsPerPresenceCheck == 0, !sysfs.deviceExists(name) { throw .deviceVanished(device: name) }
-        do throws(DeviceError) {
-            try reader.read(timestamp: Syscall.monotonicNanoseconds(), emit: emit)
-        } catch {
-            throw sysfs.deviceExists(name) ? error : .deviceVanished(device: name)
-        }
+        try reader.read(timestamp: Syscall.monotonicNanoseconds(), emit: emit)
     }
+
+    /// Whether the device is still there (a stat).
+    public var deviceExists: Bool { sysfs.deviceExists(name) }
 
     /// Readings dropped so far as beyond what a sensor can measure.
     public var rejectedReadings: Int { reader.rejectedReadings }

@@ -164,18 +164,17 @@ public final class SensorCapture: Sendable {
         for problem in Self.configure(device, kinds: kinds, rate: rate, restorer: &restorer) { handler(.readFailed(problem)) }
         defer { restorer.restoreAll() }
 
+        var lifecycle = CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: mode)
         if mode == .buffered {
-            switch runBuffered(handler) {
-            case .stopped: return
-            case .ended(let error):
-                handler(.ended(error))
-                return
-            case .fallBack(let reason):
+            switch runBuffered(&lifecycle, handler) {
+            case .proceed, .report: return  // stopped
+            case .end(let error): return handler(.ended(error))
+            case .fallBackToPolling(let reason):
                 state.withLock { $0.mode = .polled }
                 handler(.captureModeChanged(.polled, reason: reason))
             }
         }
-        if let error = runPolled(handler) { handler(.ended(error)) }
+        if case .end(let error) = runPolled(&lifecycle, handler) { handler(.ended(error)) }
     }
 
     /// Sets what every capture of `device` needs, remembering the old values in `restorer`: the
@@ -208,13 +207,8 @@ public final class SensorCapture: Sendable {
         return problems
     }
 
-    private enum BufferedOutcome {
-        case stopped
-        case ended(DeviceError)
-        case fallBack(DeviceError)
-    }
-
-    private func runBuffered(_ handler: @Sendable (SensorEvent) -> Void) -> BufferedOutcome {
+    /// Reads the buffer until stopped (`.proceed`) or until `lifecycle` says otherwise.
+    private func runBuffered(_ lifecycle: inout CaptureLifecycle, _ handler: @Sendable (SensorEvent) -> Void) -> CaptureLifecycle.Action {
         let name = device.number.sysname
         let reader: BufferedReader
         do {
@@ -222,9 +216,10 @@ public final class SensorCapture: Sendable {
                 device: device, kinds: kinds, rate: rate, samplesPerRefill: policy.batch,
                 timeoutMilliseconds: UInt32(policy.firstDataTimeout * 1000), sysfs: sysfs)
         } catch {
-            return sysfs.deviceExists(name) ? .fallBack(error) : .ended(.deviceVanished(device: name))
+            return lifecycle.openFailed(error, deviceExists: sysfs.deviceExists(name))
         }
         defer { reader.close() }
+        lifecycle.opened()
         // Not fatal: the scans are stamped on arrival instead. Said once, as a failed read.
         if let problem = reader.timestampProblem { handler(.readFailed(problem)) }
         let stoppedEarly = state.withLock { state in
@@ -232,70 +227,60 @@ public final class SensorCapture: Sendable {
             return state.stopRequested
         }
         defer { state.withLock { $0.cancelBuffered = nil } }
-        if stoppedEarly { return .stopped }
+        if stoppedEarly { return .proceed }
 
-        var receivedAny = false
-        var failures = 0
         var rejections = RejectionReport(device: name, kinds: kinds)
         while !stopRequested {
             do throws(DeviceError) {
                 try reader.read { handler(.sample($0)) }
+                lifecycle.readSucceeded()
                 rejections.report(total: reader.rejectedReadings, to: handler)
                 handler(.readComplete)
-                receivedAny = true
-                failures = 0
             } catch {
-                if stopRequested { return .stopped }
-                guard sysfs.deviceExists(name) else { return .ended(.deviceVanished(device: name)) }
-                if case .bufferFailed(_, _, let code) = error, code == ErrnoValue.timedOut {
-                    if !receivedAny { return .fallBack(error) }
-                    continue  // a paused sensor: keep waiting
+                if stopRequested { return .proceed }
+                switch lifecycle.readFailed(error, deviceExists: sysfs.deviceExists(name)) {
+                case .proceed: continue
+                case .report(let problem): handler(.readFailed(problem))
+                case let outcome: return outcome
                 }
-                failures += 1
-                if failures >= CapturePolicy.failuresThatEnd { return .ended(error) }
-                handler(.readFailed(error))
             }
         }
-        return .stopped
+        return .proceed
     }
 
-
-    private func runPolled(_ handler: @Sendable (SensorEvent) -> Void) -> DeviceError? {
+    /// Polls the sensors every period until stopped (`.proceed`) or until `lifecycle` says otherwise.
+    private func runPolled(_ lifecycle: inout CaptureLifecycle, _ handler: @Sendable (SensorEvent) -> Void) -> CaptureLifecycle.Action {
         let name = device.number.sysname
         let reader: PolledReader
         do {
             reader = try PolledReader(device: device, kinds: kinds, sysfs: sysfs)
         } catch {
-            return sysfs.deviceExists(name) ? error : .deviceVanished(device: name)
+            return lifecycle.openFailed(error, deviceExists: sysfs.deviceExists(name))
         }
+        lifecycle.opened()
         let period = Int64(1e9 / rate)
         var deadline = Syscall.monotonicNanoseconds()
-        var failures = 0
         var rejections = RejectionReport(device: name, kinds: kinds)
-        // Some drivers keep answering reads of a removed device's open files, so presence is also
-        // checked about ten times a second (a stat: nothing beside the reads).
-        let readsPerPresenceCheck = policy.readsPerPresenceCheck
-        var reads = 0
         while !stopRequested {
-            reads += 1
-            if reads % readsPerPresenceCheck == 0, !sysfs.deviceExists(name) { return .deviceVanished(device: name) }
+            if case .end(let reason) = lifecycle.pollDue(deviceExists: sysfs.deviceExists(name)) { return .end(reason) }
             do throws(DeviceError) {
                 try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
+                lifecycle.readSucceeded()
                 rejections.report(total: reader.rejectedReadings, to: handler)
                 handler(.readComplete)
-                failures = 0
             } catch {
-                guard sysfs.deviceExists(name) else { return .deviceVanished(device: name) }
-                failures += 1
-                if failures >= CapturePolicy.failuresThatEnd { return error }
-                handler(.readFailed(error))
+                switch lifecycle.readFailed(error, deviceExists: sysfs.deviceExists(name)) {
+                case .proceed: break
+                case .report(let problem): handler(.readFailed(problem))
+                case let outcome: return outcome
+                }
             }
             deadline += period
             let now = Syscall.monotonicNanoseconds()
             if deadline < now { deadline = now }  // fell behind: skip, don't burst
             sleep(until: deadline)
         }
-        return nil
+        return .proceed
     }
 
     /// Sleeps until `deadline` (ns, monotonic) or until `stop()`, with sub-millisecond precision.

@@ -25,8 +25,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     let batch: Int
     private let eventLoop: any EventLoop
     private let policy: CapturePolicy
-    private let state = Mutex(State())
-    private var handler: @Sendable (SensorEvent) -> Void = { _ in }
+    private let state: Mutex<State>
+    fileprivate private(set) var handler: @Sendable (SensorEvent) -> Void = { _ in }
     /// Events from the polling thread, on the loop; reused.
     private var handedOver: [SensorEvent] = []
 
@@ -35,6 +35,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     private struct State {
         var stopped = false
+        /// What follows what (the rules it shares with `SensorCapture`).
+        var lifecycle: CaptureLifecycle
         var buffer: ScanBuffer?
         var poller: PolledSensors?
         var channel: (any Channel)?
@@ -53,6 +55,12 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         batch = min(CapturePlan.largestBatch, max(1, Int((latency * self.rate).rounded(.down))))
         self.eventLoop = eventLoop
         policy = CapturePolicy(rate: self.rate, batch: batch, firstDataTimeout: firstDataTimeout)
+        state = Mutex(State(lifecycle: CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: device.captureMode)))
+    }
+
+    /// Runs `body` on the capture's lifecycle (from the loop, or the opening's thread).
+    fileprivate func lifecycle<Result>(_ body: (inout CaptureLifecycle) -> Result) -> Result {
+        state.withLock { body(&$0.lifecycle) }
     }
 
     /// Whether a device polled at `rate` Hz is polled on the loop rather than on a thread.
@@ -79,11 +87,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             attach(buffer)
         }.flatMapError { [self] error in
             let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "open", errno: ErrnoValue.invalidArgument)
-            if case .deviceVanished = error {
-                handler(.ended(error))
-                return eventLoop.makeSucceededVoidFuture()
-            }
-            return fallBackToPolling(because: error)
+            return follow(lifecycle { $0.openFailed(error, deviceExists: !error.isVanished) })
         }
     }
 
@@ -94,29 +98,39 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             return eventLoop.makeSucceededVoidFuture()
         }
         for problem in buffer.problems { handler(.readFailed(problem)) }
-        let reader = ScanReader(buffer: buffer, handler: handler)
+        let reader = ScanReader(buffer: buffer, handler: handler) { [weak self] in self?.lifecycle { $0.readSucceeded() } }
         // Room for the kernel's four batches; it hands out whole scans only.
         let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
         return register({ () throws(DeviceError) in try buffer.makeReadDescriptor() }, reader: reader, readSize: capacity).map { [self] attached in
-            if attached { watch(buffer, reader) }
+            guard attached else { return }
+            lifecycle { $0.opened() }
+            watch(buffer)
         }
     }
 
-    /// Checks a buffer after the policy's `firstDataTimeout`, then every `checkInterval`: without a first
-    /// scan the device is polled instead; gone quiet, the device may be gone (a removed device's
-    /// buffer need not fail a read: it may only fall silent). Sparse, as each check can be a wake-up
-    /// of its own (a batch of 0.1 s at 100 Hz wakes the loop 10 times a second; this adds one every 2 s).
-    private func watch(_ buffer: ScanBuffer, _ reader: ScanReader, after delay: Double? = nil) {
-        eventLoop.scheduleTask(in: .nanoseconds(Int64((delay ?? policy.firstDataTimeout) * 1e9))) { [weak self, weak reader] in
-            guard let self, let reader, state.withLock({ $0.buffer === buffer }) else { return }
-            if !reader.receivedAny {
-                _ = fallBackToPolling(because: .bufferFailed(device: device.number.sysname, operation: "first scan", errno: ErrnoValue.timedOut))
-                return
+    /// Checks a buffer after the policy's `firstDataTimeout`, then every `checkInterval`, as the
+    /// lifecycle says (no first scan: polled instead; silent and gone: ended). Sparse, as each check
+    /// can be a wake-up of its own (a batch of 0.1 s at 100 Hz wakes the loop 10 times a second; this
+    /// adds one every 2 s).
+    private func watch(_ buffer: ScanBuffer, after delay: Double? = nil) {
+        eventLoop.scheduleTask(in: .nanoseconds(Int64((delay ?? policy.firstDataTimeout) * 1e9))) { [weak self] in
+            guard let self, state.withLock({ $0.buffer === buffer }) else { return }
+            switch lifecycle({ $0.checkDue(deviceExists: buffer.deviceExists) }) {
+            case .proceed, .report: watch(buffer, after: policy.checkInterval)
+            case let action: _ = follow(action)
             }
-            if !reader.receivedSinceCheck, !buffer.deviceExists { return failed(DeviceError.deviceVanished(device: device.number.sysname)) }
-            reader.receivedSinceCheck = false
-            watch(buffer, reader, after: policy.checkInterval)
         }
+    }
+
+    /// Does what the lifecycle said: polls instead, or ends.
+    private func follow(_ action: CaptureLifecycle.Action) -> EventLoopFuture<Void> {
+        switch action {
+        case .proceed: break
+        case .report(let problem): handler(.readFailed(problem))
+        case .fallBackToPolling(let reason): return fallBackToPolling(because: reason)
+        case .end(let reason): failed(reason)
+        }
+        return eventLoop.makeSucceededVoidFuture()
     }
 
     // MARK: Polled
@@ -142,10 +156,14 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
                 return eventLoop.makeSucceededVoidFuture()
             }
             for problem in poller.problems { handler(.readFailed(problem)) }
-            let reader = PollTicker(poller: poller, handler: handler, failed: { [weak self] error in self?.failed(error) })
-            return register({ () throws(DeviceError) in try poller.makeTimer() }, reader: reader, readSize: 64).map { _ in }
-        }.flatMapErrorThrowing { [self] error in
-            handler(.ended(error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "poll", errno: ErrnoValue.invalidArgument)))
+            let reader = PollTicker(poller: poller, capture: self)
+            return register({ () throws(DeviceError) in try poller.makeTimer() }, reader: reader, readSize: 64).map { [self] attached in
+                if attached { lifecycle { $0.opened() } }
+            }
+        }.flatMapError { [self] error in
+            let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "poll", errno: ErrnoValue.invalidArgument)
+            if case .end(let reason) = lifecycle({ $0.openFailed(error, deviceExists: !error.isVanished) }) { handler(.ended(reason)) }
+            return eventLoop.makeSucceededVoidFuture()
         }
     }
 
@@ -215,7 +233,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// A read failed or the descriptor closed by itself: the capture ends, as unplugged if the device is gone.
     /// `channel`: the channel it came from; the end of one closed for a fallback to polling is no end
     /// of the capture (it can come after the poller took over).
-    private func failed(_ error: any Error, on channel: (any Channel)? = nil) {
+    fileprivate func failed(_ error: any Error, on channel: (any Channel)? = nil) {
         let (buffer, poller, stopped, current) = state.withLock { ($0.buffer, $0.poller, $0.stopped, $0.channel) }
         guard !stopped, buffer != nil || poller != nil else { return }
         if let channel, let current, channel !== current { return }
@@ -251,6 +269,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     func stop() {
         let opening = state.withLock { state in
             state.stopped = true
+            state.lifecycle.stop()
             return state.opening
         }
         if !eventLoop.inEventLoop { _ = try? opening?.wait() }
@@ -270,21 +289,20 @@ private final class ScanReader: ChannelInboundHandler, @unchecked Sendable {
     private let handler: @Sendable (SensorEvent) -> Void
     private var partial: ByteBuffer?
     private var rejections: RejectionReport
-    private(set) var receivedAny = false
-    /// Whether scans came since the watchdog last looked (`LoopCapture.watch`).
-    var receivedSinceCheck = false
+    /// Told of each read that brought scans (the lifecycle's `readSucceeded`).
+    private let arrived: () -> Void
 
-    init(buffer: ScanBuffer, handler: @escaping @Sendable (SensorEvent) -> Void) {
+    init(buffer: ScanBuffer, handler: @escaping @Sendable (SensorEvent) -> Void, arrived: @escaping () -> Void) {
         self.buffer = buffer
         self.handler = handler
+        self.arrived = arrived
         rejections = RejectionReport(device: buffer.device.number.sysname, kinds: buffer.kinds)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
         let now = Syscall.monotonicNanoseconds()
-        receivedAny = true
-        receivedSinceCheck = true
+        arrived()
         if var carried = partial {
             carried.writeBuffer(&bytes)
             bytes = carried
@@ -323,36 +341,39 @@ private final class ChannelEnd: ChannelInboundHandler, @unchecked Sendable {
 }
 
 /// Reads polled sensors each time their timer's descriptor becomes readable: one read per wake-up,
-/// however many periods passed (a late loop skips, it does not burst). A failed read is reported and
-/// the polling goes on; `CapturePolicy.failuresThatEnd` in a row, or the device gone, end it.
+/// however many periods passed (a late loop skips, it does not burst). What a failed read means, and
+/// when presence is checked, the capture's lifecycle says.
 private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     // @unchecked: runs on its channel's event loop only.
     typealias InboundIn = ByteBuffer
 
     private let poller: PolledSensors
+    private weak var capture: LoopCapture?
     private let handler: @Sendable (SensorEvent) -> Void
-    private let failed: (any Error) -> Void
-    private var failures = 0
     private var rejections: RejectionReport
 
-    init(poller: PolledSensors, handler: @escaping @Sendable (SensorEvent) -> Void, failed: @escaping (any Error) -> Void) {
+    init(poller: PolledSensors, capture: LoopCapture) {
         self.poller = poller
-        self.handler = handler
-        self.failed = failed
+        self.capture = capture
+        handler = capture.handler
         rejections = RejectionReport(device: poller.device.number.sysname, kinds: poller.kinds)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        guard let capture else { return }
+        let poller = poller
+        if case .end(let reason) = capture.lifecycle({ $0.pollDue(deviceExists: poller.deviceExists) }) { return capture.failed(reason) }
         do throws(DeviceError) {
             try poller.read { handler(.sample($0)) }
-            failures = 0
+            capture.lifecycle { $0.readSucceeded() }
         } catch {
-            failures += 1
-            if case .deviceVanished = error { return failed(error) }
-            if failures >= CapturePolicy.failuresThatEnd { return failed(error) }
-            handler(.readFailed(error))
+            switch capture.lifecycle({ $0.readFailed(error, deviceExists: poller.deviceExists) }) {
+            case .proceed, .fallBackToPolling: break
+            case .report(let problem): handler(.readFailed(problem))
+            case .end(let reason): return capture.failed(reason)
+            }
         }
         rejections.report(total: poller.rejectedReadings, to: handler)
         handler(.readComplete)
