@@ -9,7 +9,13 @@ struct BusError: Error, CustomStringConvertible {
     var call: String
     var code: Int32
 
+    /// A call whose arguments are not of its method's signature (said as GDBus says it).
+    static func wrongArguments(_ signature: String, expected: String) -> BusError {
+        BusError(call: "Type of message, “(\(signature))”, does not match expected type “(\(expected))”", code: EBADMSG)
+    }
+
     var description: String {
+        if call.hasPrefix("Type of message") { return call }
         if call.hasPrefix("sd_bus_request_name") && code == EEXIST {
             return "\(SensorProxyInterface.busName) is owned by another program on the bus (iio-sensor-proxy? see docs/dbus.md to switch over)"
         }
@@ -17,7 +23,9 @@ struct BusError: Error, CustomStringConvertible {
     }
 
     /// Whether it failed reading a message's arguments (missing, or of another type).
-    var readingArguments: Bool { call.hasPrefix("sd_bus_message_read") || call.hasPrefix("sd_bus_message_enter") }
+    var readingArguments: Bool {
+        call.hasPrefix("sd_bus_message_read") || call.hasPrefix("sd_bus_message_enter") || call.hasPrefix("Type of message")
+    }
 
     /// Runs an sd-bus call that returns a negative errno on failure; returns its non-negative result.
     @discardableResult
@@ -48,6 +56,15 @@ final class BusMessage {
     var member: String? { sd_bus_message_get_member(pointer).map { String(cString: $0) } }
     /// The unique bus name of who sent it.
     var sender: String? { sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
+
+    /// Its arguments' signature, such as `ss`.
+    var signature: String { sd_bus_message_get_signature(pointer, 1).map { String(cString: $0) } ?? "" }
+
+    /// Throws unless its arguments are exactly of `signature` (a method's input).
+    func expect(signature expected: String) throws(BusError) {
+        let actual = signature
+        guard actual == expected else { throw .wrongArguments(actual, expected: expected) }
+    }
 
     /// The D-Bus error this message carries (a method error reply), if it is one.
     var error: (name: String, message: String)? {

@@ -194,12 +194,15 @@ final class SensorProxyService: Sendable {
     /// Answers one call to `object`; `false` leaves it to sd-bus (no such method).
     private func handle(_ call: BusMessage, to object: Object) throws(BusError) -> Bool {
         guard let interface = call.interface, let member = call.member else { return false }
+        // Each method's arguments are checked before anything is done, as GDBus (upstream's) does.
         switch (interface, member) {
         case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+            try call.expect(signature: "")
             let reply = try bus.newReply(to: call)
             try reply.append(SensorProxyInterface.introspection(of: object))
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "Get"):
+            try call.expect(signature: "ss")
             guard try call.readString() == object.interface else { return false }
             let name = try call.readString()
             guard SensorProxyInterface.properties.contains(where: { $0.object.path == object.path && $0.name == name }) else {
@@ -210,6 +213,7 @@ final class SensorProxyService: Sendable {
             try reply.append(property: name, of: shared.withLock { $0.properties })
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "GetAll"):
+            try call.expect(signature: "s")
             guard try call.readString() == object.interface else { return false }
             let reply = try bus.newReply(to: call)
             let names = SensorProxyInterface.properties.filter { $0.object.path == object.path }.map(\.name)
@@ -217,6 +221,7 @@ final class SensorProxyService: Sendable {
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "Set"):
             // Upstream's answer (GDBus's) to a write of a read-only property, word for word.
+            try call.expect(signature: "ssv")
             _ = try call.readString()
             let name = try call.readString()
             try bus.replyError(to: call, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "Property “\(name)” is not writable")
@@ -224,6 +229,7 @@ final class SensorProxyService: Sendable {
             guard let method = SensorProxyInterface.methods.first(where: { $0.name == name && $0.interface == object.interface }),
                 let sender = call.sender
             else { return false }
+            try call.expect(signature: "")
             guard method.claims else { return try perform(method, for: sender, call: call) }
             try authorize(method, for: sender, call: call)
         default:

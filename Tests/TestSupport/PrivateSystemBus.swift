@@ -97,15 +97,25 @@ public final class Peer {
 extension PrivateSystemBus {
     /// Runs `gdbus` with `arguments` on this bus; what it printed (standard output, then error).
     public func gdbus(_ arguments: [String]) throws -> String {
-        let gdbus = Process()
-        gdbus.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
-        gdbus.arguments = [arguments[0], "--address", address] + arguments.dropFirst()
+        try output(of: "/usr/bin/gdbus", [arguments[0], "--address", address] + arguments.dropFirst())
+    }
+
+    /// Runs `dbus-send` with `arguments` as a client of this bus; what it printed. Unlike gdbus, it
+    /// sends the arguments it is given, whatever the method's signature.
+    public func dbusSend(_ arguments: [String]) throws -> String {
+        try output(of: "/usr/bin/dbus-send", ["--bus=\(address)"] + arguments)
+    }
+
+    private func output(of executable: String, _ arguments: [String]) throws -> String {
+        let program = Process()
+        program.executableURL = URL(fileURLWithPath: executable)
+        program.arguments = arguments
         let output = Pipe()
-        gdbus.standardOutput = output
-        gdbus.standardError = output
-        try gdbus.run()
+        program.standardOutput = output
+        program.standardError = output
+        try program.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        gdbus.waitUntilExit()
+        program.waitUntilExit()
         return text
     }
 }
