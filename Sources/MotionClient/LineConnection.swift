@@ -121,7 +121,10 @@ public final class LineConnection: @unchecked Sendable {
             do {
                 message = try AnyServerMessage(line: line)
             } catch {
-                throw .connectionLost("malformed line: \(error)")
+                // Only our reply unread ends the wait; a message in between that this version cannot
+                // read (a later minor version's stream, say) is not ours.
+                guard error.className == M.className else { continue }
+                throw .connectionLost("malformed reply: \(error)")
             }
             if case .error(let error) = message, error.id == id { throw .refused(code: error.code, message: error.message) }
             if let reply = message.message as? M, reply.requestID == id { return reply }

@@ -234,7 +234,20 @@ public final class Subscription: Sendable {
     }
 
     private func decode(_ line: [UInt8]) throws(MotionClientError) -> MotionClient.Update? {
-        guard let message = try? AnyServerMessage(line: line) else { return nil }
+        let message: AnyServerMessage
+        do {
+            message = try AnyServerMessage(line: line)
+        } catch {
+            // An error or an end this version cannot read (a later version's code) still ends the
+            // stream: skipped, the caller would wait for updates that never come.
+            switch error.className {
+            case ErrorReply.className: throw .refused(code: .internal, message: "an error this client cannot read: \(error.problem)")
+            case Ended.className:
+                // Which stream it names is what could not be read: the first watched stands for it.
+                throw .streamEnded(stream: watch.streams?.first ?? .motion, reason: "an end this client cannot read: \(error.problem)")
+            default: return nil
+            }
+        }
         switch message {
         case .motion(let m): return .motion(m)
         case .accelerometer(let m): return .accelerometer(m)

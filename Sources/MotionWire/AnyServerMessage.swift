@@ -25,12 +25,25 @@ public enum AnyServerMessage: Sendable, Hashable {
     /// reader skips it (docs/protocol.md: fields and classes are added, never renamed).
     case unknown(className: String)
 
-    /// Decodes one line of the daemon's (a JSON object with its `class`). Throws what is wrong with
-    /// a line that is not such an object, or whose fields do not fit its class.
-    public init(line: [UInt8]) throws {
+    /// A line that is no message this version can read: its class, if it has one, and what is wrong.
+    /// A later minor version may send a known class with a value this one does not know (a new
+    /// stream or error code): a reader decides by the class whether that matters to it.
+    public struct Malformed: Error, CustomStringConvertible {
+        public var className: String?
+        public var problem: String
+        public var description: String { "\(className ?? "a line without a class"): \(problem)" }
+    }
+
+    /// Decodes one line of the daemon's (a JSON object with its `class`). Throws `Malformed` for a
+    /// line that is not such an object, or whose fields do not fit its class.
+    public init(line: [UInt8]) throws(Malformed) {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
-        self = try decoder.decode(Decoded.self, from: Data(line)).message
+        do {
+            self = try decoder.decode(Decoded.self, from: Data(line)).message
+        } catch {
+            throw Malformed(className: Wire.className(of: line), problem: "\(error)")
+        }
     }
 
     /// The message itself (`nil` for an unknown class).

@@ -149,3 +149,38 @@ import TestSupport
         manager.stopGyroUpdates()
     }
 }
+
+/// What a later minor version of the daemon may send (a new stream, a new error code), which this
+/// client cannot read: it neither loses its own reply nor waits for ever. A scripted stand-in sends
+/// it, since no daemon of this version does.
+@Suite struct ForwardCompatibilityTests {
+    /// A message in between that this version cannot read used to end the round trip.
+    @Test func anUnreadableMessageBeforeTheReplyIsSkipped() throws {
+        let daemon = try ScriptedDaemon(replies: [
+            #"{"class":"DROPPED","stream":"a-later-stream","count":3}"#,
+            #"{"class":"DEVICES","id":$ID,"devices":[]}"#,
+        ])
+        #expect(try MotionClient(socketPath: daemon.path, timeout: 2).devices().isEmpty)
+    }
+
+    /// A refusal with an error code this version does not know used to be skipped: the watcher waited
+    /// for updates that never came.
+    @Test func aRefusalWithAnUnknownCodeEndsTheStream() throws {
+        let daemon = try ScriptedDaemon(replies: [#"{"class":"ERROR","id":$ID,"code":"a-later-code","message":"no"}"#])
+        let ended = DispatchSemaphore(value: 0)
+        let outcome = Mutex<MotionClientError?>(nil)
+        let subscription = MotionClient(socketPath: daemon.path, timeout: 2).watch([.motion], reconnects: false) { result in
+            if case .failure(let error) = result {
+                outcome.withLock { $0 = error }
+                ended.signal()
+            }
+        }
+        defer { subscription.cancel() }
+        #expect(ended.wait(timeout: .now() + 5) == .success, "the stream ended")
+        guard case .refused(.internal, let message)? = outcome.withLock({ $0 }) else {
+            Issue.record("\(String(describing: outcome.withLock { $0 }))")
+            return
+        }
+        #expect(message.contains("a-later-code"), "\(message)")
+    }
+}
