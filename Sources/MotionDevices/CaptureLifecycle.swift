@@ -8,7 +8,8 @@ import MotionSystem
 ///
 ///     opening(buffered) ──opened──▶ buffered ──no first scan, or open failed──▶ opening(polled)
 ///     opening(polled)   ──opened──▶ polled
-///     any ──device gone, failuresThatEnd failed reads in a row, a polled open failed, stop──▶ ended
+///     any ──device gone, failuresThatEnd failed reads in a row, a polled open failed, the reading
+///           ended by itself, stop──▶ ended
 public struct CaptureLifecycle: Sendable, Equatable {
     public enum Phase: Sendable, Equatable {
         /// The device is being opened to be read in this mode.
@@ -103,6 +104,13 @@ public struct CaptureLifecycle: Sendable, Equatable {
         guard scanSeen else { return fallBack(.bufferFailed(device: device, operation: "first scan", errno: ErrnoValue.timedOut)) }
         defer { scanSinceCheck = false }
         return scanSinceCheck || deviceExists() ? .proceed : end(.deviceVanished(device: device))
+    }
+
+    /// The reading itself ended: its descriptor closed by itself, or failed in a way no retry mends.
+    /// Over, as vanished if the device is gone.
+    public mutating func readingEnded(_ error: DeviceError, deviceExists: @autoclosure () -> Bool) -> Action {
+        guard phase != .ended else { return .proceed }
+        return end(deviceExists() ? error : .deviceVanished(device: device))
     }
 
     /// Stopped by its owner: over, and nothing more is told.

@@ -239,11 +239,11 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         if let channel, let current, channel !== current { return }
         let reason: DeviceError
         if let error = error as? DeviceError {
-            reason = error
-        } else if let buffer, !buffer.deviceExists {
-            reason = .deviceVanished(device: device.number.sysname)
+            reason = error  // the lifecycle's end, said already
         } else {
-            reason = .bufferFailed(device: device.number.sysname, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
+            let failure = DeviceError.bufferFailed(device: device.number.sysname, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
+            guard case .end(let ended) = lifecycle({ $0.readingEnded(failure, deviceExists: buffer?.deviceExists ?? poller?.deviceExists ?? true) }) else { return }
+            reason = ended
         }
         closeReading()
         handler(.ended(reason))

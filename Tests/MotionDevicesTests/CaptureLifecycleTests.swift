@@ -121,6 +121,19 @@ import Testing
         #expect(asked == 2)
     }
 
+    /// A reading that ends by itself (its descriptor closed) ends the capture, as vanished when the
+    /// device is gone; in either mode.
+    @Test(arguments: [CaptureMode.buffered, .polled])
+    func aReadingThatEndsByItselfEndsTheCapture(mode: CaptureMode) {
+        var present = lifecycle(mode)
+        present.opened()
+        #expect(present.readingEnded(Self.glitch, deviceExists: true) == .end(Self.glitch))
+        var gone = lifecycle(mode)
+        gone.opened()
+        #expect(gone.readingEnded(Self.glitch, deviceExists: false) == .end(Self.vanished))
+        #expect(gone.readingEnded(Self.glitch, deviceExists: false) == .proceed, "told once")
+    }
+
     /// Once ended or stopped, nothing that happens makes the capture do anything more.
     @Test func anEndedCaptureDoesNothingMore() {
         var capture = lifecycle(.buffered)
