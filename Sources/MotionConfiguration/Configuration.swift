@@ -80,12 +80,13 @@ public struct Configuration: Sendable, Equatable {
     /// The settings given on the command line, by key (`socket_mode`), as text; each is read as the
     /// file's value would be and checked, an error naming the flag.
     public static func flags(_ given: [String: String?]) throws(Invalid) -> Configuration {
+        if let stray = given.keys.sorted().first(where: { key in !settings.contains { $0.key == key && $0.isFlag } }) {
+            throw Place(file: "command line", key: stray).invalid("is not a setting motiond takes as a flag")
+        }
         var flags = Configuration()
-        for (key, text) in given {
-            guard let text else { continue }
-            guard let setting = settings.first(where: { $0.key == key && $0.isFlag }) else {
-                throw Place(file: "command line", key: key).invalid("is not a setting motiond takes as a flag")
-            }
+        // In the table's order, so that of two bad flags the same one is named every time.
+        for setting in settings {
+            guard let text = given[setting.key] ?? nil else { continue }
             let place = Place(file: "command line", key: setting.flagName)
             try setting.read(&flags, .scalar(text, plain: true), place)
             try setting.check(flags, place)

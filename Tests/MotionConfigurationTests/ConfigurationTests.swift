@@ -148,6 +148,8 @@ import Testing
         #expect { try Configuration.flags(["declination": "400"]) } throws: { "\($0)" == "command line: --declination: 400.0 is outside -180...180 degrees" }
         #expect { try Configuration.flags(["state_save_interval": "soon"]) } throws: { "\($0)" == "command line: --state-save-interval: expected a number" }
         #expect { try Configuration.flags(["mqtt": "x"]) } throws: { "\($0)".contains("is not a setting motiond takes as a flag") }
+        // Of two bad flags, the one first in the table is named, whatever the order given.
+        #expect { try Configuration.flags(["metrics": "nowhere", "socket_mode": "999"]) } throws: { "\($0)".hasPrefix("command line: --socket-mode:") }
         #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "log_level", "declination", "dbus", "metrics"])
     }
 
