@@ -42,6 +42,8 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         /// QoS 0 messages in flight when a connection died.
         var lost = 0
         var connections = 0
+        /// Whether connection attempts have failed since the last that succeeded.
+        var failing = false
     }
 
     private let hub: Hub
@@ -90,13 +92,16 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
                 }
                 link.withLock {
                     $0.connected = true
+                    $0.failing = false
                     $0.connections += 1
                 }
                 // The loop publishes the status, then what waited.
                 bridge.eventLoop.execute { bridge.value.connected() }
             },
             disconnected: { [link, qos = settings.qos] code in
-                link.withLock {
+                let (wasConnected, firstFailure) = link.withLock {
+                    let was = ($0.connected, !$0.failing)
+                    $0.failing = !$0.connected
                     $0.connected = false
                     // QoS 0 messages in libmosquitto's hands are gone with the connection; QoS 1 and 2
                     // ones are sent again on the next.
@@ -104,8 +109,13 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
                         $0.lost += $0.inFlight
                         $0.inFlight = 0
                     }
+                    return was
                 }
-                if code != 0 { bridge.eventLoop.execute { bridge.value.connectionLost(code) } }
+                // A lost connection is told at once; attempts that fail after it (or from the start),
+                // once until one succeeds.
+                if code != 0, wasConnected || firstFailure {
+                    bridge.eventLoop.execute { bridge.value.connectionLost(code, wasConnected: wasConnected) }
+                }
             },
             published: { [link] in
                 let wake = link.withLock {
@@ -158,7 +168,7 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         guard let connection else { return }
         let connected = link.withLock { $0.connected }
         if connected { _ = connection.publish(topic: statusTopic, text: Self.offline, qos: 1, retain: true) }
-        connection.stop(connected: connected)
+        connection.stop()
     }
 
     /// Leaves the hub (at shutdown); on the loop.
@@ -196,9 +206,11 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         drain()
     }
 
-    private func connectionLost(_ code: Int32) {
+    private func connectionLost(_ code: Int32, wasConnected: Bool) {
+        let reason = MQTTConnection.Failure(operation: "connection", code: code)
         logger.warning(
-            "MQTT broker connection lost; reconnecting", metadata: ["broker": "\(settings.broker)", "reason": "\(MQTTConnection.Failure(operation: "connection", code: code))"])
+            wasConnected ? "MQTT broker connection lost; reconnecting" : "MQTT broker cannot be reached; retrying",
+            metadata: ["broker": "\(settings.broker)", "reason": "\(reason)", "backoff": "up to \(MQTTConnection.maximumReconnectDelay)"])
     }
 
     /// Hands queued messages to libmosquitto while it is connected and its window is open.

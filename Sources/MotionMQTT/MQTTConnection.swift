@@ -1,10 +1,23 @@
 import CMosquitto
+import MotionSystem
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One connection to an MQTT broker, through libmosquitto: a thin typed wrapper, one method per
-/// library call. libmosquitto's own network thread connects, reconnects with backoff, writes and
-/// keeps the connection alive; `publish` may be called from any thread and only queues for it.
+/// library call, and the network thread that drives it.
+///
+/// The thread is ours, not `mosquitto_loop_start`'s: libmosquitto's own loop (`loop_forever`) returns
+/// for good on errors it deems fatal, a protocol error among them, so one garbage packet from a broker
+/// would end the bridge. Ours treats every error alike: the connection is closed, and after a backoff
+/// of `reconnectDelay` doubling up to `maximumReconnectDelay` it connects again, until `stop`. It polls
+/// the socket itself (libmosquitto's `select` refuses descriptors above 1,023); `publish` may be
+/// called from any thread and only queues for it.
 final class MQTTConnection: @unchecked Sendable {
-    // @unchecked: libmosquitto locks its own state (it is built thread-safe); `events` is immutable.
+    // @unchecked: libmosquitto locks its own state (the handle is marked threaded); `events` and the
+    // wake pipe are immutable; `stopRequested` is atomic; `failures` is only the network thread's.
 
     /// A libmosquitto call that failed: which, and libmosquitto's reason.
     struct Failure: Error, CustomStringConvertible {
@@ -24,12 +37,18 @@ final class MQTTConnection: @unchecked Sendable {
     }
 
     /// Seconds before the first reconnection attempt, doubling up to `maximumReconnectDelay`.
-    static let reconnectDelay: UInt32 = 1
-    static let maximumReconnectDelay: UInt32 = 8
+    static let reconnectDelay: Duration = .seconds(1)
+    static let maximumReconnectDelay: Duration = .seconds(8)
+    /// How long `stop` lets the goodbye (the retained status, then DISCONNECT) be written.
+    static let goodbyeTimeout: Duration = .seconds(2)
 
     private let handle: OpaquePointer
     private let events: Events
-    private var running = false
+    private let wakeRead: Int32, wakeWrite: Int32
+    private let stopRequested = Atomic<Bool>(false)
+    /// Connection attempts that failed since the last accepted one: the backoff's exponent.
+    private var failures = 0
+    private var thread: OSThread?
 
     private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
 
@@ -37,22 +56,35 @@ final class MQTTConnection: @unchecked Sendable {
     init(clientID: String, events: Events) throws(Failure) {
         _ = Self.libraryReady
         self.events = events
-        guard let handle = mosquitto_new(clientID, true, nil) else { throw Failure(operation: "mosquitto_new", code: MOSQ_ERR_NOMEM.rawValue) }
+        guard case .success(let (wakeRead, wakeWrite)) = Syscall.makeWakePipe() else {
+            throw Failure(operation: "pipe (the MQTT thread's wake-up)", code: MOSQ_ERR_ERRNO.rawValue)
+        }
+        (self.wakeRead, self.wakeWrite) = (wakeRead, wakeWrite)
+        guard let handle = mosquitto_new(clientID, true, nil) else {
+            Syscall.close(wakeRead)
+            Syscall.close(wakeWrite)
+            throw Failure(operation: "mosquitto_new", code: MOSQ_ERR_NOMEM.rawValue)
+        }
         self.handle = handle
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-        mosquitto_connect_callback_set(handle) { _, context, code in MQTTConnection.from(context).events.connected(code) }
+        mosquitto_connect_callback_set(handle) { _, context, code in
+            let connection = MQTTConnection.from(context)
+            if code == 0 { connection.failures = 0 }
+            connection.events.connected(code)
+        }
         mosquitto_disconnect_callback_set(handle) { _, context, code in MQTTConnection.from(context).events.disconnected(code) }
         mosquitto_publish_callback_set(handle) { _, context, _ in MQTTConnection.from(context).events.published() }
         try check("mosquitto_int_option(protocol 3.1.1)", mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311))
         // Samples are small and late ones are worth less: no Nagle delay.
         try check("mosquitto_int_option(TCP_NODELAY)", mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1))
-        try check(
-            "mosquitto_reconnect_delay_set",
-            mosquitto_reconnect_delay_set(handle, Self.reconnectDelay, Self.maximumReconnectDelay, true))
+        // Packets queued from other threads wait for ours rather than being written by the caller.
+        try check("mosquitto_threaded_set", mosquitto_threaded_set(handle, true))
     }
 
     deinit {
         mosquitto_destroy(handle)
+        Syscall.close(wakeRead)
+        Syscall.close(wakeWrite)
     }
 
     private static func from(_ context: UnsafeMutableRawPointer?) -> MQTTConnection {
@@ -81,20 +113,23 @@ final class MQTTConnection: @unchecked Sendable {
         try check("mosquitto_will_set", mosquitto_will_set(handle, topic, Int32(bytes.count), bytes, Int32(qos), retain))
     }
 
-    /// `mosquitto_connect_async` then `mosquitto_loop_start`: the network thread connects, and keeps
-    /// reconnecting while the broker is away (a broker down at start is only the first such wait).
+    /// `mosquitto_connect_async`, then the network thread, which goes on connecting while the broker is
+    /// away (a broker down at start is only the first such wait).
     func start(host: String, port: Int, keepalive: Int) throws(Failure) {
         let code = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
-        // Refused or unreachable now is retried by the loop; a wrong argument is not.
+        // Refused or unreachable now is retried by the thread; a wrong argument is not.
         if code == MOSQ_ERR_INVAL.rawValue { throw Failure(operation: "mosquitto_connect_async(\(host):\(port))", code: code) }
-        try check("mosquitto_loop_start", mosquitto_loop_start(handle))
-        running = true
+        let thread = OSThread(name: "mqtt") { [self] in serve() }
+        if let error = thread.start() { throw Failure(operation: "pthread_create (the MQTT thread): \(error)", code: MOSQ_ERR_ERRNO.rawValue) }
+        self.thread = thread
     }
 
-    /// `mosquitto_publish`: queues `payload` for the network thread.
+    /// `mosquitto_publish`: queues `payload` for the network thread, and wakes it.
     func publish(topic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int, retain: Bool = false) -> Failure? {
         let code = mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, Int32(qos), retain)
-        return code == MOSQ_ERR_SUCCESS.rawValue ? nil : Failure(operation: "mosquitto_publish", code: code)
+        guard code == MOSQ_ERR_SUCCESS.rawValue else { return Failure(operation: "mosquitto_publish", code: code) }
+        Syscall.wake(wakeWrite)
+        return nil
     }
 
     /// `mosquitto_publish` of a text.
@@ -103,14 +138,66 @@ final class MQTTConnection: @unchecked Sendable {
         return topic.withCString { topic in bytes.withUnsafeBytes { publish(topic: topic, payload: $0, qos: qos, retain: retain) } }
     }
 
-    /// `mosquitto_disconnect` then `mosquitto_loop_stop`: sends what was queued, says goodbye (so the
-    /// will is not published) and ends the network thread. With no connection, the thread is stopped
-    /// in its wait.
-    func stop(connected: Bool) {
-        guard running else { return }
-        running = false
+    /// `mosquitto_disconnect`, then ends the network thread: what was queued is written first (so a
+    /// status published just before goes out, and the will does not), for at most `goodbyeTimeout`.
+    /// With no connection, the thread leaves its wait at once.
+    func stop() {
+        guard let thread else { return }
+        self.thread = nil
+        stopRequested.store(true, ordering: .releasing)
         _ = mosquitto_disconnect(handle)
-        _ = mosquitto_loop_stop(handle, !connected)
+        Syscall.wake(wakeWrite)
+        thread.join()
+    }
+
+    // MARK: The network thread
+
+    private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+
+    /// Drives the connection until `stop`: reads, writes and keeps alive while it is up; waits its
+    /// backoff and connects again whenever it is down, whatever brought it down.
+    private func serve() {
+        var goodbyeDeadline: ContinuousClock.Instant?
+        while true {
+            if isStopping {
+                let deadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
+                goodbyeDeadline = deadline
+                guard mosquitto_socket(handle) >= 0, mosquitto_want_write(handle), .now < deadline else { return }
+            }
+            let socket = mosquitto_socket(handle)
+            guard socket >= 0 else {
+                guard !isStopping, waitBeforeReconnecting() else { return }
+                _ = mosquitto_reconnect_async(handle)
+                continue
+            }
+            let events = Int16(POLLIN) | (mosquitto_want_write(handle) ? Int16(POLLOUT) : 0)
+            guard case .success(let (ready, woken)) = Syscall.wait(for: events, on: socket, orWake: wakeRead, timeoutMilliseconds: 1000)
+            else { continue }
+            if woken { Syscall.drainWakePipe(wakeRead) }
+            // An error closes the socket and calls `disconnected` (libmosquitto's own handling); the
+            // next turn finds no socket and reconnects.
+            if ready, mosquitto_loop_read(handle, 1) != MOSQ_ERR_SUCCESS.rawValue { continue }
+            if mosquitto_socket(handle) >= 0, mosquitto_want_write(handle), mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue {
+                continue
+            }
+            _ = mosquitto_loop_misc(handle)  // keepalive: a ping, or closing a connection that stopped answering
+        }
+    }
+
+    /// Waits `reconnectDelay` × 2^failures (at most `maximumReconnectDelay`); false when `stop` ended the wait.
+    private func waitBeforeReconnecting() -> Bool {
+        let delay = min(Self.reconnectDelay * (1 << min(failures, 16)), Self.maximumReconnectDelay)
+        failures += 1
+        let deadline = ContinuousClock.now + delay
+        while !isStopping {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return true }
+            let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
+            if case .success((_, true)) = Syscall.waitReadable(wakeRead, wakeRead, timeoutMilliseconds: milliseconds) {
+                Syscall.drainWakePipe(wakeRead)
+            }
+        }
+        return false
     }
 
     /// A broker's refusal of a connection, in words (`mosquitto_connack_string`).

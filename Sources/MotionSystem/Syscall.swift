@@ -165,12 +165,16 @@ public enum Syscall {
         access(path, F_OK) == 0
     }
 
-    /// `pipe()` then `fcntl(FD_CLOEXEC)`: a wake-up channel for a thread blocked in poll.
+    /// `pipe()` then `fcntl` for `FD_CLOEXEC` and `O_NONBLOCK` (Glibc's module lacks `pipe2`): a wake-up channel for a thread blocked in poll. Non-blocking, so
+    /// that waking a thread that has not yet drained never blocks the waker (a full pipe already wakes).
     /// Returns (read end, write end).
     public static func makeWakePipe() -> Result<(Int32, Int32), Errno> {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { return .failure(Errno(rawValue: errno)) }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
         return .success((fds[0], fds[1]))
     }
 
@@ -178,6 +182,12 @@ public enum Syscall {
     public static func wake(_ writeEnd: Int32) {
         var one: UInt8 = 1
         _ = Glibc.write(writeEnd, &one, 1)
+    }
+
+    /// Reads a wake pipe's read end empty.
+    public static func drainWakePipe(_ readEnd: Int32) {
+        var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        while withUnsafeMutableBytes(of: &bytes, { Glibc.read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
     }
 
     /// `poll` on two descriptors for input; returns which became readable.

@@ -105,6 +105,36 @@ import Testing
         #expect(dropped >= 40, "about 60 messages less a queue of 5 were dropped, said: \(reconnected)")
     }
 
+    /// Issue 25, defect 1: libmosquitto's own loop returned for good on a protocol error, so one garbage
+    /// answer ended the bridge (the log said "reconnecting"; it never did).
+    @Test func aBrokerThatAnswersGarbageIsLeftAndTheBridgeReconnectsWhenARealOneIsBack() throws {
+        // A "broker" that takes the CONNECT and answers 1 KB of garbage that is no MQTT packet: its
+        // first byte is packet type 0, which MQTT reserves (MQTT 3.1.1 §2.2.1), so the client's reading
+        // fails with a protocol error, not a short read.
+        var generator = SystemRandomNumberGenerator()
+        let garbage = [0x00, 0x00] + (0..<1022).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let impostor = try ScriptedListener { peer in
+            _ = peer.read(timeout: 5)
+            peer.write(garbage)
+            peer.pause(seconds: 1)
+        }
+        let metrics = try freeLoopbackPort()
+        let daemon = try Self.daemon(
+            mqtt: "  broker: mqtt://127.0.0.1:\(impostor.port)\n  topic_prefix: garbage/\n  streams: [{stream: motion, interval: 0.1}]",
+            arguments: ["--metrics", "127.0.0.1:\(metrics)"])
+        try waitUntil(seconds: 10) { impostor.accepted >= 1 }
+        usleep(1_500_000)  // it read the garbage and gave up the connection
+        impostor.close()
+        let broker = try MosquittoBroker(port: impostor.port)
+        let subscriber = try MQTTSubscriber(port: broker.port, topic: "garbage/motion")
+        // The backoff is at most 8 s.
+        let resumed = Self.motion(in: subscriber.wait(seconds: 20) { Self.motion(in: $0, topic: "garbage/motion").count >= 3 }, topic: "garbage/motion")
+        #expect(resumed.count >= 3, "the bridge connects to the real broker once it is back: \(daemon.log)")
+        let scraped = prometheusSamples(try httpRequest(port: metrics, path: "/metrics").body)
+        #expect(scraped["motiond_mqtt_connected"] == 1, "\(scraped)")
+        #expect(daemon.stop())
+    }
+
     @Test func aBrokerThatNeverAnswersDoesNotSlowLocalClients() throws {
         // A listener that takes the TCP connection and never answers MQTT's CONNECT.
         let silent = try SilentListener()

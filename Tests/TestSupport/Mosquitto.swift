@@ -12,13 +12,13 @@ public final class MosquittoBroker {
     /// The listener's settings (TLS files, authentication).
     private let listenerLines: [String]
 
-    /// Starts a broker on a free loopback port; `listenerLines` configure its listener (after
-    /// `listener PORT 127.0.0.1`; default: anyone may connect).
-    public init(listenerLines: [String] = ["allow_anonymous true"]) throws {
+    /// Starts a broker on `port` (a free loopback port when nil); `listenerLines` configure its
+    /// listener (after `listener PORT 127.0.0.1`; default: anyone may connect).
+    public init(port: Int? = nil, listenerLines: [String] = ["allow_anonymous true"]) throws {
         directory = NSTemporaryDirectory() + "mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.listenerLines = listenerLines
-        port = try freeLoopbackPort()
+        self.port = try port ?? freeLoopbackPort()
         try start()
     }
 
