@@ -9,6 +9,9 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     case contextUnavailable(errno: Int32)
     /// libiio could not reach a network context (iiod at `uri`: refused, unreachable, timed out).
     case networkContextUnavailable(uri: String, errno: Int32)
+    /// A board's iiod described its context in a way that is not let through to libiio: too large,
+    /// too slow, or malformed (`reason` says which).
+    case networkContextRefused(uri: String, reason: String)
     /// A sysfs attribute could not be read or opened (EIO, ENODEV, ENOENT, EACCES, …).
     case attributeUnreadable(device: String, attribute: String, errno: Int32)
     /// A sysfs attribute could not be written (EACCES, EBUSY, EINVAL, …).
@@ -46,6 +49,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "libiio: no local IIO context (\(errnoName(e)))"
         case .networkContextUnavailable(let uri, let e):
             "cannot reach the IIO context \(uri) (\(errnoName(e)))"
+        case .networkContextRefused(let uri, let reason):
+            "the IIO context \(uri) is refused: \(reason)"
         case .attributeUnreadable(let d, let a, let e):
             "\(d): cannot read \(a) (\(errnoName(e)))"
         case .attributeUnwritable(let d, let a, let e):

@@ -27,6 +27,7 @@ final class NetworkAttributes: @unchecked Sendable {
 
     init(uri: String) throws(DeviceError) {
         self.uri = uri
+        try RemoteContextPreflight(uri: uri).check()
         context = try IIOContext(uri: uri, timeoutMilliseconds: Self.timeoutMilliseconds)
         for device in context.devices {
             var files: [String: Place] = [:]

@@ -26,7 +26,10 @@ package final class Hub: @unchecked Sendable {
     private let calibration: CalibrationKeeper
     /// The blocking jobs handed to the thread pool, for shutdown to wait for.
     let offLoop: OffLoopWork
+    /// Every origin's devices: this machine's, then each remote's.
     package private(set) var devices: [DeviceDescriptor] = []
+    /// The last listing of each origin.
+    private var listedDevices: [DeviceOrigin: [DeviceDescriptor]] = [:]
     /// What `devices` cannot give, for STATUS (worked out when they change, not per request).
     private var unavailable: StatusReply.Unavailable?
     /// Set by `stopAll`: nothing opens a sensor again (a stop finishing off the loop, or a client
@@ -34,8 +37,8 @@ package final class Hub: @unchecked Sendable {
     private var stopped = false
     /// Errors since start, by kind, for metrics.
     private(set) var errorCounts = [Int](repeating: 0, count: DaemonError.allCases.count)
-    /// What the last listing skipped and why, as logged.
-    private var reportedProblems: Set<String> = []
+    /// What the last listing of each origin skipped and why, as logged.
+    private var reportedProblems: [DeviceOrigin: Set<String>] = [:]
     /// Told of every change of `devices` (the bridges: D-Bus's `Has…` properties, streams waiting for a sensor).
     private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
     /// A bridge's counters (the MQTT bridge's), for metrics, while it runs.
@@ -89,21 +92,23 @@ package final class Hub: @unchecked Sendable {
         for observer in deviceObservers { observer(devices) }
     }
 
-    /// Takes a device listing (at start, and when udev reports a change), made off the loop: listing
-    /// blocks (libudev, and libiio reading all of IIO's sysfs). A running sensor whose device went
-    /// away ends its streams with `ENDED`; one that appeared can be watched at once.
-    package func apply(_ listing: Result<DeviceListing, any Error>) {
+    /// Takes a listing of `origin`'s devices (at start, when udev reports a change, and every so often
+    /// for another machine's), made off the loop: listing blocks (libudev, libiio reading all of IIO's
+    /// sysfs, or a board's iiod). It replaces that origin's devices only. A running sensor whose device
+    /// went away ends its streams with `ENDED`; one that appeared can be watched at once.
+    package func apply(_ listing: Result<DeviceListing, any Error>, from origin: DeviceOrigin = .thisMachine) {
         eventLoop.preconditionInEventLoop()
         switch listing {
         case .success(let listing):
-            devices = listing.devices
+            listedDevices[origin] = listing.devices
+            devices = listedDevices.sorted { $0.key < $1.key }.flatMap(\.value)
             // Said once while it lasts: an unreachable board is listed again every 10 s, and a
             // machine's odd device at every udev event.
             let problems = listing.problems.map { "\($0)" }
-            for problem in problems where !reportedProblems.contains(problem) {
+            for problem in problems where reportedProblems[origin]?.contains(problem) != true {
                 logger.warning("device skipped", metadata: ["reason": "\(problem)"])
             }
-            reportedProblems = Set(problems)
+            reportedProblems[origin] = Set(problems)
         case .failure(let error):
             // The devices known stay: each capture notices by itself when its device goes away, and
             // the next udev event lists them again.

@@ -1,15 +1,17 @@
 import MotionDevices
 import NIOCore
 
-/// The hub core as a part of the daemon: lists the devices at start and follows them as they come
-/// and go (udev's hot-plug, or a listing every so often for another machine's), saves the calibration
-/// every `stateSaveInterval` seconds; at stop, closes every sensor and saves the calibration.
+/// The hub core as a part of the daemon: lists this machine's devices at start and follows them as
+/// they come and go (udev's hot-plug), lists other machines' off the start path and every so often,
+/// saves the calibration every `stateSaveInterval` seconds; at stop, closes every sensor and saves
+/// the calibration.
 package final class HubPart: DaemonPart, @unchecked Sendable {
-    // @unchecked: `monitor` and `periodicTasks` are set by `start` and read by `stop`, which the
-    // daemon's start order calls one after the other.
+    // @unchecked: `monitor`, `remoteListers` and `periodicTasks` are set by `start` and read by
+    // `stop`, which the daemon's start order calls one after the other.
     package let hub: Hub
     private let stateSaveInterval: Double
     private var monitor: DeviceMonitor?
+    private var remoteListers: [RemoteLister] = []
     /// Cancelled at stop, before it waits for the work they started off the loop.
     private var periodicTasks: [RepeatedTask] = []
 
@@ -29,7 +31,10 @@ package final class HubPart: DaemonPart, @unchecked Sendable {
         let save = hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in hub.saveState() }
         periodicTasks.append(save)
         if hub.source.followsHotPlug { followHotPlug() }
-        if let interval = hub.source.relistInterval { relist(every: interval) }
+        remoteListers = hub.source.remotes.enumerated().map { index, remote in
+            RemoteLister(hub: hub, remote: remote, origin: .remote(index), interval: hub.source.relistInterval)
+        }
+        for lister in remoteListers { lister.start() }
     }
 
     /// Follows devices as they come and go (the monitor's thread sleeps until udev says something).
@@ -57,25 +62,11 @@ package final class HubPart: DaemonPart, @unchecked Sendable {
         }
     }
 
-    /// Lists the devices again every `interval` seconds, off the loop (another machine's devices: a
-    /// board that comes back, or one that went away).
-    private func relist(every interval: Double) {
-        let hub = self.hub
-        let every = TimeAmount.nanoseconds(Int64(interval * 1e9))
-        // Scheduled again once a listing is done: one that waits for an unreachable host must not pile up.
-        periodicTasks.append(hub.eventLoop.scheduleRepeatedAsyncTask(initialDelay: every, delay: every) { _ in
-            let listed = hub.eventLoop.makePromise(of: Void.self)
-            hub.offLoop.run({ try hub.source.listDevices() }, then: { listing in
-                hub.apply(listing)
-                listed.succeed()
-            })
-            return listed.futureResult
-        })
-    }
-
     package func stop() throws {
         monitor?.stop()
         monitor = nil
+        for lister in remoteListers { lister.stop() }
+        remoteListers = []
         let periodicTasks = self.periodicTasks
         self.periodicTasks = []
         try hub.eventLoop.submit { [hub] in

@@ -4,8 +4,11 @@ import NIOCore
 
 /// Where the hub's sensors come from: this machine's IIO devices, or a recording.
 public protocol SensorSource: Sendable {
-    /// The devices there are now.
+    /// This machine's devices now (or the recording's): listed at start, before clients are served.
     func listDevices() throws -> DeviceListing
+    /// Other machines' devices, each listed on a thread of its own off the start path, now and every
+    /// `relistInterval` (a board may answer slowly, or never).
+    var remotes: [NetworkDiscovery] { get }
     /// Prepares reading `kinds` of `device` at `rate` Hz or faster, its samples waiting up to `latency`
     /// seconds to be read together where the device can hold them; a stream may read on `eventLoop`
     /// (the hub's) instead of a thread of its own.
@@ -14,13 +17,21 @@ public protocol SensorSource: Sendable {
     var followsHotPlug: Bool { get }
     /// How the device's sensors are read: `buffered`, `polled`, `network` or `replayed`.
     func modeName(of device: DeviceDescriptor) -> String
-    /// Seconds between listings of the devices besides hot-plug (devices no udev tells of: another
-    /// machine's); `nil`: none.
-    var relistInterval: Double? { get }
+    /// Seconds between listings of each remote's devices (no udev tells of them).
+    var relistInterval: Double { get }
 }
 
 extension SensorSource {
-    public var relistInterval: Double? { nil }
+    public var remotes: [NetworkDiscovery] { [] }
+    public var relistInterval: Double { 10 }
+}
+
+/// Where devices are listed from; listings of one origin replace only that origin's devices.
+public enum DeviceOrigin: Hashable, Comparable, Sendable {
+    /// This machine (udev and sysfs), or the recording.
+    case thisMachine
+    /// The remote at this index of `SensorSource.remotes`.
+    case remote(Int)
 }
 
 /// Some sensors of one device, being read.
@@ -60,20 +71,8 @@ public struct HardwareSource: SensorSource {
         }
     }
 
-    /// This machine's devices, then each remote's; a remote that cannot be reached is a problem of
-    /// the listing (its devices are absent until it answers again), not a failure.
     public func listDevices() throws -> DeviceListing {
-        var listing = try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices()
-        for remote in remotes {
-            do {
-                let remoteListing = try remote.listDevices()
-                listing.devices += remoteListing.devices
-                listing.problems += remoteListing.problems
-            } catch {
-                listing.problems.append(error)
-            }
-        }
-        return listing
+        try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices()
     }
 
     public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream {
@@ -91,9 +90,6 @@ public struct HardwareSource: SensorSource {
     public func modeName(of device: DeviceDescriptor) -> String {
         remotes.contains { $0.owns(device.number) } ? "network" : device.captureMode.rawValue
     }
-
-    /// Another machine tells no udev here of its devices: they are listed again this often, s.
-    public var relistInterval: Double? { remotes.isEmpty ? nil : 10 }
 }
 
 extension SensorCapture: SensorStream {

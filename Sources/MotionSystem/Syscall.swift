@@ -23,6 +23,8 @@ public enum ErrnoValue {
     public static let badDescriptor = EBADF
     public static let timedOut = ETIMEDOUT
     public static let permissionDenied = EACCES
+    public static let connectionReset = ECONNRESET
+    public static let wouldBlock = EAGAIN
 }
 
 /// The errno of the last failed C library call on this thread.

@@ -46,6 +46,18 @@ extension Hardware {
                 environment: ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""])
         }
 
+        /// The devices once the remote's are listed: off the start path, they appear a moment after it.
+        static func remoteDevices(_ client: TestClient) throws -> [DevicesReply.Device] {
+            var devices: [DevicesReply.Device] = []
+            try waitUntil(seconds: 10) {
+                try? client.send(#"{"class":"DEVICES"}"#)
+                devices = (try? client.decode(DevicesReply.self, try client.next("DEVICES")).devices) ?? []
+                if devices.isEmpty { usleep(50_000) }
+                return !devices.isEmpty
+            }
+            return devices
+        }
+
         /// The tablet of `MachineClass.tabletWithAnAccelerometerAndAMagnetometerGetsItsCompassHeading`,
         /// lying face up with its top edge pointing east, read over the network: the same expectations
         /// (heading 90°, gravity (0, 0, −1) g, field (−19, 0, −46) µT, worked out there from the Earth's
@@ -59,8 +71,7 @@ extension Hardware {
             let client = try TestClient(path: daemon.socket)
             _ = try client.next("VERSION")
 
-            try client.send(#"{"class":"DEVICES"}"#)
-            let devices = try client.decode(DevicesReply.self, try client.next("DEVICES")).devices
+            let devices = try Self.remoteDevices(client)
             #expect(devices.map(\.device) == ["iio:device10000", "iio:device10001"], "the remote's iio:device0 and 1, numbered apart from local ones")
             #expect(devices.map(\.name) == ["KIOX000A:00", "ak09911"])
             #expect(devices.allSatisfy { $0.mode == "network" })
@@ -126,6 +137,7 @@ extension Hardware {
             defer { daemon.signal(SIGTERM) }
             let client = try TestClient(path: daemon.socket)
             _ = try client.next("VERSION")
+            _ = try Self.remoteDevices(client)
             try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
             _ = try client.next("WATCHING")
             var samples: [AccelerometerMessage] = []
@@ -145,6 +157,74 @@ extension Hardware {
             iiod.kill()
             let ended = try client.decode(Ended.self, try client.next("ENDED", seconds: 15))
             #expect(ended.stream == .accelerometer, "\(ended)")
+        }
+
+        // Issue 25, defects 2, 6 and 9: boards that misbehave on purpose, played by a scripted listener.
+
+        /// The daemon started and listening: how long its socket took, s.
+        static func startTimed(port: Int) throws -> (DaemonProcess, Double) {
+            let started = Date()
+            let daemon = try Self.daemon(port: port)
+            return (daemon, Date().timeIntervalSince(started))
+        }
+
+        /// Defect 2: libiio's timeout is per read, and the listing ran before the socket was bound, so a
+        /// board that drips its description held start-up for ever, and SIGTERM with it. The board here
+        /// answers the fetches before `firstDripped` at once and drips the others: from the first, every
+        /// fetch is dripped; from the second, the daemon's own (bounded) passes and libiio's is dripped,
+        /// so that the listing is held inside libiio when the stop comes.
+        @Test(arguments: [0, 1])
+        func aBoardThatSendsItsDescriptionSlowlyHoldsNeitherTheStartNorTheStop(firstDripped: Int) throws {
+            let board = try ScriptedListener { peer in
+                _ = peer.read(until: { $0.contains(UInt8(ascii: "\n")) })  // PRINT
+                guard peer.index >= firstDripped else {
+                    peer.write(Array("10\n0123456789\n".utf8))
+                    return peer.pause(seconds: 5)
+                }
+                guard peer.write(Array("1000000\n".utf8)) else { return }
+                while !peer.isClosed, peer.write([UInt8(ascii: " ")]) { peer.pause(seconds: 0.5) }
+            }
+            let (daemon, listening) = try Self.startTimed(port: board.port)
+            #expect(listening < 2, "the socket listened after \(listening) s")
+            try waitUntil(seconds: 10) { board.accepted > firstDripped }  // the dripped fetch is under way
+            usleep(1_000_000)
+            let client = try TestClient(path: daemon.socket)
+            _ = try client.next("VERSION")
+            let exit = daemon.secondsToExit(after: SIGTERM)
+            #expect(exit.map { $0 < 3 } == true, "SIGTERM ended the daemon after \(exit.map { "\($0) s" } ?? "more than 10 s")")
+            print("slow board, dripping from fetch \(firstDripped): listening after \(listening) s; SIGTERM ended it in \(exit ?? .infinity) s")
+        }
+
+        /// Defect 9: an iiod that takes the connection and never answers.
+        @Test func aBoardThatNeverAnswersIsRefusedAfterItsTimeLimitWithoutHoldingTheStart() throws {
+            let board = try ScriptedListener { peer in peer.pause(seconds: 30) }
+            let (daemon, listening) = try Self.startTimed(port: board.port)
+            #expect(listening < 2, "the socket listened after \(listening) s")
+            #expect(daemon.waitForLog("is refused: its description did not come within 5.0 s", seconds: 10))
+            let exit = daemon.secondsToExit(after: SIGTERM)
+            #expect(exit.map { $0 < 3 } == true, "SIGTERM ended the daemon after \(exit.map { "\($0) s" } ?? "more than 10 s")")
+            print("silent board: listening after \(listening) s; SIGTERM ended it in \(exit ?? .infinity) s")
+        }
+
+        /// Defect 6: libiio allocates the length a board announces and reads it; 2 GB announced and
+        /// hundreds of MB streamed grew the daemon by as much at every listing.
+        @Test func aBoardThatAnnouncesAHugeDescriptionIsRefusedBeforeAnythingIsAllocated() throws {
+            let board = try ScriptedListener { peer in
+                _ = peer.read(until: { $0.contains(UInt8(ascii: "\n")) })
+                guard peer.write(Array("2147483646\n".utf8)) else { return }
+                let chunk = [UInt8](repeating: UInt8(ascii: "<"), count: 1 << 20)
+                for _ in 0..<600 where !peer.isClosed {
+                    guard peer.write(chunk) else { return }
+                }
+            }
+            let (daemon, _) = try Self.startTimed(port: board.port)
+            #expect(
+                daemon.waitForLog("is refused: its description would be 2147483646 bytes, more than the 4 MiB allowed", seconds: 10))
+            usleep(2_000_000)
+            let resident = daemon.residentMegabytes
+            #expect(resident < 80, "RSS \(resident) MB")
+            print("huge description: RSS \(resident) MB after the refusal")
+            daemon.signal(SIGTERM)
         }
 
         @Test func anUnreachableBoardLeavesTheDaemonRunningAndSaysWhy() throws {

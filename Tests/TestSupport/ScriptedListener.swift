@@ -38,9 +38,9 @@ public final class ScriptedListener: Sendable {
                 guard poll(&poller, 1, 50) > 0 else { continue }
                 let connection = accept(descriptor, nil, nil)
                 guard connection >= 0 else { continue }
-                state.accepted.add(1, ordering: .relaxed)
+                let index = state.accepted.add(1, ordering: .relaxed).oldValue
                 Thread.detachNewThread {
-                    script(ScriptedPeer(descriptor: connection, state: state))
+                    script(ScriptedPeer(descriptor: connection, index: index, state: state))
                     Glibc.close(connection)
                 }
             }
@@ -71,11 +71,12 @@ final class ListenerState: Sendable {
 /// One accepted connection, as a script sees it: blocking reads and writes with timeouts.
 public struct ScriptedPeer: Sendable {
     public let descriptor: Int32
+    /// The connection's place in the order they were accepted, from 0.
+    public let index: Int
     private let state: ListenerState
 
-    init(descriptor: Int32, state: ListenerState) {
-        self.descriptor = descriptor
-        self.state = state
+    init(descriptor: Int32, index: Int, state: ListenerState) {
+        (self.descriptor, self.index, self.state) = (descriptor, index, state)
     }
 
     /// Whether the listener was closed: a script that goes on should end.
