@@ -6,6 +6,7 @@ import MotionHub
 import MotionMetrics
 import MotionMQTT
 import MotionSocketServer
+import MotionSystem
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -21,6 +22,10 @@ public final class MotionServer: Sendable {
     /// In start order: the hub, the socket, the other front ends, then systemd's readiness and watchdog.
     private let parts: PartGroup
     private let metrics: MetricsFrontEnd?
+
+    /// Descriptors kept from clients for the rest: sensors, the state file, the metrics port's
+    /// connections (`MetricsServer.maximumConnections`), D-Bus, MQTT, the log.
+    static let reservedDescriptors = 128
 
     /// Where the metrics are served, once started (the port chosen, for `:0`).
     public var metricsPort: Int? { metrics?.localAddress?.port }
@@ -48,9 +53,16 @@ public final class MotionServer: Sendable {
         self.socketPath = socketPath
         // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
         loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // Clients take one descriptor each; the rest of the daemon keeps `reservedDescriptors`, so that
+        // a full house of clients never keeps the calibration from being saved nor a sensor from opening.
+        let descriptors = Syscall.raiseDescriptorLimit(toAtMost: 65536)
+        let clientLimit = max(1, min(maximumClients, descriptors - Self.reservedDescriptors))
+        if clientLimit < maximumClients {
+            logger.notice("fewer clients for the descriptor limit", metadata: ["clients": "\(clientLimit)", "descriptor limit": "\(descriptors)"])
+        }
         let hub = Hub(
             eventLoop: loops.next(), logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
-            source: source, maximumClients: maximumClients)
+            source: source, maximumClients: clientLimit)
         self.hub = hub
         self.metrics = metrics.map { MetricsFrontEnd(hub: hub, host: $0.host, port: $0.port) }
         let notifier = SystemdNotifier()

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import MotionHub
 import MotionSystem
+import MotionWire
 import NIOCore
 import NIOPosix
 
@@ -41,14 +42,24 @@ package final class SocketServer: DaemonPart, @unchecked Sendable {
     /// Starts listening (a stale socket file from a crashed run is replaced).
     package func start() throws {
         let hub = self.hub
+        // The hub counts the clients (`maximumClients`); the guard handles running out of descriptors.
+        let acceptGuard = AcceptGuard(name: "socket", logger: hub.logger)
         let bootstrap = ServerBootstrap(group: hub.eventLoop)
             .serverChannelOption(.backlog, value: 256)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(acceptGuard) }
+            }
             // A client that shuts down its writing side after its requests (socat at the end of its
             // input) still gets its answers.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(hub: hub))
+                    if acceptGuard.admit(channel) != nil {
+                        let refusal = ErrorReply(id: nil, code: .unavailable, message: "motiond is out of file descriptors; try again later")
+                        try channel.pipeline.syncOperations.addHandler(RefusingHandler(line: try Wire.encode(refusal)))
+                    } else {
+                        try channel.pipeline.syncOperations.addHandler(ConnectionHandler(hub: hub))
+                    }
                 }
             }
         if let inherited = Self.activatedSocket() {

@@ -25,6 +25,8 @@ public enum ErrnoValue {
     public static let permissionDenied = EACCES
     public static let connectionReset = ECONNRESET
     public static let wouldBlock = EAGAIN
+    public static let processOutOfDescriptors = EMFILE
+    public static let systemOutOfDescriptors = ENFILE
 }
 
 /// The errno of the last failed C library call on this thread.
@@ -160,6 +162,21 @@ public enum Syscall {
     /// `isatty(fd)`: whether the descriptor is a terminal.
     public static func isTerminal(_ fd: Int32) -> Bool {
         isatty(fd) == 1
+    }
+
+    /// `getrlimit(RLIMIT_NOFILE)`, then `setrlimit` with the soft limit raised to the hard one, at most
+    /// `ceiling` (the soft limit of 1,024 is for programs that use `select`, and none here does): the
+    /// soft limit in force afterwards.
+    public static func raiseDescriptorLimit(toAtMost ceiling: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        let wanted = min(limit.rlim_max, rlim_t(ceiling))
+        if wanted > limit.rlim_cur {
+            var raised = limit
+            raised.rlim_cur = wanted
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return Int(wanted) }
+        }
+        return Int(limit.rlim_cur)
     }
 
     /// `access(path, F_OK)`: whether a path exists.

@@ -85,6 +85,24 @@ extension Process {
         return false
     }
 
+    /// The CPU time the process has used so far, user and system, s (0 once it has ended).
+    public var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(processIdentifier)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        // After the command's closing parenthesis: state is field 3, utime 14 and stime 15 (proc(5)).
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// The share of one core the process used over the next `seconds`, %.
+    public func cpuPercent(over seconds: Double) -> Double {
+        let before = cpuSeconds
+        usleep(UInt32(seconds * 1e6))
+        return (cpuSeconds - before) / seconds * 100
+    }
+
     /// Whether the process still runs. Not `isRunning`: Foundation learns of a child's end from a
     /// socket that the children started after it inherit (swift-corelibs-foundation issue 4795), so
     /// `isRunning` stays true until they end too. A process that ended and is not yet reaped is a
