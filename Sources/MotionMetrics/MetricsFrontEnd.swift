@@ -20,7 +20,7 @@ package final class MetricsFrontEnd: DaemonPart, @unchecked Sendable {
     package func start() throws {
         let hub = self.hub
         let metrics = NIOLoopBoundBox.makeBoxSendingValue(DaemonMetrics(), eventLoop: hub.eventLoop)
-        let server = try MetricsServer(host: host, port: port, eventLoop: hub.eventLoop) {
+        let server = try MetricsServer(host: host, port: port, eventLoop: hub.eventLoop, logger: hub.logger) {
             metrics.value.exposition(of: hub.metrics())
         }
         self.server = server

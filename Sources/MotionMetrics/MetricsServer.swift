@@ -1,3 +1,5 @@
+import Logging
+import MotionHub
 import MotionSystem
 import NIOCore
 import NIOHTTP1
@@ -5,20 +7,35 @@ import NIOPosix
 
 /// Serves the metrics over HTTP (`GET /metrics`, Prometheus's text format) on the hub's event loop:
 /// a scrape reads the hub's totals in place, with no lock and no copy kept between scrapes.
+///
+/// Any local user can connect, so each connection is bounded: at most `maximumConnections` at once
+/// (the next gets 503 and is closed), a request must be complete and its response taken within
+/// `MetricsHandler.requestTimeout` of the connection's start or of the response before it, and a
+/// connection that pipelines more than `MetricsHandler.maximumQueuedRequests` without reading is closed.
 final class MetricsServer {
+    /// Connections served at once: a scraper or two, and room for a person with curl.
+    static let maximumConnections = 16
+
     private let channel: any Channel
 
     /// Where the metrics are served.
     var localAddress: SocketAddress? { channel.localAddress }
 
     /// Listens on `host`:`port`; `exposition` makes the page, on `eventLoop`.
-    init(host: String, port: Int, eventLoop: any EventLoop, exposition: @escaping @Sendable () -> [UInt8]) throws {
+    init(host: String, port: Int, eventLoop: any EventLoop, logger: Logger = Logger(label: "motiond"), exposition: @escaping @Sendable () -> [UInt8]) throws {
         let address = "\(host):\(port)"
+        let acceptGuard = AcceptGuard(name: "metrics", limit: Self.maximumConnections, logger: logger)
         let bootstrap = ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(acceptGuard) }
+            }
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    if let refusal = acceptGuard.admit(channel) {
+                        return try channel.pipeline.syncOperations.addHandler(RefusingHandler(line: Self.serviceUnavailable(refusal)))
+                    }
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(MetricsHandler(exposition: exposition))
                 }
             }
@@ -29,6 +46,17 @@ final class MetricsServer {
         } catch {
             throw ListenError(address: address, reason: "\(error)")
         }
+    }
+
+    /// A whole 503 response saying why.
+    private static func serviceUnavailable(_ refusal: AcceptGuard.Refusal) -> [UInt8] {
+        let body =
+            switch refusal {
+            case .tooManyConnections(let limit): "too many connections (\(limit)); try again later\n"
+            case .outOfDescriptors: "motiond is out of file descriptors; try again later\n"
+            }
+        return Array(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
     }
 
     /// The address could not be listened on (in use, not this machine's, a name that does not resolve).
@@ -45,16 +73,38 @@ final class MetricsServer {
 }
 
 /// One HTTP connection: `GET /metrics` gets the page; anything else its status (404, 405).
-private final class MetricsHandler: ChannelInboundHandler {
+///
+/// Requests are answered one at a time, in order: the next only once the response before it has
+/// been written to the socket and while the connection is writable, so that a client that sends and
+/// never reads holds one response, not one per request. Reads stop while requests wait.
+private final class MetricsHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
+    /// Requests received and not yet answered that a connection may have; one more closes it.
+    static let maximumQueuedRequests = 16
+    /// The time a request may take to arrive and its response to be taken, from the connection's
+    /// start or the previous response: header timeout and idle timeout in one.
+    static let requestTimeout = TimeAmount.seconds(5)
+
     private let exposition: () -> [UInt8]
+    /// The request being received.
     private var request: HTTPRequestHead?
+    private var queued = CircularBuffer<HTTPRequestHead>()
+    /// Whether a response is being written.
+    private var responding = false
+    /// Whether a read NIO asked for is held back while requests wait.
+    private var readHeld = false
+    private var timeout: Scheduled<Void>?
 
     init(exposition: @escaping () -> [UInt8]) {
         self.exposition = exposition
     }
+
+    func handlerAdded(context: ChannelHandlerContext) { armTimeout(context: context) }
+
+    func handlerRemoved(context: ChannelHandlerContext) { timeout?.cancel() }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -63,11 +113,45 @@ private final class MetricsHandler: ChannelInboundHandler {
         case .end:
             guard let request else { return }
             self.request = nil
-            respond(to: request, context: context)
+            guard queued.count < Self.maximumQueuedRequests else { return context.close(promise: nil) }
+            queued.append(request)
+            respondIfReady(context: context)
         }
     }
 
-    private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) {
+    func read(context: ChannelHandlerContext) {
+        if queued.isEmpty { context.read() } else { readHeld = true }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        respondIfReady(context: context)
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func armTimeout(context: ChannelHandlerContext) {
+        timeout?.cancel()
+        let channel = context.channel
+        timeout = context.eventLoop.scheduleTask(in: Self.requestTimeout) { channel.close(promise: nil) }
+    }
+
+    private func respondIfReady(context: ChannelHandlerContext) {
+        guard !responding, context.channel.isWritable, let request = queued.popFirst() else { return }
+        responding = true
+        let keepAlive = respond(to: request, context: context)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { [self] result in
+            responding = false
+            guard case .success = result, keepAlive else { return context.close(promise: nil) }
+            armTimeout(context: context)
+            respondIfReady(context: context)
+            if readHeld && queued.isEmpty {
+                readHeld = false
+                context.read()
+            }
+        }
+    }
+
+    /// Writes the head and body of the response to `request`; whether the connection stays open.
+    private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) -> Bool {
         let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
         let (status, body): (HTTPResponseStatus, [UInt8]) =
             switch (request.method, path) {
@@ -83,10 +167,6 @@ private final class MetricsHandler: ChannelInboundHandler {
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
         if request.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
-        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if !keepAlive {
-            let channel = context.channel
-            written.whenComplete { _ in channel.close(promise: nil) }
-        }
+        return keepAlive
     }
 }

@@ -19,7 +19,9 @@ import Testing
     }
 
     @Test func outOfDescriptorsNewClientsAreToldWhyAndTheLoopDoesNotSpin() throws {
-        let daemon = try ReplayDaemon()
+        let metrics = try freeLoopbackPort()
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--metrics", "127.0.0.1:\(metrics)"])
+        try waitUntil { MosquittoBroker.accepts(port: metrics) }
         let held = try (0..<150).map { _ in try UnixSocket.connect(to: daemon.socket) }
         let status = try TestClient.greeted(path: daemon.socket)
         try waitUntil(seconds: 10) {
@@ -36,6 +38,9 @@ import Testing
             waiting.append(client)
         }
         #expect(refusals.allSatisfy { $0 == "motiond is out of file descriptors; try again later" }, "\(refusals)")
+        // The metrics port is guarded alike.
+        let scrape = try httpRequest(port: metrics, path: "/metrics")
+        #expect(scrape.status == 503 && scrape.body == "motiond is out of file descriptors; try again later\n", "\(scrape)")
         let busy = daemon.process.cpuPercent(over: 2)
         #expect(busy < 20, "the daemon used \(busy) % of a core with no request in flight")
         print("out of descriptors: \(refusals.filter { $0.hasPrefix("motiond is out") }.count) of 20 clients refused with ERROR; CPU \(busy) %")

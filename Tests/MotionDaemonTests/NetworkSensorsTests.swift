@@ -221,7 +221,7 @@ extension Hardware {
             #expect(
                 daemon.waitForLog("is refused: its description would be 2147483646 bytes, more than the 4 MiB allowed", seconds: 10))
             usleep(2_000_000)
-            let resident = daemon.residentMegabytes
+            let resident = daemon.process.residentMegabytes
             #expect(resident < 80, "RSS \(resident) MB")
             print("huge description: RSS \(resident) MB after the refusal")
             daemon.signal(SIGTERM)

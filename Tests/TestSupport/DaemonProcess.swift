@@ -50,15 +50,6 @@ public final class DaemonProcess {
         logged + String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
-    /// The daemon's resident memory now, MB (`VmRSS` of /proc/PID/status); 0 once it has ended.
-    public var residentMegabytes: Double {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Double(line.split(separator: " ")[1])
-        else { return 0 }
-        return kilobytes / 1024
-    }
-
     /// Sends `number` and returns the seconds until the daemon exited (nil: not within `seconds`, and
     /// then it is killed).
     public func secondsToExit(after number: Int32, within seconds: Double = 10) -> Double? {

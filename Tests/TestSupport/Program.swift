@@ -85,6 +85,15 @@ extension Process {
         return false
     }
 
+    /// The process's resident memory now, MB (`VmRSS` of /proc/PID/status); 0 once it has ended.
+    public var residentMegabytes: Double {
+        guard let status = try? String(contentsOfFile: "/proc/\(processIdentifier)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Double(line.split(separator: " ")[1])
+        else { return 0 }
+        return kilobytes / 1024
+    }
+
     /// The CPU time the process has used so far, user and system, s (0 once it has ended).
     public var cpuSeconds: Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(processIdentifier)/stat", encoding: .utf8),
