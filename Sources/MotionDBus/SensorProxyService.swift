@@ -33,6 +33,11 @@ final class SensorProxyService: Sendable {
     /// The bus thread's own: the values last announced, and the claims waiting for their sensor.
     private nonisolated(unsafe) var announced = Properties()
     private nonisolated(unsafe) var heldClaims: [(call: BusMessage, sensor: ClaimBook.Sensor, deadline: Int64)] = []
+    /// Claims asked of polkit and not yet answered, by sender; and the senders among them that have
+    /// left the bus since: their claims are not recorded when polkit answers (the bus said they left
+    /// before, so nothing would ever release them). Entries live only while a check is under way.
+    private nonisolated(unsafe) var authorizing: [String: Int] = [:]
+    private nonisolated(unsafe) var departedWhileAuthorizing: Set<String> = []
     /// Wakes the bus thread to announce new values or to stop.
     private let wake: (read: Int32, write: Int32)
     /// Told when a sensor's first claim comes (`true`) and its last goes (`false`), on the bus's thread.
@@ -258,9 +263,13 @@ final class SensorProxyService: Sendable {
     /// Asks polkit, without waiting for it, whether `sender` may claim, and performs the claim if so
     /// (or if there is no polkit on the bus: then every claim is allowed), else refuses the call.
     private func authorize(_ method: SensorProxyInterface.Method, for sender: String, call: BusMessage) throws(BusError) {
+        authorizing[sender, default: 0] += 1
         do {
             try PolkitAuthority(bus: bus).check(sender, may: Self.claimAction) { [weak self] verdict in
                 guard let self else { return }
+                guard stillOnTheBus(afterAuthorizing: sender) else {
+                    return logger.info("D-Bus claimant left before polkit answered; its claim is dropped", metadata: ["sender": "\(sender)"])
+                }
                 answering(call) { () throws(BusError) in
                     switch verdict {
                     case .allowed, .absent:
@@ -274,9 +283,19 @@ final class SensorProxyService: Sendable {
                 }
             }
         } catch {
+            _ = stillOnTheBus(afterAuthorizing: sender)
             logger.warning("cannot ask polkit; the claim is allowed", metadata: ["error": "\(error)"])
             _ = try perform(method, for: sender, call: call)
         }
+    }
+
+    /// Counts an answer from polkit for `sender`; whether the sender is still on the bus.
+    private func stillOnTheBus(afterAuthorizing sender: String) -> Bool {
+        let left = (authorizing[sender] ?? 1) - 1
+        authorizing[sender] = left > 0 ? left : nil
+        let departed = departedWhileAuthorizing.contains(sender)
+        if departed && left <= 0 { departedWhileAuthorizing.remove(sender) }
+        return !departed
     }
 
     /// Runs `answer`, a reply to `call` sent later than its handler; a failure is logged, since no
@@ -292,6 +311,8 @@ final class SensorProxyService: Sendable {
         guard let name = try? signal.readString(), let old = try? signal.readString(), let new = try? signal.readString(),
             name.hasPrefix(":"), name == old, new.isEmpty
         else { return }
+        // Unique names are never given again (the bus counts up), so it cannot come back.
+        if authorizing[name] != nil { departedWhileAuthorizing.insert(name) }
         let (held, last) = shared.withLock { shared in
             (ClaimBook.Sensor.allCases.filter { shared.claims.claimants(of: $0).contains(name) }, shared.claims.remove(name))
         }

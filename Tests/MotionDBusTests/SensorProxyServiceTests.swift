@@ -97,6 +97,31 @@ import Testing
         #expect(seen.count == 6)
     }
 
+    /// Issue 25, defect 5: a claim is recorded when polkit answers (here the bus itself, that no polkit
+    /// is there), a round trip after the call; a caller that sent the claim and left at once had left
+    /// by then, the bus had said so already, and the claim stayed for good: the sensor powered, the
+    /// claim book one entry longer per such caller.
+    @Test func aClaimWhoseCallerLeftBeforeTheAnswerIsNotKept() throws {
+        let bus = try PrivateSystemBus()
+        let demands = Mutex<[String]>([])
+        var values = SensorProxyInterface.Properties()
+        values.hasAccelerometer = true
+        let service = try Self.serving(values, on: bus) { sensor, on in
+            demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
+        }
+        defer { service.stop() }
+        for _ in 0..<20 {
+            // dbus-send without --print-reply sends the call and exits without waiting for the answer.
+            _ = try bus.dbusSend([
+                "--type=method_call", "--dest=net.hadess.SensorProxy", "/net/hadess/SensorProxy", "net.hadess.SensorProxy.ClaimAccelerometer",
+            ])
+        }
+        usleep(1_000_000)
+        #expect(service.claimants(of: .accelerometer).isEmpty, "\(service.claimants(of: .accelerometer).count) departed callers hold a claim")
+        let seen = demands.withLock { $0 }
+        #expect(seen.last == nil || seen.last == "accelerometer off", "the accelerometer is not left on: \(seen)")
+    }
+
     /// A change reaches the clients that claimed the sensor, as `PropertiesChanged` sent to each (Debian's
     /// monitor-sensor prints it, as it does iio-sensor-proxy's), and no other client.
     @Test func aClaimantHearsEachChangeOfItsSensor() throws {
