@@ -69,16 +69,26 @@ import Testing
         #expect(unknown.contains("org.freedesktop.DBus.Error.UnknownProperty"), "\(unknown)")
     }
 
+    /// What a service asked of its owner: `accelerometer on`, `light off`…
+    final class Demands: Sendable {
+        private let list = Mutex<[String]>([])
+        var seen: [String] { list.withLock { $0 } }
+        func add(_ sensor: ClaimBook.Sensor, _ on: Bool) { list.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") } }
+    }
+
+    /// A service with an accelerometer, ready at once, whose demands are recorded.
+    static func servingAnAccelerometer(on bus: PrivateSystemBus, demands: Demands) throws -> SensorProxyService {
+        var values = SensorProxyInterface.Properties()
+        values.hasAccelerometer = true
+        return try serving(values, on: bus) { sensor, on in demands.add(sensor, on) }
+    }
+
     /// Debian's unmodified `monitor-sensor` claims the sensors; its claims are counted under its bus
     /// name, and released when it is killed (it never releases them itself), as upstream's are.
     @Test func aClaimantThatLeavesTheBusReleasesItsClaim() throws {
         let bus = try PrivateSystemBus()
-        let demands = Mutex<[String]>([])
-        var values = SensorProxyInterface.Properties()
-        values.hasAccelerometer = true
-        let service = try Self.serving(values, on: bus) { sensor, on in
-            demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
-        }
+        let demands = Demands()
+        let service = try Self.servingAnAccelerometer(on: bus, demands: demands)
         defer { service.stop() }
         let monitor = Process()
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/monitor-sensor")
@@ -91,7 +101,7 @@ import Testing
         kill(monitor.processIdentifier, SIGKILL)
         monitor.waitUntilExit()
         try waitUntil { sensors.allSatisfy { service.claimants(of: $0).isEmpty } }
-        let seen = demands.withLock { $0 }
+        let seen = demands.seen
         #expect(Set(seen.prefix(3)) == ["accelerometer on", "light on", "proximity on"], "\(seen)")
         #expect(Set(seen.dropFirst(3)) == ["accelerometer off", "light off", "proximity off"], "\(seen)")
         #expect(seen.count == 6)
@@ -103,12 +113,8 @@ import Testing
     /// claim book one entry longer per such caller.
     @Test func aClaimWhoseCallerLeftBeforeTheAnswerIsNotKept() throws {
         let bus = try PrivateSystemBus()
-        let demands = Mutex<[String]>([])
-        var values = SensorProxyInterface.Properties()
-        values.hasAccelerometer = true
-        let service = try Self.serving(values, on: bus) { sensor, on in
-            demands.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") }
-        }
+        let demands = Demands()
+        let service = try Self.servingAnAccelerometer(on: bus, demands: demands)
         defer { service.stop() }
         for _ in 0..<20 {
             // dbus-send without --print-reply sends the call and exits without waiting for the answer.
@@ -118,7 +124,7 @@ import Testing
         }
         usleep(1_000_000)
         #expect(service.claimants(of: .accelerometer).isEmpty, "\(service.claimants(of: .accelerometer).count) departed callers hold a claim")
-        let seen = demands.withLock { $0 }
+        let seen = demands.seen
         #expect(seen.last == nil || seen.last == "accelerometer off", "the accelerometer is not left on: \(seen)")
     }
 
