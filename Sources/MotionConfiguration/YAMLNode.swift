@@ -7,7 +7,14 @@ import CYAML
 /// Aliases repeat what they point to: a few hundred bytes of nested aliases expand to gigabytes (it
 /// once took the daemon to 9.2 GB). Each anchored node's size is known when its alias comes, so the
 /// document is refused as soon as its expansion would pass `maximumNodes`, before anything grows.
+///
+/// Nesting is bounded too, by `maximumDepth`: a node is released (and read) recursively, so thousands
+/// of nested lists took as many stack frames on whichever thread held them, megabytes of stack that
+/// stay resident once touched.
 indirect enum YAMLNode {
+    /// Collections inside collections: the configuration's deepest is 4 (`mqtt.streams[0].stream`).
+    static let maximumDepth = 32
+
     /// A scalar's text; `plain` when unquoted (only a plain scalar can be null, a number or a boolean).
     case scalar(String, plain: Bool)
     case sequence([YAMLNode])
@@ -82,9 +89,11 @@ indirect enum YAMLNode {
                 try add(.scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), size: 1, anchor: Self.string(scalar.anchor))
             case YAML_SEQUENCE_START_EVENT:
                 try spend(1)
+                try nest()
                 open.append(Open(isMapping: false, anchor: Self.string(event.data.sequence_start.anchor)))
             case YAML_MAPPING_START_EVENT:
                 try spend(1)
+                try nest()
                 open.append(Open(isMapping: true, anchor: Self.string(event.data.mapping_start.anchor)))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let done = open.removeLast()
@@ -95,6 +104,12 @@ indirect enum YAMLNode {
                 try add(node, size: size, anchor: nil)
             default:
                 break  // stream and document starts
+            }
+        }
+
+        private func nest() throws(ParseError) {
+            guard open.count < YAMLNode.maximumDepth else {
+                throw ParseError(description: "nests lists and mappings more than \(YAMLNode.maximumDepth) deep")
             }
         }
 

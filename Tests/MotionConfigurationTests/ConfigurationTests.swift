@@ -77,6 +77,18 @@ import Testing
         #expect(throws: Configuration.Invalid.self) { try Configuration.load(path: big, required: true) }
     }
 
+    /// Issue 25, defect 11: a list nested 9,990 deep was refused, but only once built: its release
+    /// recursed as deep, and the stack it touched stayed resident (4.9 MB).
+    @Test func aDeeplyNestedListIsRefusedAtItsDepthLimit() throws {
+        func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
+        #expect {
+            try YAMLNode.parse("declination: \(nested(9990))", maximumNodes: 100_000)
+        } throws: { "\($0)" == "nests lists and mappings more than 32 deep" }
+        // The document's own mapping is the first level.
+        #expect(try YAMLNode.parse("declination: \(nested(31))", maximumNodes: 100_000) != nil)
+        #expect(throws: YAMLNode.ParseError.self) { try YAMLNode.parse("declination: \(nested(32))", maximumNodes: 100_000) }
+    }
+
     @Test func theSampleConfigurationIsValidAndAllDefaults() throws {
         let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/motiond.conf").standardized.path
         #expect(try Configuration.load(path: sample, required: true) == Configuration())
