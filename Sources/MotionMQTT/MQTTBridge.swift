@@ -125,6 +125,11 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
                     return true
                 }
                 if wake { bridge.eventLoop.execute { bridge.value.drain() } }
+            },
+            overran: { [logger, broker = settings.broker] received, allowed in
+                logger.warning(
+                    "MQTT broker sent more than a broker owes a client that subscribes to nothing; connection cut, reconnecting",
+                    metadata: ["broker": "\(broker)", "received bytes": "\(received)", "allowed": "\(allowed)"])
             })
         let connection = try MQTTConnection(clientID: settings.clientID ?? "motiond-\(hostName)", events: events)
         if let username = settings.username {

@@ -34,6 +34,32 @@ final class MQTTConnection: @unchecked Sendable {
         var disconnected: @Sendable (Int32) -> Void
         /// A message left: written to the socket (QoS 0), or acknowledged (QoS 1 and 2).
         var published: @Sendable () -> Void
+        /// The broker sent more than it owes (`received` bytes on this connection, `allowed` owed),
+        /// and the connection was cut.
+        var overran: @Sendable (_ received: UInt64, _ allowed: UInt64) -> Void
+    }
+
+    /// What a broker may send a client that subscribes to nothing: a CONNACK, an acknowledgement or
+    /// two per message (4 bytes each in MQTT 3.1.1), a PINGRESP per keepalive, each perhaps in a TLS
+    /// record of its own (29 bytes more), after a TLS handshake (a certificate chain: kilobytes).
+    /// libmosquitto allocates whatever length a packet announces and reads it whole (its client has
+    /// no limit: "FIXME - client case for incoming message received from broker too large" in
+    /// lib/packet_mosq.c), so a broker could make it hold 256 MB; a connection that brings more than
+    /// this is cut, and what libmosquitto had read is freed at the reconnection. The check runs
+    /// between libmosquitto's reads, and one read takes all that keeps arriving: a broker that
+    /// streams faster than the daemon reads still brings in some tens of megabytes before the cut
+    /// (docs/fleet.md says how to bound it hard).
+    struct Allowance {
+        /// Bytes for the handshake and the CONNACK.
+        static let base: UInt64 = 64 << 10
+        /// Bytes per message handed to libmosquitto: two acknowledgements in TLS records.
+        static let perMessage: UInt64 = 64
+        /// Bytes per second connected: pings.
+        static let perSecond: UInt64 = 4
+
+        static func bytes(messages: Int, seconds: Double) -> UInt64 {
+            base + perMessage * UInt64(max(0, messages)) + perSecond * UInt64(max(0, seconds))
+        }
     }
 
     /// Seconds before the first reconnection attempt, doubling up to `maximumReconnectDelay`.
@@ -48,6 +74,8 @@ final class MQTTConnection: @unchecked Sendable {
     private let stopRequested = Atomic<Bool>(false)
     /// Connection attempts that failed since the last accepted one: the backoff's exponent.
     private var failures = 0
+    /// Messages handed to libmosquitto so far (by the loop's thread).
+    private let messagesQueued = Atomic<Int>(0)
     private var thread: OSThread?
 
     private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
@@ -128,6 +156,7 @@ final class MQTTConnection: @unchecked Sendable {
     func publish(topic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int, retain: Bool = false) -> Failure? {
         let code = mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, Int32(qos), retain)
         guard code == MOSQ_ERR_SUCCESS.rawValue else { return Failure(operation: "mosquitto_publish", code: code) }
+        messagesQueued.add(1, ordering: .relaxed)
         Syscall.wake(wakeWrite)
         return nil
     }
@@ -158,6 +187,8 @@ final class MQTTConnection: @unchecked Sendable {
     /// backoff and connects again whenever it is down, whatever brought it down.
     private func serve() {
         var goodbyeDeadline: ContinuousClock.Instant?
+        /// The connection being watched for overrun: its socket, since when, and the messages queued before it.
+        var watched: (socket: Int32, since: ContinuousClock.Instant, messagesBefore: Int)?
         while true {
             if isStopping {
                 let deadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
@@ -167,16 +198,30 @@ final class MQTTConnection: @unchecked Sendable {
             let socket = mosquitto_socket(handle)
             guard socket >= 0 else {
                 guard !isStopping, waitBeforeReconnecting() else { return }
+                watched = nil
                 _ = mosquitto_reconnect_async(handle)
                 continue
             }
+            if watched?.socket != socket { watched = (socket, .now, messagesQueued.load(ordering: .relaxed)) }
             let events = Int16(POLLIN) | (mosquitto_want_write(handle) ? Int16(POLLOUT) : 0)
             guard case .success(let (ready, woken)) = Syscall.wait(for: events, on: socket, orWake: wakeRead, timeoutMilliseconds: 1000)
             else { continue }
             if woken { Syscall.drainWakePipe(wakeRead) }
             // An error closes the socket and calls `disconnected` (libmosquitto's own handling); the
             // next turn finds no socket and reconnects.
-            if ready, mosquitto_loop_read(handle, 1) != MOSQ_ERR_SUCCESS.rawValue { continue }
+            if ready {
+                guard mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { continue }
+                if let watched, let received = Syscall.bytesReceived(onTCPSocket: socket) {
+                    let allowed = Allowance.bytes(
+                        messages: messagesQueued.load(ordering: .relaxed) - watched.messagesBefore,
+                        seconds: Double(watched.since.duration(to: .now).components.seconds))
+                    if received > allowed {
+                        // libmosquitto's next read finds the end and closes it; the turn after reconnects.
+                        Syscall.shutDown(socket)
+                        self.events.overran(received, allowed)
+                    }
+                }
+            }
             if mosquitto_socket(handle) >= 0, mosquitto_want_write(handle), mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue {
                 continue
             }

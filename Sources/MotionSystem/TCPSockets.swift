@@ -67,3 +67,16 @@ extension Syscall {
         }
     }
 }
+
+extension Syscall {
+    /// `getsockopt(TCP_INFO)`'s `tcpi_bytes_received`: the bytes the connection has received so far
+    /// (RFC 4898's ThruOctetsReceived), whether or not they were read. Glibc's `struct tcp_info` stops
+    /// before it, so it is read at its offset in the kernel's (linux/tcp.h, 128, since Linux 4.1); nil
+    /// from an older kernel, which fills less.
+    public static func bytesReceived(onTCPSocket fd: Int32) -> UInt64? {
+        var info = [UInt8](repeating: 0, count: 232)
+        var length = socklen_t(info.count)
+        guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0, length >= 136 else { return nil }
+        return info.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 128, as: UInt64.self) }
+    }
+}

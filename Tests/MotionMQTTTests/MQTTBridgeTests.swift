@@ -135,6 +135,41 @@ import Testing
         #expect(daemon.stop())
     }
 
+    /// Issue 25, defect 7: libmosquitto allocates the length a packet announces and reads it whole, so
+    /// a broker that accepted the connection and then sent a PUBLISH announcing 256 MB made the bridge
+    /// hold what it streamed (RSS 33 → 233 MB).
+    @Test func aBrokerThatSendsAHugePacketIsCutOffBeforeItGrowsTheDaemon() throws {
+        let hostile = try ScriptedListener { peer in
+            _ = peer.read(timeout: 5)  // CONNECT
+            guard peer.write([0x20, 0x02, 0x00, 0x00]) else { return }  // CONNACK: accepted
+            // PUBLISH (type 3) of remaining length 268,435,455, the most MQTT can say (§2.2.3).
+            guard peer.write([0x30, 0xFF, 0xFF, 0xFF, 0x7F, 0x00, 0x01, UInt8(ascii: "t")]) else { return }
+            let chunk = [UInt8](repeating: 0x41, count: 1 << 20)
+            for _ in 0..<300 where !peer.isClosed {
+                guard peer.write(chunk) else { return }
+            }
+        }
+        let daemon = try Self.daemon(mqtt: "  broker: mqtt://127.0.0.1:\(hostile.port)\n  streams: [motion]")
+        try waitUntil(seconds: 10) { hostile.accepted >= 1 }
+        // The most it holds over 3 s of the attack (a replay daemon takes about 35 MB).
+        var highest = 0.0
+        for _ in 0..<30 {
+            highest = max(highest, daemon.process.residentMegabytes)
+            usleep(100_000)
+        }
+        // The cut comes between libmosquitto's reads, and one read takes all that keeps arriving: on
+        // loopback, some tens of megabytes (517 MB were held before there was a cut).
+        #expect(highest < 250, "RSS reached \(highest) MB")
+        #expect(daemon.log.contains("MQTT broker sent more than a broker owes a client that subscribes to nothing"), "\(daemon.log)")
+        // What libmosquitto read is freed at the next connection attempt (1 s later: it was accepted).
+        hostile.close()
+        usleep(2_500_000)
+        let after = daemon.process.residentMegabytes
+        #expect(after < 70, "RSS \(after) MB once the broker is gone")
+        print("huge MQTT packet: RSS at most \(highest) MB over 3 s, \(after) MB once the broker is gone; connections cut: \(daemon.log.components(separatedBy: "connection cut").count - 1)")
+        #expect(daemon.stop())
+    }
+
     @Test func aBrokerThatNeverAnswersDoesNotSlowLocalClients() throws {
         // A listener that takes the TCP connection and never answers MQTT's CONNECT.
         let silent = try SilentListener()
