@@ -137,8 +137,7 @@ final class SensorProxyService: Sendable {
         let timeout = deadline == .max ? -1 : Int32(clamping: max(0, (deadline - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000))
         switch Syscall.wait(for: waiting.events, on: waiting.descriptor, orWake: wake.read, timeoutMilliseconds: timeout) {
         case .success((_, true)):
-            var drain = [UInt8](repeating: 0, count: 64)
-            _ = drain.withUnsafeMutableBytes { Syscall.read(wake.read, into: $0) }
+            Syscall.drainWakePipe(wake.read)
             announceChanges()
         case .success:
             break

@@ -66,14 +66,13 @@ public final class LogWriter: Sendable {
     private func run() {
         var batch: [[UInt8]] = []
         guard let wake else { return }
-        var drain = [UInt8](repeating: 0, count: 64)
         while true {
             while state.withLock({ state in
                 state.idle = state.lines.isEmpty && state.dropped == 0
                 return state.idle
             }) {
                 _ = Syscall.waitReadable(wake.read, timeoutMilliseconds: -1)
-                _ = drain.withUnsafeMutableBytes { Syscall.read(wake.read, into: $0) }
+                Syscall.drainWakePipe(wake.read)
             }
             let dropped = state.withLock { state in
                 swap(&batch, &state.lines)

@@ -67,7 +67,10 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
             refusedWhileOut = nil
         }
         open += 1
-        channel.closeFuture.whenComplete { [self] _ in open -= 1 }
+        channel.closeFuture.whenComplete { [self] _ in
+            open -= 1
+            spare = spare ?? Self.takeSpare()  // a spare that could not be taken again is, once one frees
+        }
         return nil
     }
 
@@ -81,7 +84,8 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
                 metadata: ["listener": "\(name)", "open connections": "\(open)", "error": "\(Errno(rawValue: error.errnoCode))"])
             refusedWhileOut = 0
         }
-        // Without a spare, NIO's backoff is all that is left.
+        // Without a spare (another thread took the freed descriptor first), the loop spins as it did
+        // before the guard, until one of this listener's connections closes and a spare is taken again.
         guard let spare else { return context.fireErrorCaught(error) }
         Syscall.close(spare)
         self.spare = nil

@@ -56,8 +56,12 @@ final class RemoteLister: Sendable {
                 hub.eventLoop.execute { hub.apply(.success(listing), from: origin) }
                 return true
             }
-            guard delivered, let wakeRead = gate.withLock({ $0.wake?.read }) else { return }
-            _ = Syscall.waitReadable(wakeRead, timeoutMilliseconds: Int32(interval * 1000))
+            guard delivered else { return }
+            if let wakeRead = gate.withLock({ $0.wake?.read }) {
+                _ = Syscall.waitReadable(wakeRead, timeoutMilliseconds: Int32(interval * 1000))
+            } else {
+                Syscall.sleep(nanoseconds: Int64(interval * 1e9))  // no pipe to be woken by: the stop waits out the interval
+            }
             guard gate.withLock({ $0.open }) else { return }
         }
     }

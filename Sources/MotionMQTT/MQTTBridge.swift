@@ -221,6 +221,9 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
     /// Hands queued messages to libmosquitto while it is connected and its window is open.
     private func drain() {
         guard let connection else { return }
+        let before = published + refused
+        // One wake-up of the network thread for all that is handed over now.
+        defer { if published + refused != before { connection.wakeNetworkThread() } }
         while !queue.isEmpty {
             let open = link.withLock {
                 guard $0.connected, $0.inFlight < Self.window else {

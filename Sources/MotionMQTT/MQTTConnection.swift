@@ -152,20 +152,24 @@ final class MQTTConnection: @unchecked Sendable {
         self.thread = thread
     }
 
-    /// `mosquitto_publish`: queues `payload` for the network thread, and wakes it.
+    /// `mosquitto_publish`: queues `payload` for the network thread, which writes it once woken
+    /// (`wakeNetworkThread`, once for all the messages queued together).
     func publish(topic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int, retain: Bool = false) -> Failure? {
         let code = mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, Int32(qos), retain)
         guard code == MOSQ_ERR_SUCCESS.rawValue else { return Failure(operation: "mosquitto_publish", code: code) }
         messagesQueued.add(1, ordering: .relaxed)
-        Syscall.wake(wakeWrite)
         return nil
     }
 
-    /// `mosquitto_publish` of a text.
+    /// `mosquitto_publish` of a text, and wakes the network thread.
     func publish(topic: String, text: String, qos: Int, retain: Bool) -> Failure? {
         let bytes = Array(text.utf8)
+        defer { wakeNetworkThread() }
         return topic.withCString { topic in bytes.withUnsafeBytes { publish(topic: topic, payload: $0, qos: qos, retain: retain) } }
     }
+
+    /// Has the network thread write what was queued.
+    func wakeNetworkThread() { Syscall.wake(wakeWrite) }
 
     /// `mosquitto_disconnect`, then ends the network thread: what was queued is written first (so a
     /// status published just before goes out, and the will does not), for at most `goodbyeTimeout`.
@@ -173,8 +177,9 @@ final class MQTTConnection: @unchecked Sendable {
     func stop() {
         guard let thread else { return }
         self.thread = nil
-        stopRequested.store(true, ordering: .releasing)
+        // DISCONNECT queued first: a thread that sees the stop finds it still to write.
         _ = mosquitto_disconnect(handle)
+        stopRequested.store(true, ordering: .releasing)
         Syscall.wake(wakeWrite)
         thread.join()
     }
@@ -204,12 +209,13 @@ final class MQTTConnection: @unchecked Sendable {
             }
             if watched?.socket != socket { watched = (socket, .now, messagesQueued.load(ordering: .relaxed)) }
             let events = Int16(POLLIN) | (mosquitto_want_write(handle) ? Int16(POLLOUT) : 0)
-            guard case .success(let (ready, woken)) = Syscall.wait(for: events, on: socket, orWake: wakeRead, timeoutMilliseconds: 1000)
+            guard case .success(let (happened, woken)) = Syscall.wait(for: events, on: socket, orWake: wakeRead, timeoutMilliseconds: 1000)
             else { continue }
+            let readable = happened & Int16(POLLIN | POLLHUP | POLLERR) != 0
             if woken { Syscall.drainWakePipe(wakeRead) }
             // An error closes the socket and calls `disconnected` (libmosquitto's own handling); the
             // next turn finds no socket and reconnects.
-            if ready {
+            if readable {
                 guard mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { continue }
                 if let watched, let received = Syscall.bytesReceived(onTCPSocket: socket) {
                     let allowed = Allowance.bytes(

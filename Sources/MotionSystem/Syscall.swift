@@ -219,14 +219,15 @@ public enum Syscall {
     }
 
     /// `poll` on `fd` for `events` (`POLLIN`, `POLLOUT`, as a library such as sd-bus asks) and on a
-    /// wake pipe's read end for input; returns whether each is ready.
+    /// wake pipe's read end for input; returns what happened on `fd` (its `revents`: 0 for nothing,
+    /// `POLLHUP` and `POLLERR` besides those asked) and whether the pipe woke it.
     public static func wait(
         for events: Int16, on fd: Int32, orWake wakeRead: Int32, timeoutMilliseconds: Int32
-    ) -> Result<(ready: Bool, woken: Bool), Errno> {
+    ) -> Result<(happened: Int16, woken: Bool), Errno> {
         var fds = (pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
         let polled = retryingInterrupts {
             withUnsafeMutableBytes(of: &fds) { raw in poll(raw.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, timeoutMilliseconds) }
         }
-        return polled.map { _ in (fds.0.revents != 0, (fds.1.revents & Int16(POLLIN)) != 0) }
+        return polled.map { _ in (fds.0.revents, (fds.1.revents & Int16(POLLIN)) != 0) }
     }
 }
