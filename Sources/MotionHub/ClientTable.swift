@@ -39,9 +39,21 @@ final class ClientTable: @unchecked Sendable {
 
     subscript(id: ID) -> ClientOutbox? { outboxes[id] }
 
-    /// Adds a client; `nil` when `maximumClients` are connected already.
+    /// Connections refused since the table was last full: logged at the first, counted after.
+    private var refusedWhileFull = 0
+
+    /// Adds a client; `nil` when `maximumClients` are connected already (the refusal is logged once
+    /// while the table stays full, so that a flood of connections is not a flood of log lines).
     func add(_ sink: any ClientSink) -> ID? {
-        guard outboxes.count < maximumClients else { return nil }
+        guard outboxes.count < maximumClients else {
+            if refusedWhileFull == 0 { logger.warning("connection refused: too many clients", metadata: ["limit": "\(maximumClients)"]) }
+            refusedWhileFull += 1
+            return nil
+        }
+        if refusedWhileFull > 0 {
+            logger.notice("accepting clients again", metadata: ["refused while full": "\(refusedWhileFull)"])
+            refusedWhileFull = 0
+        }
         nextID += 1
         outboxes[nextID] = ClientOutbox(id: nextID, sink: sink)
         return nextID

@@ -22,7 +22,6 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelActive(context: ChannelHandlerContext) {
         guard let id = hub.connect(ChannelSink(context.channel)) else {
-            hub.logger.warning("connection refused: too many clients", metadata: ["limit": "\(hub.maximumClients)"])
             let refusal = ErrorReply(id: nil, code: .unavailable, message: "too many clients (\(hub.maximumClients)); try again later")
             let channel = context.channel
             if let line = try? Wire.encode(refusal) {
