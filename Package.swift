@@ -62,6 +62,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // The only target that links zlib (the DSU packets' CRC-32).
+        .target(
+            name: "MotionDSU",
+            dependencies: [
+                "MotionHub", "MotionConfiguration", "MotionWire", "MotionCore", "MotionDevices", "MotionSystem", "CZlib",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "MotionMetrics",
             dependencies: [
@@ -80,7 +90,7 @@ let package = Package(
         .target(
             name: "MotionDaemon",
             dependencies: [
-                "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionMetrics", "MotionConfiguration",
+                "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionDSU", "MotionMetrics", "MotionConfiguration",
                 "MotionDevices", "MotionSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -169,6 +179,13 @@ let package = Package(
                 "MotionMQTT", "MotionHub", "MotionConfiguration", "MotionWire", "MotionCore", "MotionClient", "TestSupport", "motiond",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "MotionDSUTests",
+            dependencies: [
+                "MotionDSU", "MotionHub", "MotionConfiguration", "MotionDaemon", "MotionWire", "MotionCore", "MotionClient", "TestSupport", "motiond",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(

@@ -30,6 +30,8 @@ public struct Configuration: Sendable, Equatable {
     public var networkSensors: [String]?
     /// Where to serve Prometheus metrics over HTTP, `host:port` (docs/fleet.md); `nil`: nowhere.
     public var metrics: String?
+    /// The DSU (cemuhook) server for emulators (docs/games.md); `nil`: none.
+    public var dsu: DSUSettings?
 
     /// No settings: every default.
     public init() {}
@@ -168,6 +170,9 @@ extension Configuration: SettingsSection {
         .optional(
             "metrics", \.metrics, .text("host:port"), default: "none", flag: true, summary: "Serve Prometheus metrics over HTTP at http://host:port/metrics.",
             check: { hostAndPort($0) == nil ? "\"\($0)\" is not host:port (such as 127.0.0.1:9464)" : nil }),
+        .optional(
+            "dsu", \.dsu, DSUSettings.entry, default: "none", flag: true,
+            summary: "Serve the IMU to emulators over the DSU (cemuhook) protocol, UDP (games.md): host:port alone, or a mapping."),
         .optional(
             "network_sensors", \.networkSensors, .list(of: .text("URI"), "list of libiio URIs"), default: "none",
             summary: "Fuse the IIO devices that iiod serves on other machines: ip:host or ip:host:port. Their devices are numbered from iio:device10000 (1000 per URI), read polled, and listed again every 10 s.",

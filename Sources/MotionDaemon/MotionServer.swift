@@ -5,6 +5,7 @@ import MotionDevices
 import MotionHub
 import MotionMetrics
 import MotionMQTT
+import MotionDSU
 import MotionSocketServer
 import MotionSystem
 import NIOCore
@@ -22,6 +23,7 @@ public final class MotionServer: Sendable {
     /// In start order: the hub, the socket, the other front ends, then systemd's readiness and watchdog.
     private let parts: PartGroup
     private let metrics: MetricsFrontEnd?
+    private let dsu: DSUFrontEnd?
 
     /// Descriptors kept from clients for the rest: sensors, the state file, the metrics port's
     /// connections (`MetricsServer.maximumConnections`), D-Bus, MQTT, the log.
@@ -29,6 +31,8 @@ public final class MotionServer: Sendable {
 
     /// Where the metrics are served, once started (the port chosen, for `:0`).
     public var metricsPort: Int? { metrics?.localAddress?.port }
+    /// Where the DSU server listens, once started (the port chosen, for `:0`).
+    public var dsuPort: Int? { dsu?.localAddress?.port }
 
     /// Creates a server for `socketPath`; `release` goes into the greeting.
     ///
@@ -44,11 +48,12 @@ public final class MotionServer: Sendable {
     ///   - mqtt: the broker to publish streams to (default none; docs/fleet.md).
     ///   - metrics: the host and port to serve Prometheus metrics on over HTTP, port 0 for any free one
     ///     (default nowhere; docs/fleet.md).
+    ///   - dsu: the DSU server for emulators (default none; docs/games.md).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = "0.1.0",
         servesDBus: Bool = false, mqtt: MQTTSettings? = nil, metrics: (host: String, port: Int)? = nil,
-        logger: Logger = Logger(label: "motiond")
+        dsu: DSUSettings? = nil, logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
         // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
@@ -65,6 +70,7 @@ public final class MotionServer: Sendable {
             source: source, maximumClients: clientLimit)
         self.hub = hub
         self.metrics = metrics.map { MetricsFrontEnd(hub: hub, host: $0.host, port: $0.port) }
+        self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0) }
         let notifier = SystemdNotifier()
         var parts: [any DaemonPart] = [
             HubPart(hub: hub, stateSaveInterval: stateSaveInterval),
@@ -72,6 +78,7 @@ public final class MotionServer: Sendable {
         ]
         if servesDBus { parts.append(SensorProxyFrontEnd(hub: hub)) }
         if let mqtt { parts.append(MQTTFrontEnd(hub: hub, settings: mqtt)) }
+        if let dsu = self.dsu { parts.append(dsu) }
         if let metrics = self.metrics { parts.append(metrics) }
         parts.append(ReadinessPart(notifier: notifier, hub: hub, socketPath: socketPath))
         parts.append(WatchdogPart(notifier: notifier, eventLoop: hub.eventLoop))

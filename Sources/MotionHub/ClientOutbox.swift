@@ -18,6 +18,14 @@ package protocol ClientSink: AnyObject {
     func setReading(_ reading: Bool)
 }
 
+/// A client that takes the `motion` stream as values rather than lines: a front end that re-encodes
+/// every sample (the DSU server, at the IMU's rate) is spared the JSON both ways. Everything else it
+/// watches, and every reply, still reaches its `ClientSink` as lines.
+package protocol MotionReceiver: AnyObject {
+    /// One `MOTION` the client's watch is due, on the hub's loop.
+    func receive(_ motion: MotionMessage)
+}
+
 /// One client's outgoing side: its bounded queue of lines, its replies in request order, and the
 /// state of its connection's life (paused, closing once answered, closing).
 package final class ClientOutbox {
@@ -33,6 +41,8 @@ package final class ClientOutbox {
 
     let id: ID
     let sink: any ClientSink
+    /// Where its `motion` samples go instead of its queue, if anywhere.
+    let motionReceiver: (any MotionReceiver)?
     private(set) var queue = DeliveryQueue<ByteBuffer>(capacity: ClientOutbox.capacity)
     /// Since when its queue has been full of lines that may not be dropped.
     var fullSince: NIODeadline?
@@ -51,9 +61,10 @@ package final class ClientOutbox {
     /// Its POLLs waiting for their sensors.
     var waitingPolls = 0
 
-    init(id: ID, sink: any ClientSink) {
+    init(id: ID, sink: any ClientSink, motionReceiver: (any MotionReceiver)? = nil) {
         self.id = id
         self.sink = sink
+        self.motionReceiver = motionReceiver
     }
 
     /// What `push` found.

@@ -44,7 +44,7 @@ final class ClientTable: @unchecked Sendable {
 
     /// Adds a client; `nil` when `maximumClients` are connected already (the refusal is logged once
     /// while the table stays full, so that a flood of connections is not a flood of log lines).
-    func add(_ sink: any ClientSink) -> ID? {
+    func add(_ sink: any ClientSink, motionReceiver: (any MotionReceiver)? = nil) -> ID? {
         guard outboxes.count < maximumClients else {
             if refusedWhileFull == 0 { logger.warning("connection refused: too many clients", metadata: ["limit": "\(maximumClients)"]) }
             refusedWhileFull += 1
@@ -55,7 +55,7 @@ final class ClientTable: @unchecked Sendable {
             refusedWhileFull = 0
         }
         nextID += 1
-        outboxes[nextID] = ClientOutbox(id: nextID, sink: sink)
+        outboxes[nextID] = ClientOutbox(id: nextID, sink: sink, motionReceiver: motionReceiver)
         return nextID
     }
 

@@ -43,6 +43,8 @@ package final class Hub: @unchecked Sendable {
     private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
     /// A bridge's counters (the MQTT bridge's), for metrics, while it runs.
     package var bridgeCounters: (() -> BridgeCounters)?
+    /// The DSU server's counters, for metrics, while it runs.
+    package var dsuCounters: (() -> DSUCounters)?
 
     /// Where the sensors come from.
     package var source: any SensorSource { captures.source }
@@ -128,14 +130,15 @@ package final class Hub: @unchecked Sendable {
 
     // MARK: Clients
 
-    /// Registers a new connection; `nil` when `maximumClients` are connected already.
+    /// Registers a new connection; `nil` when `maximumClients` are connected already. A
+    /// `motionReceiver` takes its `motion` samples as values (see `MotionReceiver`).
     ///
     /// Registering does not write: the caller stores the id first and then `greet`s, because a write
     /// can fail at once (the peer already gone) and close the connection, whose `disconnect` must
     /// find the id.
-    package func connect(_ sink: any ClientSink) -> ClientID? {
+    package func connect(_ sink: any ClientSink, motionReceiver: (any MotionReceiver)? = nil) -> ClientID? {
         eventLoop.preconditionInEventLoop()
-        return clients.add(sink)
+        return clients.add(sink, motionReceiver: motionReceiver)
     }
 
     /// Sends the `VERSION` greeting.
@@ -304,7 +307,7 @@ package final class Hub: @unchecked Sendable {
             magneticFieldAccuracy: pipeline.fusion?.calibrator.accuracy,
             gyroscopeBias: pipeline.fusion?.filter.gyroscopeBias ?? calibration.calibration?.gyroscopeBias,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
-            mqtt: bridgeCounters?())
+            mqtt: bridgeCounters?(), dsu: dsuCounters?())
     }
 
     /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits

@@ -45,6 +45,24 @@ package struct MetricsSnapshot: Sendable {
     package var errors: [DaemonError: Int]
     /// The MQTT bridge's, if there is one.
     package var mqtt: BridgeCounters?
+    /// The DSU server's, if there is one.
+    package var dsu: DSUCounters?
+}
+
+/// What the DSU server did, for metrics.
+package struct DSUCounters: Sendable {
+    /// Client addresses holding a lease now.
+    package var clients = 0
+    /// Datagrams received.
+    package var datagrams = 0
+    /// Datagrams dropped unanswered, by reason (`too_short`, `bad_crc`, `too_many_clients`…).
+    package var dropped: [String: Int] = [:]
+    /// Pad-data packets sent, one per client per sample.
+    package var packetsSent = 0
+    /// Pad-data packets not sent: the socket's send buffer was full.
+    package var packetsDropped = 0
+
+    package init() {}
 }
 
 /// What a bridge to another system (the MQTT broker) did, for metrics.

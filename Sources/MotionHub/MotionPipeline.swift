@@ -190,7 +190,7 @@ final class MotionPipeline {
     func deliverPendingMotion() {
         guard let (t, period) = pendingMotion, let box else { return }
         pendingMotion = nil
-        fanout.deliver(.motion, timestamp: t, period: period) { writer, frame in writer.write(Self.message(box.motion(in: frame))) }
+        fanout.deliverMotion(timestamp: t, period: period) { frame in Self.message(box.motion(in: frame)) }
     }
 
     /// The current state of an event stream, which a new watcher gets first.

@@ -78,10 +78,29 @@ final class StreamFanout {
 
     /// Sends a periodic stream's message to every client due one, writing it once per frame.
     func deliver(_ stream: StreamKind, timestamp: Int64, period: Int64, write: (inout LineWriter, AttitudeReferenceFrame) -> Void) {
+        deliver(stream, timestamp: timestamp, period: period, write: write, toReceivers: false) { _, _ in }
+    }
+
+    /// Sends a motion sample to every client due one: as a value to a `MotionReceiver`, else as a line
+    /// written once per frame.
+    func deliverMotion(timestamp: Int64, period: Int64, message: (AttitudeReferenceFrame) -> MotionMessage) {
+        deliver(.motion, timestamp: timestamp, period: period, write: { writer, frame in writer.write(message(frame)) }, toReceivers: true) { receiver, frame in
+            receiver.receive(message(frame))
+        }
+    }
+
+    private func deliver(
+        _ stream: StreamKind, timestamp: Int64, period: Int64, write: (inout LineWriter, AttitudeReferenceFrame) -> Void,
+        toReceivers: Bool, receive: (any MotionReceiver, AttitudeReferenceFrame) -> Void
+    ) {
         var lines = LinesByFrame()
         for subscription in subscriptions[stream.index] {
             guard subscription.watch.decimator.accepts(timestamp, sensorPeriod: period) else { continue }
             let frame = stream == .motion ? subscription.watch.frame : .xArbitraryZVertical
+            if toReceivers, let receiver = subscription.outbox.motionReceiver {
+                receive(receiver, frame)
+                continue
+            }
             if lines[frame] == nil {
                 write(&lineWriter, frame)
                 lines[frame] = ByteBuffer(bytes: lineWriter.bytes)

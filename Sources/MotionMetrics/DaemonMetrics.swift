@@ -70,6 +70,13 @@ final class DaemonMetrics {
             count("motiond_mqtt_published_messages_total", total: mqtt.published)
             count("motiond_mqtt_dropped_messages_total", total: mqtt.dropped)
         }
+        if let dsu = snapshot.dsu {
+            gauge("motiond_dsu_clients", Double(dsu.clients))
+            count("motiond_dsu_datagrams_received_total", total: dsu.datagrams)
+            for (reason, total) in dsu.dropped { count("motiond_dsu_datagrams_dropped_total", ("reason", reason), total: total) }
+            count("motiond_dsu_packets_sent_total", total: dsu.packetsSent)
+            count("motiond_dsu_packets_dropped_total", total: dsu.packetsDropped)
+        }
         return registry.emitToBuffer()
     }
 

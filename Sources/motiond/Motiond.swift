@@ -58,6 +58,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("declination"))) var declination: String?
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("dbus"))) var dbus: Bool?
     @Option(help: ArgumentHelp(Configuration.help("metrics"))) var metrics: String?
+    @Option(help: ArgumentHelp(Configuration.help("dsu"))) var dsu: String?
 
     @Option(help: "Play this recording (docs/recording.md) instead of reading the machine's sensors.")
     var replay: String?
@@ -78,7 +79,7 @@ struct Motiond: AsyncParsableCommand {
         try Configuration.flags([
             "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
             "state_save_interval": stateSaveInterval, "log_level": logLevel, "declination": declination,
-            "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics,
+            "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
         ])
     }
 
@@ -110,7 +111,8 @@ struct Motiond: AsyncParsableCommand {
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
-            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), logger: logger)
+            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), dsu: settings.dsu,
+            logger: logger)
         server.apply(declination: settings.declination ?? 0)
         let reload = ConfigurationReload(
             hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger

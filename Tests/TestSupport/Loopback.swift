@@ -4,9 +4,10 @@ import Foundation
 import Glibc
 #endif
 
-/// A TCP port nothing listens on now on 127.0.0.1 (the kernel's choice for a socket bound to port 0).
-public func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+/// A TCP (or, with `datagram`, UDP) port nothing listens on now on 127.0.0.1 (the kernel's choice for
+/// a socket bound to port 0).
+public func freeLoopbackPort(datagram: Bool = false) throws -> Int {
+    let fd = socket(AF_INET, Int32(datagram ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = loopbackAddress(port: 0)
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)

@@ -1,0 +1,50 @@
+/// The `dsu` section of motiond.conf: the DSU (cemuhook) server for emulators' motion controls
+/// (docs/games.md). `dsu: HOST:PORT`, and the `--dsu` flag, are `listen` alone.
+public struct DSUSettings: Sendable, Equatable, SettingsSection {
+    /// `host:port` of the UDP socket (default `127.0.0.1:26760`, the protocol's port on loopback).
+    public var listen = DSUSettings.defaultListen
+    /// The pad slot, 0–3, that shows the machine's IMU (default 0); the other slots are not connected.
+    public var slot = 0
+    /// Client addresses that may hold leases at once (default 1024); a request from one more is dropped.
+    public var maximumClients = 1024
+
+    public static let defaultListen = "127.0.0.1:26760"
+
+    public init(listen: String = DSUSettings.defaultListen, slot: Int = 0, maximumClients: Int = 1024) {
+        (self.listen, self.slot, self.maximumClients) = (listen, slot, maximumClients)
+    }
+
+    init() {}
+
+    static let settings: [Setting<DSUSettings>] = [
+        .value(
+            "listen", \.listen, .text("host:port"), default: defaultListen, required: false,
+            summary: "The UDP address to serve on; anything but loopback lets other machines (and spoofed senders) reach it (security.md).",
+            check: { Configuration.hostAndPort($0) == nil ? "\"\($0)\" is not host:port (such as 127.0.0.1:26760)" : nil }),
+        .value(
+            "slot", \.slot, .integer("0 to 3"), default: "0", summary: "The pad slot that shows the machine's IMU; the others are not connected.",
+            check: { (0...3).contains($0) ? nil : "must be 0, 1, 2 or 3, not \($0)" }),
+        .value(
+            "maximum_clients", \.maximumClients, .integer("1 to 65536"), default: "1024",
+            summary: "Client addresses served at once; a request from one more is dropped, counted and logged.",
+            check: { (1...65536).contains($0) ? nil : "must be 1...65536, not \($0)" }),
+    ]
+
+    /// A `host:port` alone (`dsu: 127.0.0.1:26760`, or the flag), or a mapping of the section's settings.
+    static let entry = ValueType<DSUSettings>(manualName: "host:port, or mapping", manualEntries: settings.map(\.manualEntry)) {
+        node, place throws(Configuration.Invalid) in
+        guard case .scalar = node else { return try read(node, at: place) }
+        var settings = DSUSettings()
+        try Self.settings[0].read(&settings, node, place)
+        try Self.settings[0].check(settings, place)
+        return settings
+    }
+
+    /// The address to listen on, or what is wrong with `listen`.
+    public func address() throws(Configuration.Invalid) -> (host: String, port: Int) {
+        guard let address = Configuration.hostAndPort(listen) else {
+            throw Place(key: "dsu.listen").invalid("\"\(listen)\" is not host:port (such as 127.0.0.1:26760)")
+        }
+        return address
+    }
+}
