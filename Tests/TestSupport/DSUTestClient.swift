@@ -15,7 +15,8 @@ import Glibc
 ///   greater than the last (Cemu).
 ///
 /// A packet that breaks a rule is recorded in `violations` and not returned.
-public final class DSUTestClient {
+public final class DSUTestClient: @unchecked Sendable {
+    // @unchecked: used by one thread at a time (handed to an emulator's thread, never shared).
     public struct PortInformation: Equatable, Sendable {
         public var slot: Int
         /// 0 not connected, 2 connected.
