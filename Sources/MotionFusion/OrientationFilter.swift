@@ -156,7 +156,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         }
         lastGyroscopeTimestamp = timestamp
         if parameters.estimatesBiasAtRest || parameters.rejectsMagneticDisturbances {
-            rest.update(gyroscope: rate)
+            rest.update(gyroscope: rate, bias: gyroscopeCalibrator.bias, biasSigma: gyroscopeCalibrator.sigma)
         }
         rateSum = rateSum + rate
         rateCount += 1

@@ -9,6 +9,12 @@ import MotionCore
 /// - `gyroscopeThreshold` 2 °/s: largest deviation of the rotation rate from its mean;
 /// - `accelerometerThreshold` 0.5 m/s²: largest deviation of the specific force from its mean;
 /// - `maximumRate` 2 °/s: largest mean rotation rate (a larger one is motion, or a bias too large to learn).
+/// - `settledRate` 0.2 °/s: largest mean rotation rate *less the bias estimate*, once the bias is
+///   known better than that (`biasSigmaFactor` 3 × its standard deviation is below it). Without it a
+///   deliberate slow turn about the vertical (a player easing the camera round at 0.5 °/s) passes the
+///   2 °/s tests, counts as rest and is learnt as bias: 73 % of such a turn vanished from the attitude
+///   (`scripts/gyro-calibration-figures`). 0.2 °/s is 40 times the rest-phase residual measured on
+///   BROAD (0.005 °/s) and well below a MEMS gyroscope's bias drift over a session (0.01–0.03 °/s/K).
 struct RestDetector: Sendable, Codable, Equatable {
     struct Parameters: Sendable, Codable, Equatable {
         var minimumDuration = 1.5
@@ -16,6 +22,8 @@ struct RestDetector: Sendable, Codable, Equatable {
         var gyroscopeThreshold = 2.0 * .pi / 180
         var accelerometerThreshold = 0.5
         var maximumRate = 2.0 * .pi / 180
+        var settledRate = 0.2 * .pi / 180
+        var biasSigmaFactor = 3.0
     }
 
     let parameters: Parameters
@@ -33,11 +41,14 @@ struct RestDetector: Sendable, Codable, Equatable {
     /// The low-pass mean rotation rate, rad/s (what the bias is at rest).
     var meanRotationRate: Vector3 { gyroscopeMean.output }
 
-    mutating func update(gyroscope rate: Vector3) {
+    /// One rotation rate (rad/s), with the bias estimated so far and its standard deviation (rad/s).
+    mutating func update(gyroscope rate: Vector3, bias: Vector3 = .zero, biasSigma: Double = .infinity) {
         let mean = gyroscopeMean.update(rate)
         let t = parameters.maximumRate
+        let settled = max(parameters.settledRate, parameters.biasSigmaFactor * biasSigma)
         if (rate - mean).squaredLength >= parameters.gyroscopeThreshold * parameters.gyroscopeThreshold
             || abs(mean.x) > t || abs(mean.y) > t || abs(mean.z) > t
+            || (mean - bias).squaredLength > settled * settled
         {
             quietTime = 0
             isResting = false

@@ -24,6 +24,9 @@ struct Fuse: ParsableCommand {
     @Flag(help: "Use the gyroscope and accelerometer only (6D).")
     var noMagnetometer = false
 
+    @Option(help: "Also write the gyroscope calibration per row to this CSV: t,bias_x,bias_y,bias_z,bias_sigma,resting (°/s; resting 0 or 1).")
+    var calibrationOutput: String?
+
     @Flag(help: "Print the calibration learnt by the end (gyroscope bias and scale, magnetometer offset) to standard error.")
     var showCalibration = false
 
@@ -38,6 +41,8 @@ struct Fuse: ParsableCommand {
         var fusion = SensorFusion(gyroscopeRate: recording.rate, magnetometerRate: recording.magnetometerRate)
         var csv = "t,qw,qx,qy,qz\n"
         csv.reserveCapacity(recording.rows.count * 64)
+        var calibration = "t,bias_x,bias_y,bias_z,bias_sigma,resting\n"
+        let degrees = 180 / Double.pi
         let device = DeviceNumber(0)
         for row in recording.rows {
             fusion.update(SensorSample(kind: .gyroscope, device: device, timestamp: row.timestamp, vector: row.gyroscope))
@@ -47,8 +52,13 @@ struct Fuse: ParsableCommand {
             }
             let q = noMagnetometer ? fusion.filter.attitudeWithoutMagnetometer : fusion.filter.attitude
             csv += "\(row.time),\(q.w),\(q.x),\(q.y),\(q.z)\n"
+            if calibrationOutput != nil {
+                let b = fusion.filter.gyroscopeBias * degrees
+                calibration += "\(row.time),\(b.x),\(b.y),\(b.z),\(fusion.filter.gyroscopeBiasSigma * degrees),\(fusion.filter.isResting ? 1 : 0)\n"
+            }
         }
         try csv.write(toFile: output, atomically: true, encoding: .utf8)
+        if let calibrationOutput { try calibration.write(toFile: calibrationOutput, atomically: true, encoding: .utf8) }
         if showCalibration {
             let c = fusion.calibration
             func show(_ v: Vector3, _ k: Double, _ digits: Int) -> String {
