@@ -75,7 +75,7 @@ let package = Package(
         .target(
             name: "MotionMetrics",
             dependencies: [
-                "MotionHub", "MotionCore", "MotionSystem",
+                "MotionHub", "MotionCore", "MotionWire", "MotionSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -65,6 +65,14 @@ package final class Hub: @unchecked Sendable {
         polls.demandsChanged = { [unowned self] in replan() }
         captures.changed = { [unowned self] in replan() }
         captures.received = { [unowned self] events, device in received(events, from: device) }
+        pipeline.gyroscopeCalibrationChanged = { calibrated, sigma in
+            let uncertainty = "±\((sigma * 180 / .pi * 1000).rounded() / 1000) °/s"
+            if calibrated {
+                logger.notice("gyroscope calibrated", metadata: ["bias uncertainty": "\(uncertainty)"])
+            } else {
+                logger.info("gyroscope calibration learning: hold the device still for a few seconds", metadata: ["bias uncertainty": "\(uncertainty)"])
+            }
+        }
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }
         }
@@ -306,6 +314,8 @@ package final class Hub: @unchecked Sendable {
             dropped: clients.totalDropped,
             magneticFieldAccuracy: pipeline.fusion?.calibrator.accuracy,
             gyroscopeBias: pipeline.fusion?.filter.gyroscopeBias ?? calibration.calibration?.gyroscopeBias,
+            gyroscopeBiasUncertainty: pipeline.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
+                ?? calibration.calibration?.gyroscopeBiasSigma,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
             mqtt: bridgeCounters?(), dsu: dsuCounters?())
     }

@@ -42,6 +42,8 @@ package struct MetricsSnapshot: Sendable {
     package var magneticFieldAccuracy: MagneticFieldAccuracy?
     /// The gyroscope bias estimated (running, else saved), rad/s.
     package var gyroscopeBias: Vector3?
+    /// Its standard deviation, rad/s.
+    package var gyroscopeBiasUncertainty: Double?
     package var errors: [DaemonError: Int]
     /// The MQTT bridge's, if there is one.
     package var mqtt: BridgeCounters?

@@ -11,6 +11,13 @@ final class MotionPipeline {
     private let calibration: CalibrationKeeper
     /// Called after each sample is fused: a waiting poll may be answerable now.
     var sampleFused: () -> Void = {}
+    /// Called when the gyroscope becomes calibrated (true) or stops being so (false), for the log.
+    var gyroscopeCalibrationChanged: (_ calibrated: Bool, _ uncertainty: Double) -> Void = { _, _ in }
+    /// Whether the gyroscope counted as calibrated at the last look (nil: not looked yet).
+    private var gyroscopeCalibrated: Bool?
+    /// Motion messages since the calibration was last looked at: every `calibrationLookInterval`th.
+    private var motionsSinceCalibrationLook = 0
+    private static let calibrationLookInterval = 64
     /// The fusion, in a box of its own: its state is kilobytes, and an optional struct held in a
     /// property is copied whole by optional chaining, `!= nil` and `!` (a memmove per sample, 8 % of
     /// the batched profile); through a class reference it is read and updated in place.
@@ -23,6 +30,9 @@ final class MotionPipeline {
             self.fusion = fusion
             usesGyroscope = fusion.usesGyroscope
         }
+
+        /// The gyroscope bias's standard deviation, rad/s (read in place, not on a copy of the fusion).
+        var gyroscopeBiasSigma: Double { fusion.filter.gyroscopeBiasSigma }
 
         /// The motion now. Through an `inout` access: a plain read of the property, for a call that
         /// could in principle change it, is made on a copy.
@@ -191,6 +201,16 @@ final class MotionPipeline {
         guard let (t, period) = pendingMotion, let box else { return }
         pendingMotion = nil
         fanout.deliverMotion(timestamp: t, period: period) { frame in Self.message(box.motion(in: frame)) }
+        motionsSinceCalibrationLook += 1
+        if motionsSinceCalibrationLook >= Self.calibrationLookInterval, box.usesGyroscope {
+            motionsSinceCalibrationLook = 0
+            let sigma = box.gyroscopeBiasSigma
+            let calibrated = sigma <= StatusReply.Calibration.calibratedUncertainty
+            if calibrated != gyroscopeCalibrated {
+                gyroscopeCalibrated = calibrated
+                gyroscopeCalibrationChanged(calibrated, sigma)
+            }
+        }
     }
 
     /// The current state of an event stream, which a new watcher gets first.

@@ -36,12 +36,14 @@ enum Replies {
         }
         var calibration = fusion.map { f in
             StatusReply.Calibration(
-                gyroscopeBias: f.filter.gyroscopeBias, gyroscopeScale: f.filter.gyroscopeScale, magnetometerOffset: f.calibrator.offset,
+                gyroscopeBias: f.filter.gyroscopeBias, gyroscopeScale: f.filter.gyroscopeScale,
+                gyroscopeBiasUncertainty: f.usesGyroscope ? f.filter.gyroscopeBiasSigma : nil, magnetometerOffset: f.calibrator.offset,
                 magneticFieldAccuracy: f.calibrator.accuracy)
         }
         if calibration == nil, let saved {
             calibration = StatusReply.Calibration(
-                gyroscopeBias: saved.gyroscopeBias, gyroscopeScale: saved.gyroscopeScale, magnetometerOffset: saved.magnetometerOffset,
+                gyroscopeBias: saved.gyroscopeBias, gyroscopeScale: saved.gyroscopeScale, gyroscopeBiasUncertainty: saved.gyroscopeBiasSigma,
+                magnetometerOffset: saved.magnetometerOffset,
                 magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
         }
         return StatusReply(

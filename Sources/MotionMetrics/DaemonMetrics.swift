@@ -1,6 +1,7 @@
 import CoreMetrics
 import MotionHub
 import MotionCore
+import MotionWire
 import Prometheus
 
 /// The daemon's metrics in Prometheus's text format, through swift-metrics on a registry of its own
@@ -58,6 +59,10 @@ final class DaemonMetrics {
         case .uncalibrated, nil: -1
         }
         gauge("motiond_magnetic_field_accuracy", accuracy)
+        if let sigma = snapshot.gyroscopeBiasUncertainty {
+            gauge("motiond_gyroscope_bias_uncertainty_radians_per_second", sigma)
+            gauge("motiond_gyroscope_calibrated", sigma <= StatusReply.Calibration.calibratedUncertainty ? 1 : 0)
+        }
         if let bias = snapshot.gyroscopeBias {
             for (axis, value) in [("x", bias.x), ("y", bias.y), ("z", bias.z)] {
                 gauge("motiond_gyroscope_bias_radians_per_second", value, ("axis", axis))

@@ -392,16 +392,26 @@ public struct StatusReply: ServerMessage {
         /// The gyroscope's sensitivity error per device axis, dimensionless (nil: not known): the rate
         /// used is raw × (1 + scale) − bias.
         public var gyroscopeScale: Vector3?
+        /// The bias estimate's standard deviation, rad/s (its largest axis; nil: not known).
+        public var gyroscopeBiasUncertainty: Double?
+        /// Whether `gyroscopeBiasUncertainty` is at most `calibratedUncertainty` (nil: not known).
+        public var gyroscopeCalibrated: Bool?
         /// µT.
         public var magnetometerOffset: Vector3
         public var magneticFieldAccuracy: MagneticFieldAccuracy
 
+        /// The bias uncertainty at which the gyroscope counts as calibrated, rad/s: 0.05 °/s, so that a
+        /// device at rest drifts at most 3° a minute in yaw.
+        public static let calibratedUncertainty = 0.05 * Double.pi / 180
+
         public init(
-            gyroscopeBias: Vector3, gyroscopeScale: Vector3? = nil, magnetometerOffset: Vector3,
+            gyroscopeBias: Vector3, gyroscopeScale: Vector3? = nil, gyroscopeBiasUncertainty: Double? = nil, magnetometerOffset: Vector3,
             magneticFieldAccuracy: MagneticFieldAccuracy
         ) {
             self.gyroscopeBias = gyroscopeBias
             self.gyroscopeScale = gyroscopeScale
+            self.gyroscopeBiasUncertainty = gyroscopeBiasUncertainty
+            self.gyroscopeCalibrated = gyroscopeBiasUncertainty.map { $0 <= Self.calibratedUncertainty }
             self.magnetometerOffset = magnetometerOffset
             self.magneticFieldAccuracy = magneticFieldAccuracy
         }

@@ -26,6 +26,10 @@ struct Status: ParsableCommand {
         if let c = status.calibration {
             let b = c.gyroscopeBias, o = c.magnetometerOffset
             print("gyroscope bias: (\(b.x.formatted(digits: 5)), \(b.y.formatted(digits: 5)), \(b.z.formatted(digits: 5))) rad/s")
+            if let sigma = c.gyroscopeBiasUncertainty {
+                let state = c.gyroscopeCalibrated == true ? "calibrated" : "learning (motionctl calibrate: hold the machine still)"
+                print("gyroscope calibration: \(state), ±\((sigma * 180 / .pi).formatted(digits: 3)) °/s")
+            }
             if let s = c.gyroscopeScale {
                 let percent = s * 100
                 print("gyroscope scale error: (\(percent.x.formatted(digits: 3)), \(percent.y.formatted(digits: 3)), \(percent.z.formatted(digits: 3))) %")
