@@ -160,9 +160,12 @@ import Testing
         #expect { try Configuration.flags(["declination": "400"]) } throws: { "\($0)" == "command line: --declination: 400.0 is outside -180...180 degrees" }
         #expect { try Configuration.flags(["state_save_interval": "soon"]) } throws: { "\($0)" == "command line: --state-save-interval: expected a number" }
         #expect { try Configuration.flags(["mqtt": "x"]) } throws: { "\($0)".contains("is not a setting motiond takes as a flag") }
+        // --dsu is `dsu.listen` alone; the file's `dsu:` takes that or a mapping.
+        #expect(try Configuration.flags(["dsu": "127.0.0.1:9"]).dsu == DSUSettings(listen: "127.0.0.1:9"))
+        #expect { try Configuration.flags(["dsu": "nowhere"]) } throws: { "\($0)".contains("--dsu: \"nowhere\" is not host:port") }
         // Of two bad flags, the one first in the table is named, whatever the order given.
         #expect { try Configuration.flags(["metrics": "nowhere", "socket_mode": "999"]) } throws: { "\($0)".hasPrefix("command line: --socket-mode:") }
-        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "log_level", "declination", "dbus", "metrics"])
+        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "log_level", "declination", "dbus", "metrics", "dsu"])
     }
 
     /// Only the settings declared live apply on reload; every other key that differs is named as
@@ -175,6 +178,7 @@ import Testing
             ("log_level", { $0.logLevel = "debug" }), ("declination", { $0.declination = 2 }),
             ("mount_matrices", { $0.mountMatrices = [] }), ("dbus", { $0.dbus = true }), ("mqtt", { $0.mqtt = MQTTSettings(broker: "mqtt://x") }),
             ("metrics", { $0.metrics = "127.0.0.1:1" }), ("network_sensors", { $0.networkSensors = ["ip:a"] }),
+            ("dsu", { $0.dsu = DSUSettings() }),
         ]
         #expect(Set(changed.map(\.0)) == Set(Configuration.settings.map(\.key)), "every setting is tried")
         for (key, change) in changed {

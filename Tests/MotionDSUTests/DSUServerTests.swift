@@ -6,7 +6,9 @@ import TestSupport
 
 /// motiond's DSU server as emulators meet it: `motiond --replay <the bundled recording> --loop --dsu`,
 /// held to the specification's test client (`DSUTestClient`), and compared with the socket's MOTION.
-@Suite struct DSUServerTests {
+@Suite(.serialized) struct DSUServerTests {
+    // Serialized: each test blocks a thread of the cooperative pool for seconds, and two at once
+    // would leave the pool (two threads on a 2-core machine) to nothing else.
     /// How each emulator asks (docs/games.md): by slot every 1 s (Dolphin), by slot every 3 s (Citra),
     /// for every pad every 3 s (yuzu), by MAC after every packet it gets (Cemu).
     enum Habit: CaseIterable {
