@@ -46,7 +46,7 @@ struct DSULeases {
         }
         if let slot = subscription.slot, slot < DSUWire.slotCount { clients[index].until[slot] = until }
         // motiond's MACs name their slot (`DSUMAC(slot:)`); any other MAC is no pad of ours.
-        if let mac = subscription.mac, let slot = (0..<DSUWire.slotCount).first(where: { DSUMAC(slot: $0) == mac }) {
+        if let slot = subscription.mac?.slot {
             clients[index].until[slot] = until
         }
         return true

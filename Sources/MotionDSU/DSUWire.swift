@@ -9,8 +9,9 @@ enum DSUWire {
     static let headerSize = 16
     /// The header and the message type.
     static let minimumSize = 20
-    static let clientMagic: [UInt8] = Array("DSUC".utf8)
-    static let serverMagic: [UInt8] = Array("DSUS".utf8)
+    /// `DSUC` and `DSUS`, as the little-endian integers their four bytes make.
+    static let clientMagic = UInt32(ascii: "DSUC")
+    static let serverMagic = UInt32(ascii: "DSUS")
     /// Pad slots a server has.
     static let slotCount = 4
 
@@ -29,35 +30,44 @@ enum DSUWire {
         }
     }
 
-    /// zlib's CRC-32 of `bytes`.
-    static func crc32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        guard let base = bytes.baseAddress else { return UInt32(CZlib.crc32(0, nil, 0)) }
-        return UInt32(CZlib.crc32(0, base.assumingMemoryBound(to: Bytef.self), uInt(bytes.count)))
+    /// zlib's CRC-32 of `bytes`, continuing `crc` (a CRC of the bytes before them).
+    static func crc32(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
+        guard let base = bytes.baseAddress else { return crc }
+        return UInt32(CZlib.crc32(uLong(crc), base.assumingMemoryBound(to: Bytef.self), uInt(bytes.count)))
+    }
+
+    /// The CRC of a packet's first `size` bytes with its CRC field (bytes 8–11) taken as zeros, read
+    /// in place: no copy of the datagram.
+    static func packetCRC(_ bytes: UnsafeRawBufferPointer, size: Int) -> UInt32 {
+        let zeros: UInt32 = 0
+        var crc = crc32(UnsafeRawBufferPointer(rebasing: bytes[0..<8]))
+        crc = withUnsafeBytes(of: zeros) { crc32($0, continuing: crc) }
+        return crc32(UnsafeRawBufferPointer(rebasing: bytes[12..<size]), continuing: crc)
     }
 }
 
-/// A pad's MAC address, six bytes.
-struct DSUMAC: Hashable, Sendable, CustomStringConvertible {
-    var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8)
+/// A pad's MAC address: six bytes, held as the low 48 bits of an integer (compared and hashed
+/// without an allocation: Cemu asks by MAC after every packet it gets).
+struct DSUMAC: Hashable, Sendable {
+    /// The bytes, first byte most significant.
+    var value: UInt64
 
     /// motiond's MAC for `slot`: `02:6d:6f:74:00:0N`, locally administered, the same at every run.
     init(slot: Int) {
-        bytes = (0x02, 0x6D, 0x6F, 0x74, 0x00, UInt8(slot))
+        value = 0x02_6D6F_7400_00 | UInt64(slot)
     }
 
-    init(_ b: [UInt8]) {
-        bytes = (b[0], b[1], b[2], b[3], b[4], b[5])
+    /// The MAC whose bytes, in order, are `bytes` (six).
+    init(_ bytes: [UInt8]) {
+        value = bytes.prefix(6).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
-    var array: [UInt8] { [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5] }
+    init(value: UInt64) {
+        self.value = value & 0xFFFF_FFFF_FFFF
+    }
 
-    static func == (a: DSUMAC, b: DSUMAC) -> Bool { a.array == b.array }
-    func hash(into hasher: inout Hasher) { hasher.combine(array) }
-    var description: String { array.map { String($0, radix: 16).leftPadded(to: 2) }.joined(separator: ":") }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+    /// The slot whose pad has this MAC, if it is one of motiond's.
+    var slot: Int? { (0..<DSUWire.slotCount).first { DSUMAC(slot: $0) == self } }
 }
 
 /// A client's request, checked.
@@ -93,14 +103,12 @@ enum DSURequest: Equatable {
     init(datagram: ByteBuffer) throws(Problem) {
         var buffer = datagram
         guard buffer.readableBytes >= DSUWire.minimumSize else { throw .tooShort }
-        guard buffer.readBytes(length: 4) == DSUWire.clientMagic else { throw .badMagic }
+        guard buffer.readInteger(endianness: .little, as: UInt32.self) == DSUWire.clientMagic else { throw .badMagic }
         guard buffer.readInteger(endianness: .little, as: UInt16.self) == DSUWire.protocolVersion else { throw .badVersion }
         let length = Int(buffer.readInteger(endianness: .little, as: UInt16.self)!)
         guard length >= 4, DSUWire.headerSize + length <= datagram.readableBytes else { throw .badLength }
         let crc = buffer.readInteger(endianness: .little, as: UInt32.self)!
-        var zeroed = datagram.getSlice(at: datagram.readerIndex, length: DSUWire.headerSize + length)!
-        zeroed.setInteger(UInt32(0), at: zeroed.readerIndex + 8)
-        guard zeroed.withUnsafeReadableBytes(DSUWire.crc32) == crc else { throw .badCRC }
+        guard datagram.withUnsafeReadableBytes({ DSUWire.packetCRC($0, size: DSUWire.headerSize + length) }) == crc else { throw .badCRC }
         buffer.moveReaderIndex(forwardBy: 4)  // the client's id
         let rawType = buffer.readInteger(endianness: .little, as: UInt32.self)!
         var body = buffer.readSlice(length: length - 4)!
@@ -112,13 +120,13 @@ enum DSURequest: Equatable {
             else { throw .badBody }
             self = .portInformation(slots: slots.map(Int.init).filter { $0 < DSUWire.slotCount })
         case .padData:
-            guard let flags = body.readInteger(as: UInt8.self), let slot = body.readInteger(as: UInt8.self), let mac = body.readBytes(length: 6) else {
-                throw .badBody
-            }
+            guard let flags = body.readInteger(as: UInt8.self), let slot = body.readInteger(as: UInt8.self),
+                let high = body.readInteger(endianness: .big, as: UInt16.self), let low = body.readInteger(endianness: .big, as: UInt32.self)
+            else { throw .badBody }
             var subscription = Subscription()
             if flags & 0b11 == 0 { subscription.allPads = true }
             if flags & 1 != 0 { subscription.slot = Int(slot) }
-            if flags & 2 != 0 { subscription.mac = DSUMAC(mac) }
+            if flags & 2 != 0 { subscription.mac = DSUMAC(value: UInt64(high) << 32 | UInt64(low)) }
             self = .padData(subscription)
         case nil: throw .unknownType
         }
@@ -195,7 +203,7 @@ struct DSUPacketWriter {
     }
 
     private func writeHeader(_ buffer: inout ByteBuffer, _ type: DSUWire.MessageType) {
-        buffer.writeBytes(DSUWire.serverMagic)
+        buffer.writeInteger(DSUWire.serverMagic, endianness: .little)
         buffer.writeInteger(DSUWire.protocolVersion, endianness: .little)
         buffer.writeInteger(UInt16(type.replySize - DSUWire.headerSize), endianness: .little)
         buffer.writeInteger(UInt32(0), endianness: .little)  // the CRC, once the rest is written
@@ -212,8 +220,9 @@ struct DSUPacketWriter {
         buffer.writeInteger(UInt8(2))  // connected
         buffer.writeInteger(pad.model.rawValue)
         buffer.writeInteger(UInt8(1))  // USB: a built-in IMU is wired
-        let mac = pad.mac.bytes
-        buffer.writeMultipleIntegers(mac.0, mac.1, mac.2, mac.3, mac.4, mac.5)
+        // Six bytes, most significant first: the top two of the value's eight are not the MAC's.
+        buffer.writeInteger(UInt16(truncatingIfNeeded: pad.mac.value >> 32), endianness: .big)
+        buffer.writeInteger(UInt32(truncatingIfNeeded: pad.mac.value), endianness: .big)
         buffer.writeInteger(UInt8(0))  // battery: not applicable
     }
 
@@ -225,7 +234,16 @@ struct DSUPacketWriter {
     }
 
     private func sign(_ buffer: inout ByteBuffer) {
-        let crc = buffer.withUnsafeReadableBytes(DSUWire.crc32)
+        let crc = buffer.withUnsafeReadableBytes { DSUWire.crc32($0) }
         buffer.setInteger(crc, at: buffer.readerIndex + 8, endianness: .little)
+    }
+}
+
+extension UInt32 {
+    /// The little-endian integer that four ASCII characters make (`"DSUC"`: its bytes in that order).
+    fileprivate init(ascii text: StaticString) {
+        precondition(text.utf8CodeUnitCount == 4)
+        let bytes = UnsafeBufferPointer(start: text.utf8Start, count: 4)
+        self = bytes.reversed().reduce(0) { $0 << 8 | UInt32($1) }
     }
 }
