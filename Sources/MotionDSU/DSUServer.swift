@@ -62,8 +62,9 @@ final class DSUServer: ClientSink, MotionReceiver {
     static func listen(_ settings: DSUSettings, on eventLoop: any EventLoop, handler: DatagramHandler) throws -> any Channel {
         let address = try settings.address()
         do {
+            // No SO_REUSEADDR: for UDP it lets a second socket bind the same port (another motiond, or
+            // a local user's program taking the emulators' requests), and a port in use would not fail.
             return try DatagramBootstrap(group: eventLoop)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 // recvmmsg: a burst of requests (every emulator starting at once) is read in a few
                 // system calls, before the socket's buffer overflows.
                 .channelOption(.datagramVectorReadMessageCount, value: 32)

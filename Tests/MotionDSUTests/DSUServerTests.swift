@@ -279,3 +279,20 @@ extension Thread {
         return group
     }
 }
+
+extension DSUServerTests {
+    /// A port another program holds fails the start, saying so, rather than sharing the port (with
+    /// SO_REUSEADDR two UDP sockets may bind one port, and the requests go to either).
+    @Test func aPortAlreadyInUseFailsTheStart() throws {
+        let port = try freeLoopbackPort(datagram: true)
+        let first = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
+        try Self.waitForServer(port: port)
+        do {
+            let second = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
+            Issue.record("a second motiond served DSU on a port in use: \(second.log)")
+        } catch {
+            #expect("\(error)".contains("DSU 127.0.0.1:\(port): cannot listen"), "\(error)")
+        }
+        #expect(first.stop())
+    }
+}
