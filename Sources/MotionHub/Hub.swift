@@ -65,12 +65,21 @@ package final class Hub: @unchecked Sendable {
         polls.demandsChanged = { [unowned self] in replan() }
         captures.changed = { [unowned self] in replan() }
         captures.received = { [unowned self] events, device in received(events, from: device) }
+        // The uncertainty grows in motion (the vertical bias is not observable then) and falls at each
+        // rest, so the state flips with ordinary use: the first calibration is a notice, the flips
+        // after it are for debugging.
+        var announced = false
         pipeline.gyroscopeCalibrationChanged = { calibrated, sigma in
-            let uncertainty = "±\((sigma * 180 / .pi * 1000).rounded() / 1000) °/s"
-            if calibrated {
-                logger.notice("gyroscope calibrated", metadata: ["bias uncertainty": "\(uncertainty)"])
+            let metadata: Logger.Metadata = ["bias uncertainty": "±\((sigma * 180 / .pi * 1000).rounded() / 1000) °/s"]
+            if calibrated && !announced {
+                announced = true
+                logger.notice("gyroscope calibrated", metadata: metadata)
+            } else if calibrated {
+                logger.debug("gyroscope calibrated again", metadata: metadata)
+            } else if !announced {
+                logger.info("gyroscope calibration learning: hold the device still for a few seconds", metadata: metadata)
             } else {
-                logger.info("gyroscope calibration learning: hold the device still for a few seconds", metadata: ["bias uncertainty": "\(uncertainty)"])
+                logger.debug("gyroscope bias uncertain again after motion", metadata: metadata)
             }
         }
         pipeline.sampleFused = { [unowned self] in
