@@ -135,7 +135,9 @@ final class DSUServer: ClientSink, MotionReceiver {
                 return
             }
             counters.clients = leases.clients.count
-            follow()
+            // A renewal can only start the watch: the lease table is not scanned per request (Cemu
+            // asks after every packet, and a thousand such clients would make that quadratic).
+            if !watching { follow() }
         }
     }
 
@@ -211,7 +213,9 @@ final class DSUServer: ClientSink, MotionReceiver {
         guard let message = try? AnyServerMessage(line: Array(line.readableBytesView)) else { return }
         switch message {
         case .ended(let ended):
-            logger.notice("DSU pad disconnected", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"])
+            // The pad's state follows the devices (`devicesChanged`); here only the stream ended. The
+            // lease sweep asks for it again within a second while the IMU is listed.
+            logger.notice("DSU motion ended", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"])
             watching = false
         case .error(let error):
             logger.warning("DSU cannot serve the IMU", metadata: ["reason": "\(error.message)"])
