@@ -74,9 +74,12 @@ extension Syscall {
     /// before it, so it is read at its offset in the kernel's (linux/tcp.h, 128, since Linux 4.1); nil
     /// from an older kernel, which fills less.
     public static func bytesReceived(onTCPSocket fd: Int32) -> UInt64? {
-        var info = [UInt8](repeating: 0, count: 232)
-        var length = socklen_t(info.count)
-        guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &length) == 0, length >= 136 else { return nil }
-        return info.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 128, as: UInt64.self) }
+        // On the stack: the MQTT thread asks at every read.
+        withUnsafeTemporaryAllocation(byteCount: 232, alignment: 8) { info in
+            info.initializeMemory(as: UInt8.self, repeating: 0)
+            var length = socklen_t(info.count)
+            guard getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, info.baseAddress, &length) == 0, length >= 136 else { return nil }
+            return info.loadUnaligned(fromByteOffset: 128, as: UInt64.self)
+        }
     }
 }
