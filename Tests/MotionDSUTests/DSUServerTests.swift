@@ -7,8 +7,8 @@ import TestSupport
 /// motiond's DSU server as emulators meet it: `motiond --replay <the bundled recording> --loop --dsu`,
 /// held to the specification's test client (`DSUTestClient`), and compared with the socket's MOTION.
 @Suite(.serialized) struct DSUServerTests {
-    // Serialized: each test blocks a thread of the cooperative pool for seconds, and two at once
-    // would leave the pool (two threads on a 2-core machine) to nothing else.
+    // Serialized: each runs a daemon that sends thousands of packets a second, and two at once take
+    // both cores from the suites beside them. Their waits run `onOwnThread`, off the cooperative pool.
     /// How each emulator asks (docs/games.md): by slot every 1 s (Dolphin), by slot every 3 s (Citra),
     /// for every pad every 3 s (yuzu), by MAC after every packet it gets (Cemu).
     enum Habit: CaseIterable {
@@ -77,35 +77,35 @@ import TestSupport
     /// valid CRCs (the test client's checks), increasing numbers and timestamps, and the MOTION
     /// stream's values on the DSU axes: acceleration (a.x, a.z, −a.y) g with a = gravity + user
     /// acceleration, rotation rate (ω.x, −ω.z, ω.y) in °/s.
-    @Test func fourEmulatorsAtOnceGetEverySampleWithTheMotionStreamsValues() throws {
-        let port = try freeLoopbackPort(datagram: true)
-        let daemon = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
-        try Self.waitForServer(port: port)
-        let reference = try TestClient.greeted(path: daemon.socket)
-        try reference.send(#"{"class":"WATCH","streams":["motion"],"interval":0.001}"#)
-        _ = try reference.next("WATCHING")
-
+    @Test func fourEmulatorsAtOnceGetEverySampleWithTheMotionStreamsValues() async throws {
         let seconds = 4.0
-        let runs = Locked([Run](repeating: Run(), count: Habit.allCases.count))
-        let failures = Locked([String]())
-        let emulators = Thread.detachedGroup(Habit.allCases.count) { index in
-            do {
-                let run = try Self.emulate(Habit.allCases[index], port: port, seconds: seconds)
-                runs.withLock { $0[index] = run }
-            } catch { failures.withLock { $0.append("\(Habit.allCases[index]): \(error)") } }
+        let (motion, results, failed) = try await onOwnThread { () throws -> ([UInt64: MotionMessage], [Run], [String]) in
+            let port = try freeLoopbackPort(datagram: true)
+            let daemon = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
+            try Self.waitForServer(port: port)
+            let reference = try TestClient.greeted(path: daemon.socket)
+            try reference.send(#"{"class":"WATCH","streams":["motion"],"interval":0.001}"#)
+            _ = try reference.next("WATCHING")
+            let runs = Locked([Run](repeating: Run(), count: Habit.allCases.count))
+            let failures = Locked([String]())
+            let emulators = Thread.detachedGroup(Habit.allCases.count) { index in
+                do {
+                    let run = try Self.emulate(Habit.allCases[index], port: port, seconds: seconds)
+                    runs.withLock { $0[index] = run }
+                } catch { failures.withLock { $0.append("\(Habit.allCases[index]): \(error)") } }
+            }
+            var motion: [UInt64: MotionMessage] = [:]
+            let end = Date().addingTimeInterval(seconds + 0.5)
+            while Date() < end {
+                let message = try reference.decode(MotionMessage.self, try reference.next("MOTION"))
+                motion[UInt64(message.timestamp / 1000)] = message
+            }
+            emulators.wait()
+            return (motion, runs.withLock { $0 }, failures.withLock { $0 })
         }
-        var motion: [UInt64: MotionMessage] = [:]
-        let end = Date().addingTimeInterval(seconds + 0.5)
-        while Date() < end {
-            let message = try reference.decode(MotionMessage.self, try reference.next("MOTION"))
-            motion[UInt64(message.timestamp / 1000)] = message
-        }
-        emulators.wait()
-        let failed = failures.withLock { $0 }
         #expect(failed.isEmpty, "\(failed)")
         let rate = 1e9 / 3_500_000  // the recording's 285.7 Hz
 
-        let results = runs.withLock { $0 }
         for (habit, run) in zip(Habit.allCases, results) {
             #expect(run.violations.isEmpty, "\(habit): \(run.violations.prefix(5))")
             #expect(run.ports.map(\.slot) == [0, 1, 2, 3], "\(habit)")
@@ -140,116 +140,136 @@ import TestSupport
     }
 
     /// A lease lasts 5 s after the last request: under 3 s breaks Citra and yuzu.
-    @Test func padDataStopsFiveSecondsAfterTheLastRequest() throws {
-        let port = try freeLoopbackPort(datagram: true)
-        let daemon = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
-        try Self.waitForServer(port: port)
-        let client = try DSUTestClient(serverPort: port)
-        let asked = DSUTestClient.now()
-        try client.requestPadData(.slot(0))
-        var lastArrival = asked
-        while case .padData(let data)? = client.receive(within: 1) { lastArrival = data.received }
-        let lasted = Double(lastArrival - asked) / 1e9
+    @Test func padDataStopsFiveSecondsAfterTheLastRequest() async throws {
+        let (lasted, violations) = try await onOwnThread { () throws -> (Double, [String]) in
+            let port = try freeLoopbackPort(datagram: true)
+            let daemon = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
+            try Self.waitForServer(port: port)
+            let client = try DSUTestClient(serverPort: port)
+            let asked = DSUTestClient.now()
+            try client.requestPadData(.slot(0))
+            var lastArrival = asked
+            while case .padData(let data)? = client.receive(within: 1) { lastArrival = data.received }
+            daemon.stop()
+            return (Double(lastArrival - asked) / 1e9, client.violations)
+        }
         #expect(lasted > 4.8 && lasted < 5.3, "pad data flowed \(lasted) s after one request")
-        #expect(client.violations.isEmpty, "\(client.violations.prefix(5))")
-        _ = daemon
+        #expect(violations.isEmpty, "\(violations.prefix(5))")
     }
 
     /// Hostile datagrams are dropped unanswered and counted by reason; a good client is served
     /// throughout, and clients beyond the limit are refused, logged once.
-    @Test func hostileDatagramsAreDroppedAndCountedAndClientsAreBounded() throws {
-        let port = try freeLoopbackPort(datagram: true)
-        let metrics = try freeLoopbackPort()
-        let config = NSTemporaryDirectory() + "dsu-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
-        try "dsu:\n  listen: 127.0.0.1:\(port)\n  maximum_clients: 8\nmetrics: 127.0.0.1:\(metrics)\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let daemon = try ReplayDaemon(arguments: ["--loop", "--config", config])
-        try Self.waitForServer(port: port)
+    @Test func hostileDatagramsAreDroppedAndCountedAndClientsAreBounded() async throws {
+        struct Outcome: Sendable {
+            var reasons: [String] = []
+            var sent = 0
+            var answeredHostile = false
+            var servedOfEight = 0
+            var ninthServed = false
+            var goodState: Int?
+            var page = ""
+            var stopped = false
+            var log = ""
+        }
+        let outcome = try await onOwnThread { () throws -> Outcome in
+            var outcome = Outcome()
+            let port = try freeLoopbackPort(datagram: true)
+            let metrics = try freeLoopbackPort()
+            let config = NSTemporaryDirectory() + "dsu-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+            try "dsu:\n  listen: 127.0.0.1:\(port)\n  maximum_clients: 8\nmetrics: 127.0.0.1:\(metrics)\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try ReplayDaemon(arguments: ["--loop", "--config", config])
+            try Self.waitForServer(port: port)
 
-        let attacker = try DSUTestClient(serverPort: port)
-        let good = attacker.packet(type: 0x10_0001, body: [1, 0, 0, 0, 0])
-        var badCRC = good
-        badCRC[20] ^= 1
-        var wrongVersion = good
-        wrongVersion[4] = 0xE8
-        var serverMagic = good
-        serverMagic.replaceSubrange(0..<4, with: Array("DSUS".utf8))
-        var longLength = good
-        longLength[6] = 0xFF
-        longLength[7] = 0xFF
-        var generator = SystemRandomNumberGenerator()
-        let garbage = (0..<200).map { _ in (0..<Int.random(in: 1...120, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) } }
-        let hostile: [(String, [UInt8])] =
-            [("too_short", Array(good.prefix(19))), ("bad_crc", badCRC), ("bad_version", wrongVersion), ("bad_magic", serverMagic),
-             ("bad_length", longLength), ("bad_body", attacker.packet(type: 0x10_0001, body: [9, 0, 0, 0])),
-             ("unknown_type", attacker.packet(type: 0x20_0000, body: []))]
-        for (_, bytes) in hostile { try attacker.send(raw: bytes) }
-        for bytes in garbage { try attacker.send(raw: bytes) }
-        #expect(attacker.receivesNothing(for: 0.5), "a hostile datagram was answered")
+            let attacker = try DSUTestClient(serverPort: port)
+            let good = attacker.packet(type: 0x10_0001, body: [1, 0, 0, 0, 0])
+            var badCRC = good
+            badCRC[20] ^= 1
+            var wrongVersion = good
+            wrongVersion[4] = 0xE8
+            var serverMagic = good
+            serverMagic.replaceSubrange(0..<4, with: Array("DSUS".utf8))
+            var longLength = good
+            longLength[6] = 0xFF
+            longLength[7] = 0xFF
+            var generator = SystemRandomNumberGenerator()
+            let garbage = (0..<200).map { _ in (0..<Int.random(in: 1...120, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+            let hostile: [(String, [UInt8])] =
+                [("too_short", Array(good.prefix(19))), ("bad_crc", badCRC), ("bad_version", wrongVersion), ("bad_magic", serverMagic),
+                 ("bad_length", longLength), ("bad_body", attacker.packet(type: 0x10_0001, body: [9, 0, 0, 0])),
+                 ("unknown_type", attacker.packet(type: 0x20_0000, body: []))]
+            for (_, bytes) in hostile { try attacker.send(raw: bytes) }
+            for bytes in garbage { try attacker.send(raw: bytes) }
+            outcome.reasons = hostile.map(\.0)
+            outcome.sent = hostile.count + garbage.count
+            outcome.answeredHostile = !attacker.receivesNothing(for: 0.5)
 
-        // Eight clients are served; the ninth is refused.
-        let clients = try (0..<9).map { _ in try DSUTestClient(serverPort: port) }
-        for client in clients { try client.requestPadData(.allPads) }
-        for (index, client) in clients.enumerated().prefix(8) {
-            guard case .padData? = client.receive(within: 2) else {
-                Issue.record("client \(index) of 8 got no pad data")
-                continue
+            // Eight clients are served; the ninth is refused.
+            let clients = try (0..<9).map { _ in try DSUTestClient(serverPort: port) }
+            for client in clients { try client.requestPadData(.allPads) }
+            for client in clients.prefix(8) {
+                if case .padData? = client.receive(within: 2) { outcome.servedOfEight += 1 }
             }
+            outcome.ninthServed = !clients[8].receivesNothing(for: 0.5)
+            try clients[8].requestPadData(.allPads)
+            try attacker.requestPortInformation(slots: [0])
+            if case .portInformation(let info)? = attacker.receive(within: 2) { outcome.goodState = info.state }
+            outcome.page = try httpRequest(port: metrics, path: "/metrics").body
+            outcome.stopped = daemon.stop()
+            outcome.log = daemon.log
+            return outcome
         }
-        #expect(clients[8].receivesNothing(for: 0.5), "the ninth client was served beyond maximum_clients 8")
-        try clients[8].requestPadData(.allPads)
-        try attacker.requestPortInformation(slots: [0])
-        guard case .portInformation(let info)? = attacker.receive(within: 2) else {
-            Issue.record("a good request after the hostile ones got no answer")
-            return
+        #expect(!outcome.answeredHostile, "a hostile datagram was answered")
+        #expect(outcome.servedOfEight == 8, "\(outcome.servedOfEight) of 8 clients got pad data")
+        #expect(!outcome.ninthServed, "the ninth client was served beyond maximum_clients 8")
+        #expect(outcome.goodState == 2, "a good request after the hostile ones was answered")
+        for reason in outcome.reasons {
+            #expect(outcome.page.contains("motiond_dsu_datagrams_dropped_total{reason=\"\(reason)\"}"), "no count for \(reason)")
         }
-        #expect(info.state == 2)
-
-        let page = try httpRequest(port: metrics, path: "/metrics").body
-        for (reason, _) in hostile {
-            #expect(page.contains("motiond_dsu_datagrams_dropped_total{reason=\"\(reason)\"}"), "no count for \(reason)")
-        }
-        let refused = page.split(separator: "\n").first { $0.hasPrefix("motiond_dsu_datagrams_dropped_total{reason=\"too_many_clients\"}") }
+        let lines = outcome.page.split(separator: "\n")
+        let refused = lines.first { $0.hasPrefix("motiond_dsu_datagrams_dropped_total{reason=\"too_many_clients\"}") }
         #expect(refused?.split(separator: " ").last == "2", "\(refused ?? "no too_many_clients count")")
-        let dropped = page.split(separator: "\n").filter { $0.hasPrefix("motiond_dsu_datagrams_dropped_total") && !$0.contains("too_many") }
+        let dropped = lines.filter { $0.hasPrefix("motiond_dsu_datagrams_dropped_total") && !$0.contains("too_many") }
             .compactMap { Int($0.split(separator: " ").last!) }.reduce(0, +)
-        #expect(dropped == hostile.count + garbage.count, "dropped \(dropped) of \(hostile.count + garbage.count) hostile datagrams")
-        #expect(daemon.stop(), "SIGTERM ended the daemon")
-        #expect(daemon.log.components(separatedBy: "DSU request refused: too many clients").count - 1 == 1, "\(daemon.log)")
+        #expect(dropped == outcome.sent, "dropped \(dropped) of \(outcome.sent) hostile datagrams")
+        #expect(outcome.stopped, "SIGTERM ended the daemon")
+        #expect(outcome.log.components(separatedBy: "DSU request refused: too many clients").count - 1 == 1, "\(outcome.log)")
     }
 
     /// 1,000 emulators at once (the limit's default is 1024): each gets pad data that keeps the rules.
     /// The recording plays at a tenth of its speed (28.6 Hz, 28,600 packets a second): the tests run a
     /// debug build beside other suites on two cores (at a quarter speed the debug daemon took a core and
     /// starved the D-Bus tests' time limits); daemon-load's `dsu` scenario measures the release build.
-    @Test func aThousandClientsAreServed() throws {
-        let port = try freeLoopbackPort(datagram: true)
-        let daemon = try ReplayDaemon(arguments: ["--loop", "--speed", "0.1", "--dsu", "127.0.0.1:\(port)"])
-        try Self.waitForServer(port: port)
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = limit.rlim_max
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        let clients = try (0..<1000).map { _ in try DSUTestClient(serverPort: port) }
-        // As emulators start, a thousand over a second, each asking again every second (Dolphin).
-        for _ in 0..<3 {
-            for (index, client) in clients.enumerated() {
-                try client.requestPadData(.slot(0))
-                if index % 10 == 9 { Thread.sleep(forTimeInterval: 0.01) }
+    @Test func aThousandClientsAreServed() async throws {
+        let (numbers, violations, stopped) = try await onOwnThread { () throws -> ([Int], [String], Bool) in
+            let port = try freeLoopbackPort(datagram: true)
+            let daemon = try ReplayDaemon(arguments: ["--loop", "--speed", "0.1", "--dsu", "127.0.0.1:\(port)"])
+            try Self.waitForServer(port: port)
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            limit.rlim_cur = limit.rlim_max
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            let clients = try (0..<1000).map { _ in try DSUTestClient(serverPort: port) }
+            // As emulators start, a thousand over a second, each asking again every second (Dolphin).
+            for _ in 0..<3 {
+                for (index, client) in clients.enumerated() {
+                    try client.requestPadData(.slot(0))
+                    if index % 10 == 9 { Thread.sleep(forTimeInterval: 0.01) }
+                }
             }
+            // What each got (its socket's buffer holds some 250 packets; the reading takes seconds).
+            var numbers: [Int] = []
+            var violations: [String] = []
+            for client in clients {
+                numbers.append(client.receiveQueued().count { if case .padData = $0 { true } else { false } })
+                violations += client.violations
+            }
+            return (numbers, violations, daemon.stop())
         }
-        // What each got (its socket's buffer holds some 250 packets; the reading takes seconds).
-        var served = 0
-        var numbers: [Int] = []
-        for client in clients {
-            let pads = client.receiveQueued().compactMap { if case .padData(let d) = $0 { d } else { nil } }
-            if !pads.isEmpty { served += 1 }
-            numbers.append(pads.count)
-            #expect(client.violations.isEmpty, "\(client.violations.prefix(3))")
-        }
-        #expect(served == 1000, "\(served) of 1000 clients got pad data")
         let sorted = numbers.sorted()
         print("DSU 1000 clients: packets per client in 3 s (at most the ~250 a socket buffer holds): min \(sorted.first!), median \(sorted[500]), max \(sorted.last!)")
-        #expect(daemon.stop())
+        #expect(numbers.filter { $0 > 0 }.count == 1000, "\(numbers.filter { $0 > 0 }.count) of 1000 clients got pad data")
+        #expect(violations.isEmpty, "\(violations.prefix(3))")
+        #expect(stopped)
     }
 }
 
@@ -282,17 +302,24 @@ extension Thread {
 
 extension DSUServerTests {
     /// A port another program holds fails the start, saying so, rather than sharing the port (with
-    /// SO_REUSEADDR two UDP sockets may bind one port, and the requests go to either).
-    @Test func aPortAlreadyInUseFailsTheStart() throws {
-        let port = try freeLoopbackPort(datagram: true)
-        let first = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
-        try Self.waitForServer(port: port)
-        do {
-            let second = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
-            Issue.record("a second motiond served DSU on a port in use: \(second.log)")
-        } catch {
-            #expect("\(error)".contains("DSU 127.0.0.1:\(port): cannot listen"), "\(error)")
+    /// SO_REUSEADDR two UDP sockets may bind one port, and the requests go to either). The socket
+    /// listens before the DSU part starts, so the second daemon is watched until it exits.
+    @Test func aPortAlreadyInUseFailsTheStart() async throws {
+        let (exited, log) = try await onOwnThread { () throws -> (Bool, String) in
+            let port = try freeLoopbackPort(datagram: true)
+            let first = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
+            try Self.waitForServer(port: port)
+            defer { first.stop() }
+            let second: ReplayDaemon
+            do {
+                second = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
+            } catch {
+                return (true, "\(error)")
+            }
+            let exited = second.process.waitUntilEnded(seconds: 5)
+            return (exited, second.log)
         }
-        #expect(first.stop())
+        #expect(exited, "a second motiond kept running with its DSU port in use")
+        #expect(log.contains("cannot listen"), "\(log)")
     }
 }
