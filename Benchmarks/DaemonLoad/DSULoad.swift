@@ -16,6 +16,8 @@ extension DaemonLoad {
             let floor = try Floor.measure(["--tick-at", String(rate)], seconds: seconds)
             print(String(format: "dsu: floor, a process that only wakes %.0f times a second: %@", rate, floor.description))
             for clients in [1, 4] {
+                // The least any DSU server does: wake, send each client its datagram.
+                let sending = try Floor.measure(["--tick-at", String(rate), "--send-to", String(clients)], seconds: seconds)
                 let port = try freeLoopbackPort(datagram: true)
                 let daemon = try Daemon(executable: executable, arguments: ["--dsu", "127.0.0.1:\(port)"])
                 let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: rate)
@@ -37,8 +39,9 @@ extension DaemonLoad {
                 }
                 let received = emulators.map(\.received), lost = emulators.map(\.lost), violations = emulators.flatMap(\.violations)
                 print(String(
-                    format: "dsu: %4.0f Hz, %d clients: %@ (%.2f× the floor's CPU); scans fed %d, packets per client min %d max %d, lost %d; latency p50 %.3f ms, p99 %.3f ms, max %.3f ms; rule violations %d",
-                    rate, clients, usage.description, usage.cpuPercent / max(floor.cpuPercent, 1e-9), fed, received.min() ?? 0, received.max() ?? 0,
+                    format: "dsu: %4.0f Hz, %d clients: %@ (%.2f× the floor's CPU; %.2f× the %.2f %% of a process that wakes and sends each client a datagram); scans fed %d, packets per client min %d max %d, lost %d; latency p50 %.3f ms, p99 %.3f ms, max %.3f ms; rule violations %d",
+                    rate, clients, usage.description, usage.cpuPercent / max(floor.cpuPercent, 1e-9),
+                    usage.cpuPercent / max(sending.cpuPercent, 1e-9), sending.cpuPercent, fed, received.min() ?? 0, received.max() ?? 0,
                     lost.reduce(0, +), percentile(0.5), percentile(0.99), percentile(1), violations.count))
                 print("    wake-ups by thread: \(usage.byThread)")
                 if let first = violations.first { print("    first violation: \(first)") }

@@ -37,6 +37,9 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: .hidden)
     var writeTo: Int?
 
+    @Option(help: .hidden)
+    var sendTo: Int?
+
     @Option(help: "Lines the fuzz scenario sends.")
     var fuzzLines = 10_000_000
 
@@ -45,6 +48,7 @@ struct DaemonLoad: ParsableCommand {
 
     func run() throws {
         if let tickAt, let writeTo { Floor.write(at: tickAt, clients: writeTo, lineSize: 750) }
+        if let tickAt, let sendTo { Floor.send(at: tickAt, clients: sendTo, datagramSize: 100) }
         if let tickAt { Floor.tick(at: tickAt) }
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)

@@ -49,6 +49,73 @@ enum Floor {
         }
     }
 
+    /// Ticks as `tick` does, and at each tick sends one `datagramSize`-byte datagram to each of
+    /// `clients` UDP sockets on the loopback, in one `sendmmsg`: the least a DSU server does per
+    /// sample. On the loopback the sender's CPU also pays the receivers' delivery (the softirq and
+    /// their wake-up), as motiond's does; the receivers, each on a thread of its own as the scenario's
+    /// emulators are, not counted (named "reader"), drain them.
+    static func send(at rate: Double, clients: Int, datagramSize: Int) -> Never {
+        let sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var addresses: [sockaddr_in] = []
+        var receiverList: [Int32] = []
+        for _ in 0..<clients {
+            let receiver = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(receiver, $0, length) == 0 && getsockname(receiver, $0, &length) == 0
+                }
+            }
+            guard sender >= 0, receiver >= 0, bound else { exit(1) }
+            receiverList.append(receiver)
+            addresses.append(address)
+        }
+        // A thread per receiver, as each emulator of the dsu scenario has: each wakes per datagram.
+        for receiver in receiverList {
+            Thread {
+                _ = try? String("reader").write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+                var buffer = [UInt8](repeating: 0, count: 2048)
+                while true { _ = recv(receiver, &buffer, buffer.count, 0) }
+            }.start()
+        }
+        let datagram = UnsafeMutableRawBufferPointer.allocate(byteCount: datagramSize, alignment: 8)
+        datagram.initializeMemory(as: UInt8.self, repeating: 0)
+        let vector = UnsafeMutablePointer<iovec>.allocate(capacity: 1)
+        vector.initialize(to: iovec(iov_base: datagram.baseAddress, iov_len: datagramSize))
+        let targets = UnsafeMutablePointer<sockaddr_in>.allocate(capacity: clients)
+        targets.initialize(from: addresses, count: clients)
+        let messages = UnsafeMutablePointer<MultipleMessageHeader>.allocate(capacity: clients)
+        for index in 0..<clients {
+            var header = msghdr()
+            header.msg_name = UnsafeMutableRawPointer(targets + index)
+            header.msg_namelen = socklen_t(MemoryLayout<sockaddr_in>.size)
+            header.msg_iov = vector
+            header.msg_iovlen = 1
+            (messages + index).initialize(to: MultipleMessageHeader(header: header, length: 0))
+        }
+        guard case .success(let timer) = Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
+        let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
+        while true {
+            _ = Syscall.waitReadable(timer, timeoutMilliseconds: -1)
+            _ = Syscall.read(timer, into: expirations)
+            _ = sendMultipleMessages(sender, messages, UInt32(clients), 0)
+        }
+    }
+
+    /// `struct mmsghdr`, which Glibc's module leaves out (it needs _GNU_SOURCE).
+    private struct MultipleMessageHeader {
+        var header: msghdr
+        var length: UInt32
+    }
+
+    /// sendmmsg(2), found at run time for the same reason.
+    private static let sendMultipleMessages = unsafeBitCast(
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sendmmsg"),
+        to: (@convention(c) (Int32, UnsafeMutableRawPointer, UInt32, Int32) -> Int32).self)
+
     /// Runs the ticking child (`arguments` after the program) for `seconds` and measures its threads
     /// but the reader as the daemon is measured.
     static func measure(_ arguments: [String], seconds: Double) throws -> ProcessProbe.Usage {
