@@ -1,0 +1,67 @@
+/// Accelerometer readings from a CSV file whose header names the columns `t` (s), `ax`, `ay`, `az`
+/// (m/s², specific force, any device frame) among any others, which are ignored: a BROAD recording
+/// reads as it is. Parsing only, no I/O.
+public struct AccelerometerTable: Sendable {
+    /// One row.
+    public struct Row: Sendable, Hashable {
+        /// Time, s, as written.
+        public var time: Double
+        /// Time in integer nanoseconds.
+        public var timestamp: Int64
+        /// Specific force, m/s².
+        public var specificForce: Vector3
+    }
+
+    /// What is wrong with a CSV text.
+    public enum ParseError: Error, Hashable, CustomStringConvertible {
+        case missingColumns([String])
+        case badRow(line: Int)
+        case timeNotIncreasing(line: Int)
+        case tooFewRows
+
+        public var description: String {
+            switch self {
+            case .missingColumns(let names): "the header lacks the column(s) \(names.joined(separator: ", ")) (it needs t, ax, ay, az)"
+            case .badRow(let line): "line \(line): t, ax, ay, az must be finite numbers"
+            case .timeNotIncreasing(let line): "line \(line): t does not increase"
+            case .tooFewRows: "fewer than two rows"
+            }
+        }
+    }
+
+    /// The rows, in file order.
+    public var rows: [Row] = []
+
+    /// Parses CSV text.
+    public init(csv: String) throws(ParseError) {
+        var lines = csv.split(whereSeparator: \.isNewline).makeIterator()
+        let header = (lines.next() ?? "").split(separator: ",", omittingEmptySubsequences: false).map { $0.filter { !$0.isWhitespace } }
+        let wanted = ["t", "ax", "ay", "az"]
+        let columns = wanted.map { header.firstIndex(of: $0) }
+        let missing = zip(wanted, columns).filter { $0.1 == nil }.map(\.0)
+        guard missing.isEmpty else { throw .missingColumns(missing) }
+        let indices = columns.map { $0! }
+        let width = indices.max()! + 1
+        var number = 1
+        while let line = lines.next() {
+            number += 1
+            let cells = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard cells.count >= width else { throw .badRow(line: number) }
+            var values = (0.0, 0.0, 0.0, 0.0)
+            for (slot, index) in indices.enumerated() {
+                guard let value = Double(cells[index].filter { !$0.isWhitespace }), value.isFinite else { throw .badRow(line: number) }
+                switch slot {
+                case 0: values.0 = value
+                case 1: values.1 = value
+                case 2: values.2 = value
+                default: values.3 = value
+                }
+            }
+            if let last = rows.last, values.0 <= last.time { throw .timeNotIncreasing(line: number) }
+            rows.append(Row(
+                time: values.0, timestamp: Int64((values.0 * 1e9).rounded()),
+                specificForce: Vector3(x: values.1, y: values.2, z: values.3)))
+        }
+        guard rows.count >= 2 else { throw .tooFewRows }
+    }
+}
