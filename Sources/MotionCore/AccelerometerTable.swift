@@ -10,6 +10,13 @@ public struct AccelerometerTable: Sendable {
         public var timestamp: Int64
         /// Specific force, m/s².
         public var specificForce: Vector3
+
+        /// A row at `time` (s; `timestamp` the same in ns) with `specificForce` (m/s²).
+        public init(time: Double, timestamp: Int64, specificForce: Vector3) {
+            self.time = time
+            self.timestamp = timestamp
+            self.specificForce = specificForce
+        }
     }
 
     /// What is wrong with a CSV text.

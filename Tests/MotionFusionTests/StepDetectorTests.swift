@@ -1,0 +1,119 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionFusion
+
+/// The step detector and the activity classifier against independent references: a real walk with
+/// its steps from pressure pads under the heels (the Oxford step counter data set), a real IMU moved
+/// by hand and set down (BROAD, its rest phases from optical ground truth), and physics.
+@Suite struct StepDetectorTests {
+    static func fixture(_ name: String) throws -> String {
+        let url = try #require(Bundle.module.url(forResource: name, withExtension: "csv", subdirectory: "Fixtures"))
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+
+    /// 60 s of a walk with the phone in a back pocket, 50 Hz (Fixtures/README.md).
+    static func pocketWalk() throws -> (walk: AccelerometerTable, truth: [Double]) {
+        let walk = try AccelerometerTable(csv: fixture("steps-backpocket-walk"))
+        let truth = try fixture("steps-backpocket-walk_steps").split(whereSeparator: \.isNewline).dropFirst().compactMap { Double($0) }
+        return (walk, truth)
+    }
+
+    static func count(_ rows: [AccelerometerTable.Row]) -> [Int64] {
+        var detector = StepDetector()
+        var instants: [Int64] = []
+        for row in rows { detector.update(specificForce: row.specificForce, timestamp: row.timestamp) { instants.append($0) } }
+        return instants
+    }
+
+    /// Linear interpolation onto a `rate` Hz grid, as a slower accelerometer would sample the walk.
+    static func resample(_ rows: [AccelerometerTable.Row], rate: Double) -> [AccelerometerTable.Row] {
+        var out: [AccelerometerTable.Row] = []
+        var index = 0
+        var time = rows[0].time
+        while time <= rows[rows.count - 1].time {
+            while rows[index + 1].time < time { index += 1 }
+            let a = rows[index], b = rows[index + 1]
+            let f: Double = (time - a.time) / (b.time - a.time)
+            let force: Vector3 = a.specificForce + (b.specificForce - a.specificForce) * f
+            let timestamp = Int64((time * 1e9).rounded())
+            out.append(AccelerometerTable.Row(time: time, timestamp: timestamp, specificForce: force))
+            time += 1 / rate
+        }
+        return out
+    }
+
+    @Test func aPocketWalkCountsThePressurePadsStepsWithinThreePercent() throws {
+        let (walk, truth) = try Self.pocketWalk()
+        let counted = Self.count(walk.rows)
+        // The pads' 111 steps (0 → 1 edges on either heel's pad).
+        #expect(truth.count == 111)
+        #expect(abs(Double(counted.count - truth.count)) / Double(truth.count) <= 0.03, "counted \(counted.count)")
+        // Each step is placed in time: most counted instants lie within 0.3 s of a pad's step.
+        let near = counted.filter { instant in truth.contains { abs($0 - Double(instant) * 1e-9) < 0.3 } }
+        #expect(Double(near.count) >= 0.9 * Double(counted.count), "\(near.count) of \(counted.count) near a pad step")
+    }
+
+    @Test func theSameWalkSampledAt25HzCountsAlike() throws {
+        let (walk, truth) = try Self.pocketWalk()
+        let counted = Self.count(Self.resample(walk.rows, rate: 25))
+        #expect(abs(Double(counted.count - truth.count)) / Double(truth.count) <= 0.03, "counted \(counted.count) at 25 Hz")
+    }
+
+    @Test func anIMUTurnedTappedAndSetDownByHandCountsNoSteps() throws {
+        let imu = try AccelerometerTable(csv: Self.fixture("broad-24-tapping-slice_imu"))
+        #expect(Self.count(imu.rows).isEmpty)
+    }
+
+    @Test func aDeviceRockedInTheHandAtAWalkingRateCountsNoSteps() {
+        // Tilted ±40° about x at 1.8 Hz, the cadence of a walk: periodic, but the specific force keeps
+        // its magnitude (no heel strikes), so nothing crosses the threshold.
+        var detector = StepDetector()
+        var steps = 0
+        for i in 0..<(30 * 50) {
+            let t = Double(i) / 50
+            let angle = 40 * Double.pi / 180 * sin(2 * .pi * 1.8 * t)
+            let force = Vector3(x: 0, y: 9.81 * sin(angle), z: 9.81 * cos(angle))
+            detector.update(specificForce: force, timestamp: Int64(t * 1e9)) { _ in steps += 1 }
+        }
+        #expect(steps == 0)
+    }
+
+    @Test func theWalkIsLabelledWalkingAndTheRestPhasesStationary() throws {
+        let (walk, _) = try Self.pocketWalk()
+        let walking = Self.labels(walk.rows).filter { $0.time >= 10 }
+        let share = Double(walking.filter { $0.kind == .walking }.count) / Double(walking.count)
+        #expect(share >= 0.9, "walking \(share * 100) % of the walk after 10 s")
+
+        // BROAD's movement column (optical ground truth) marks the rest phases.
+        let imu = try AccelerometerTable(csv: Self.fixture("broad-24-tapping-slice_imu"))
+        let movement = try Self.fixture("broad-24-tapping-slice_gt").split(whereSeparator: \.isNewline).dropFirst()
+            .map { $0.split(separator: ",").last.flatMap { Double($0) } ?? 1 }
+        let labels = Self.labels(imu.rows)
+        let resting = zip(labels, movement).filter { $0.1 == 0 }.map(\.0)
+        let still = Double(resting.filter { $0.kind == .stationary }.count) / Double(resting.count)
+        #expect(still >= 0.8, "stationary \(still * 100) % of the rest phases")
+        #expect(!labels.contains { $0.kind == .walking || $0.kind == .running })
+    }
+
+    /// The activity in force at each row.
+    static func labels(_ rows: [AccelerometerTable.Row]) -> [(time: Double, kind: MotionActivityKind?)] {
+        var detector = StepDetector()
+        var classifier = ActivityClassifier()
+        return rows.map { row in
+            detector.update(specificForce: row.specificForce, timestamp: row.timestamp) { _ in }
+            _ = classifier.update(specificForce: row.specificForce, timestamp: row.timestamp, detector: detector)
+            return (row.time, classifier.current?.kind)
+        }
+    }
+
+    @Test func theTableReadsTheNamedColumnsAndRejectsWhatItCannotUse() throws {
+        let table = try AccelerometerTable(csv: "gx,t,az,ay,ax\n9,0.0,9.8,0.1,0.2\n9,0.02,9.7,0.3,0.4\n")
+        #expect(table.rows[1].specificForce == Vector3(x: 0.4, y: 0.3, z: 9.7))
+        #expect(table.rows[1].timestamp == 20_000_000)
+        #expect(throws: AccelerometerTable.ParseError.missingColumns(["az"])) { try AccelerometerTable(csv: "t,ax,ay\n0,1,2\n") }
+        #expect(throws: AccelerometerTable.ParseError.badRow(line: 3)) { try AccelerometerTable(csv: "t,ax,ay,az\n0,1,2,3\n1,x,2,3\n") }
+        #expect(throws: AccelerometerTable.ParseError.timeNotIncreasing(line: 3)) { try AccelerometerTable(csv: "t,ax,ay,az\n1,1,2,3\n1,1,2,3\n") }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import MotionCore
+import MotionFusion
+import Testing
+import TestSupport
+
+/// `motionctl steps` and `motionctl activity`, run as a user runs them: the built executable, real files.
+@Suite struct StepsCommandTests {
+    let fuse = FuseCommandTests()
+
+    /// 20 s of a synthetic walk: 1.8 steps/s, each a vertical jolt (a raised cosine of 3 m/s²) on
+    /// gravity, the device tilted 30° in the pocket; a `gx` column before the ones used, to be ignored.
+    var walk: String {
+        var text = "gx,t,ax,ay,az\n"
+        let tilt = 30 * Double.pi / 180
+        for i in 0..<(20 * 50) {
+            let t = Double(i) / 50
+            let phase = (t * 1.8).truncatingRemainder(dividingBy: 1)
+            let jolt = phase < 0.3 ? 3 * (1 - cos(2 * .pi * phase / 0.3)) / 2 : 0
+            let up = 9.81 + jolt
+            text += "0,\(t),0,\(up * sin(tilt)),\(up * cos(tilt))\n"
+        }
+        return text
+    }
+
+    @Test func stepsWritesOneRowPerStepWithTheRunningCountTheLibraryCounts() async throws {
+        let input = try fuse.temporaryFile("walk.csv", walk), output = try fuse.temporaryFile("steps.csv")
+        let run = try await fuse.run(["steps", "--input", input, "--output", output])
+        #expect(run.status == 0, "\(run.output)")
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "t,steps")
+        let rows = lines.dropFirst().map { $0.split(separator: ",") }
+        #expect(rows.enumerated().allSatisfy { Int($0.element[1]) == $0.offset + 1 })
+
+        var detector = StepDetector()
+        var instants: [Double] = []
+        for row in try AccelerometerTable(csv: walk).rows {
+            detector.update(specificForce: row.specificForce, timestamp: row.timestamp) { instants.append(Double($0) * 1e-9) }
+        }
+        #expect(rows.map { Double($0[0])! } == instants)
+        // 36 jolts in 20 s; the first few come before the 4 s window that confirms a walk is full.
+        #expect((30...36).contains(rows.count), "\(rows.count) steps")
+    }
+
+    @Test func activitySaysWalkingForTheWalk() async throws {
+        let input = try fuse.temporaryFile("walk2.csv", walk), output = try fuse.temporaryFile("activity.csv")
+        let run = try await fuse.run(["activity", "--input", input, "--output", output])
+        #expect(run.status == 0, "\(run.output)")
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "t,activity,confidence")
+        #expect(lines.last?.split(separator: ",")[1] == "walking", "\(lines)")
+    }
+
+    @Test func aFileWithoutTheColumnsFailsNamingIt() async throws {
+        let input = try fuse.temporaryFile("bad.csv", "t,x,y,z\n0,1,2,3\n1,1,2,3\n"), output = try fuse.temporaryFile("never.csv")
+        let run = try await fuse.run(["steps", "--input", input, "--output", output])
+        #expect(run.status != 0)
+        #expect(run.output.contains(input) && run.output.contains("ax, ay, az"), "\(run.output)")
+    }
+}
