@@ -94,6 +94,10 @@ public final class MotionClient: Sendable {
         case tilt(TiltMessage)
         /// A `HINGE` sample.
         case hinge(HingeMessage)
+        /// A `PEDOMETER` count: steps, distance (m), cadence (steps/s), pace (s/m).
+        case pedometer(PedometerMessage)
+        /// An `ACTIVITY` change: stationary, walking, running or unknown, with a confidence.
+        case activity(ActivityMessage)
         /// The daemon dropped `count` messages of `stream` because this client read too slowly.
         case dropped(stream: StreamKind, count: Int)
 
@@ -109,6 +113,8 @@ public final class MotionClient: Sendable {
             case .orientation(let m): m
             case .tilt(let m): m
             case .hinge(let m): m
+            case .pedometer(let m): m
+            case .activity(let m): m
             case .dropped(let stream, let count): Dropped(stream: stream, count: count)
             }
         }
@@ -258,6 +264,8 @@ public final class Subscription: Sendable {
         case .orientation(let m): return .orientation(m)
         case .tilt(let m): return .tilt(m)
         case .hinge(let m): return .hinge(m)
+        case .pedometer(let m): return .pedometer(m)
+        case .activity(let m): return .activity(m)
         case .dropped(let m): return .dropped(stream: m.stream, count: m.count)
         case .ended(let m): throw .streamEnded(stream: m.stream, reason: m.reason)
         case .error(let m): throw .refused(code: m.code, message: m.message)

@@ -41,6 +41,12 @@ struct CapturePlan: Sendable, Hashable {
     /// lowest rate it offers (often 12.5 or 25 Hz), is then read in batches, about as often as a
     /// polled one at `eventRate`.
     static let eventLatency = 0.2
+    /// The rate the step detector runs at, Hz (`StepDetector.Parameters.internalRate`): `pedometer`
+    /// and `activity` sample the accelerometer at it.
+    static let gaitRate = 25.0
+    /// How long their samples may wait, s: steps are counted seconds late anyway (a walk is confirmed
+    /// after six), so the accelerometer is read in batches, once a second.
+    static let gaitLatency = 1.0
 
     /// The captures, by device number.
     private(set) var captures: [Capture] = []
@@ -53,7 +59,7 @@ struct CapturePlan: Sendable, Hashable {
     static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
         switch stream {
         case .motion: ([.accelerometer], [.gyroscope, .magnetometer])
-        case .accelerometer, .orientation, .tilt, .hinge: ([.accelerometer], [])
+        case .accelerometer, .orientation, .tilt, .hinge, .pedometer, .activity: ([.accelerometer], [])
         case .gyroscope: ([.gyroscope], [])
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])
@@ -96,7 +102,8 @@ struct CapturePlan: Sendable, Hashable {
         for demand in demands {
             shortest[demand.stream] = min(shortest[demand.stream] ?? .infinity, demand.interval)
             // An event is worth something only when it is fresh: event streams wait for nothing.
-            patience[demand.stream] = min(patience[demand.stream] ?? .infinity, demand.stream.isEventStream ? Self.eventLatency : demand.latency)
+            let latency = demand.stream.isGaitStream ? Self.gaitLatency : demand.stream.isEventStream ? Self.eventLatency : demand.latency
+            patience[demand.stream] = min(patience[demand.stream] ?? .infinity, latency)
         }
         var latencies: [SensorKind: Double] = [:]
         for (stream, interval) in shortest {
@@ -105,7 +112,7 @@ struct CapturePlan: Sendable, Hashable {
                 unavailable.insert(stream)
                 continue
             }
-            let rate = stream.isEventStream ? Self.eventRate : 1 / interval
+            let rate = stream.isGaitStream ? Self.gaitRate : stream.isEventStream ? Self.eventRate : 1 / interval
             for kind in required.union(optional.intersection(available)) {
                 rates[kind] = max(rates[kind] ?? 0, rate)
                 latencies[kind] = min(latencies[kind] ?? .infinity, patience[stream]!)

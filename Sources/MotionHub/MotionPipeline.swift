@@ -48,6 +48,12 @@ final class MotionPipeline {
     var fusion: SensorFusion? { box?.fusion }
     private var orientation = OrientationDetector()
     private var tilt = TiltDetector()
+    private var stepDetector = StepDetector()
+    private var activityClassifier = ActivityClassifier()
+    /// The pedometer's count since the daemon started (kept while the sensors stop and start).
+    private var pedometer = PedometerMessage(timestamp: 0, steps: 0, distance: 0, cadence: nil, pace: nil)
+    /// Metres per step: 0.415 × a height of 1.70 m, the usual rule of thumb for walking (docs/protocol.md).
+    static let stepLength = 0.415 * 1.70
     private var hinge: HingeEstimator?
     /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
     private var baseAccelerometer: DeviceNumber?
@@ -168,6 +174,7 @@ final class MotionPipeline {
             let tiltState = tilt.update(gravity: acceleration)
             latest.tilt = TiltMessage(timestamp: t, tilt: tiltState)
             if tiltState != previousTilt { fanout.deliverEvent(.tilt, latest.tilt!) }
+            countSteps(sample.vector, at: t)
         case .gyroscope:
             box?.fusion.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
@@ -196,6 +203,28 @@ final class MotionPipeline {
         sampleFused()
     }
 
+    /// Feeds the step detector and the activity classifier one specific force (m/s²); sends
+    /// `PEDOMETER` once per sample that counted steps, `ACTIVITY` at each change.
+    private func countSteps(_ specificForce: Vector3, at t: Int64) {
+        let before = stepDetector.steps
+        var last: Int64 = 0
+        stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
+        if stepDetector.steps != before {
+            let cadence = stepDetector.stepPeriod.map { 1 / $0 }
+            pedometer = PedometerMessage(
+                timestamp: last, steps: pedometer.steps + stepDetector.steps - before,
+                distance: Double(pedometer.steps + stepDetector.steps - before) * Self.stepLength,
+                cadence: cadence, pace: cadence.map { 1 / ($0 * Self.stepLength) })
+            latest.pedometer = pedometer
+            fanout.deliverEvent(.pedometer, pedometer)
+        }
+        if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector) {
+            let message = ActivityMessage(timestamp: t, activity: change.kind.rawValue, confidence: change.confidence.rawValue, start: change.start)
+            latest.activity = message
+            fanout.deliverEvent(.activity, message)
+        }
+    }
+
     /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).
     func deliverPendingMotion() {
         guard let (t, period) = pendingMotion, let box else { return }
@@ -219,6 +248,8 @@ final class MotionPipeline {
         case .proximity: latest.proximity
         case .orientation: latest.orientation
         case .tilt: latest.tilt
+        case .pedometer: pedometer
+        case .activity: latest.activity
         case .light: latest.light
         default: nil
         }
@@ -242,6 +273,8 @@ final class MotionPipeline {
             case .orientation: copy(\.orientation)
             case .tilt: copy(\.tilt)
             case .hinge: copy(\.hinge)
+            case .pedometer: { snapshot.pedometer = pedometer; return true }()
+            case .activity: copy(\.activity)
             }
             guard present else { return nil }
         }

@@ -68,7 +68,7 @@ extension SensorKind {
         case .gyroscope: self = .gyroscope
         case .magnetometer: self = .magnetometer
         case .proximity: self = .proximity
-        case .motion, .orientation, .tilt, .hinge, .light: return nil
+        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity: return nil
         }
     }
 }

@@ -16,6 +16,8 @@ public enum AnyServerMessage: Sendable, Hashable {
     case orientation(OrientationMessage)
     case tilt(TiltMessage)
     case hinge(HingeMessage)
+    case pedometer(PedometerMessage)
+    case activity(ActivityMessage)
     case dropped(Dropped)
     case ended(Ended)
     case snapshot(Snapshot)
@@ -61,6 +63,8 @@ public enum AnyServerMessage: Sendable, Hashable {
         case .orientation(let m): m
         case .tilt(let m): m
         case .hinge(let m): m
+        case .pedometer(let m): m
+        case .activity(let m): m
         case .dropped(let m): m
         case .ended(let m): m
         case .snapshot(let m): m
@@ -93,6 +97,8 @@ public enum AnyServerMessage: Sendable, Hashable {
                 case OrientationMessage.className: .orientation(try decode(OrientationMessage.self))
                 case TiltMessage.className: .tilt(try decode(TiltMessage.self))
                 case HingeMessage.className: .hinge(try decode(HingeMessage.self))
+                case PedometerMessage.className: .pedometer(try decode(PedometerMessage.self))
+                case ActivityMessage.className: .activity(try decode(ActivityMessage.self))
                 case Dropped.className: .dropped(try decode(Dropped.self))
                 case Ended.className: .ended(try decode(Ended.self))
                 case Snapshot.className: .snapshot(try decode(Snapshot.self))

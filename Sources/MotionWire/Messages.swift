@@ -257,6 +257,47 @@ public struct TiltMessage: ServerMessage {
     }
 }
 
+/// `PEDOMETER`: the steps counted since the daemon started (protocol 1.4).
+public struct PedometerMessage: ServerMessage {
+    public static let className = "PEDOMETER"
+    /// The last step's instant, ns.
+    public var timestamp: Int64
+    /// Steps since the daemon started.
+    public var steps: Int
+    /// Metres walked: the steps times the step length.
+    public var distance: Double
+    /// Steps per second; `nil` before the third step.
+    public var cadence: Double?
+    /// Seconds per metre; `nil` before the third step.
+    public var pace: Double?
+    public init(timestamp: Int64, steps: Int, distance: Double, cadence: Double?, pace: Double?) {
+        self.timestamp = timestamp
+        self.steps = steps
+        self.distance = distance
+        self.cadence = cadence
+        self.pace = pace
+    }
+}
+
+/// `ACTIVITY`: what the person carrying the device does, how sure, since when (protocol 1.4).
+public struct ActivityMessage: ServerMessage {
+    public static let className = "ACTIVITY"
+    /// When it was decided, ns.
+    public var timestamp: Int64
+    /// `stationary`, `walking`, `running`, `unknown` (`cycling`, `automotive` reserved).
+    public var activity: String
+    /// `low`, `medium`, `high`.
+    public var confidence: String
+    /// When the activity began, ns.
+    public var start: Int64
+    public init(timestamp: Int64, activity: String, confidence: String, start: Int64) {
+        self.timestamp = timestamp
+        self.activity = activity
+        self.confidence = confidence
+        self.start = start
+    }
+}
+
 /// `HINGE`: a 2-in-1's hinge angle, degrees, and mode (protocol 1.1).
 public struct HingeMessage: ServerMessage {
     public static let className = "HINGE"
@@ -306,6 +347,8 @@ public struct Snapshot: ServerMessage {
     public var orientation: OrientationMessage?
     public var tilt: TiltMessage?
     public var hinge: HingeMessage?
+    public var pedometer: PedometerMessage?
+    public var activity: ActivityMessage?
 
     public init(id: RequestID?) { self.id = id }
 }
@@ -498,6 +541,8 @@ extension StreamKind {
         case .orientation: OrientationMessage.className
         case .tilt: TiltMessage.className
         case .hinge: HingeMessage.className
+        case .pedometer: PedometerMessage.className
+        case .activity: ActivityMessage.className
         }
     }
 }

@@ -5,7 +5,7 @@ public enum ProtocolVersion {
     /// Incompatible changes change the major version.
     public static let major = 1
     /// Additions change the minor version.
-    public static let minor = 3
+    public static let minor = 4
     /// The longest request line the daemon reads, bytes, `\n` included.
     public static let maximumLineLength = 4096
 }
@@ -30,6 +30,10 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case tilt
     /// A 2-in-1's hinge angle and mode.
     case hinge
+    /// Steps, distance, cadence and pace (protocol 1.4).
+    case pedometer
+    /// The motion activity: stationary, walking, running, unknown (protocol 1.4).
+    case activity
 
     /// The stream's place in `allCases`, for tables indexed by stream.
     public var index: Int {
@@ -43,11 +47,22 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .orientation: 6
         case .tilt: 7
         case .hinge: 8
+        case .pedometer: 9
+        case .activity: 10
         }
     }
 
     /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
-    public var isEventStream: Bool { self == .proximity || self == .light || self == .orientation || self == .tilt }
+    public var isEventStream: Bool {
+        switch self {
+        case .proximity, .light, .orientation, .tilt, .pedometer, .activity: true
+        case .motion, .accelerometer, .gyroscope, .magnetometer, .hinge: false
+        }
+    }
+
+    /// Whether the stream comes from the step detector (`pedometer`, `activity`): its accelerometer
+    /// runs at the detector's rate, read in batches, not at the other event streams' 4 Hz.
+    public var isGaitStream: Bool { self == .pedometer || self == .activity }
 }
 
 /// A request's `id`: any JSON number or string, copied into the reply.

@@ -12,6 +12,8 @@ struct MotionView {
     var orientation: OrientationMessage?
     var tilt: TiltMessage?
     var hinge: HingeMessage?
+    var pedometer: PedometerMessage?
+    var activity: ActivityMessage?
     var dropped = 0
     /// Timestamps of the last second of updates of the fastest stream, to show the real rate, ns.
     private var recent: [Int64] = []
@@ -26,6 +28,8 @@ struct MotionView {
         orientation = snapshot.orientation ?? orientation
         tilt = snapshot.tilt ?? tilt
         hinge = snapshot.hinge ?? hinge
+        pedometer = snapshot.pedometer ?? pedometer
+        activity = snapshot.activity ?? activity
     }
 
     mutating func take(_ update: MotionClient.Update) {
@@ -43,6 +47,8 @@ struct MotionView {
         case .orientation(let m): orientation = m
         case .tilt(let m): tilt = m
         case .hinge(let m): hinge = m
+        case .pedometer(let m): pedometer = m
+        case .activity(let m): activity = m
         case .dropped(_, let n): dropped += n
         }
     }
@@ -90,6 +96,11 @@ struct MotionView {
         if let m = orientation { lines.append("orientation     \(m.orientation.rawValue)") }
         if let m = tilt { lines.append("tilt            \(m.tilt.rawValue)") }
         if let m = hinge { lines.append(String(format: "hinge           %.1f°   ", m.angle) + m.mode.rawValue) }
+        if let m = pedometer {
+            let cadence = m.cadence.map { String(format: "   cadence %.2f steps/s", $0) } ?? ""
+            lines.append(String(format: "pedometer       %d steps   %.1f m", m.steps, m.distance) + cadence)
+        }
+        if let m = activity { lines.append("activity        \(m.activity) (\(m.confidence) confidence)") }
         return lines
     }
 }

@@ -39,6 +39,16 @@ import Testing
         ])
     }
 
+    /// The step detector needs 25 Hz, not the event streams' 4 Hz, and its steps are seconds late
+    /// anyway: the accelerometer runs at 25 Hz, read once a second, unless a more impatient stream
+    /// shares it.
+    @Test func pedometerAndActivityRunTheAccelerometerAtTheDetectorsRateInBatches() {
+        let plan = CapturePlan(demands: [.init(stream: .pedometer, interval: 5), .init(stream: .activity, interval: 5)], devices: phone)
+        #expect(plan.captures == [.init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 25, latency: 1)])
+        let withOrientation = CapturePlan(demands: [.init(stream: .pedometer, interval: 5), .init(stream: .orientation, interval: 5)], devices: phone)
+        #expect(withOrientation.captures == [.init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 25, latency: CapturePlan.eventLatency)])
+    }
+
     /// A sensor batches only as far as its most impatient client lets it: one client that waits for
     /// nothing makes every scan go at once; an orientation watcher beside batching clients caps them
     /// at the event latency.

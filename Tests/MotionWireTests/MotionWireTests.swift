@@ -182,7 +182,8 @@ extension LineFramerTests {
             "DEVICES": DevicesReply.self, "STATUS": StatusReply.self, "MOTION": MotionMessage.self,
             "ACCELEROMETER": AccelerometerMessage.self, "GYROSCOPE": GyroscopeMessage.self,
             "MAGNETOMETER": MagnetometerMessage.self, "PROXIMITY": ProximityMessage.self, "LIGHT": LightMessage.self,
-            "ORIENTATION": OrientationMessage.self, "TILT": TiltMessage.self, "HINGE": HingeMessage.self, "DROPPED": Dropped.self, "ENDED": Ended.self,
+            "ORIENTATION": OrientationMessage.self, "TILT": TiltMessage.self, "HINGE": HingeMessage.self,
+            "PEDOMETER": PedometerMessage.self, "ACTIVITY": ActivityMessage.self, "DROPPED": Dropped.self, "ENDED": Ended.self,
         ]
         var checked = 0
         for var line in try Self.exampleLines() {
