@@ -9,8 +9,12 @@ public enum MotionActivityKind: String, Sendable, Hashable, Codable, CaseIterabl
 }
 
 /// How sure a motion activity is, as `CMMotionActivityConfidence`.
-public enum MotionActivityConfidence: String, Sendable, Hashable, Codable, CaseIterable {
+public enum MotionActivityConfidence: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
     case low, medium, high
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
 }
 
 /// Classifies the motion activity from the accelerometer and the step detector's view of the gait.
@@ -26,10 +30,15 @@ public enum MotionActivityConfidence: String, Sendable, Hashable, Codable, CaseI
 ///   Cycling and automotive are never reported: no real recording of them was at hand to build and
 ///   check a detector against (docs/activity.md).
 ///
-/// A new activity is reported once it has held `minimumDuration`; its start time is when it began.
+/// Until an activity has held `minimumDuration`, it is `unknown` with low confidence, from the
+/// first sample (a poll is answered at once, and truthfully). A new activity is reported once it has
+/// held `minimumDuration`, its start time when it began; within one activity the confidence only
+/// rises (a stationary device whose noise wavers about the high-confidence bound would otherwise be
+/// reported over and over), and a spell of another activity too short to report does not end it. A hole in the samples longer than `maximumGap`, or a timestamp that goes
+/// back, starts over as at the first sample: what the person did before the hole says nothing of now.
 ///
 /// Parameters: `stillnessTau` 1 s, `stillnessLimit` 0.3 m/s², `runningCadence` 2.3 steps/s,
-/// `minimumDuration` 2 s, `confidentDuration` 10 s.
+/// `minimumDuration` 2 s, `confidentDuration` 10 s, `maximumGap` 1 s.
 public struct ActivityClassifier: Sendable {
     /// The classifier's parameters (units in the type's documentation).
     public struct Parameters: Sendable, Equatable {
@@ -43,6 +52,8 @@ public struct ActivityClassifier: Sendable {
         public var minimumDuration = 2.0
         /// s.
         public var confidentDuration = 10.0
+        /// s.
+        public var maximumGap = 1.0
 
         /// The defaults.
         public init() {}
@@ -60,10 +71,10 @@ public struct ActivityClassifier: Sendable {
 
     /// The parameters in use.
     public let parameters: Parameters
-    /// The activity reported now; `nil` until one has held `minimumDuration`.
+    /// The activity reported now; `nil` before the first sample.
     public private(set) var current: Activity?
 
-    private var mean: Vector3?
+    private var mean = Vector3.zero
     private var deviationPower = 0.0
     private var lastTimestamp: Int64?
     private var candidate: MotionActivityKind = .unknown
@@ -78,21 +89,24 @@ public struct ActivityClassifier: Sendable {
     public var stillness: Double { deviationPower.squareRoot() }
 
     /// Feeds one accelerometer sample (m/s², ns) after `detector` has had it. Returns the new
-    /// activity when the reported one changes (kind or confidence), else `nil`.
+    /// activity when the reported one changes (kind, start or a rise in confidence), else `nil`.
     public mutating func update(specificForce: Vector3, timestamp: Int64, detector: StepDetector) -> Activity? {
         let p = parameters
-        guard let mean, let lastTimestamp else {
-            self.mean = specificForce
-            self.lastTimestamp = timestamp
+        // Wrapping: a garbage timestamp is a jump to start over at, not a trap.
+        let dt = lastTimestamp.map { Double(timestamp &- $0) * 1e-9 } ?? -1
+        guard dt >= 0, dt <= p.maximumGap else {
+            mean = specificForce
+            deviationPower = 0
+            lastTimestamp = timestamp
+            candidate = .unknown
             candidateStart = timestamp
-            return nil
+            current = Activity(kind: .unknown, confidence: .low, start: timestamp)
+            return current
         }
-        let dt = max(Double(timestamp - lastTimestamp) * 1e-9, 1e-4)
-        self.lastTimestamp = timestamp
+        lastTimestamp = timestamp
         let alpha = 1 - exp(-dt / p.stillnessTau)
-        let updated = mean + (specificForce - mean) * alpha
-        self.mean = updated
-        deviationPower += alpha * ((specificForce - updated).squaredLength - deviationPower)
+        mean = mean + (specificForce - mean) * alpha
+        deviationPower += alpha * ((specificForce - mean).squaredLength - deviationPower)
 
         let kind: MotionActivityKind
         if detector.isWalking {
@@ -106,7 +120,7 @@ public struct ActivityClassifier: Sendable {
             candidate = kind
             candidateStart = timestamp
         }
-        let held = Double(timestamp - candidateStart) * 1e-9
+        let held = Double(timestamp &- candidateStart) * 1e-9
         guard held >= p.minimumDuration else { return nil }
         let confidence: MotionActivityConfidence
         switch kind {
@@ -114,9 +128,14 @@ public struct ActivityClassifier: Sendable {
         case .stationary: confidence = stillness < p.stillnessLimit / 3 ? .high : .medium
         default: confidence = .low
         }
-        let activity = Activity(kind: kind, confidence: confidence, start: candidateStart)
-        guard activity.kind != current?.kind || activity.confidence != current?.confidence else { return nil }
-        current = activity
-        return activity
+        // The same activity (a spell of another too short to report between): only a rise in
+        // confidence is news, and it keeps its start.
+        if let current, current.kind == kind {
+            guard confidence > current.confidence else { return nil }
+            self.current?.confidence = confidence
+            return self.current
+        }
+        current = Activity(kind: kind, confidence: confidence, start: candidateStart)
+        return current
     }
 }

@@ -28,6 +28,10 @@ import MotionCore
 /// While walking, a gap of 1.6–2.4 step periods counts the missed step in its middle (one leg's
 /// strike too weak to cross, as with a phone swinging in the hand); a longer one ends the walk.
 ///
+/// A hole in the samples longer than `maximumGap` (the sensor stopped while nobody watched, a device
+/// replaced) or a timestamp that goes back starts the detector over from that sample, the count kept:
+/// no walk continues across a hole, and the grid is never stepped through hours of nothing.
+///
 /// Parameters (units and defaults):
 /// - `cutoffFrequency` 3 Hz: walking cadences are 1–2.5 steps/s, running up to 3.5;
 /// - `internalRate` 25 Hz: the grid the detector runs on;
@@ -40,7 +44,8 @@ import MotionCore
 /// - `confirmationSteps` 6;
 /// - `window` 4 s, `periodRange` 0.5–2 s, `minimumPeriodicity` 0.6;
 /// - `gravityBand` 0.9–1.1 g; `minimumVerticalShare` 0.25;
-/// - `walkingAmplitudeLimit` 4.5 m/s² RMS; `runningCadence` 2.3 steps/s.
+/// - `walkingAmplitudeLimit` 4.5 m/s² RMS; `runningCadence` 2.3 steps/s;
+/// - `maximumGap` 1 s: the longest hole between samples that a walk goes on across.
 ///
 /// The per-sample path allocates nothing: the window and the histories are fixed buffers made once.
 public struct StepDetector: Sendable {
@@ -78,6 +83,8 @@ public struct StepDetector: Sendable {
         public var walkingAmplitudeLimit = 4.5
         /// Steps/s.
         public var runningCadence = 2.3
+        /// s.
+        public var maximumGap = 1.0
 
         /// The defaults.
         public init() {}
@@ -89,12 +96,6 @@ public struct StepDetector: Sendable {
         public var isGait = false
         /// Steps per second, from the recent candidates; 0 with fewer than three.
         public var cadence = 0.0
-        /// RMS of the filtered magnitude less its mean, m/s².
-        public var amplitude = 0.0
-        /// The window's mean specific force, in g.
-        public var gravityRatio = 1.0
-        /// Whether the window is full (the detector has run for `window` seconds).
-        public var isValid = false
     }
 
     /// The parameters in use.
@@ -155,17 +156,12 @@ public struct StepDetector: Sendable {
     /// up to a few seconds old.
     public mutating func update(specificForce: Vector3, timestamp: Int64, step: (Int64) -> Void) {
         let magnitude = specificForce.length
-        guard let origin else {
-            origin = timestamp
-            smooth1 = magnitude
-            smooth2 = magnitude
-            mean = magnitude
-            smoothVector = specificForce
-            return
-        }
-        let time = Double(timestamp - origin) * 1e-9
-        let dt = max(time - lastTime, 1e-4)
-        guard time > lastTime else { return }
+        guard let origin else { return restart(at: timestamp, magnitude: magnitude, specificForce: specificForce) }
+        // Wrapping: a garbage timestamp is a jump to restart at, not a trap.
+        let time = Double(timestamp &- origin) * 1e-9
+        let dt = time - lastTime
+        if dt == 0 { return }
+        guard dt > 0, dt <= parameters.maximumGap else { return restart(at: timestamp, magnitude: magnitude, specificForce: specificForce) }
         lastTime = time
         let alpha = 1 - exp(-dt / lowPassTau)
         smooth1 += alpha * (magnitude - smooth1)
@@ -176,6 +172,32 @@ public struct StepDetector: Sendable {
             tickIndex += 1
             nextTick = Double(tickIndex) * tickPeriod
         }
+    }
+
+    /// Starts over at a sample: the filters from its value, the window, candidates and walk cleared;
+    /// the count kept. No allocation: the buffers are refilled in place.
+    private mutating func restart(at timestamp: Int64, magnitude: Double, specificForce: Vector3) {
+        origin = timestamp
+        lastTime = 0
+        nextTick = 0
+        tickIndex = 0
+        smooth1 = magnitude
+        smooth2 = magnitude
+        mean = magnitude
+        amplitude = 1
+        smoothVector = specificForce
+        armed = false
+        ticksSinceEvaluation = 0
+        gateOpen = false
+        gait = Gait()
+        isWalking = false
+        lastCandidate = nil
+        windowHead = 0
+        windowFilled = 0
+        pending.removeAll()
+        recent.removeAll()
+        counted.removeAll()
+        stepPeriod = nil
     }
 
     private mutating func tick(at time: Double, step: (Int64) -> Void) {
@@ -244,14 +266,14 @@ public struct StepDetector: Sendable {
     private mutating func evaluate() -> Gait {
         let p = parameters
         let n = signal.count
-        var gait = Gait(isValid: true)
+        var gait = Gait()
         var sum = Vector3.zero
         for v in vectors { sum = sum + v }
         let gravity = sum * (1 / Double(n))
-        gait.gravityRatio = gravity.length / 9.80665
+        let gravityRatio = gravity.length / 9.80665
         var squares = 0.0
         for x in signal { squares += x * x }
-        gait.amplitude = (squares / Double(n)).squareRoot()
+        let rootMeanSquare = (squares / Double(n)).squareRoot()
         // The cadence from the candidates within the window.
         var firstRecent = recent.count
         for index in 0..<recent.count where recent[index] > lastTime - p.window {
@@ -261,8 +283,8 @@ public struct StepDetector: Sendable {
         if recent.count - firstRecent >= 3 {
             gait.cadence = 1 / Self.medianInterval(recent, from: firstRecent, scratch: &scratch)
         }
-        guard p.gravityBand.contains(gait.gravityRatio), gait.cadence > 0 else { return gait }
-        if gait.amplitude > p.walkingAmplitudeLimit && gait.cadence < p.runningCadence { return gait }
+        guard p.gravityBand.contains(gravityRatio), gait.cadence > 0 else { return gait }
+        if rootMeanSquare > p.walkingAmplitudeLimit && gait.cadence < p.runningCadence { return gait }
         // The vertical share of the dynamic acceleration's variance.
         let up = gravity * (1 / gravity.length)
         var total = 0.0, vertical = 0.0

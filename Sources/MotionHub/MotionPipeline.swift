@@ -50,15 +50,15 @@ final class MotionPipeline {
     private var tilt = TiltDetector()
     private var stepDetector = StepDetector()
     private var activityClassifier = ActivityClassifier()
-    /// The pedometer's count since the daemon started (kept while the sensors stop and start).
-    private var pedometer = PedometerMessage(timestamp: 0, steps: 0, distance: 0, cadence: nil, pace: nil)
+    /// Before the first step: the count since the daemon started is 0.
+    private static let noSteps = PedometerMessage(timestamp: 0, steps: 0, distance: 0, cadence: nil, pace: nil)
     /// Metres per step: 0.415 × a height of 1.70 m, the usual rule of thumb for walking (docs/protocol.md).
     static let stepLength = 0.415 * 1.70
     private var hinge: HingeEstimator?
     /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
     private var baseAccelerometer: DeviceNumber?
     /// The latest value of each stream, for polls.
-    private var latest = Snapshot(id: nil)
+    private var latest = { var snapshot = Snapshot(id: nil); snapshot.pedometer = noSteps; return snapshot }()
     /// The samples of all captures in one time order.
     private var merger = SampleMerger()
     /// Samples the merger let through, reused.
@@ -95,7 +95,14 @@ final class MotionPipeline {
         } else if plan.baseAccelerometer == nil {
             hinge = nil
         }
-        if plan.captures.isEmpty { latest = Snapshot(id: nil) }
+        if plan.captures.isEmpty {
+            // The step count outlives the sensors; the activity starts over with them (unknown
+            // until one has held 2 s), not as it was when they stopped.
+            let count = latest.pedometer
+            latest = Snapshot(id: nil)
+            latest.pedometer = count
+            activityClassifier = ActivityClassifier()
+        }
         let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
         // Nobody wants motion: the attitude goes stale the moment the sensors stop (a poll minutes
         // later used to get the old attitude against the new pose, 1 g of user acceleration for a
@@ -211,12 +218,11 @@ final class MotionPipeline {
         stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
         if stepDetector.steps != before {
             let cadence = stepDetector.stepPeriod.map { 1 / $0 }
-            pedometer = PedometerMessage(
-                timestamp: last, steps: pedometer.steps + stepDetector.steps - before,
-                distance: Double(pedometer.steps + stepDetector.steps - before) * Self.stepLength,
+            let message = PedometerMessage(
+                timestamp: last, steps: stepDetector.steps, distance: Double(stepDetector.steps) * Self.stepLength,
                 cadence: cadence, pace: cadence.map { 1 / ($0 * Self.stepLength) })
-            latest.pedometer = pedometer
-            fanout.deliverEvent(.pedometer, pedometer)
+            latest.pedometer = message
+            fanout.deliverEvent(.pedometer, message)
         }
         if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector) {
             let message = ActivityMessage(timestamp: t, activity: change.kind.rawValue, confidence: change.confidence.rawValue, start: change.start)
@@ -248,7 +254,7 @@ final class MotionPipeline {
         case .proximity: latest.proximity
         case .orientation: latest.orientation
         case .tilt: latest.tilt
-        case .pedometer: pedometer
+        case .pedometer: latest.pedometer
         case .activity: latest.activity
         case .light: latest.light
         default: nil
@@ -273,7 +279,7 @@ final class MotionPipeline {
             case .orientation: copy(\.orientation)
             case .tilt: copy(\.tilt)
             case .hinge: copy(\.hinge)
-            case .pedometer: { snapshot.pedometer = pedometer; return true }()
+            case .pedometer: copy(\.pedometer)
             case .activity: copy(\.activity)
             }
             guard present else { return nil }

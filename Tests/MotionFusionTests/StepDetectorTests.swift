@@ -61,6 +61,21 @@ import Testing
         #expect(abs(Double(counted.count - truth.count)) / Double(truth.count) <= 0.03, "counted \(counted.count) at 25 Hz")
     }
 
+    /// The sensor stopped for ten hours (nobody watched), and a clock that went back (a device
+    /// replaced): each walk after is counted as the first was, from a fresh start. A clock going back
+    /// used to silence the detector for good, and a hole to be stepped through at 25 Hz.
+    @Test func aWalkAfterAHoleOrAClockGoingBackCountsAsTheFirst() throws {
+        let (walk, _) = try Self.pocketWalk()
+        let once = Self.count(walk.rows).count
+        func shifted(by seconds: Double) -> [AccelerometerTable.Row] {
+            walk.rows.map { .init(time: $0.time + seconds, timestamp: $0.timestamp + Int64(seconds * 1e9), specificForce: $0.specificForce) }
+        }
+        let instants = Self.count(walk.rows + shifted(by: 36_000) + shifted(by: -100))
+        #expect(instants.count == 3 * once)
+        // No step is placed in the hole.
+        #expect(!instants.contains { $0 > 61_000_000_000 && $0 < 36_000_000_000_000 })
+    }
+
     @Test func anIMUTurnedTappedAndSetDownByHandCountsNoSteps() throws {
         let imu = try AccelerometerTable(csv: Self.fixture("broad-24-tapping-slice_imu"))
         #expect(Self.count(imu.rows).isEmpty)
@@ -95,6 +110,30 @@ import Testing
         let still = Double(resting.filter { $0.kind == .stationary }.count) / Double(resting.count)
         #expect(still >= 0.8, "stationary \(still * 100) % of the rest phases")
         #expect(!labels.contains { $0.kind == .walking || $0.kind == .running })
+    }
+
+    /// A device on a table whose noise wavers about the bound of high confidence (0.1 m/s² RMS):
+    /// reported once as stationary (and once more if its confidence rises), not at every crossing.
+    @Test func aStationaryDeviceWhoseNoiseWaversIsReportedOnce() {
+        var detector = StepDetector()
+        var classifier = ActivityClassifier()
+        var reports: [ActivityClassifier.Activity] = []
+        for i in 0..<(60 * 50) {
+            let t = Double(i) / 50
+            // A vibration of 0.05 or 0.2 m/s² RMS, alternating every 3 s: three tones far above
+            // the classifier's 1 s mean, so that its RMS deviation crosses 0.1 m/s² both ways.
+            let amplitude = (Int(t / 3) % 2 == 0 ? 0.05 : 0.2) / 1.5.squareRoot()
+            let force = Vector3(
+                x: amplitude * sin(2 * .pi * 17.1 * t), y: amplitude * sin(2 * .pi * 19.3 * t),
+                z: 9.81 + amplitude * sin(2 * .pi * 23.7 * t))
+            let timestamp = Int64(t * 1e9)
+            detector.update(specificForce: force, timestamp: timestamp) { _ in }
+            if let report = classifier.update(specificForce: force, timestamp: timestamp, detector: detector) { reports.append(report) }
+        }
+        // unknown (from the first sample), then stationary, and at most one rise in its confidence.
+        #expect(reports.first?.kind == .unknown && reports.first?.start == 0)
+        #expect(reports.dropFirst().allSatisfy { $0.kind == .stationary })
+        #expect((2...3).contains(reports.count), "\(reports)")
     }
 
     /// The activity in force at each row.

@@ -101,6 +101,14 @@ public struct TestbedError: Error, CustomStringConvertible {
 extension Testbed {
     /// One scan of the imu-buffered fixture: accelerometer and gyroscope (raw, `Int16` little-endian),
     /// 4 bytes of padding and the timestamp (ns): 24 bytes.
+    /// One scan of the imu-buffered fixture with only its accelerometer enabled (as for streams that
+    /// need nothing else): x, y, z as le:s16, 2 bytes of padding, the timestamp as le:s64 at offset 8.
+    public static func accelerometerScan(_ counts: [Int], time: Int64) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for v in counts { bytes += withUnsafeBytes(of: Int16(v).littleEndian, Array.init) }
+        return bytes + [0, 0] + withUnsafeBytes(of: time.littleEndian, Array.init)
+    }
+
     public static func imuScan(accelerometer: [Int], gyroscope: [Int], time: Int64) -> [UInt8] {
         var bytes: [UInt8] = []
         for v in accelerometer + gyroscope { bytes += withUnsafeBytes(of: Int16(v).littleEndian, Array.init) }
