@@ -23,6 +23,7 @@ public struct AccelerometerTable: Sendable {
     public enum ParseError: Error, Hashable, CustomStringConvertible {
         case missingColumns([String])
         case badRow(line: Int)
+        case timeOutOfRange(line: Int)
         case timeNotIncreasing(line: Int)
         case tooFewRows
 
@@ -30,6 +31,7 @@ public struct AccelerometerTable: Sendable {
             switch self {
             case .missingColumns(let names): "the header lacks the column(s) \(names.joined(separator: ", ")) (it needs t, ax, ay, az)"
             case .badRow(let line): "line \(line): t, ax, ay, az must be finite numbers"
+            case .timeOutOfRange(let line): "line \(line): t is beyond ±292 years, which nanoseconds cannot hold"
             case .timeNotIncreasing(let line): "line \(line): t does not increase"
             case .tooFewRows: "fewer than two rows"
             }
@@ -64,9 +66,10 @@ public struct AccelerometerTable: Sendable {
                 default: values.3 = value
                 }
             }
+            guard let timestamp = Units.nanoseconds(fromSeconds: values.0) else { throw .timeOutOfRange(line: number) }
             if let last = rows.last, values.0 <= last.time { throw .timeNotIncreasing(line: number) }
             rows.append(Row(
-                time: values.0, timestamp: Int64((values.0 * 1e9).rounded()),
+                time: values.0, timestamp: timestamp,
                 specificForce: Vector3(x: values.1, y: values.2, z: values.3)))
         }
         guard rows.count >= 2 else { throw .tooFewRows }

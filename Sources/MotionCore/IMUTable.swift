@@ -25,7 +25,7 @@ public struct IMUTable: Sendable {
         public var description: String {
             switch self {
             case .badHeader(let h): "the header is \"\(h)\", expected t,ax,ay,az,gx,gy,gz,mx,my,mz"
-            case .badRow(let line): "line \(line): expected 10 finite numbers (or 7 and three empty magnetometer fields)"
+            case .badRow(let line): "line \(line): expected 10 finite numbers (or 7 and three empty magnetometer fields), t within ±292 years"
             case .tooFewRows: "fewer than two rows"
             }
         }
@@ -50,8 +50,9 @@ public struct IMUTable: Sendable {
             let used = hasMagnetometer ? fields : Array(fields.prefix(7))
             guard cells.count == 10, used.allSatisfy({ $0?.isFinite == true }) else { throw .badRow(line: number) }
             let v = used.map { $0! }
+            guard let timestamp = Units.nanoseconds(fromSeconds: v[0]) else { throw .badRow(line: number) }
             rows.append(Row(
-                time: v[0], timestamp: Int64((v[0] * 1e9).rounded()),
+                time: v[0], timestamp: timestamp,
                 accelerometer: Vector3(x: v[1], y: v[2], z: v[3]),
                 gyroscope: Vector3(x: v[4], y: v[5], z: v[6]),
                 magnetometer: hasMagnetometer ? Vector3(x: v[7], y: v[8], z: v[9]) : nil))

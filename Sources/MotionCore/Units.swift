@@ -6,6 +6,12 @@ public enum Units {
     public static let microteslaPerGauss = 100.0
     /// Nanoseconds per second.
     public static let nanosecondsPerSecond: Int64 = 1_000_000_000
+
+    /// `seconds` as whole nanoseconds; `nil` where they do not fit an Int64 (beyond ±292 years, or not
+    /// finite): a time read from a file is checked here rather than trapping in the conversion.
+    public static func nanoseconds(fromSeconds seconds: Double) -> Int64? {
+        Int64(exactly: (seconds * 1e9).rounded())
+    }
 }
 
 extension Vector3 {

@@ -154,5 +154,8 @@ import Testing
         #expect(throws: AccelerometerTable.ParseError.missingColumns(["az"])) { try AccelerometerTable(csv: "t,ax,ay\n0,1,2\n") }
         #expect(throws: AccelerometerTable.ParseError.badRow(line: 3)) { try AccelerometerTable(csv: "t,ax,ay,az\n0,1,2,3\n1,x,2,3\n") }
         #expect(throws: AccelerometerTable.ParseError.timeNotIncreasing(line: 3)) { try AccelerometerTable(csv: "t,ax,ay,az\n1,1,2,3\n1,1,2,3\n") }
+        // A time nanoseconds cannot hold is refused, not a trap in the conversion.
+        #expect(throws: AccelerometerTable.ParseError.timeOutOfRange(line: 3)) { try AccelerometerTable(csv: "t,ax,ay,az\n0,1,2,3\n1e300,1,2,3\n") }
+        #expect(throws: IMUTable.ParseError.badRow(line: 3)) { try IMUTable(csv: "t,ax,ay,az,gx,gy,gz,mx,my,mz\n0,0,0,9.8,0,0,0,,,\n1e300,0,0,9.8,0,0,0,,,\n") }
     }
 }
