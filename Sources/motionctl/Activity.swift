@@ -14,23 +14,19 @@ struct Activity: ParsableCommand {
             medium, high); the classifier is the daemon's (docs/activity.md).
             """)
 
-    @Option(help: "The accelerometer CSV file to read.")
-    var input: String
-
-    @Option(help: "The CSV file to write.")
-    var output: String
+    @OptionGroup var files: AccelerometerFiles
 
     func run() throws {
-        let table = try AccelerometerTable.read(input)
+        let table = try files.read()
         var detector = StepDetector()
         var classifier = ActivityClassifier()
         var csv = "t,activity,confidence\n"
         for row in table.rows {
             detector.update(specificForce: row.specificForce, timestamp: row.timestamp) { _ in }
             if let change = classifier.update(specificForce: row.specificForce, timestamp: row.timestamp, detector: detector) {
-                csv += "\(Double(change.start) * 1e-9),\(change.kind.rawValue),\(change.confidence.rawValue)\n"
+                csv += "\(AccelerometerFiles.seconds(change.start)),\(change.kind.rawValue),\(change.confidence.rawValue)\n"
             }
         }
-        try csv.write(toFile: output, atomically: true, encoding: .utf8)
+        try csv.write(toFile: files.output, atomically: true, encoding: .utf8)
     }
 }

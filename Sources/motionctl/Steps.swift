@@ -13,40 +13,19 @@ struct Steps: ParsableCommand {
             counted, with the running count; the step detector is the daemon's (docs/activity.md).
             """)
 
-    @Option(help: "The accelerometer CSV file to read.")
-    var input: String
-
-    @Option(help: "The CSV file to write.")
-    var output: String
+    @OptionGroup var files: AccelerometerFiles
 
     func run() throws {
-        let table = try AccelerometerTable.read(input)
+        let table = try files.read()
         var detector = StepDetector()
         var csv = "t,steps\n"
         var count = 0
         for row in table.rows {
             detector.update(specificForce: row.specificForce, timestamp: row.timestamp) { instant in
                 count += 1
-                csv += "\(Double(instant) * 1e-9),\(count)\n"
+                csv += "\(AccelerometerFiles.seconds(instant)),\(count)\n"
             }
         }
-        try csv.write(toFile: output, atomically: true, encoding: .utf8)
-    }
-}
-
-extension AccelerometerTable {
-    /// Reads and parses `path`; errors name the file.
-    static func read(_ path: String) throws -> AccelerometerTable {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ValidationError("\(path): cannot read: \(error.localizedDescription)")
-        }
-        do {
-            return try AccelerometerTable(csv: text)
-        } catch {
-            throw ValidationError("\(path): \(error)")
-        }
+        try csv.write(toFile: files.output, atomically: true, encoding: .utf8)
     }
 }

@@ -33,11 +33,13 @@ import TestSupport
         #expect(rows.enumerated().allSatisfy { Int($0.element[1]) == $0.offset + 1 })
 
         var detector = StepDetector()
-        var instants: [Double] = []
+        var milliseconds: [Int64] = []
         for row in try AccelerometerTable(csv: walk).rows {
-            detector.update(specificForce: row.specificForce, timestamp: row.timestamp) { instants.append(Double($0) * 1e-9) }
+            detector.update(specificForce: row.specificForce, timestamp: row.timestamp) { milliseconds.append(($0 + 500_000) / 1_000_000) }
         }
-        #expect(rows.map { Double($0[0])! } == instants)
+        // Written to the millisecond.
+        #expect(rows.allSatisfy { $0[0].split(separator: ".").last?.count == 3 })
+        #expect(rows.map { Int64((Double($0[0])! * 1000).rounded()) } == milliseconds)
         // 36 jolts in 20 s; the first few come before the 4 s window that confirms a walk is full.
         #expect((30...36).contains(rows.count), "\(rows.count) steps")
     }

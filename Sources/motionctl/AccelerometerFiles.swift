@@ -1,0 +1,33 @@
+import ArgumentParser
+import Foundation
+import MotionCore
+
+/// The files of the offline gait commands (`steps`, `activity`): an accelerometer CSV in, a CSV out.
+struct AccelerometerFiles: ParsableArguments {
+    @Option(help: "The accelerometer CSV file to read (columns t, ax, ay, az; others ignored).")
+    var input: String
+
+    @Option(help: "The CSV file to write.")
+    var output: String
+
+    /// Reads and parses the input; errors name the file.
+    func read() throws -> AccelerometerTable {
+        let text: String
+        do {
+            text = try String(contentsOfFile: input, encoding: .utf8)
+        } catch {
+            throw ValidationError("\(input): cannot read: \(error.localizedDescription)")
+        }
+        do {
+            return try AccelerometerTable(csv: text)
+        } catch {
+            throw ValidationError("\(input): \(error)")
+        }
+    }
+
+    /// An instant (ns) as the seconds written: to the millisecond, finer than the 40 ms grid the
+    /// detector runs on (not 9.360000000000001).
+    static func seconds(_ instant: Int64) -> String {
+        String(format: "%.3f", Double(instant) * 1e-9)
+    }
+}
