@@ -3,20 +3,6 @@ import Glibc
 #endif
 import MotionCore
 
-/// What the person carrying the device is doing, as CoreMotion's `CMMotionActivity` says it.
-public enum MotionActivityKind: String, Sendable, Hashable, Codable, CaseIterable {
-    case stationary, walking, running, cycling, automotive, unknown
-}
-
-/// How sure a motion activity is, as `CMMotionActivityConfidence`.
-public enum MotionActivityConfidence: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
-    case low, medium, high
-
-    public static func < (lhs: Self, rhs: Self) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
-    }
-}
-
 /// Classifies the motion activity from the accelerometer and the step detector's view of the gait.
 ///
 /// - **stationary**: the specific force stays within `stillnessLimit` (RMS, m/s²) of its mean: the

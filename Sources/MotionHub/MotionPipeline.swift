@@ -225,7 +225,7 @@ final class MotionPipeline {
             fanout.deliverEvent(.pedometer, message)
         }
         if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector) {
-            let message = ActivityMessage(timestamp: t, activity: change.kind.rawValue, confidence: change.confidence.rawValue, start: change.start)
+            let message = ActivityMessage(timestamp: t, activity: change.kind, confidence: change.confidence, start: change.start)
             latest.activity = message
             fanout.deliverEvent(.activity, message)
         }

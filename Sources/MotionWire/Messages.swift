@@ -284,13 +284,13 @@ public struct ActivityMessage: ServerMessage {
     public static let className = "ACTIVITY"
     /// When it was decided, ns.
     public var timestamp: Int64
-    /// `stationary`, `walking`, `running`, `unknown` (`cycling`, `automotive` reserved).
-    public var activity: String
-    /// `low`, `medium`, `high`.
-    public var confidence: String
+    /// What the person does.
+    public var activity: MotionActivityKind
+    /// How sure.
+    public var confidence: MotionActivityConfidence
     /// When the activity began, ns.
     public var start: Int64
-    public init(timestamp: Int64, activity: String, confidence: String, start: Int64) {
+    public init(timestamp: Int64, activity: MotionActivityKind, confidence: MotionActivityConfidence, start: Int64) {
         self.timestamp = timestamp
         self.activity = activity
         self.confidence = confidence

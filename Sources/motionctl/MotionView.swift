@@ -100,7 +100,7 @@ struct MotionView {
             let cadence = m.cadence.map { String(format: "   cadence %.2f steps/s", $0) } ?? ""
             lines.append(String(format: "pedometer       %d steps   %.1f m", m.steps, m.distance) + cadence)
         }
-        if let m = activity { lines.append("activity        \(m.activity) (\(m.confidence) confidence)") }
+        if let m = activity { lines.append("activity        \(m.activity.rawValue) (\(m.confidence.rawValue) confidence)") }
         return lines
     }
 }

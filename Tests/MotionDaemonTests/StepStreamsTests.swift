@@ -34,7 +34,7 @@ extension Hardware.Server {
             try testbed.feed("/dev/iio:device0", Testbed.accelerometerScan([0, 0, 16384], time: 1_000_000))
             let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
             #expect(snapshot.pedometer?.steps == 0)
-            #expect(snapshot.activity?.activity == "unknown" && snapshot.activity?.confidence == "low")
+            #expect(snapshot.activity?.activity == .unknown && snapshot.activity?.confidence == .low)
             #expect(snapshot.activity?.start == 1_000_000)
         }
     }
@@ -63,7 +63,7 @@ extension Hardware.Server {
                 try testbed.feed("/dev/iio:device0", bytes)
             }
             var steps = 0
-            var activities: [String] = []
+            var activities: [MotionActivityKind] = []
             while steps < detector.steps, let line = try? client.next(seconds: 5) {
                 switch try AnyServerMessage(line: Array(line.utf8)) {
                 case .pedometer(let m): steps = m.steps
@@ -72,7 +72,7 @@ extension Hardware.Server {
                 }
             }
             #expect(steps == detector.steps)
-            #expect(activities.contains("walking"), "\(activities)")
+            #expect(activities.contains(.walking), "\(activities)")
         }
     }
 }
