@@ -1,9 +1,11 @@
 import Benchmark
+import Foundation
 import MotionCore
 import MotionFusion
 
 // The fusion core's cost per 9D sample (gyroscope + accelerometer + magnetometer update, with the
 // magnetometer calibration) in release mode, and its allocations (must be 0).
+// And the step detector with the activity classifier per accelerometer sample.
 // Run: swift package --disable-sandbox benchmark --target MotionFusionBenchmarks
 
 let benchmarks: @Sendable () -> Void = {
@@ -44,6 +46,34 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.stopMeasurement()
             blackHole(fusion.filter.attitude)
         }
+    }
+
+    // A walk at 50 Hz (1.8 steps/s, a vertical jolt each), made once: the pedometer's and the
+    // activity's cost per accelerometer sample, walking (the detector's window looked at twice a
+    // second, steps counted).
+    let walk = (0..<(60 * 50)).map { i -> (Vector3, Int64) in
+        let t = Double(i) / 50
+        let phase = (t * 1.8).truncatingRemainder(dividingBy: 1)
+        let jolt: Double = phase < 0.3 ? 1.5 * (1 - cos(2 * Double.pi * phase / 0.3)) : 0
+        return (Vector3(x: 0.5, y: 2, z: 9.6 + jolt), Int64(t * 1e9))
+    }
+    Benchmark("step detector + activity classifier, one 50 Hz sample of a walk") { benchmark in
+        var detector = StepDetector()
+        var classifier = ActivityClassifier()
+        var steps = 0
+        var index = 0, lap: Int64 = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            let (force, time) = walk[index]
+            // Laps follow each other in time, so that the walk goes on rather than starting over.
+            let timestamp = time + lap * 60_000_000_000
+            detector.update(specificForce: force, timestamp: timestamp) { _ in steps += 1 }
+            blackHole(classifier.update(specificForce: force, timestamp: timestamp, detector: detector))
+            index += 1
+            if index == walk.count { index = 0; lap += 1 }
+        }
+        benchmark.stopMeasurement()
+        blackHole(steps)
     }
 
     Benchmark("device motion in the magnetic-north frame") { benchmark in

@@ -109,6 +109,9 @@ public struct StepDetector: Sendable {
 
     private let tickPeriod: Double
     private let lowPassTau: Double
+    // The per-tick gains of the mean and the amplitude (first-order, at the grid's fixed period).
+    private let meanGain: Double
+    private let amplitudeGain: Double
     private var origin: Int64?
     private var lastTime = 0.0
     private var nextTick = 0.0
@@ -137,6 +140,8 @@ public struct StepDetector: Sendable {
         self.parameters = parameters
         tickPeriod = 1 / parameters.internalRate
         lowPassTau = 1 / (2 * .pi * parameters.cutoffFrequency)
+        meanGain = 1 - exp(-tickPeriod / parameters.meanTau)
+        amplitudeGain = 1 - exp(-tickPeriod / parameters.amplitudeTau)
         let count = Int(parameters.window * parameters.internalRate)
         signal = Array(repeating: 0, count: count)
         vectors = Array(repeating: .zero, count: count)
@@ -202,7 +207,7 @@ public struct StepDetector: Sendable {
 
     private mutating func tick(at time: Double, step: (Int64) -> Void) {
         let p = parameters
-        mean += (1 - exp(-tickPeriod / p.meanTau)) * (smooth2 - mean)
+        mean += meanGain * (smooth2 - mean)
         let x = smooth2 - mean
         signal[windowHead] = x
         vectors[windowHead] = smoothVector
@@ -214,7 +219,7 @@ public struct StepDetector: Sendable {
             gait = evaluate()
             gateOpen = gait.isGait
         }
-        amplitude += (1 - exp(-tickPeriod / p.amplitudeTau)) * (abs(x) - amplitude)
+        amplitude += amplitudeGain * (abs(x) - amplitude)
         let threshold = max(p.thresholdFraction * amplitude, p.minimumThreshold)
         if x < -threshold {
             armed = true
@@ -270,7 +275,7 @@ public struct StepDetector: Sendable {
         var sum = Vector3.zero
         for v in vectors { sum = sum + v }
         let gravity = sum * (1 / Double(n))
-        let gravityRatio = gravity.length / 9.80665
+        let gravityRatio = gravity.length / Units.standardGravity
         var squares = 0.0
         for x in signal { squares += x * x }
         let rootMeanSquare = (squares / Double(n)).squareRoot()
