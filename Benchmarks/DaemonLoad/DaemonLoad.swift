@@ -28,8 +28,8 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu; and, not by default, fuzz and soak (for --seconds).")
-    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network", "dsu"]
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, fuzz and soak (for --seconds).")
+    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network", "dsu", "steps"]
 
     @Option(help: .hidden)
     var tickAt: Double?
@@ -133,6 +133,7 @@ struct DaemonLoad: ParsableCommand {
         if scenarios.contains("mqtt") { try mqtt(executable: executable, testbed: testbed) }
         if scenarios.contains("network") { try network(executable: executable, testbed: testbed) }
         if scenarios.contains("dsu") { try dsu(executable: executable, testbed: testbed) }
+        if scenarios.contains("steps") { try steps(executable: executable, testbed: testbed) }
         if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
         if !loads.isEmpty { print("peak RSS over the loaded runs: \(heaviestRSS) kB") }
     }
