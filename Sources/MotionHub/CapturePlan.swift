@@ -48,6 +48,16 @@ struct CapturePlan: Sendable, Hashable {
     /// after six), so the accelerometer is read in batches, once a second.
     static let gaitLatency = 1.0
 
+    /// The rate (Hz) a demand samples its sensors at and how long its samples may wait (s): the
+    /// client's own for periodic streams; for event streams the event rate, waiting little (an event
+    /// is worth something only when it is fresh); for the step detector's streams its rate, in
+    /// batches.
+    static func sampling(of demand: Demand) -> (rate: Double, latency: Double) {
+        if demand.stream.isGaitStream { return (gaitRate, gaitLatency) }
+        if demand.stream.isEventStream { return (eventRate, eventLatency) }
+        return (1 / demand.interval, demand.latency)
+    }
+
     /// The captures, by device number.
     private(set) var captures: [Capture] = []
     /// Streams no device can give.
@@ -96,23 +106,21 @@ struct CapturePlan: Sendable, Hashable {
     init(demands: [Demand], devices: [DeviceDescriptor]) {
         var rates: [SensorKind: Double] = [:]
         let available = Set(devices.flatMap(\.kinds))
-        // Many clients ask for few streams: the shortest interval per stream is all that matters.
-        var shortest: [StreamKind: Double] = [:]
+        // Many clients ask for few streams: the fastest rate per stream is all that matters.
+        var fastest: [StreamKind: Double] = [:]
         var patience: [StreamKind: Double] = [:]
         for demand in demands {
-            shortest[demand.stream] = min(shortest[demand.stream] ?? .infinity, demand.interval)
-            // An event is worth something only when it is fresh: event streams wait for nothing.
-            let latency = demand.stream.isGaitStream ? Self.gaitLatency : demand.stream.isEventStream ? Self.eventLatency : demand.latency
-            patience[demand.stream] = min(patience[demand.stream] ?? .infinity, latency)
+            let sampling = Self.sampling(of: demand)
+            fastest[demand.stream] = max(fastest[demand.stream] ?? 0, sampling.rate)
+            patience[demand.stream] = min(patience[demand.stream] ?? .infinity, sampling.latency)
         }
         var latencies: [SensorKind: Double] = [:]
-        for (stream, interval) in shortest {
+        for (stream, rate) in fastest {
             let (required, optional) = Self.kinds(for: stream)
             guard required.isSubset(of: available) else {
                 unavailable.insert(stream)
                 continue
             }
-            let rate = stream.isGaitStream ? Self.gaitRate : stream.isEventStream ? Self.eventRate : 1 / interval
             for kind in required.union(optional.intersection(available)) {
                 rates[kind] = max(rates[kind] ?? 0, rate)
                 latencies[kind] = min(latencies[kind] ?? .infinity, patience[stream]!)
@@ -132,7 +140,7 @@ struct CapturePlan: Sendable, Hashable {
             byDevice[best.number, default: []].insert(kind)
         }
         // The hinge needs the base's accelerometer too, beside the display's chosen above.
-        if let hingeRate = shortest[.hinge].map({ 1 / $0 }) {
+        if let hingeRate = fastest[.hinge] {
             let accelerometers = devices.filter { $0.kinds.contains(.accelerometer) }
             if let base = accelerometers.first(where: { $0.location == .base }),
                 accelerometers.contains(where: { $0.location == .display })
