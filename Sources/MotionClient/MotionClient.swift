@@ -98,6 +98,8 @@ public final class MotionClient: Sendable {
         case pedometer(PedometerMessage)
         /// An `ACTIVITY` change: stationary, walking, running or unknown, with a confidence.
         case activity(ActivityMessage)
+        /// An `ALTITUDE` sample: pressure (kPa), altitude in the standard atmosphere (m), precision (m).
+        case altitude(AltitudeMessage)
         /// The daemon dropped `count` messages of `stream` because this client read too slowly.
         case dropped(stream: StreamKind, count: Int)
 
@@ -115,6 +117,7 @@ public final class MotionClient: Sendable {
             case .hinge(let m): m
             case .pedometer(let m): m
             case .activity(let m): m
+            case .altitude(let m): m
             case .dropped(let stream, let count): Dropped(stream: stream, count: count)
             }
         }
@@ -266,6 +269,7 @@ public final class Subscription: Sendable {
         case .hinge(let m): return .hinge(m)
         case .pedometer(let m): return .pedometer(m)
         case .activity(let m): return .activity(m)
+        case .altitude(let m): return .altitude(m)
         case .dropped(let m): return .dropped(stream: m.stream, count: m.count)
         case .ended(let m): throw .streamEnded(stream: m.stream, reason: m.reason)
         case .error(let m): throw .refused(code: m.code, message: m.message)

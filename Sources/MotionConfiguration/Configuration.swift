@@ -20,6 +20,8 @@ public struct Configuration: Sendable, Equatable {
     public var logLevel: String?
     /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
     public var declination: Double?
+    /// The pressure at sea level for the altitude, kPa (docs/protocol.md, `ALTITUDE`).
+    public var seaLevelPressure: Double?
     /// Mount matrices for boards with none or a wrong one (see docs/frames.md); read at start.
     public var mountMatrices: [MountMatrixSetting]?
     /// Whether to serve iio-sensor-proxy's D-Bus interface on the system bus (docs/dbus.md).
@@ -158,6 +160,10 @@ extension Configuration: SettingsSection {
             "declination", \.declination, .number("degrees, -180 to 180"), default: "0", reload: .live, flag: true,
             summary: "Magnetic declination east of true north, for the xTrueNorthZVertical frame.",
             check: { (-180...180).contains($0) ? nil : "\($0) is outside -180...180 degrees" }),
+        .optional(
+            "sea_level_pressure", \.seaLevelPressure, .number("kPa, 30 to 120"), default: "101.325", reload: .live, flag: true,
+            summary: "The sea-level pressure the altitude stream is computed for: the standard atmosphere's, or the local QNH (in kPa: 1013.2 hPa is 101.32).",
+            check: { (30...120).contains($0) ? nil : "\($0) kPa is outside 30...120 kPa (in kPa, not hPa: 1013.25 hPa is 101.325 kPa)" }),
         .optional(
             "mount_matrices", \.mountMatrices, .list(of: .section("mapping"), "list of mappings"), default: "none",
             summary: "Mount matrices for boards with none or a wrong one (frames.md): each entry names its device by exactly one of name, label, syspath."),

@@ -10,6 +10,8 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
     case proximity
     /// Ambient light: illuminance in lux, or the raw reading where the driver gives no scale.
     case light
+    /// Air pressure in kPa (the IIO ABI's unit and CoreMotion's), for the altimeter.
+    case pressure
 
     /// The kind's place in `allCases`, for tables indexed by kind.
     public var index: Int {
@@ -19,23 +21,26 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .magnetometer: 2
         case .proximity: 3
         case .light: 4
+        case .pressure: 5
         }
     }
 
-    /// Whether samples of this kind carry three axes (`false` for proximity and light, scalars).
-    public var isVector: Bool { self != .proximity && self != .light }
+    /// Whether samples of this kind carry three axes (`false` for proximity, light and pressure, scalars).
+    public var isVector: Bool { self != .proximity && self != .light && self != .pressure }
 
     /// The largest magnitude a real sensor of this kind reports, in its SI unit (m/s², rad/s, µT):
     /// above it a reading is a glitch (a bus error, a garbage register) and is dropped. Set well
     /// beyond the widest ranges in use: ±200 g accelerometers, ±4000 °/s gyroscopes, magnetometers
     /// that saturate near 5 mT; light far beyond sunlight (1.2e5 lux) and any 32-bit raw count (its
-    /// unit may be the vendor's). Proximity is not bounded.
+    /// unit may be the vendor's); pressure far beyond deep-water gauges (10 MPa; a pressure must
+    /// also be above 0). Proximity is not bounded.
     public var plausibleMagnitude: Double {
         switch self {
         case .accelerometer: 2500
         case .gyroscope: 100
         case .magnetometer: 10_000
         case .light: 1e12
+        case .pressure: 10_000
         case .proximity: .infinity
         }
     }

@@ -31,7 +31,7 @@ public struct ConfigurationReload: Service {
             do {
                 let next = try load()
                 level.value = Logger.Level(rawValue: next.logLevel ?? "info")!
-                server.apply(declination: next.declination ?? 0)
+                server.apply(next)
                 let pending = next.restartOnlyDifferences(from: current)
                 logger.notice("configuration reloaded", metadata: pending.isEmpty ? [:] : ["needs a restart": "\(pending.joined(separator: ", "))"])
                 current = next

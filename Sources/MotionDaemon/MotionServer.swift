@@ -1,5 +1,6 @@
 import Logging
 import MotionConfiguration
+import MotionCore
 import MotionDBus
 import MotionDevices
 import MotionHub
@@ -114,8 +115,11 @@ public final class MotionServer: Sendable {
         loops.shutdownGracefully { _ in }
     }
 
-    /// Applies the settings that can change while running (declination); others need a restart.
-    public func apply(declination: Double) {
-        hub.eventLoop.execute { [hub] in hub.setDeclination(declination) }
+    /// Applies the settings that can change while running (declination, sea-level pressure); others
+    /// need a restart.
+    public func apply(_ settings: Configuration) {
+        let declination = settings.declination ?? 0
+        let seaLevelPressure = settings.seaLevelPressure ?? StandardAtmosphere.seaLevelPressure
+        hub.eventLoop.execute { [hub] in hub.apply(declination: declination, seaLevelPressure: seaLevelPressure) }
     }
 }

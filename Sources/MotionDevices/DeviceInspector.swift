@@ -187,7 +187,10 @@ struct DeviceInspector {
         }
         var scanIndex: Int? = nil
         var scanType: ScanType? = nil
-        if channel.isScanElement {
+        // A value read processed (`_input`) has no scale for the buffer's counts, which are the
+        // driver's own (ms5611 buffers pascals beside an `in_pressure_input` in kPa): such a channel
+        // is read polled, in the unit its `_input` is documented in.
+        if channel.isScanElement && !isProcessed {
             let attribute = "scan_elements/in_\(channel.id)_type"
             if case .success(let text) = sysfs.read(device: device, attribute: attribute) {
                 scanType = AttributeParser.scanType(text)

@@ -41,6 +41,8 @@ struct SampleConverter {
                 vector: Vector3(x: value.x, y: 0, z: 0), isNear: proximity.update(value.x))
         }
         guard value.squaredLength <= largestSquaredMagnitude else { return nil }  // NaN fails too
+        // No gas has a pressure of 0 or less: a glitch, and an altitude no formula gives.
+        if kind == .pressure, !(value.x > 0) { return nil }
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: mountMatrix * value)
     }
 }

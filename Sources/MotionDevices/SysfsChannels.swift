@@ -38,7 +38,7 @@ struct SysfsChannel: ChannelInfo {
 
     private static let types: [(String, iio_chan_type)] = [
         ("anglvel", IIO_ANGL_VEL), ("accel", IIO_ACCEL), ("magn", IIO_MAGN), ("proximity", IIO_PROXIMITY),
-        ("illuminance", IIO_LIGHT),
+        ("illuminance", IIO_LIGHT), ("pressure", IIO_PRESSURE),
     ]
     private static let modifiers: [(String, iio_modifier)] = [("x", IIO_MOD_X), ("y", IIO_MOD_Y), ("z", IIO_MOD_Z)]
 

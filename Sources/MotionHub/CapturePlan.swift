@@ -74,6 +74,7 @@ struct CapturePlan: Sendable, Hashable {
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])
         case .light: ([.light], [])
+        case .altitude: ([.pressure], [])
         }
     }
 

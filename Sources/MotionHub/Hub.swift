@@ -87,10 +87,12 @@ package final class Hub: @unchecked Sendable {
         }
     }
 
-    /// Sets the magnetic declination, degrees east of true north (a configuration reload).
-    package func setDeclination(_ degrees: Double) {
+    /// Applies the settings that can change while running (a configuration reload): the magnetic
+    /// declination (degrees east of true north) and the sea-level pressure (kPa).
+    package func apply(declination: Double, seaLevelPressure: Double) {
         eventLoop.preconditionInEventLoop()
-        pipeline.declination = degrees
+        pipeline.declination = declination
+        pipeline.seaLevelPressure = seaLevelPressure
     }
 
     /// Saves the calibration in the background.

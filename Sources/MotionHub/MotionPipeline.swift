@@ -54,6 +54,7 @@ final class MotionPipeline {
     private static let noSteps = PedometerMessage(timestamp: 0, steps: 0, distance: 0, cadence: nil, pace: nil)
     /// Metres per step: 0.415 × a height of 1.70 m, the usual rule of thumb for walking (docs/protocol.md).
     static let stepLength = 0.415 * 1.70
+    private var altimeter = AltitudeEstimator()
     private var hinge: HingeEstimator?
     /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
     private var baseAccelerometer: DeviceNumber?
@@ -69,6 +70,11 @@ final class MotionPipeline {
     private var pendingMotion: (timestamp: Int64, period: Int64)?
     /// Light sensors whose readings are raw counts, not lux (their driver gives no scale).
     var vendorUnitLight: Set<DeviceNumber> = []
+    /// The sea-level pressure the altitude is computed for, kPa.
+    var seaLevelPressure: Double {
+        get { altimeter.parameters.seaLevelPressure }
+        set { altimeter.parameters.seaLevelPressure = newValue }
+    }
     /// Magnetic declination, degrees east of true north.
     var declination = 0.0 {
         didSet { box?.fusion.declination = declination * .pi / 180 }
@@ -206,6 +212,11 @@ final class MotionPipeline {
             let changed = latest.light.map { $0.illuminance != message.illuminance || $0.unit != message.unit } ?? true
             latest.light = message
             if changed { fanout.deliverEvent(.light, message) }
+        case .pressure:
+            guard let reading = altimeter.update(pressure: sample.vector.x, timestamp: t) else { break }
+            let message = AltitudeMessage(timestamp: t, pressure: reading.pressure, altitude: reading.altitude, precision: reading.precision)
+            latest.altitude = message
+            fanout.deliver(.altitude, timestamp: t, period: period) { writer, _ in writer.write(message) }
         }
         sampleFused()
     }
@@ -281,6 +292,7 @@ final class MotionPipeline {
             case .hinge: copy(\.hinge)
             case .pedometer: copy(\.pedometer)
             case .activity: copy(\.activity)
+            case .altitude: copy(\.altitude)
             }
             guard present else { return nil }
         }

@@ -68,6 +68,7 @@ extension SensorKind {
         case .gyroscope: self = .gyroscope
         case .magnetometer: self = .magnetometer
         case .proximity: self = .proximity
+        case .altitude: self = .pressure
         case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity: return nil
         }
     }

@@ -18,6 +18,7 @@ public enum AnyServerMessage: Sendable, Hashable {
     case hinge(HingeMessage)
     case pedometer(PedometerMessage)
     case activity(ActivityMessage)
+    case altitude(AltitudeMessage)
     case dropped(Dropped)
     case ended(Ended)
     case snapshot(Snapshot)
@@ -65,6 +66,7 @@ public enum AnyServerMessage: Sendable, Hashable {
         case .hinge(let m): m
         case .pedometer(let m): m
         case .activity(let m): m
+        case .altitude(let m): m
         case .dropped(let m): m
         case .ended(let m): m
         case .snapshot(let m): m
@@ -99,6 +101,7 @@ public enum AnyServerMessage: Sendable, Hashable {
                 case HingeMessage.className: .hinge(try decode(HingeMessage.self))
                 case PedometerMessage.className: .pedometer(try decode(PedometerMessage.self))
                 case ActivityMessage.className: .activity(try decode(ActivityMessage.self))
+                case AltitudeMessage.className: .altitude(try decode(AltitudeMessage.self))
                 case Dropped.className: .dropped(try decode(Dropped.self))
                 case Ended.className: .ended(try decode(Ended.self))
                 case Snapshot.className: .snapshot(try decode(Snapshot.self))

@@ -100,6 +100,20 @@ public struct LineWriter: Sendable {
         end()
     }
 
+    /// Writes `message` as one line, replacing what was written before.
+    public mutating func write(_ message: AltitudeMessage) {
+        begin(AltitudeMessage.self, timestamp: message.timestamp)
+        raw(#","pressure":"#)
+        number(message.pressure)
+        raw(#","altitude":"#)
+        number(message.altitude)
+        if let precision = message.precision {
+            raw(#","precision":"#)
+            number(precision)
+        }
+        end()
+    }
+
     private mutating func begin<M: ServerMessage>(_ type: M.Type, timestamp: Int64) {
         bytes.removeAll(keepingCapacity: true)
         raw(#"{"class":""#)

@@ -279,6 +279,26 @@ public struct PedometerMessage: ServerMessage {
     }
 }
 
+/// `ALTITUDE`: a pressure reading and the altitude it means in the standard atmosphere (protocol 1.5).
+public struct AltitudeMessage: ServerMessage {
+    public static let className = "ALTITUDE"
+    /// When the pressure was read, ns.
+    public var timestamp: Int64
+    /// The pressure read, kPa.
+    public var pressure: Double
+    /// The altitude at which the standard atmosphere, with the configured sea-level pressure, has
+    /// `pressure`, m (geopotential). Differences of it are the relative altitude.
+    public var altitude: Double
+    /// One standard deviation of the readings' noise, m; `nil` until the third reading.
+    public var precision: Double?
+    public init(timestamp: Int64, pressure: Double, altitude: Double, precision: Double?) {
+        self.timestamp = timestamp
+        self.pressure = pressure
+        self.altitude = altitude
+        self.precision = precision
+    }
+}
+
 /// `ACTIVITY`: what the person carrying the device does, how sure, since when (protocol 1.4).
 public struct ActivityMessage: ServerMessage {
     public static let className = "ACTIVITY"
@@ -349,6 +369,7 @@ public struct Snapshot: ServerMessage {
     public var hinge: HingeMessage?
     public var pedometer: PedometerMessage?
     public var activity: ActivityMessage?
+    public var altitude: AltitudeMessage?
 
     public init(id: RequestID?) { self.id = id }
 }
@@ -543,6 +564,7 @@ extension StreamKind {
         case .hinge: HingeMessage.className
         case .pedometer: PedometerMessage.className
         case .activity: ActivityMessage.className
+        case .altitude: AltitudeMessage.className
         }
     }
 }

@@ -5,7 +5,7 @@ public enum ProtocolVersion {
     /// Incompatible changes change the major version.
     public static let major = 1
     /// Additions change the minor version.
-    public static let minor = 4
+    public static let minor = 5
     /// The longest request line the daemon reads, bytes, `\n` included.
     public static let maximumLineLength = 4096
 }
@@ -34,6 +34,8 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case pedometer
     /// The motion activity: stationary, walking, running, unknown (protocol 1.4).
     case activity
+    /// Pressure and the altitude it means (protocol 1.5).
+    case altitude
 
     /// The stream's place in `allCases`, for tables indexed by stream.
     public var index: Int {
@@ -49,6 +51,7 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .hinge: 8
         case .pedometer: 9
         case .activity: 10
+        case .altitude: 11
         }
     }
 
@@ -56,7 +59,7 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     public var isEventStream: Bool {
         switch self {
         case .proximity, .light, .orientation, .tilt, .pedometer, .activity: true
-        case .motion, .accelerometer, .gyroscope, .magnetometer, .hinge: false
+        case .motion, .accelerometer, .gyroscope, .magnetometer, .hinge, .altitude: false
         }
     }
 

@@ -8,10 +8,14 @@ import MotionCore
 ///     gyroscope <ns> <x> <y> <z>          rad/s
 ///     magnetometer <ns> <x> <y> <z>       µT
 ///     proximity <ns> <value> <near>       raw reading; 1 near, 0 far
+///     pressure <ns> <kPa>                 the `altitude` stream's sensor (version 1 files since protocol 1.5)
 ///
 /// Numbers are written in their shortest form that reads back to the same `Double`, so a
 /// recording read and written again is the same file, bit for bit.
 public enum Recording {
+    /// A pressure sensor's lines are named after the sensor (`pressure`), not its stream (`altitude`).
+    static let pressureName = SensorKind.pressure.rawValue
+
     /// The header's `format` value.
     public static let format = "motiond-recording"
     /// The format version this code reads and writes.
@@ -36,11 +40,13 @@ public enum Recording {
 
     /// One recorded sample.
     public struct Sample: Sendable, Hashable {
-        /// `accelerometer`, `gyroscope`, `magnetometer` or `proximity`.
+        /// `accelerometer`, `gyroscope`, `magnetometer`, `proximity`, or `altitude` for a pressure
+        /// sensor's readings.
         public var stream: StreamKind
         /// ns, CLOCK_MONOTONIC of the recording machine.
         public var timestamp: Int64
-        /// The reading in the wire's units (see `Recording`); proximity: `x` = the raw value.
+        /// The reading in the wire's units (see `Recording`); proximity: `x` = the raw value;
+        /// pressure: `x` in kPa.
         public var vector: Vector3
         /// Proximity only.
         public var near: Bool
@@ -75,6 +81,7 @@ public enum Recording {
         let v = sample.vector
         return switch sample.stream {
         case .proximity: "proximity \(sample.timestamp) \(v.x) \(sample.near ? 1 : 0)\n"
+        case .altitude: "\(pressureName) \(sample.timestamp) \(v.x)\n"
         default: "\(sample.stream.rawValue) \(sample.timestamp) \(v.x) \(v.y) \(v.z)\n"
         }
     }
@@ -107,8 +114,9 @@ public enum Recording {
             guard let sample = parse(line) else {
                 throw ReadError(path: path, line: index + 1, reason: "not a sample line: \"\(line.prefix(80))\"")
             }
-            guard recorded.contains(sample.stream.rawValue) else {
-                throw ReadError(path: path, line: index + 1, reason: "a \(sample.stream.rawValue) sample, but no device in the header has one")
+            let kind = sample.stream == .altitude ? pressureName : sample.stream.rawValue
+            guard recorded.contains(kind) else {
+                throw ReadError(path: path, line: index + 1, reason: "a \(kind) sample, but no device in the header has one")
             }
             samples.append(sample)
         }
@@ -117,6 +125,10 @@ public enum Recording {
 
     static func parse(_ line: Substring) -> Sample? {
         let fields = line.split(separator: " ")
+        if fields.first.map(String.init) == pressureName {
+            guard fields.count == 3, let t = Int64(fields[1]), let kPa = Double(fields[2]), kPa.isFinite, kPa > 0 else { return nil }
+            return Sample(stream: .altitude, timestamp: t, vector: Vector3(x: kPa, y: 0, z: 0))
+        }
         guard fields.count >= 4, let stream = StreamKind(rawValue: String(fields[0])), let t = Int64(fields[1]) else { return nil }
         let numbers = fields.dropFirst(2).compactMap { Double($0) }
         guard numbers.count == fields.count - 2, numbers.allSatisfy(\.isFinite) else { return nil }
@@ -127,7 +139,7 @@ public enum Recording {
         case .proximity:
             guard numbers.count == 2, numbers[1] == 0 || numbers[1] == 1 else { return nil }
             return Sample(stream: stream, timestamp: t, vector: Vector3(x: numbers[0], y: 0, z: 0), near: numbers[1] == 1)
-        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity:
+        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity, .altitude:
             return nil  // not raw sensor streams a recording holds (light: not yet)
         }
     }

@@ -14,6 +14,10 @@ struct MotionView {
     var hinge: HingeMessage?
     var pedometer: PedometerMessage?
     var activity: ActivityMessage?
+    var altitude: AltitudeMessage?
+    /// The first altitude shown, m: the relative altitude is counted from it, as CoreMotion's is
+    /// from the start of its updates.
+    var startAltitude: Double?
     var dropped = 0
     /// Timestamps of the last second of updates of the fastest stream, to show the real rate, ns.
     private var recent: [Int64] = []
@@ -30,6 +34,12 @@ struct MotionView {
         hinge = snapshot.hinge ?? hinge
         pedometer = snapshot.pedometer ?? pedometer
         activity = snapshot.activity ?? activity
+        if let m = snapshot.altitude { take(altitude: m) }
+    }
+
+    private mutating func take(altitude message: AltitudeMessage) {
+        altitude = message
+        if startAltitude == nil { startAltitude = message.altitude }
     }
 
     mutating func take(_ update: MotionClient.Update) {
@@ -49,6 +59,7 @@ struct MotionView {
         case .hinge(let m): hinge = m
         case .pedometer(let m): pedometer = m
         case .activity(let m): activity = m
+        case .altitude(let m): take(altitude: m)
         case .dropped(_, let n): dropped += n
         }
     }
@@ -101,6 +112,11 @@ struct MotionView {
             lines.append(String(format: "pedometer       %d steps   %.1f m", m.steps, m.distance) + cadence)
         }
         if let m = activity { lines.append("activity        \(m.activity.rawValue) (\(m.confidence.rawValue) confidence)") }
+        if let m = altitude {
+            let relative = String(format: "   relative %+.2f m", m.altitude - (startAltitude ?? m.altitude))
+            let precision = m.precision.map { String(format: "   ±%.2f m", $0) } ?? ""
+            lines.append(String(format: "altitude        %.2f m   %.4f kPa", m.altitude, m.pressure) + relative + precision)
+        }
         return lines
     }
 }

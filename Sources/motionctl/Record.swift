@@ -7,7 +7,7 @@ import Synchronization
 /// `motionctl record`: raw samples to a file (docs/recording.md), until Ctrl-C.
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Record raw samples (accelerometer, gyroscope, magnetometer, proximity) to a file until Ctrl-C.",
+        abstract: "Record raw samples (accelerometer, gyroscope, magnetometer, proximity, pressure) to a file until Ctrl-C.",
         discussion: "Play it back with `motiond --replay FILE`. Everything received before Ctrl-C (or SIGTERM) is written.")
 
     @OptionGroup var connection: ConnectionOptions
@@ -24,9 +24,13 @@ struct Record: ParsableCommand {
     func run() throws {
         let client = connection.client
         let devices = try reportingErrors { try client.devices() }
-        let raw: [StreamKind] = [.accelerometer, .gyroscope, .magnetometer, .proximity]
-        let kinds = Set(devices.flatMap(\.kinds).map(\.rawValue))
-        let streams = raw.filter { kinds.contains($0.rawValue) }
+        // Each raw sensor's stream: a pressure sensor's readings come as the altitude stream's.
+        let raw: [(SensorKind, StreamKind)] = [
+            (.accelerometer, .accelerometer), (.gyroscope, .gyroscope), (.magnetometer, .magnetometer), (.proximity, .proximity),
+            (.pressure, .altitude),
+        ]
+        let kinds = Set(devices.flatMap(\.kinds))
+        let streams = raw.filter { kinds.contains($0.0) }.map(\.1)
         guard !streams.isEmpty else {
             FileHandle.standardError.write(Data("motionctl: motiond has no sensors to record\n".utf8))
             throw ExitCode(ExitStatus.failure)
@@ -136,6 +140,7 @@ extension MotionClient.Update {
         case .gyroscope(let m): Recording.Sample(stream: .gyroscope, timestamp: m.timestamp, vector: m.rotationRate)
         case .magnetometer(let m): Recording.Sample(stream: .magnetometer, timestamp: m.timestamp, vector: m.magneticField)
         case .proximity(let m): Recording.Sample(stream: .proximity, timestamp: m.timestamp, vector: Vector3(x: m.value, y: 0, z: 0), near: m.near)
+        case .altitude(let m): Recording.Sample(stream: .altitude, timestamp: m.timestamp, vector: Vector3(x: m.pressure, y: 0, z: 0))
         default: nil
         }
     }

@@ -41,6 +41,7 @@ struct Watch: AsyncParsableCommand {
             if locations.isSuperset(of: ["display", "base"]) { streams.append(.hinge) }
             if kinds.contains(.proximity) { streams.append(.proximity) }
             if kinds.contains(.light) { streams.append(.light) }
+            if kinds.contains(.pressure) { streams.append(.altitude) }
             guard !streams.isEmpty else {
                 FileHandle.standardError.write(Data("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n".utf8))
                 throw ExitCode(ExitStatus.failure)

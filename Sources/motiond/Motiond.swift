@@ -56,6 +56,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("state_save_interval"))) var stateSaveInterval: String?
     @Option(help: ArgumentHelp(Configuration.help("log_level"))) var logLevel: String?
     @Option(help: ArgumentHelp(Configuration.help("declination"))) var declination: String?
+    @Option(help: ArgumentHelp(Configuration.help("sea_level_pressure"))) var seaLevelPressure: String?
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("dbus"))) var dbus: Bool?
     @Option(help: ArgumentHelp(Configuration.help("metrics"))) var metrics: String?
     @Option(help: ArgumentHelp(Configuration.help("dsu"))) var dsu: String?
@@ -79,6 +80,7 @@ struct Motiond: AsyncParsableCommand {
         try Configuration.flags([
             "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
             "state_save_interval": stateSaveInterval, "log_level": logLevel, "declination": declination,
+            "sea_level_pressure": seaLevelPressure,
             "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
         ])
     }
@@ -113,7 +115,7 @@ struct Motiond: AsyncParsableCommand {
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
             servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), dsu: settings.dsu,
             logger: logger)
-        server.apply(declination: settings.declination ?? 0)
+        server.apply(settings)
         let reload = ConfigurationReload(
             hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger
         ) {

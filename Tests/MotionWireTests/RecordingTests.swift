@@ -50,3 +50,17 @@ import Testing
         #expect { try Recording.read(path: "/nonexistent/x.motionrec") } throws: { "\($0)".contains("cannot read") }
     }
 }
+
+extension RecordingTests {
+    /// A pressure sensor's readings are recorded as `pressure <ns> <kPa>` and come back as the
+    /// altitude stream's samples; a pressure of 0 or less is no reading.
+    @Test func pressureReadingsAreRecordedAndReadBack() throws {
+        let header = #"{"devices":[{"channels":{},"device":"iio:device3","kinds":["pressure"],"mode":"polled","mount_matrix":[1,0,0,0,1,0,0,0,1],"mount_matrix_source":"identity","name":"ms5611"}],"format":"motiond-recording","version":1}"#
+        let sample = Recording.Sample(stream: .altitude, timestamp: 5_000, vector: Vector3(x: 89.875, y: 0, z: 0))
+        #expect(Recording.line(for: sample) == "pressure 5000 89.875\n")
+        let read = try Recording.read(path: file(header + "\n" + Recording.line(for: sample)))
+        #expect(read.samples == [sample])
+        #expect(throws: Recording.ReadError.self) { try Recording.read(path: file(header + "\npressure 6000 -1\n")) }
+        #expect(throws: Recording.ReadError.self) { try Recording.read(path: file(Self.header + "\npressure 6000 100\n")) }
+    }
+}

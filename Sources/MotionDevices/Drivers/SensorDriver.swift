@@ -35,7 +35,7 @@ extension SensorDriver {
 /// The registry of sensor drivers.
 enum SensorDrivers {
     static let all: [any SensorDriver] = [
-        AccelerometerDriver(), GyroscopeDriver(), MagnetometerDriver(), ProximityDriver(), LightDriver(),
+        AccelerometerDriver(), GyroscopeDriver(), MagnetometerDriver(), ProximityDriver(), LightDriver(), PressureDriver(),
     ]
 
     static func driver(for type: iio_chan_type) -> (any SensorDriver)? {

@@ -7,6 +7,8 @@ typed classes of ``motiond.samples``; failures are the ``MotiondError`` exceptio
 from .client import Client, default_socket
 from .samples import (
     AccelerometerSample,
+    ActivityEvent,
+    AltitudeSample,
     Attitude,
     CalibratedMagneticField,
     Dropped,
@@ -19,6 +21,7 @@ from .samples import (
     MotionSample,
     NotRunning,
     OrientationEvent,
+    PedometerEvent,
     ProtocolError,
     ProximityEvent,
     Quaternion,
@@ -30,8 +33,8 @@ from .samples import (
 )
 
 __all__ = [
-    "AccelerometerSample", "Attitude", "CalibratedMagneticField", "Client", "Dropped", "Ended", "GyroscopeSample",
+    "AccelerometerSample", "ActivityEvent", "AltitudeSample", "Attitude", "CalibratedMagneticField", "Client", "Dropped", "Ended", "GyroscopeSample",
     "HingeSample", "LightEvent", "MagnetometerSample", "MotiondError", "MotionSample", "NotRunning", "OrientationEvent",
-    "ProtocolError", "ProximityEvent", "Quaternion", "RequestRefused", "Snapshot", "StreamEnded", "TiltEvent", "Vector3",
+    "PedometerEvent", "ProtocolError", "ProximityEvent", "Quaternion", "RequestRefused", "Snapshot", "StreamEnded", "TiltEvent", "Vector3",
     "default_socket",
 ]

@@ -212,6 +212,57 @@ class HingeSample:
 
 
 @dataclass(frozen=True)
+class PedometerEvent:
+    """``PEDOMETER``: steps since the daemon started, distance (m), cadence (steps/s) and pace (s/m);
+    ``cadence`` and ``pace`` are ``None`` before the third step."""
+
+    timestamp: int
+    steps: int
+    distance: float
+    cadence: Optional[float]
+    pace: Optional[float]
+
+    @classmethod
+    def from_wire(cls, m: Dict[str, Any]) -> "PedometerEvent":
+        def optional(key: str) -> Optional[float]:
+            return None if m.get(key) is None else float(m[key])
+
+        return cls(int(m["timestamp"]), int(m["steps"]), float(m["distance"]), optional("cadence"), optional("pace"))
+
+
+@dataclass(frozen=True)
+class ActivityEvent:
+    """``ACTIVITY``: stationary, walking, running or unknown; confidence low, medium or high; ``start`` (ns)
+    when it began."""
+
+    timestamp: int
+    activity: str
+    confidence: str
+    start: int
+
+    @classmethod
+    def from_wire(cls, m: Dict[str, Any]) -> "ActivityEvent":
+        return cls(int(m["timestamp"]), m["activity"], m["confidence"], int(m["start"]))
+
+
+@dataclass(frozen=True)
+class AltitudeSample:
+    """``ALTITUDE``: ``pressure`` (kPa), the ``altitude`` it means in the standard atmosphere (m; differences
+    of it are the relative altitude), and the readings' ``precision`` (m, one standard deviation; ``None``
+    at first)."""
+
+    timestamp: int
+    pressure: float
+    altitude: float
+    precision: Optional[float]
+
+    @classmethod
+    def from_wire(cls, m: Dict[str, Any]) -> "AltitudeSample":
+        precision = m.get("precision")
+        return cls(int(m["timestamp"]), float(m["pressure"]), float(m["altitude"]), None if precision is None else float(precision))
+
+
+@dataclass(frozen=True)
 class Dropped:
     """``DROPPED``: ``count`` messages of ``stream`` were lost because this client read too slowly."""
 
@@ -240,6 +291,9 @@ class Snapshot:
     orientation: Optional[OrientationEvent] = None
     tilt: Optional[TiltEvent] = None
     hinge: Optional[HingeSample] = None
+    pedometer: Optional[PedometerEvent] = None
+    activity: Optional[ActivityEvent] = None
+    altitude: Optional[AltitudeSample] = None
 
 
 #: Each stream's sample class, by the wire's ``class``.
@@ -253,6 +307,9 @@ SAMPLE_CLASSES = {
     "ORIENTATION": ("orientation", OrientationEvent),
     "TILT": ("tilt", TiltEvent),
     "HINGE": ("hinge", HingeSample),
+    "PEDOMETER": ("pedometer", PedometerEvent),
+    "ACTIVITY": ("activity", ActivityEvent),
+    "ALTITUDE": ("altitude", AltitudeSample),
 }
 
 

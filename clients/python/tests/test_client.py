@@ -72,7 +72,7 @@ def test_watch_streams_at_the_interval_on_the_sample_clock(daemon):
 
 def test_the_sample_classes_have_every_field_the_daemon_sends(daemon):
     # Each stream's line, read raw: every key of it is a field of its class (nothing is lost).
-    for stream in ["motion", "accelerometer", "gyroscope", "magnetometer"]:
+    for stream in ["motion", "accelerometer", "gyroscope", "magnetometer", "pedometer", "activity"]:
         message = raw_line(daemon, {"class": "WATCH", "streams": [stream], "interval": 0.1}, stream.upper())
         fields = {f.name for f in dataclasses.fields(SAMPLE_CLASSES[stream.upper()][1])}
         assert set(message) - {"class"} <= fields, (stream, set(message) - fields)
@@ -80,6 +80,15 @@ def test_the_sample_classes_have_every_field_the_daemon_sends(daemon):
         assert sample.timestamp == message["timestamp"]
     motion = motiond.samples.sample_from_wire(raw_line(daemon, {"class": "WATCH", "streams": ["motion"]}, "MOTION"))
     assert {f.name for f in dataclasses.fields(motion.attitude)} == {"quaternion", "roll", "pitch", "yaw", "rotation_matrix"}
+
+
+def test_the_altitude_class_reads_the_protocols_example():
+    # The bundled recording has no pressure sensor: the line is docs/protocol.md's own example.
+    line = next(l for l in (ROOT / "docs" / "protocol.md").read_text().splitlines() if l.startswith('{"class":"ALTITUDE"'))
+    message = json.loads(line)
+    sample = motiond.samples.sample_from_wire(message)
+    assert {f.name for f in dataclasses.fields(sample)} == set(message) - {"class"}
+    assert (sample.pressure, sample.altitude, sample.precision) == (89.8746, 1000.0, 0.02)
 
 
 def test_status_and_devices(daemon):

@@ -1,0 +1,65 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionFusion
+
+/// The altimeter's precision against noise of a known size, with and without a climb.
+@Suite struct AltitudeEstimatorTests {
+    /// The pressure (kPa) at geopotential altitude `h` (m) below 11 km: the standard atmosphere's
+    /// barometric formula solved for p, to make readings (the altitude itself is checked against
+    /// independent tables in StandardAtmosphereTests).
+    static func pressure(at h: Double) -> Double { 101.325 * pow(1 - 0.0065 * h / 288.15, 1 / 0.190263) }
+
+    /// Readings every 40 ms (25 Hz) for `seconds`, at `climb` m/s, with Gaussian noise of `sigma` m.
+    static func readings(seconds: Double, climb: Double, sigma: Double) -> [(pressure: Double, timestamp: Int64)] {
+        var noise = SeededNoise(seed: 42)
+        return (0..<Int(seconds * 25)).map { i in
+            let t = Double(i) * 0.04
+            return (pressure(at: 500 + climb * t + sigma * noise.next()), Int64(i) * 40_000_000)
+        }
+    }
+
+    @Test func thePrecisionIsTheNoisesStandardDeviation() throws {
+        var altimeter = AltitudeEstimator()
+        var last: AltitudeEstimator.Reading?
+        for r in Self.readings(seconds: 60, climb: 0, sigma: 0.1) { last = altimeter.update(pressure: r.pressure, timestamp: r.timestamp) }
+        let precision = try #require(last?.precision)
+        #expect(abs(precision - 0.1) < 0.015, "\(precision) m for noise of 0.1 m")
+        #expect(abs(try #require(last).altitude - 500) < 0.5)
+    }
+
+    /// In a lift climbing 1 m/s the readings spread over metres in 10 s, but their noise is still
+    /// 0.1 m: the precision measures the noise, not the climb (at 25 Hz a 1 m/s climb adds
+    /// 0.04 m / √2 per difference, √(0.1² + 0.028²) = 0.104 m).
+    @Test func aSteadyClimbIsNotCountedAsNoise() throws {
+        var altimeter = AltitudeEstimator()
+        var last: AltitudeEstimator.Reading?
+        for r in Self.readings(seconds: 60, climb: 1, sigma: 0.1) { last = altimeter.update(pressure: r.pressure, timestamp: r.timestamp) }
+        let precision = try #require(last?.precision)
+        #expect(precision < 0.12, "\(precision) m in a climb of 1 m/s")
+        #expect(abs(try #require(last).altitude - 560) < 0.5)
+    }
+
+    @Test func noPrecisionBeforeTheThirdReadingAndNoReadingForAPressureOfZero() {
+        var altimeter = AltitudeEstimator()
+        #expect(altimeter.update(pressure: 0, timestamp: 0) == nil)
+        #expect(altimeter.update(pressure: -3, timestamp: 0) == nil)
+        #expect(altimeter.update(pressure: 100, timestamp: 0)?.precision == nil)
+        #expect(altimeter.update(pressure: 100, timestamp: 40_000_000)?.precision == nil)
+        #expect(altimeter.update(pressure: 100, timestamp: 80_000_000)?.precision == 0)
+    }
+
+    /// A new sea-level pressure (a reload with the day's QNH) moves every altitude by metres at
+    /// once; that jump is not noise.
+    @Test func aNewSeaLevelPressureIsNotCountedAsNoise() throws {
+        var altimeter = AltitudeEstimator()
+        for i in 0..<10 { _ = altimeter.update(pressure: 95, timestamp: Int64(i) * 40_000_000) }
+        altimeter.parameters.seaLevelPressure = 102.0
+        var last: AltitudeEstimator.Reading?
+        for i in 10..<20 { last = altimeter.update(pressure: 95, timestamp: Int64(i) * 40_000_000) }
+        #expect(try #require(last?.precision) == 0)
+        let standard = try #require(StandardAtmosphere.altitude(pressure: 95))
+        #expect(try #require(last?.altitude) > standard + 50)
+    }
+}
