@@ -328,6 +328,7 @@ package final class Hub: @unchecked Sendable {
             gyroscopeBiasUncertainty: pipeline.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
                 ?? calibration.calibration?.gyroscopeBiasSigma,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
+            steps: pipeline.latestPedometer.steps, activity: pipeline.latestActivity?.activity, altitude: pipeline.latestAltitude,
             mqtt: bridgeCounters?(), dsu: dsuCounters?())
     }
 

@@ -1,4 +1,5 @@
 import MotionCore
+import MotionWire
 
 /// The kinds of error the daemon counts (metrics' `motiond_errors_total{kind}`).
 package enum DaemonError: String, CaseIterable, Sendable {
@@ -45,6 +46,12 @@ package struct MetricsSnapshot: Sendable {
     /// Its standard deviation, rad/s.
     package var gyroscopeBiasUncertainty: Double?
     package var errors: [DaemonError: Int]
+    /// Steps counted since start.
+    package var steps: Int
+    /// The activity reported last (`nil` while no stream runs the step detector).
+    package var activity: MotionActivityKind?
+    /// The last altitude reading (`nil` while no pressure sensor runs).
+    package var altitude: AltitudeMessage?
     /// The MQTT bridge's, if there is one.
     package var mqtt: BridgeCounters?
     /// The DSU server's, if there is one.

@@ -259,6 +259,13 @@ final class MotionPipeline {
         }
     }
 
+    /// The step count now (0 steps before the first).
+    var latestPedometer: PedometerMessage { latest.pedometer ?? Self.noSteps }
+    /// The activity reported last, while the accelerometer runs for it.
+    var latestActivity: ActivityMessage? { latest.activity }
+    /// The last altitude reading, while the pressure sensor runs.
+    var latestAltitude: AltitudeMessage? { latest.altitude }
+
     /// The current state of an event stream, which a new watcher gets first.
     func currentEvent(of stream: StreamKind) -> (any ServerMessage)? {
         switch stream {

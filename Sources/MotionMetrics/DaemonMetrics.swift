@@ -69,6 +69,15 @@ final class DaemonMetrics {
             }
         }
         for (kind, total) in snapshot.errors { count("motiond_errors_total", ("kind", kind.rawValue), total: total) }
+        count("motiond_steps_total", total: snapshot.steps)
+        // One series per activity, 1 for the one reported (all 0 while nothing runs for it).
+        for kind in MotionActivityKind.allCases {
+            gauge("motiond_activity", snapshot.activity == kind ? 1 : 0, ("activity", kind.rawValue))
+        }
+        if let altitude = snapshot.altitude {
+            gauge("motiond_pressure_kilopascals", altitude.pressure)
+            gauge("motiond_altitude_meters", altitude.altitude)
+        }
         if let mqtt = snapshot.mqtt {
             gauge("motiond_mqtt_connected", mqtt.connected ? 1 : 0)
             count("motiond_mqtt_connections_total", total: mqtt.connections)

@@ -60,6 +60,21 @@ import Testing
         #expect(try httpRequest("POST", port: port, path: "/metrics").status == 405)
     }
 
+    /// The pedometer and activity series say what a POLL of those streams says.
+    @Test func theStepsAndTheActivityAreScrapedAsPolled() async throws {
+        let port = try freeLoopbackPort()
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--metrics", "127.0.0.1:\(port)"])
+        let client = MotionClient(socketPath: daemon.socket)
+        let polled = try await client.snapshot(of: [.pedometer, .activity])
+        let scraped = prometheusSamples(try httpRequest(port: port, path: "/metrics").body)
+        #expect(scraped["motiond_steps_total"] == Double(try #require(polled.pedometer).steps))
+        let activity = try #require(polled.activity).activity
+        for kind in MotionActivityKind.allCases {
+            #expect(scraped["motiond_activity{activity=\"\(kind.rawValue)\"}"] == (kind == activity ? 1 : 0), "\(kind)")
+        }
+        #expect(scraped["motiond_altitude_meters"] == nil, "the recording has no pressure sensor")
+    }
+
     @Test func theBridgesCountersAreScraped() throws {
         let broker = try MosquittoBroker()
         let port = try freeLoopbackPort()
