@@ -59,6 +59,13 @@ public final class MotionClient: Sendable {
         return try request(.status(id: id), id: id, expecting: StatusReply.self)
     }
 
+    /// The steps (`.pedometer`) or activities (`.activity`) between `from` and `to` (seconds of Unix
+    /// time; `nil`: now), of the last 7 days (protocol 1.5, `HISTORY`).
+    public func history(of stream: StreamKind, from: Double, to: Double? = nil) throws(MotionClientError) -> HistoryReply {
+        let id = makeID()
+        return try request(.history(Request.History(id: id, stream: stream, from: from, to: to)), id: id, expecting: HistoryReply.self)
+    }
+
     private func makeID() -> RequestID { .integer(Int64(nextID.add(1, ordering: .relaxed).oldValue)) }
 
     private func request<M: ServerMessage>(_ request: Request, id: RequestID, expecting type: M.Type) throws(MotionClientError) -> M {
@@ -273,7 +280,7 @@ public final class Subscription: Sendable {
         case .dropped(let m): return .dropped(stream: m.stream, count: m.count)
         case .ended(let m): throw .streamEnded(stream: m.stream, reason: m.reason)
         case .error(let m): throw .refused(code: m.code, message: m.message)
-        case .version, .watching, .snapshot, .devices, .status, .unknown:
+        case .version, .watching, .snapshot, .devices, .status, .history, .unknown:
             return nil  // not an update; and classes a later protocol minor version adds
         }
     }

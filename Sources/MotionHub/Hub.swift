@@ -2,6 +2,7 @@ import Logging
 import MotionCore
 import MotionDevices
 import MotionFusion
+import MotionSystem
 import MotionWire
 import NIOCore
 
@@ -23,7 +24,10 @@ package final class Hub: @unchecked Sendable {
     private let polls: PollBroker
     private let captures: CaptureManager
     private let pipeline: MotionPipeline
-    private let calibration: CalibrationKeeper
+    private let calibration: SavedState<SensorFusion.Calibration>
+    private let history: SavedState<GaitHistory.Saved>
+    /// `pipeline.historyRevision` when the history was last saved.
+    private var historySavedRevision = 0
     /// The blocking jobs handed to the thread pool, for shutdown to wait for.
     let offLoop: OffLoopWork
     /// Every origin's devices: this machine's, then each remote's.
@@ -60,8 +64,12 @@ package final class Hub: @unchecked Sendable {
         polls = PollBroker(clients: clients, eventLoop: eventLoop)
         offLoop = OffLoopWork(eventLoop: eventLoop)
         captures = CaptureManager(source: source, eventLoop: eventLoop, offLoop: offLoop, logger: logger)
-        calibration = CalibrationKeeper(store: store, offLoop: offLoop, logger: logger)
-        pipeline = MotionPipeline(fanout: fanout, calibration: calibration)
+        calibration = SavedState("calibration", store: store, offLoop: offLoop, logger: logger)
+        history = SavedState(
+            "step history", store: store.map { StateStore(directory: $0.directory, name: "history.json", files: $0.files) }, offLoop: offLoop,
+            logger: logger)
+        pipeline = MotionPipeline(
+            fanout: fanout, calibration: calibration, history: GaitHistory(saved: history.value, now: Syscall.realtimeNanoseconds()))
         polls.demandsChanged = { [unowned self] in replan() }
         captures.changed = { [unowned self] in replan() }
         captures.received = { [unowned self] events, device in received(events, from: device) }
@@ -95,10 +103,14 @@ package final class Hub: @unchecked Sendable {
         pipeline.seaLevelPressure = seaLevelPressure
     }
 
-    /// Saves the calibration in the background.
+    /// Saves the calibration, and the step history if it changed, in the background.
     package func saveState() {
         eventLoop.preconditionInEventLoop()
         if let fusion = pipeline.fusion { calibration.save(fusion.calibration) }
+        if pipeline.historyRevision != historySavedRevision {
+            historySavedRevision = pipeline.historyRevision
+            history.save(pipeline.history.saved)
+        }
     }
 
     // MARK: Devices
@@ -220,7 +232,8 @@ package final class Hub: @unchecked Sendable {
             let uptime = Double((NIODeadline.now() - startTime).nanoseconds) / 1e9
             reply(Replies.status(
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
-                fusion: pipeline.fusion, saved: calibration.calibration, unavailable: unavailable), to: id)
+                fusion: pipeline.fusion, saved: calibration.value, unavailable: unavailable), to: id)
+        case .history(let query): reply(Replies.history(query, of: pipeline.history, now: Syscall.realtimeNanoseconds()), to: id)
         }
     }
 
@@ -324,9 +337,9 @@ package final class Hub: @unchecked Sendable {
             droppedByClient: Dictionary(uniqueKeysWithValues: clients.outboxes.map { ($0.key, $0.value.queue.totalDropped) }),
             dropped: clients.totalDropped,
             magneticFieldAccuracy: pipeline.fusion?.calibrator.accuracy,
-            gyroscopeBias: pipeline.fusion?.filter.gyroscopeBias ?? calibration.calibration?.gyroscopeBias,
+            gyroscopeBias: pipeline.fusion?.filter.gyroscopeBias ?? calibration.value?.gyroscopeBias,
             gyroscopeBiasUncertainty: pipeline.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
-                ?? calibration.calibration?.gyroscopeBiasSigma,
+                ?? calibration.value?.gyroscopeBiasSigma,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
             steps: pipeline.latestPedometer.steps, activity: pipeline.latestActivity?.activity, altitude: pipeline.latestAltitude,
             mqtt: bridgeCounters?(), dsu: dsuCounters?())
@@ -339,6 +352,7 @@ package final class Hub: @unchecked Sendable {
         stopped = true
         polls.stop()
         calibration.saveNow(pipeline.fusion?.calibration)
+        if pipeline.historyRevision != historySavedRevision { history.saveNow(pipeline.history.saved) }
         captures.stopAll()
     }
 

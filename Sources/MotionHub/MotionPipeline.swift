@@ -1,6 +1,7 @@
 import MotionCore
 import MotionDevices
 import MotionFusion
+import MotionSystem
 import MotionWire
 
 /// Samples in, messages out: puts the captures' samples in one time order, fuses them, detects
@@ -8,7 +9,7 @@ import MotionWire
 /// message to the fanout. Confined to the hub's event loop.
 final class MotionPipeline {
     private let fanout: StreamFanout
-    private let calibration: CalibrationKeeper
+    private let calibration: SavedState<SensorFusion.Calibration>
     /// Called after each sample is fused: a waiting poll may be answerable now.
     var sampleFused: () -> Void = {}
     /// Called when the gyroscope becomes calibrated (true) or stops being so (false), for the log.
@@ -50,8 +51,10 @@ final class MotionPipeline {
     private var tilt = TiltDetector()
     private var stepDetector = StepDetector()
     private var activityClassifier = ActivityClassifier()
-    /// Before the first step: the count since the daemon started is 0.
-    private static let noSteps = PedometerMessage(timestamp: 0, steps: 0, distance: 0, cadence: nil, pace: nil)
+    /// The steps and activities of the last week, and the count since the first start.
+    private(set) var history: GaitHistory
+    /// Changes to `history` since it was last saved.
+    private(set) var historyRevision = 0
     /// Metres per step: 0.415 × a height of 1.70 m, the usual rule of thumb for walking (docs/protocol.md).
     static let stepLength = 0.415 * 1.70
     private var altimeter = AltitudeEstimator()
@@ -59,7 +62,7 @@ final class MotionPipeline {
     /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
     private var baseAccelerometer: DeviceNumber?
     /// The latest value of each stream, for polls.
-    private var latest = { var snapshot = Snapshot(id: nil); snapshot.pedometer = noSteps; return snapshot }()
+    private var latest = Snapshot(id: nil)
     /// The samples of all captures in one time order.
     private var merger = SampleMerger()
     /// Samples the merger let through, reused.
@@ -80,9 +83,11 @@ final class MotionPipeline {
         didSet { box?.fusion.declination = declination * .pi / 180 }
     }
 
-    init(fanout: StreamFanout, calibration: CalibrationKeeper) {
+    init(fanout: StreamFanout, calibration: SavedState<SensorFusion.Calibration>, history: GaitHistory) {
         self.fanout = fanout
         self.calibration = calibration
+        self.history = history
+        latest.pedometer = Self.pedometer(steps: history.totalSteps)
     }
 
     /// Follows a new capture plan: which capture paces the output, the hinge, and a fusion that uses
@@ -125,7 +130,7 @@ final class MotionPipeline {
             var fresh = SensorFusion(
                 gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
                 declination: declination)  // degrees here; the property is in radians
-            if let saved = calibration.calibration { fresh.restore(saved) }
+            if let saved = calibration.value { fresh.restore(saved) }
             box = FusionBox(fresh)
             pendingMotion = nil
         }
@@ -221,25 +226,40 @@ final class MotionPipeline {
         sampleFused()
     }
 
+    /// The count `steps` (a step length each), before a cadence is known.
+    private static func pedometer(steps: Int) -> PedometerMessage {
+        PedometerMessage(timestamp: 0, steps: steps, distance: Double(steps) * stepLength, cadence: nil, pace: nil)
+    }
+
     /// Feeds the step detector and the activity classifier one specific force (m/s²); sends
-    /// `PEDOMETER` once per sample that counted steps, `ACTIVITY` at each change.
+    /// `PEDOMETER` once per sample that counted steps, `ACTIVITY` at each change; both go into the history.
     private func countSteps(_ specificForce: Vector3, at t: Int64) {
         let before = stepDetector.steps
         var last: Int64 = 0
         stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
         if stepDetector.steps != before {
+            history.add(steps: stepDetector.steps - before, at: Self.wallClock(last))
+            historyRevision += 1
             let cadence = stepDetector.stepPeriod.map { 1 / $0 }
-            let message = PedometerMessage(
-                timestamp: last, steps: stepDetector.steps, distance: Double(stepDetector.steps) * Self.stepLength,
-                cadence: cadence, pace: cadence.map { 1 / ($0 * Self.stepLength) })
+            var message = Self.pedometer(steps: history.totalSteps)
+            message.timestamp = last
+            message.cadence = cadence
+            message.pace = cadence.map { 1 / ($0 * Self.stepLength) }
             latest.pedometer = message
             fanout.deliverEvent(.pedometer, message)
         }
         if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector) {
+            history.add(HistoryReply.Activity(activity: change.kind, confidence: change.confidence, start: Double(Self.wallClock(change.start)) * 1e-9))
+            historyRevision += 1
             let message = ActivityMessage(timestamp: t, activity: change.kind, confidence: change.confidence, start: change.start)
             latest.activity = message
             fanout.deliverEvent(.activity, message)
         }
+    }
+
+    /// The wall-clock time (ns of Unix time) of monotonic instant `t`: the two clocks' offset now.
+    private static func wallClock(_ t: Int64) -> Int64 {
+        t &+ (Syscall.realtimeNanoseconds() &- Syscall.monotonicNanoseconds())
     }
 
     /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).
@@ -260,7 +280,7 @@ final class MotionPipeline {
     }
 
     /// The step count now (0 steps before the first).
-    var latestPedometer: PedometerMessage { latest.pedometer ?? Self.noSteps }
+    var latestPedometer: PedometerMessage { latest.pedometer ?? Self.pedometer(steps: history.totalSteps) }
     /// The activity reported last, while the accelerometer runs for it.
     var latestActivity: ActivityMessage? { latest.activity }
     /// The last altitude reading, while the pressure sensor runs.

@@ -85,6 +85,14 @@ public enum Syscall {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
+    /// `clock_gettime(CLOCK_REALTIME)` in integer nanoseconds of Unix time: the wall clock, for what
+    /// outlives a boot (the step history).
+    public static func realtimeNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     /// Sleeps `nanoseconds` on the monotonic clock (less if a signal comes).
     public static func sleep(nanoseconds: Int64) {
         sleep(untilMonotonic: monotonicNanoseconds() + nanoseconds)

@@ -24,6 +24,7 @@ public enum AnyServerMessage: Sendable, Hashable {
     case snapshot(Snapshot)
     case devices(DevicesReply)
     case status(StatusReply)
+    case history(HistoryReply)
     /// A class this version does not know: a later minor version of the protocol added it, and a
     /// reader skips it (docs/protocol.md: fields and classes are added, never renamed).
     case unknown(className: String)
@@ -72,6 +73,7 @@ public enum AnyServerMessage: Sendable, Hashable {
         case .snapshot(let m): m
         case .devices(let m): m
         case .status(let m): m
+        case .history(let m): m
         case .unknown: nil
         }
     }
@@ -107,6 +109,7 @@ public enum AnyServerMessage: Sendable, Hashable {
                 case Snapshot.className: .snapshot(try decode(Snapshot.self))
                 case DevicesReply.className: .devices(try decode(DevicesReply.self))
                 case StatusReply.className: .status(try decode(StatusReply.self))
+                case HistoryReply.className: .history(try decode(HistoryReply.self))
                 default: .unknown(className: name)
                 }
         }

@@ -429,6 +429,51 @@ public struct DevicesReply: ServerMessage {
     }
 }
 
+/// `HISTORY`: the reply to `HISTORY` (protocol 1.5).
+public struct HistoryReply: ServerMessage {
+    public static let className = "HISTORY"
+    /// One activity of the history.
+    public struct Activity: Codable, Sendable, Hashable {
+        public var activity: MotionActivityKind
+        public var confidence: MotionActivityConfidence
+        /// When it began, seconds of Unix time.
+        public var start: Double
+        public init(activity: MotionActivityKind, confidence: MotionActivityConfidence, start: Double) {
+            self.activity = activity
+            self.confidence = confidence
+            self.start = start
+        }
+    }
+    public var id: RequestID?
+    /// `pedometer` or `activity`.
+    public var stream: StreamKind
+    /// The range, seconds of Unix time.
+    public var from: Double
+    public var to: Double
+    /// `pedometer`: the steps of the minutes that begin in the range.
+    public var steps: Int?
+    /// `pedometer`: their distance, m.
+    public var distance: Double?
+    /// `activity`: the one under way at `from`, then those that began in the range, oldest first.
+    public var activities: [Activity]?
+    /// `true` when older activities of the range were left out (at most 1,024 per reply).
+    public var truncated: Bool?
+
+    public init(
+        id: RequestID?, stream: StreamKind, from: Double, to: Double, steps: Int? = nil, distance: Double? = nil,
+        activities: [Activity]? = nil, truncated: Bool? = nil
+    ) {
+        self.id = id
+        self.stream = stream
+        self.from = from
+        self.to = to
+        self.steps = steps
+        self.distance = distance
+        self.activities = activities
+        self.truncated = truncated
+    }
+}
+
 /// `STATUS`: the reply to `STATUS`.
 public struct StatusReply: ServerMessage {
     public static let className = "STATUS"

@@ -7,6 +7,8 @@ public enum Request: Sendable, Hashable {
     case poll(Poll)
     case devices(id: RequestID?)
     case status(id: RequestID?)
+    /// Protocol 1.5.
+    case history(History)
 
     /// The request's `id`, if it had one.
     public var id: RequestID? {
@@ -14,6 +16,7 @@ public enum Request: Sendable, Hashable {
         case .watch(let w): w.id
         case .poll(let p): p.id
         case .devices(let id), .status(let id): id
+        case .history(let h): h.id
         }
     }
 
@@ -64,6 +67,27 @@ public enum Request: Sendable, Hashable {
             self.streams = streams
             self.frame = frame
         }
+    }
+
+    /// `HISTORY`: the steps or activities of a past range (protocol 1.5).
+    public struct History: Sendable, Hashable, Codable {
+        public var id: RequestID?
+        /// `pedometer` or `activity`.
+        public var stream: StreamKind
+        /// The range's start, seconds of Unix time.
+        public var from: Double
+        /// Its end, seconds of Unix time; `nil`: now.
+        public var to: Double?
+
+        public init(id: RequestID? = nil, stream: StreamKind, from: Double, to: Double? = nil) {
+            self.id = id
+            self.stream = stream
+            self.from = from
+            self.to = to
+        }
+
+        /// How far back the daemon keeps the history, s: 7 days.
+        public static let kept = 7 * 86_400.0
     }
 
     private struct Header: Decodable {
@@ -129,6 +153,19 @@ public enum Request: Sendable, Hashable {
                     return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "POLL needs \"streams\""))
                 }
                 return .success(.poll(poll))
+            case "HISTORY":
+                let history = try decoder.decode(History.self, from: data)
+                guard history.stream == .pedometer || history.stream == .activity else {
+                    return .failure(ErrorReply(
+                        id: header.id, code: .invalidArgument, message: "HISTORY keeps pedometer and activity, not \(history.stream.rawValue)"))
+                }
+                guard history.from.isFinite, history.to?.isFinite ?? true else {
+                    return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "from and to must be finite numbers of seconds"))
+                }
+                if let to = history.to, to < history.from {
+                    return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "from \(history.from) is after to \(to)"))
+                }
+                return .success(.history(history))
             case "DEVICES":
                 return .success(.devices(id: header.id))
             case "STATUS":
@@ -136,7 +173,7 @@ public enum Request: Sendable, Hashable {
             default:
                 return .failure(ErrorReply(
                     id: header.id, code: .unknownRequest,
-                    message: "no request \"\(name.prefix(40))\"; requests are WATCH, POLL, DEVICES, STATUS"))
+                    message: "no request \"\(name.prefix(40))\"; requests are WATCH, POLL, HISTORY, DEVICES, STATUS"))
             }
         } catch let DecodingError.dataCorrupted(context) {
             return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: describe(context)))
@@ -171,6 +208,7 @@ public enum Request: Sendable, Hashable {
         case .poll(let p): return Array(try encoder.encode(Tagged(name: "POLL", body: p)))
         case .devices(let id): return Array(try encoder.encode(Tagged(name: "DEVICES", body: IDOnly(id: id))))
         case .status(let id): return Array(try encoder.encode(Tagged(name: "STATUS", body: IDOnly(id: id))))
+        case .history(let h): return Array(try encoder.encode(Tagged(name: "HISTORY", body: h)))
         }
     }
 }

@@ -52,27 +52,105 @@ extension Hardware.Server {
             #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("25"))
 
             let scans = Self.walkScans(seconds: 20, from: 1_000_000_000)
-            var detector = StepDetector()
-            for scan in scans {
-                let force = Vector3(x: 0, y: 0, z: Double(scan.counts[2]) * Self.accelerometerScale)
-                detector.update(specificForce: force, timestamp: scan.time) { _ in }
-            }
-            #expect(detector.steps >= 30)
-            for chunk in stride(from: 0, to: scans.count, by: 50) {
-                let bytes = scans[chunk..<min(chunk + 50, scans.count)].flatMap { Testbed.accelerometerScan($0.counts, time: $0.time) }
-                try testbed.feed("/dev/iio:device0", bytes)
-            }
+            let expected = Self.stepsCounted(in: scans)
+            #expect(expected >= 30)
+            try Self.feed(scans, to: testbed)
             var steps = 0
             var activities: [MotionActivityKind] = []
-            while steps < detector.steps, let line = try? client.next(seconds: 5) {
+            while steps < expected, let line = try? client.next(seconds: 5) {
                 switch try AnyServerMessage(line: Array(line.utf8)) {
                 case .pedometer(let m): steps = m.steps
                 case .activity(let m): activities.append(m.activity)
                 default: break
                 }
             }
-            #expect(steps == detector.steps)
+            #expect(steps == expected)
             #expect(activities.contains(.walking), "\(activities)")
+        }
+    }
+
+    /// What the library counts on `scans`.
+    static func stepsCounted(in scans: [(counts: [Int], time: Int64)]) -> Int {
+        var detector = StepDetector()
+        for scan in scans {
+            let force = Vector3(x: 0, y: 0, z: Double(scan.counts[2]) * accelerometerScale)
+            detector.update(specificForce: force, timestamp: scan.time) { _ in }
+        }
+        return detector.steps
+    }
+
+    /// Feeds `scans` to the fixture's accelerometer a second at a time.
+    static func feed(_ scans: [(counts: [Int], time: Int64)], to testbed: Testbed) throws {
+        for chunk in stride(from: 0, to: scans.count, by: 50) {
+            let bytes = scans[chunk..<min(chunk + 50, scans.count)].flatMap { Testbed.accelerometerScan($0.counts, time: $0.time) }
+            try testbed.feed("/dev/iio:device0", bytes)
+        }
+    }
+
+    /// A walk is in `HISTORY` (its steps in this minute or the last, its activity), and the count
+    /// and the history are what a daemon started again on the same state directory serves.
+    @Test func theCountAndItsHistoryOutliveARestart() async throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let state = NSTemporaryDirectory() + "motiond-history-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // Stamped as a real driver would: CLOCK_MONOTONIC, the last 20 s (the history is in wall-clock
+        // time, converted from the samples' own instants).
+        let scans = Self.walkScans(seconds: 20, from: Int64(ProcessInfo.processInfo.systemUptime * 1e9) - 20_000_000_000)
+        let expected = Self.stepsCounted(in: scans)
+        let before = Date().timeIntervalSince1970 - 61
+        let history = #"{"class":"HISTORY","id":1,"stream":"pedometer","from":\#(before)}"#
+
+        let first = MotionServer(socketPath: Self.socketPath(), stateDirectory: state)
+        try await first.start()
+        try await first.whileServing {
+            let client = try TestClient.greeted(path: first.socketPath)
+            try client.send(#"{"class":"WATCH","streams":["pedometer","activity"]}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try Self.feed(scans, to: testbed)
+            var steps = 0
+            while steps < expected, let line = try? client.next(seconds: 5) {
+                if case .pedometer(let m) = try AnyServerMessage(line: Array(line.utf8)) { steps = m.steps }
+            }
+            try client.send(history)
+            let reply = try client.decode(HistoryReply.self, try client.next("HISTORY"))
+            #expect(reply.steps == expected && reply.distance == Double(expected) * 0.415 * 1.70, "\(reply)")
+            try client.send(#"{"class":"HISTORY","id":2,"stream":"activity","from":\#(before)}"#)
+            let activities = try client.decode(HistoryReply.self, try client.next("HISTORY")).activities ?? []
+            #expect(activities.map(\.activity).contains(.walking), "\(activities)")
+            #expect(activities.allSatisfy { $0.start > before && $0.start < Date().timeIntervalSince1970 }, "wall-clock times: \(activities)")
+        }
+
+        let second = MotionServer(socketPath: Self.socketPath(), stateDirectory: state)
+        try await second.start()
+        try await second.whileServing {
+            let client = try TestClient.greeted(path: second.socketPath)
+            try client.send(#"{"class":"WATCH","streams":["pedometer"]}"#)
+            _ = try client.next("WATCHING")
+            #expect(try client.decode(PedometerMessage.self, try client.next("PEDOMETER")).steps == expected)
+            try client.send(history)
+            #expect(try client.decode(HistoryReply.self, try client.next("HISTORY")).steps == expected)
+        }
+    }
+
+    /// Bad ranges and other streams are refused, saying why; the connection goes on.
+    @Test(arguments: [
+        (#"{"class":"HISTORY","stream":"motion","from":0}"#, "invalid_argument"),
+        (#"{"class":"HISTORY","stream":"pedometer","from":10,"to":5}"#, "invalid_argument"),
+        (#"{"class":"HISTORY","stream":"pedometer","from":1e400}"#, "invalid_argument"),
+        (#"{"class":"HISTORY","stream":"pedometer"}"#, "malformed"),
+        (#"{"class":"HISTORY","stream":"pedometer","from":"yesterday"}"#, "malformed"),
+    ])
+    func aBadHistoryRequestIsRefused(request: String, code: String) async throws {
+        let (_, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let client = try TestClient.greeted(path: server.socketPath)
+            try client.send(request)
+            #expect(try client.decode(ErrorReply.self, try client.next("ERROR")).code.rawValue == code)
+            try client.send(#"{"class":"HISTORY","stream":"pedometer","from":0}"#)
+            let reply = try client.decode(HistoryReply.self, try client.next("HISTORY"))
+            #expect(reply.steps == 0 && reply.from > Date().timeIntervalSince1970 - 7 * 86_400 - 5, "from is clipped to the week kept: \(reply)")
         }
     }
 }
