@@ -141,6 +141,7 @@ extension ServerMessage {
         case let d as DevicesReply: d.id
         case let s as StatusReply: s.id
         case let w as Watching: w.id
+        case let h as HistoryReply: h.id
         default: nil
         }
     }

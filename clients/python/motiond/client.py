@@ -60,6 +60,16 @@ class Client:
         """``STATUS``: uptime, running sensors and their rates, clients, drops, calibration."""
         return await self._request({"class": "STATUS"}, "STATUS")
 
+    async def history(self, stream: str, start: float, end: Optional[float] = None) -> Dict[str, Any]:
+        """``HISTORY`` (protocol 1.5): for ``"pedometer"`` the ``steps`` and ``distance`` (m) of the minutes
+        that begin between ``start`` and ``end`` (seconds of Unix time, as ``time.time()``; ``end`` default
+        now), for ``"activity"`` the ``activities`` begun in the range (the one under way at ``start``
+        first). motiond keeps the last 7 days, across restarts."""
+        request: Dict[str, Any] = {"class": "HISTORY", "stream": stream, "from": start}
+        if end is not None:
+            request["to"] = end
+        return await self._request(request, "HISTORY")
+
     async def devices(self) -> list:
         """``DEVICES``: the sensors there are."""
         return (await self._request({"class": "DEVICES"}, "DEVICES"))["devices"]

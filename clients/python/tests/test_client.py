@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -89,6 +90,23 @@ def test_the_altitude_class_reads_the_protocols_example():
     sample = motiond.samples.sample_from_wire(message)
     assert {f.name for f in dataclasses.fields(sample)} == set(message) - {"class"}
     assert (sample.pressure, sample.altitude, sample.precision) == (89.8746, 1000.0, 0.02)
+
+
+def test_history_counts_the_steps_of_the_last_minutes(daemon):
+    # BROAD's IMU is turned by hand, never walked with: the history holds no steps, and the
+    # activity the replay has reported since it began.
+    async def ask():
+        client = motiond.Client(daemon)
+        await client.get(["activity"])
+        now = time.time()
+        return await client.history("pedometer", now - 600), await client.history("activity", now - 600, now + 1)
+
+    steps, activities = asyncio.run(ask())
+    assert steps["steps"] == 0 and steps["distance"] == 0
+    assert activities["activities"] and all(a["activity"] in {"unknown", "stationary"} for a in activities["activities"])
+    with pytest.raises(motiond.RequestRefused) as refused:
+        asyncio.run(motiond.Client(daemon).history("motion", 0))
+    assert refused.value.code == "invalid_argument"
 
 
 def test_status_and_devices(daemon):
