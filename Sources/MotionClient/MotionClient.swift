@@ -107,6 +107,8 @@ public final class MotionClient: Sendable {
         case activity(ActivityMessage)
         /// An `ALTITUDE` sample: pressure (kPa), altitude in the standard atmosphere (m), precision (m).
         case altitude(AltitudeMessage)
+        /// A `GESTURE`: shake, pick-up or significant motion.
+        case gesture(GestureMessage)
         /// The daemon dropped `count` messages of `stream` because this client read too slowly.
         case dropped(stream: StreamKind, count: Int)
 
@@ -125,6 +127,7 @@ public final class MotionClient: Sendable {
             case .pedometer(let m): m
             case .activity(let m): m
             case .altitude(let m): m
+            case .gesture(let m): m
             case .dropped(let stream, let count): Dropped(stream: stream, count: count)
             }
         }
@@ -277,6 +280,7 @@ public final class Subscription: Sendable {
         case .pedometer(let m): return .pedometer(m)
         case .activity(let m): return .activity(m)
         case .altitude(let m): return .altitude(m)
+        case .gesture(let m): return .gesture(m)
         case .dropped(let m): return .dropped(stream: m.stream, count: m.count)
         case .ended(let m): throw .streamEnded(stream: m.stream, reason: m.reason)
         case .error(let m): throw .refused(code: m.code, message: m.message)

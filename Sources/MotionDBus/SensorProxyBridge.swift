@@ -132,7 +132,7 @@ final class SensorProxyBridge: ClientSink {
             service.markReady(sensor)
         case .ended(let ended):
             watching.remove(ended.stream)
-        case .version, .dropped, .accelerometer, .gyroscope, .magnetometer, .hinge, .pedometer, .activity, .altitude, .snapshot, .devices, .status, .history, .unknown:
+        case .version, .dropped, .accelerometer, .gyroscope, .magnetometer, .hinge, .pedometer, .activity, .altitude, .gesture, .snapshot, .devices, .status, .history, .unknown:
             break  // nothing for D-Bus
         }
     }

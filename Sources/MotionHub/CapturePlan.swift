@@ -54,6 +54,8 @@ struct CapturePlan: Sendable, Hashable {
     /// batches.
     static func sampling(of demand: Demand) -> (rate: Double, latency: Double) {
         if demand.stream.isGaitStream { return (gaitRate, gaitLatency) }
+        // Gestures are seen at the step detector's rate (a shake's swings need it), sent fresh.
+        if demand.stream == .gesture { return (gaitRate, eventLatency) }
         if demand.stream.isEventStream { return (eventRate, eventLatency) }
         return (1 / demand.interval, demand.latency)
     }
@@ -69,7 +71,7 @@ struct CapturePlan: Sendable, Hashable {
     static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
         switch stream {
         case .motion: ([.accelerometer], [.gyroscope, .magnetometer])
-        case .accelerometer, .orientation, .tilt, .hinge, .pedometer, .activity: ([.accelerometer], [])
+        case .accelerometer, .orientation, .tilt, .hinge, .pedometer, .activity, .gesture: ([.accelerometer], [])
         case .gyroscope: ([.gyroscope], [])
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])

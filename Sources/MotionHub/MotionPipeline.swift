@@ -51,6 +51,9 @@ final class MotionPipeline {
     private var tilt = TiltDetector()
     private var stepDetector = StepDetector()
     private var activityClassifier = ActivityClassifier()
+    private var shake = ShakeDetector()
+    private var pickUp = PickUpDetector()
+    private var significantMotion = SignificantMotionDetector()
     /// The steps and activities of the last week, and the count since the first start.
     private(set) var history: GaitHistory
     /// Changes to `history` since it was last saved.
@@ -193,6 +196,8 @@ final class MotionPipeline {
             latest.tilt = TiltMessage(timestamp: t, tilt: tiltState)
             if tiltState != previousTilt { fanout.deliverEvent(.tilt, latest.tilt!) }
             countSteps(sample.vector, at: t)
+            if shake.update(specificForce: sample.vector, timestamp: t) { deliver(.shake, at: t) }
+            if pickUp.update(specificForce: sample.vector, timestamp: t) { deliver(.pickUp, at: t) }
         case .gyroscope:
             box?.fusion.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
@@ -237,6 +242,7 @@ final class MotionPipeline {
         let before = stepDetector.steps
         var last: Int64 = 0
         stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
+        if significantMotion.update(isWalking: stepDetector.isWalking, timestamp: t) { deliver(.significantMotion, at: t) }
         if stepDetector.steps != before {
             history.add(steps: stepDetector.steps - before, at: Self.wallClock(last))
             historyRevision += 1
@@ -255,6 +261,13 @@ final class MotionPipeline {
             latest.activity = message
             fanout.deliverEvent(.activity, message)
         }
+    }
+
+    /// Sends a gesture completed by the sample at `t`, and keeps it for polls.
+    private func deliver(_ gesture: Gesture, at t: Int64) {
+        let message = GestureMessage(timestamp: t, gesture: gesture)
+        latest.gesture = message
+        fanout.deliverEvent(.gesture, message)
     }
 
     /// The wall-clock time (ns of Unix time) of monotonic instant `t`: the two clocks' offset now.
@@ -320,6 +333,7 @@ final class MotionPipeline {
             case .pedometer: copy(\.pedometer)
             case .activity: copy(\.activity)
             case .altitude: copy(\.altitude)
+            case .gesture: copy(\.gesture)
             }
             guard present else { return nil }
         }

@@ -69,7 +69,7 @@ extension SensorKind {
         case .magnetometer: self = .magnetometer
         case .proximity: self = .proximity
         case .altitude: self = .pressure
-        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity: return nil
+        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity, .gesture: return nil
         }
     }
 }

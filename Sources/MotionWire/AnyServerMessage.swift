@@ -19,6 +19,7 @@ public enum AnyServerMessage: Sendable, Hashable {
     case pedometer(PedometerMessage)
     case activity(ActivityMessage)
     case altitude(AltitudeMessage)
+    case gesture(GestureMessage)
     case dropped(Dropped)
     case ended(Ended)
     case snapshot(Snapshot)
@@ -68,6 +69,7 @@ public enum AnyServerMessage: Sendable, Hashable {
         case .pedometer(let m): m
         case .activity(let m): m
         case .altitude(let m): m
+        case .gesture(let m): m
         case .dropped(let m): m
         case .ended(let m): m
         case .snapshot(let m): m
@@ -104,6 +106,7 @@ public enum AnyServerMessage: Sendable, Hashable {
                 case PedometerMessage.className: .pedometer(try decode(PedometerMessage.self))
                 case ActivityMessage.className: .activity(try decode(ActivityMessage.self))
                 case AltitudeMessage.className: .altitude(try decode(AltitudeMessage.self))
+                case GestureMessage.className: .gesture(try decode(GestureMessage.self))
                 case Dropped.className: .dropped(try decode(Dropped.self))
                 case Ended.className: .ended(try decode(Ended.self))
                 case Snapshot.className: .snapshot(try decode(Snapshot.self))

@@ -279,6 +279,18 @@ public struct PedometerMessage: ServerMessage {
     }
 }
 
+/// `GESTURE`: a gesture made with the device (protocol 1.5).
+public struct GestureMessage: ServerMessage {
+    public static let className = "GESTURE"
+    /// The sample that completed the gesture, ns.
+    public var timestamp: Int64
+    public var gesture: Gesture
+    public init(timestamp: Int64, gesture: Gesture) {
+        self.timestamp = timestamp
+        self.gesture = gesture
+    }
+}
+
 /// `ALTITUDE`: a pressure reading and the altitude it means in the standard atmosphere (protocol 1.5).
 public struct AltitudeMessage: ServerMessage {
     public static let className = "ALTITUDE"
@@ -370,6 +382,7 @@ public struct Snapshot: ServerMessage {
     public var pedometer: PedometerMessage?
     public var activity: ActivityMessage?
     public var altitude: AltitudeMessage?
+    public var gesture: GestureMessage?
 
     public init(id: RequestID?) { self.id = id }
 }
@@ -610,6 +623,7 @@ extension StreamKind {
         case .pedometer: PedometerMessage.className
         case .activity: ActivityMessage.className
         case .altitude: AltitudeMessage.className
+        case .gesture: GestureMessage.className
         }
     }
 }

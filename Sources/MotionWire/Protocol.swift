@@ -36,6 +36,8 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case activity
     /// Pressure and the altitude it means (protocol 1.5).
     case altitude
+    /// Shake, pick-up and significant-motion events (protocol 1.5).
+    case gesture
 
     /// The stream's place in `allCases`, for tables indexed by stream.
     public var index: Int {
@@ -52,13 +54,14 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .pedometer: 9
         case .activity: 10
         case .altitude: 11
+        case .gesture: 12
         }
     }
 
     /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
     public var isEventStream: Bool {
         switch self {
-        case .proximity, .light, .orientation, .tilt, .pedometer, .activity: true
+        case .proximity, .light, .orientation, .tilt, .pedometer, .activity, .gesture: true
         case .motion, .accelerometer, .gyroscope, .magnetometer, .hinge, .altitude: false
         }
     }

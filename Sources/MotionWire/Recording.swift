@@ -139,7 +139,7 @@ public enum Recording {
         case .proximity:
             guard numbers.count == 2, numbers[1] == 0 || numbers[1] == 1 else { return nil }
             return Sample(stream: stream, timestamp: t, vector: Vector3(x: numbers[0], y: 0, z: 0), near: numbers[1] == 1)
-        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity, .altitude:
+        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity, .altitude, .gesture:
             return nil  // not raw sensor streams a recording holds (light: not yet)
         }
     }

@@ -15,6 +15,7 @@ struct MotionView {
     var pedometer: PedometerMessage?
     var activity: ActivityMessage?
     var altitude: AltitudeMessage?
+    var gesture: GestureMessage?
     /// The first altitude shown, m: the relative altitude is counted from it, as CoreMotion's is
     /// from the start of its updates.
     var startAltitude: Double?
@@ -35,6 +36,7 @@ struct MotionView {
         pedometer = snapshot.pedometer ?? pedometer
         activity = snapshot.activity ?? activity
         if let m = snapshot.altitude { take(altitude: m) }
+        gesture = snapshot.gesture ?? gesture
     }
 
     private mutating func take(altitude message: AltitudeMessage) {
@@ -60,6 +62,7 @@ struct MotionView {
         case .pedometer(let m): pedometer = m
         case .activity(let m): activity = m
         case .altitude(let m): take(altitude: m)
+        case .gesture(let m): gesture = m
         case .dropped(_, let n): dropped += n
         }
     }
@@ -112,6 +115,7 @@ struct MotionView {
             lines.append(String(format: "pedometer       %d steps   %.1f m", m.steps, m.distance) + cadence)
         }
         if let m = activity { lines.append("activity        \(m.activity.rawValue) (\(m.confidence.rawValue) confidence)") }
+        if let m = gesture { lines.append("gesture         \(m.gesture.rawValue) (last)") }
         if let m = altitude {
             let relative = String(format: "   relative %+.2f m", m.altitude - (startAltitude ?? m.altitude))
             let precision = m.precision.map { String(format: "   ±%.2f m", $0) } ?? ""

@@ -36,7 +36,7 @@ struct Watch: AsyncParsableCommand {
             let devices = try reportingErrors { try client.devices() }
             let kinds = Set(devices.flatMap(\.kinds))
             // Motion needs only an accelerometer; it says itself what the other sensors would add.
-            if kinds.contains(.accelerometer) { streams += [.motion, .orientation, .tilt] }
+            if kinds.contains(.accelerometer) { streams += [.motion, .orientation, .tilt, .pedometer, .activity, .gesture] }
             let locations = Set(devices.filter { $0.kinds.contains(.accelerometer) }.compactMap(\.location))
             if locations.isSuperset(of: ["display", "base"]) { streams.append(.hinge) }
             if kinds.contains(.proximity) { streams.append(.proximity) }

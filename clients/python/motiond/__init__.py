@@ -13,6 +13,7 @@ from .samples import (
     CalibratedMagneticField,
     Dropped,
     Ended,
+    GestureEvent,
     GyroscopeSample,
     HingeSample,
     LightEvent,
@@ -33,7 +34,7 @@ from .samples import (
 )
 
 __all__ = [
-    "AccelerometerSample", "ActivityEvent", "AltitudeSample", "Attitude", "CalibratedMagneticField", "Client", "Dropped", "Ended", "GyroscopeSample",
+    "AccelerometerSample", "ActivityEvent", "AltitudeSample", "Attitude", "CalibratedMagneticField", "Client", "Dropped", "Ended", "GestureEvent", "GyroscopeSample",
     "HingeSample", "LightEvent", "MagnetometerSample", "MotiondError", "MotionSample", "NotRunning", "OrientationEvent",
     "PedometerEvent", "ProtocolError", "ProximityEvent", "Quaternion", "RequestRefused", "Snapshot", "StreamEnded", "TiltEvent", "Vector3",
     "default_socket",

@@ -213,7 +213,7 @@ class HingeSample:
 
 @dataclass(frozen=True)
 class PedometerEvent:
-    """``PEDOMETER``: steps since the daemon started, distance (m), cadence (steps/s) and pace (s/m);
+    """``PEDOMETER``: steps since the daemon's first start (kept across restarts), distance (m), cadence (steps/s) and pace (s/m);
     ``cadence`` and ``pace`` are ``None`` before the third step."""
 
     timestamp: int
@@ -243,6 +243,18 @@ class ActivityEvent:
     @classmethod
     def from_wire(cls, m: Dict[str, Any]) -> "ActivityEvent":
         return cls(int(m["timestamp"]), m["activity"], m["confidence"], int(m["start"]))
+
+
+@dataclass(frozen=True)
+class GestureEvent:
+    """``GESTURE``: ``shake``, ``pick-up`` or ``significant-motion``."""
+
+    timestamp: int
+    gesture: str
+
+    @classmethod
+    def from_wire(cls, m: Dict[str, Any]) -> "GestureEvent":
+        return cls(int(m["timestamp"]), m["gesture"])
 
 
 @dataclass(frozen=True)
@@ -294,6 +306,7 @@ class Snapshot:
     pedometer: Optional[PedometerEvent] = None
     activity: Optional[ActivityEvent] = None
     altitude: Optional[AltitudeSample] = None
+    gesture: Optional[GestureEvent] = None
 
 
 #: Each stream's sample class, by the wire's ``class``.
@@ -310,6 +323,7 @@ SAMPLE_CLASSES = {
     "PEDOMETER": ("pedometer", PedometerEvent),
     "ACTIVITY": ("activity", ActivityEvent),
     "ALTITUDE": ("altitude", AltitudeSample),
+    "GESTURE": ("gesture", GestureEvent),
 }
 
 
