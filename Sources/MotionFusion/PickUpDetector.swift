@@ -10,17 +10,22 @@ import MotionCore
 ///
 /// Parameters:
 /// - `stillness` 0.5 m/s²: how far the specific force may stray from its low-passed value (gravity,
-///   τ = `gravityTimeConstant` 0.2 s) for the device to count as still (a hand's tremor is 0.1–0.3;
-///   a step, 2 and more);
+///   τ = `gravityTimeConstant` 0.2 s), root mean square over `deviationTimeConstant` 0.1 s, for the
+///   device to count as still (a hand's tremor is 0.1–0.3; a step, 2 and more). Averaged, not
+///   sample by sample: one noisy sample in a thousand would otherwise end a rest at 1 kHz and not at
+///   25 Hz, and the detector would depend on the rate;
 /// - `restDuration` 1 s: how long still counts as lying;
 /// - `turn` 30°: the turn of gravity from the resting pose that makes a pick-up;
-/// - `window` 2 s: how long after it starts moving the turn must come.
+/// - `window` 2 s: how long after it starts moving the turn must come (a nudge after which it is
+///   still again in its pose does not start it).
 public struct PickUpDetector: Sendable {
     public struct Parameters: Sendable, Hashable {
         /// m/s².
         public var stillness = 0.5
         /// s.
         public var gravityTimeConstant = 0.2
+        /// s.
+        public var deviationTimeConstant = 0.1
         /// s.
         public var restDuration = 1.0
         /// Radians.
@@ -33,6 +38,8 @@ public struct PickUpDetector: Sendable {
 
     public let parameters: Parameters
     private var gravity: Vector3?
+    /// The mean square of the specific force's deviation from gravity, (m/s²)².
+    private var deviation = 0.0
     private var lastTimestamp: Int64?
     /// When the device became still, while it is.
     private var stillSince: Int64?
@@ -49,6 +56,7 @@ public struct PickUpDetector: Sendable {
         guard let previous = lastTimestamp, timestamp > previous, let low = gravity else {
             // The first sample, or a clock that went back: start over from here.
             gravity = specificForce
+            deviation = 0
             lastTimestamp = timestamp
             stillSince = timestamp
             restingPose = nil
@@ -56,12 +64,16 @@ public struct PickUpDetector: Sendable {
             return false
         }
         lastTimestamp = timestamp
-        let dt = min(Double(timestamp - previous) * 1e-9, parameters.gravityTimeConstant)
-        let updated = low + (specificForce - low) * (dt / parameters.gravityTimeConstant)
+        let dt = Double(timestamp - previous) * 1e-9
+        let updated = low + (specificForce - low) * min(1, dt / parameters.gravityTimeConstant)
         gravity = updated
-        let still = (specificForce - updated).length < parameters.stillness
+        deviation += ((specificForce - updated).squaredLength - deviation) * min(1, dt / parameters.deviationTimeConstant)
+        let still = deviation < parameters.stillness * parameters.stillness
         if still {
             if stillSince == nil { stillSince = timestamp }
+            // Still again in the pose it lay in: a nudge (the table touched), not the start of a
+            // pick-up; the window starts over at the next motion.
+            if let pose = restingPose, Self.angle(pose, updated) < parameters.turn / 3 { movingSince = nil }
             if timestamp - stillSince! >= Int64(parameters.restDuration * 1e9) {
                 restingPose = updated
                 movingSince = nil

@@ -51,9 +51,7 @@ final class MotionPipeline {
     private var tilt = TiltDetector()
     private var stepDetector = StepDetector()
     private var activityClassifier = ActivityClassifier()
-    private var shake = ShakeDetector()
-    private var pickUp = PickUpDetector()
-    private var significantMotion = SignificantMotionDetector()
+    private var gestures = GestureRecognizer()
     /// The steps and activities of the last week, and the count since the first start.
     private(set) var history: GaitHistory
     /// Changes to `history` since it was last saved.
@@ -196,8 +194,7 @@ final class MotionPipeline {
             latest.tilt = TiltMessage(timestamp: t, tilt: tiltState)
             if tiltState != previousTilt { fanout.deliverEvent(.tilt, latest.tilt!) }
             countSteps(sample.vector, at: t)
-            if shake.update(specificForce: sample.vector, timestamp: t) { deliver(.shake, at: t) }
-            if pickUp.update(specificForce: sample.vector, timestamp: t) { deliver(.pickUp, at: t) }
+            gestures.update(specificForce: sample.vector, timestamp: t, isWalking: stepDetector.isWalking) { deliver($0, at: t) }
         case .gyroscope:
             box?.fusion.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
@@ -242,7 +239,6 @@ final class MotionPipeline {
         let before = stepDetector.steps
         var last: Int64 = 0
         stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
-        if significantMotion.update(isWalking: stepDetector.isWalking, timestamp: t) { deliver(.significantMotion, at: t) }
         if stepDetector.steps != before {
             history.add(steps: stepDetector.steps - before, at: Self.wallClock(last))
             historyRevision += 1

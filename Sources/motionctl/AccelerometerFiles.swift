@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import MotionCore
 
-/// The files of the offline gait commands (`steps`, `activity`): an accelerometer CSV in, a CSV out.
+/// The files of the offline gait commands (`steps`, `activity`, `gestures`): an accelerometer CSV in, a CSV out.
 struct AccelerometerFiles: ParsableArguments {
     @Option(help: "The accelerometer CSV file to read (columns t, ax, ay, az; others ignored).")
     var input: String

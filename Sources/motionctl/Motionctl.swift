@@ -6,5 +6,5 @@ struct Motionctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "motionctl",
         abstract: "Look at and work with motion sensors through motiond.",
-        subcommands: [Watch.self, Get.self, Devices.self, Status.self, Calibrate.self, Record.self, Fuse.self, Steps.self, Activity.self])
+        subcommands: [Watch.self, Get.self, Devices.self, Status.self, Calibrate.self, Record.self, Fuse.self, Steps.self, Activity.self, Gestures.self])
 }

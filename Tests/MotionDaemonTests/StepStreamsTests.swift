@@ -134,6 +134,31 @@ extension Hardware.Server {
         }
     }
 
+    /// A phone lying flat, then taken up to face the user (60° in 0.6 s), is one `pick-up` on the
+    /// `gesture` stream, which sends nothing when watching starts (a gesture has no state).
+    @Test func aPhoneTakenUpIsOnePickUpGesture() async throws {
+        let (testbed, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let client = try TestClient.greeted(path: server.socketPath)
+            try client.send(#"{"class":"WATCH","streams":["gesture"]}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            let start = Int64(ProcessInfo.processInfo.systemUptime * 1e9)
+            let scans = (0..<200).map { i -> (counts: [Int], time: Int64) in
+                let t = Double(i) / 50
+                let progress = t < 2 ? 0 : t > 2.6 ? 1 : (1 - cos(.pi * (t - 2) / 0.6)) / 2
+                let angle = 60 * Double.pi / 180 * progress
+                let counts = [0, 9.81 * sin(angle), 9.81 * cos(angle)].map { Int(($0 / Self.accelerometerScale).rounded()) }
+                return (counts, start + Int64(i) * 20_000_000)
+            }
+            try Self.feed(scans, to: testbed)
+            let gesture = try client.decode(GestureMessage.self, try client.next("GESTURE"))
+            #expect(gesture.gesture == .pickUp)
+            #expect(gesture.timestamp > start + 2_000_000_000 && gesture.timestamp < start + 3_000_000_000, "during the turn: \(gesture)")
+            #expect((try? client.next(seconds: 1)) == nil, "one gesture, nothing else")
+        }
+    }
+
     /// Bad ranges and other streams are refused, saying why; the connection goes on.
     @Test(arguments: [
         (#"{"class":"HISTORY","stream":"motion","from":0}"#, "invalid_argument"),

@@ -74,6 +74,20 @@ import Testing
         #expect(Self.gestures(Self.sampled(slide, seconds: 5)).isEmpty)
     }
 
+    /// The table touched (a jolt of 2 m/s² for 0.1 s at 2 s), then the phone taken up 1.9 s later:
+    /// still a pick-up. The nudge used to start the 2 s window, which then ran out before the turn
+    /// (BROAD's attached-magnet trials, their rest ended by a touch the cameras did not see).
+    @Test func aNudgeBeforeThePickUpDoesNotUseUpItsWindow() {
+        let nudgedThenLifted = { (t: Double) -> Vector3 in
+            let jolt = t > 2 && t < 2.1 ? 2.0 : 0
+            let progress = t < 3.9 ? 0 : t > 4.5 ? 1 : (1 - cos(.pi * (t - 3.9) / 0.6)) / 2
+            let angle = 60 * Double.pi / 180 * progress
+            return Vector3(x: jolt, y: 9.81 * sin(angle), z: 9.81 * cos(angle))
+        }
+        let found = Self.gestures(Self.sampled(nudgedThenLifted, seconds: 6))
+        #expect(found.map(\.gesture) == [.pickUp] && found.first.map { $0.time > 3.9 } == true, "\(found.map(\.time))")
+    }
+
     /// A pick-up needs a rest before it: a phone turned while already in the hand and moving is not
     /// picked up again until it has lain still.
     @Test func aTurnWithoutARestFirstIsNoPickUp() {

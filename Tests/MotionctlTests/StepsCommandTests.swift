@@ -4,7 +4,7 @@ import MotionFusion
 import Testing
 import TestSupport
 
-/// `motionctl steps` and `motionctl activity`, run as a user runs them: the built executable, real files.
+/// `motionctl steps`, `activity` and `gestures`, run as a user runs them: the built executable, real files.
 @Suite struct StepsCommandTests {
     let fuse = FuseCommandTests()
 
@@ -51,6 +51,21 @@ import TestSupport
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
         #expect(lines.first == "t,activity,confidence")
         #expect(lines.last?.split(separator: ",")[1] == "walking", "\(lines)")
+    }
+
+    /// The walk begins a significant motion once its steps are confirmed; nothing shakes or is
+    /// picked up (it never lies still).
+    @Test func gesturesFindsTheWalksSignificantMotion() async throws {
+        let input = try fuse.temporaryFile("walk3.csv", walk), output = try fuse.temporaryFile("gestures.csv")
+        let run = try await fuse.run(["gestures", "--input", input, "--output", output])
+        #expect(run.status == 0, "\(run.output)")
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "t,gesture")
+        let rows = lines.dropFirst().map { $0.split(separator: ",") }
+        #expect(rows.map { String($0[1]) } == ["significant-motion"], "\(lines)")
+        // Confirmed once six steps are counted and the 4 s window that tests the gait is full (its
+        // 3 Hz low-pass and 1 s mean add a little): between 4 and 5 s.
+        #expect(rows.first.flatMap { Double($0[0]) }.map { (4...5).contains($0) } == true, "\(lines)")
     }
 
     @Test func aFileWithoutTheColumnsFailsNamingIt() async throws {
