@@ -5,7 +5,8 @@ import MotionFusion
 
 // The fusion core's cost per 9D sample (gyroscope + accelerometer + magnetometer update, with the
 // magnetometer calibration) in release mode, and its allocations (must be 0).
-// And the step detector with the activity classifier per accelerometer sample.
+// And the step detector with the activity classifier per accelerometer sample, the gesture
+// recognizer, and the altimeter per pressure reading.
 // Run: swift package --disable-sandbox benchmark --target MotionFusionBenchmarks
 
 let benchmarks: @Sendable () -> Void = {
@@ -74,6 +75,32 @@ let benchmarks: @Sendable () -> Void = {
         }
         benchmark.stopMeasurement()
         blackHole(steps)
+    }
+
+    Benchmark("gesture recognizer (shake, pick-up, significant motion), one 50 Hz sample of a walk") { benchmark in
+        var recognizer = GestureRecognizer()
+        var gestures = 0
+        var index = 0, lap: Int64 = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            let (force, time) = walk[index]
+            recognizer.update(specificForce: force, timestamp: time + lap * 60_000_000_000, isWalking: index % 100 < 50) { _ in gestures += 1 }
+            index += 1
+            if index == walk.count { index = 0; lap += 1 }
+        }
+        benchmark.stopMeasurement()
+        blackHole(gestures)
+    }
+
+    Benchmark("altimeter, one pressure reading") { benchmark in
+        var altimeter = AltitudeEstimator()
+        var time: Int64 = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            time += 40_000_000
+            blackHole(altimeter.update(pressure: 95 + Double(time % 7) * 1e-4, timestamp: time))
+        }
+        benchmark.stopMeasurement()
     }
 
     Benchmark("device motion in the magnetic-north frame") { benchmark in
