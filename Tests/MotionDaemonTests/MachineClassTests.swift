@@ -79,14 +79,15 @@ extension Hardware {
         }
 
         /// STATUS says what the machine cannot give before anything is watched: the laptop of (a) has
-        /// one accelerometer and nothing else, so every other sensor's stream (light too), the hinge, and the
+        /// one accelerometer and nothing else, so every other sensor's stream (light and altitude too), the hinge, and the
         /// yaw, rotation rate, magnetic field and heading of motion (the reasons as in protocol.md).
         @Test func statusSaysWhatALaptopWithOnlyAnAccelerometerCannotGiveAndWhy() throws {
             let session = try Session("laptop-hid-accelerometer")
             try session.client.send(#"{"class":"STATUS"}"#)
             let status = try session.client.decode(StatusReply.self, try session.client.next("STATUS"))
             let unavailable = try #require(status.unavailable)
-            #expect(unavailable.streams.keys.sorted() == ["gyroscope", "hinge", "light", "magnetometer", "proximity"])
+            #expect(unavailable.streams.keys.sorted() == ["altitude", "gyroscope", "hinge", "light", "magnetometer", "proximity"])
+            #expect(unavailable.streams["altitude"] == "altitude needs a sensor this machine does not have: pressure")
             #expect(unavailable.streams["gyroscope"] == "gyroscope needs a sensor this machine does not have: gyroscope")
             #expect(unavailable.streams["hinge"] == "hinge needs two accelerometers, one in the display and one in the base")
             #expect(unavailable.motion == [.yaw, .rotationRate, .magneticField, .heading])

@@ -184,6 +184,7 @@ extension LineFramerTests {
             "MAGNETOMETER": MagnetometerMessage.self, "PROXIMITY": ProximityMessage.self, "LIGHT": LightMessage.self,
             "ORIENTATION": OrientationMessage.self, "TILT": TiltMessage.self, "HINGE": HingeMessage.self,
             "PEDOMETER": PedometerMessage.self, "ACTIVITY": ActivityMessage.self, "DROPPED": Dropped.self, "ENDED": Ended.self,
+            "ALTITUDE": AltitudeMessage.self, "GESTURE": GestureMessage.self, "HISTORY": HistoryReply.self,
         ]
         var checked = 0
         for var line in try Self.exampleLines() {
@@ -192,6 +193,8 @@ extension LineFramerTests {
             // A DEVICES request looks like the reply's class: only replies have "devices".
             if name == "DEVICES" && !line.contains("\"devices\"") { continue }
             if ["WATCH", "POLL", "STATUS"].contains(name) && !line.contains("uptime") { continue }
+            // A HISTORY request, not its reply: only replies have "steps" or "activities".
+            if name == "HISTORY" && !line.contains("\"steps\"") && !line.contains("\"activities\"") { continue }
             let type = try #require(types[name], "\(name) has no message type")
             func check<M: ServerMessage>(_ t: M.Type) throws { _ = try Wire.decode(t, from: Array(line.utf8)) }
             try check(type)
