@@ -22,6 +22,8 @@ public struct Configuration: Sendable, Equatable {
     public var declination: Double?
     /// The pressure at sea level for the altitude, kPa (docs/protocol.md, `ALTITUDE`).
     public var seaLevelPressure: Double?
+    /// The height of the person carrying the device, m: a walking step is 0.415 × it (docs/activity.md).
+    public var height: Double?
     /// Mount matrices for boards with none or a wrong one (see docs/frames.md); read at start.
     public var mountMatrices: [MountMatrixSetting]?
     /// Whether to serve iio-sensor-proxy's D-Bus interface on the system bus (docs/dbus.md).
@@ -164,6 +166,10 @@ extension Configuration: SettingsSection {
             "sea_level_pressure", \.seaLevelPressure, .number("kPa, 30 to 120"), default: "101.325", reload: .live, flag: true,
             summary: "The sea-level pressure the altitude stream is computed for: the standard atmosphere's, or the local QNH (in kPa: 1013.2 hPa is 101.32).",
             check: { (30...120).contains($0) ? nil : "\($0) kPa is outside 30...120 kPa (in kPa, not hPa: 1013.25 hPa is 101.325 kPa)" }),
+        .optional(
+            "height", \.height, .number("m, 0.5 to 2.5"), default: "1.70", reload: .live, flag: true,
+            summary: "The height of the person carrying the device, for the distance walked: a step is 0.415 × the height.",
+            check: { (0.5...2.5).contains($0) ? nil : "\($0) m is outside 0.5...2.5 m (in metres: 175 cm is 1.75)" }),
         .optional(
             "mount_matrices", \.mountMatrices, .list(of: .section("mapping"), "list of mappings"), default: "none",
             summary: "Mount matrices for boards with none or a wrong one (frames.md): each entry names its device by exactly one of name, label, syspath."),

@@ -115,11 +115,12 @@ public final class MotionServer: Sendable {
         loops.shutdownGracefully { _ in }
     }
 
-    /// Applies the settings that can change while running (declination, sea-level pressure); others
-    /// need a restart.
+    /// Applies the settings that can change while running (declination, sea-level pressure, height);
+    /// others need a restart.
     public func apply(_ settings: Configuration) {
         let declination = settings.declination ?? 0
         let seaLevelPressure = settings.seaLevelPressure ?? StandardAtmosphere.seaLevelPressure
-        hub.eventLoop.execute { [hub] in hub.apply(declination: declination, seaLevelPressure: seaLevelPressure) }
+        let height = settings.height ?? 1.70
+        hub.eventLoop.execute { [hub] in hub.apply(declination: declination, seaLevelPressure: seaLevelPressure, height: height) }
     }
 }

@@ -96,11 +96,12 @@ package final class Hub: @unchecked Sendable {
     }
 
     /// Applies the settings that can change while running (a configuration reload): the magnetic
-    /// declination (degrees east of true north) and the sea-level pressure (kPa).
-    package func apply(declination: Double, seaLevelPressure: Double) {
+    /// declination (degrees east of true north), the sea-level pressure (kPa) and the walker's height (m).
+    package func apply(declination: Double, seaLevelPressure: Double, height: Double) {
         eventLoop.preconditionInEventLoop()
         pipeline.declination = declination
         pipeline.seaLevelPressure = seaLevelPressure
+        pipeline.stepLength = MotionPipeline.stepLength(height: height)
     }
 
     /// Saves the calibration, and the step history if it changed, in the background.
@@ -233,7 +234,8 @@ package final class Hub: @unchecked Sendable {
             reply(Replies.status(
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
                 fusion: pipeline.fusion, saved: calibration.value, unavailable: unavailable), to: id)
-        case .history(let query): reply(Replies.history(query, of: pipeline.history, now: Syscall.realtimeNanoseconds()), to: id)
+        case .history(let query):
+            reply(Replies.history(query, of: pipeline.history, stepLength: pipeline.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
         }
     }
 

@@ -56,8 +56,11 @@ final class MotionPipeline {
     private(set) var history: GaitHistory
     /// Changes to `history` since it was last saved.
     private(set) var historyRevision = 0
-    /// Metres per step: 0.415 × a height of 1.70 m, the usual rule of thumb for walking (docs/protocol.md).
-    static let stepLength = 0.415 * 1.70
+    /// Metres per walking step for a person `height` m tall: 0.415 × the height, the usual rule of
+    /// thumb (docs/activity.md).
+    static func stepLength(height: Double) -> Double { 0.415 * height }
+    /// Metres per step; a new one applies to the distances sent from then on, the total's included.
+    var stepLength = stepLength(height: 1.70)
     private var altimeter = AltitudeEstimator()
     private var hinge: HingeEstimator?
     /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
@@ -88,7 +91,7 @@ final class MotionPipeline {
         self.fanout = fanout
         self.calibration = calibration
         self.history = history
-        latest.pedometer = Self.pedometer(steps: history.totalSteps)
+        latest.pedometer = pedometer(steps: history.totalSteps)
     }
 
     /// Follows a new capture plan: which capture paces the output, the hinge, and a fusion that uses
@@ -229,7 +232,7 @@ final class MotionPipeline {
     }
 
     /// The count `steps` (a step length each), before a cadence is known.
-    private static func pedometer(steps: Int) -> PedometerMessage {
+    private func pedometer(steps: Int) -> PedometerMessage {
         PedometerMessage(timestamp: 0, steps: steps, distance: Double(steps) * stepLength, cadence: nil, pace: nil)
     }
 
@@ -243,10 +246,10 @@ final class MotionPipeline {
             history.add(steps: stepDetector.steps - before, at: Self.wallClock(last))
             historyRevision += 1
             let cadence = stepDetector.stepPeriod.map { 1 / $0 }
-            var message = Self.pedometer(steps: history.totalSteps)
+            var message = pedometer(steps: history.totalSteps)
             message.timestamp = last
             message.cadence = cadence
-            message.pace = cadence.map { 1 / ($0 * Self.stepLength) }
+            message.pace = cadence.map { 1 / ($0 * stepLength) }
             latest.pedometer = message
             fanout.deliverEvent(.pedometer, message)
         }
@@ -289,7 +292,7 @@ final class MotionPipeline {
     }
 
     /// The step count now (0 steps before the first).
-    var latestPedometer: PedometerMessage { latest.pedometer ?? Self.pedometer(steps: history.totalSteps) }
+    var latestPedometer: PedometerMessage { latest.pedometer ?? pedometer(steps: history.totalSteps) }
     /// The activity reported last, while the accelerometer runs for it.
     var latestActivity: ActivityMessage? { latest.activity }
     /// The last altitude reading, while the pressure sensor runs.

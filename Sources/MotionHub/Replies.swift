@@ -6,16 +6,16 @@ import MotionWire
 /// The replies that describe the daemon: DEVICES (what there is), STATUS (what runs) and HISTORY
 /// (what was counted).
 enum Replies {
-    /// HISTORY: `query` answered from `history` at `now` (ns of Unix time); a `from` before the week
-    /// kept is answered as from its start.
-    static func history(_ query: Request.History, of history: GaitHistory, now: Int64) -> HistoryReply {
+    /// HISTORY: `query` answered from `history` at `now` (ns of Unix time), a step `stepLength` m; a
+    /// `from` before the week kept is answered as from its start.
+    static func history(_ query: Request.History, of history: GaitHistory, stepLength: Double, now: Int64) -> HistoryReply {
         let to = query.to ?? Double(now) * 1e-9
         let from = max(query.from, Double(now) * 1e-9 - Request.History.kept)
         var reply = HistoryReply(id: query.id, stream: query.stream, from: from, to: max(from, to))
         if query.stream == .pedometer {
             let steps = history.steps(from: reply.from, to: reply.to, now: now)
             reply.steps = steps
-            reply.distance = Double(steps) * MotionPipeline.stepLength
+            reply.distance = Double(steps) * stepLength
         } else {
             let (activities, truncated) = history.activities(from: reply.from, to: reply.to)
             reply.activities = activities

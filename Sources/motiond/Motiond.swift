@@ -57,6 +57,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("log_level"))) var logLevel: String?
     @Option(help: ArgumentHelp(Configuration.help("declination"))) var declination: String?
     @Option(help: ArgumentHelp(Configuration.help("sea_level_pressure"))) var seaLevelPressure: String?
+    @Option(help: ArgumentHelp(Configuration.help("height"))) var height: String?
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("dbus"))) var dbus: Bool?
     @Option(help: ArgumentHelp(Configuration.help("metrics"))) var metrics: String?
     @Option(help: ArgumentHelp(Configuration.help("dsu"))) var dsu: String?
@@ -80,7 +81,7 @@ struct Motiond: AsyncParsableCommand {
         try Configuration.flags([
             "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
             "state_save_interval": stateSaveInterval, "log_level": logLevel, "declination": declination,
-            "sea_level_pressure": seaLevelPressure,
+            "sea_level_pressure": seaLevelPressure, "height": height,
             "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
         ])
     }

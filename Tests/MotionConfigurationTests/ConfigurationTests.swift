@@ -161,6 +161,7 @@ import Testing
         // The sea-level pressure is in kPa: the hPa of a weather report is refused with the unit to use.
         #expect { try Configuration.flags(["sea_level_pressure": "1013.2"]) } throws: { "\($0)".contains("in kPa, not hPa") }
         #expect(try Configuration.flags(["sea_level_pressure": "101.32"]).seaLevelPressure == 101.32)
+        #expect { try Configuration.flags(["height": "175"]) } throws: { "\($0)".contains("in metres: 175 cm is 1.75") }
         #expect { try Configuration.flags(["state_save_interval": "soon"]) } throws: { "\($0)" == "command line: --state-save-interval: expected a number" }
         #expect { try Configuration.flags(["mqtt": "x"]) } throws: { "\($0)".contains("is not a setting motiond takes as a flag") }
         // --dsu is `dsu.listen` alone; the file's `dsu:` takes that or a mapping.
@@ -168,7 +169,7 @@ import Testing
         #expect { try Configuration.flags(["dsu": "nowhere"]) } throws: { "\($0)".contains("--dsu: \"nowhere\" is not host:port") }
         // Of two bad flags, the one first in the table is named, whatever the order given.
         #expect { try Configuration.flags(["metrics": "nowhere", "socket_mode": "999"]) } throws: { "\($0)".hasPrefix("command line: --socket-mode:") }
-        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "log_level", "declination", "sea_level_pressure", "dbus", "metrics", "dsu"])
+        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "log_level", "declination", "sea_level_pressure", "height", "dbus", "metrics", "dsu"])
     }
 
     /// Only the settings declared live apply on reload; every other key that differs is named as
@@ -179,7 +180,7 @@ import Testing
             ("socket", { $0.socket = "/x" }), ("socket_mode", { $0.socketMode = "0600" }), ("socket_group", { $0.socketGroup = "g" }),
             ("state_directory", { $0.stateDirectory = "/s" }), ("state_save_interval", { $0.stateSaveInterval = 5 }),
             ("log_level", { $0.logLevel = "debug" }), ("declination", { $0.declination = 2 }),
-            ("sea_level_pressure", { $0.seaLevelPressure = 102 }),
+            ("sea_level_pressure", { $0.seaLevelPressure = 102 }), ("height", { $0.height = 1.8 }),
             ("mount_matrices", { $0.mountMatrices = [] }), ("dbus", { $0.dbus = true }), ("mqtt", { $0.mqtt = MQTTSettings(broker: "mqtt://x") }),
             ("metrics", { $0.metrics = "127.0.0.1:1" }), ("network_sensors", { $0.networkSensors = ["ip:a"] }),
             ("dsu", { $0.dsu = DSUSettings() }),
@@ -188,7 +189,7 @@ import Testing
         for (key, change) in changed {
             var next = base
             change(&next)
-            let live = ["log_level", "declination", "sea_level_pressure"].contains(key)
+            let live = ["log_level", "declination", "sea_level_pressure", "height"].contains(key)
             #expect(next.restartOnlyDifferences(from: base) == (live ? [] : [key]), "\(key)")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import MotionConfiguration
 import MotionCore
 import MotionFusion
 import MotionWire
@@ -116,6 +117,16 @@ extension Hardware.Server {
             try client.send(history)
             let reply = try client.decode(HistoryReply.self, try client.next("HISTORY"))
             #expect(reply.steps == expected && reply.distance == Double(expected) * 0.415 * 1.70, "\(reply)")
+            // A taller walker set by a reload: the same steps are a longer way.
+            var settings = Configuration()
+            settings.height = 2.0
+            first.apply(settings)  // on the hub's loop, which may read the next request first: asked until applied
+            var taller = reply
+            for _ in 0..<20 where taller.distance == reply.distance {
+                try client.send(history)
+                taller = try client.decode(HistoryReply.self, try client.next("HISTORY"))
+            }
+            #expect(abs((taller.distance ?? 0) - Double(expected) * 0.415 * 2.0) < 1e-9, "\(taller)")
             try client.send(#"{"class":"HISTORY","id":2,"stream":"activity","from":\#(before)}"#)
             let activities = try client.decode(HistoryReply.self, try client.next("HISTORY")).activities ?? []
             #expect(activities.map(\.activity).contains(.walking), "\(activities)")
