@@ -16,12 +16,16 @@ public struct PedometerData: Sendable, Hashable {
     public var currentCadence: Double?
     /// Seconds per metre now; `nil` as `currentCadence`.
     public var currentPace: Double?
+    /// Floors (about 3 m) climbed on foot in the span; `nil` without a pressure sensor, and for queries.
+    public var floorsAscended: Int?
+    /// Floors gone down on foot in the span, as `floorsAscended`.
+    public var floorsDescended: Int?
 }
 
 /// CoreMotion's `CMPedometer`, on motiond's `pedometer` stream and its `HISTORY` (docs/protocol.md):
 /// live counts since a date, and counts over a past range of the last 7 days. Handlers run on the
-/// subscription's thread (live updates) or the caller's (queries). Floors need a pressure sensor and
-/// are not counted in this version (`isFloorCountingAvailable` is false).
+/// subscription's thread (live updates) or the caller's (queries). Floors need a pressure sensor, and
+/// are counted live only (not kept in the history).
 ///
 ///     let pedometer = Pedometer()
 ///     pedometer.startUpdates(from: Date()) { data, error in
@@ -43,8 +47,8 @@ public final class Pedometer: Sendable {
     public var isCadenceAvailable: Bool { isStepCountingAvailable }
     /// Whether the pace is given (with the steps).
     public var isPaceAvailable: Bool { isStepCountingAvailable }
-    /// Floors are not counted by this version.
-    public var isFloorCountingAvailable: Bool { false }
+    /// Whether floors are counted (the daemon has a pressure sensor).
+    public var isFloorCountingAvailable: Bool { (try? client.devices())?.contains { $0.kinds.contains(.pressure) } ?? false }
 
     /// The steps between `start` and `end` (of the last 7 days, to the minute: the minutes that
     /// begin in the range), given to `handler` at once, on the caller's thread.
@@ -70,20 +74,23 @@ public final class Pedometer: Sendable {
         }
         // The stream's count is since the daemon's first start: the span's steps are what it adds to
         // its first value, on top of the history's.
-        let baseline = Mutex<Int?>(nil)
+        let baseline = Mutex<(steps: Int, ascended: Int?, descended: Int?)?>(nil)
         live.replace {
             client.watch([.pedometer]) { result in
                 switch result {
                 case .success(.pedometer(let m)):
                     let first = baseline.withLock { first in
-                        if first == nil { first = m.steps }
+                        if first == nil { first = (m.steps, m.floorsAscended, m.floorsDescended) }
                         return first!
                     }
-                    let steps = past + m.steps - first
+                    let steps = past + m.steps - first.steps
+                    // Floors since these updates began (the history keeps none).
+                    func since(_ now: Int?, _ then: Int?) -> Int? { now.map { $0 - (then ?? 0) } }
                     handler(PedometerData(
                         startDate: start, endDate: m.timestamp > 0 ? Date(monotonicNanoseconds: m.timestamp) : Date(),
                         numberOfSteps: steps, distance: m.steps > 0 ? m.distance / Double(m.steps) * Double(steps) : 0,
-                        currentCadence: m.cadence, currentPace: m.pace), nil)
+                        currentCadence: m.cadence, currentPace: m.pace, floorsAscended: since(m.floorsAscended, first.ascended),
+                        floorsDescended: since(m.floorsDescended, first.descended)), nil)
                 case .success: break
                 case .failure(let error): handler(nil, error)
                 }

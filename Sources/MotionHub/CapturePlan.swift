@@ -71,7 +71,8 @@ struct CapturePlan: Sendable, Hashable {
     static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
         switch stream {
         case .motion: ([.accelerometer], [.gyroscope, .magnetometer])
-        case .accelerometer, .orientation, .tilt, .hinge, .pedometer, .activity, .gesture: ([.accelerometer], [])
+        case .pedometer: ([.accelerometer], [.pressure])
+        case .accelerometer, .orientation, .tilt, .hinge, .activity, .gesture: ([.accelerometer], [])
         case .gyroscope: ([.gyroscope], [])
         case .magnetometer: ([.magnetometer], [])
         case .proximity: ([.proximity], [])
@@ -125,7 +126,9 @@ struct CapturePlan: Sendable, Hashable {
                 continue
             }
             for kind in required.union(optional.intersection(available)) {
-                rates[kind] = max(rates[kind] ?? 0, rate)
+                // The pedometer's floors need the pressure a few times a second, not at the steps' rate.
+                let kindRate = stream == .pedometer && kind == .pressure ? min(rate, Self.eventRate) : rate
+                rates[kind] = max(rates[kind] ?? 0, kindRate)
                 latencies[kind] = min(latencies[kind] ?? .infinity, patience[stream]!)
             }
         }

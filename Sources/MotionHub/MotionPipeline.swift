@@ -62,6 +62,8 @@ final class MotionPipeline {
     /// Metres per step; a new one applies to the distances sent from then on, the total's included.
     var stepLength = stepLength(height: 1.70)
     private var altimeter = AltitudeEstimator()
+    /// Floors on foot, while a pressure sensor runs with the pedometer.
+    private var floors: FloorCounter?
     private var hinge: HingeEstimator?
     /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
     private var baseAccelerometer: DeviceNumber?
@@ -224,6 +226,14 @@ final class MotionPipeline {
             if changed { fanout.deliverEvent(.light, message) }
         case .pressure:
             guard let reading = altimeter.update(pressure: sample.vector.x, timestamp: t) else { break }
+            if floors == nil { floors = FloorCounter() }
+            if floors!.update(altitude: reading.altitude, timestamp: t, isWalking: stepDetector.isWalking) {
+                var message = latestPedometer
+                message.floorsAscended = floors!.ascended
+                message.floorsDescended = floors!.descended
+                latest.pedometer = message
+                fanout.deliverEvent(.pedometer, message)
+            }
             let message = AltitudeMessage(timestamp: t, pressure: reading.pressure, altitude: reading.altitude, precision: reading.precision)
             latest.altitude = message
             fanout.deliver(.altitude, timestamp: t, period: period) { writer, _ in writer.write(message) }
@@ -247,6 +257,8 @@ final class MotionPipeline {
             historyRevision += 1
             let cadence = stepDetector.stepPeriod.map { 1 / $0 }
             var message = pedometer(steps: history.totalSteps)
+            message.floorsAscended = floors?.ascended
+            message.floorsDescended = floors?.descended
             message.timestamp = last
             message.cadence = cadence
             message.pace = cadence.map { 1 / ($0 * stepLength) }

@@ -270,12 +270,22 @@ public struct PedometerMessage: ServerMessage {
     public var cadence: Double?
     /// Seconds per metre; `nil` before the third step.
     public var pace: Double?
-    public init(timestamp: Int64, steps: Int, distance: Double, cadence: Double?, pace: Double?) {
+    /// Floors (about 3 m) climbed on foot since the pedometer started (protocol 1.5); `nil` without
+    /// a pressure sensor.
+    public var floorsAscended: Int?
+    /// Floors gone down on foot, as `floorsAscended`.
+    public var floorsDescended: Int?
+    public init(
+        timestamp: Int64, steps: Int, distance: Double, cadence: Double?, pace: Double?, floorsAscended: Int? = nil,
+        floorsDescended: Int? = nil
+    ) {
         self.timestamp = timestamp
         self.steps = steps
         self.distance = distance
         self.cadence = cadence
         self.pace = pace
+        self.floorsAscended = floorsAscended
+        self.floorsDescended = floorsDescended
     }
 }
 

@@ -28,7 +28,7 @@ import Testing
             #"{"class":"HISTORY","id":$ID,"stream":"pedometer","from":1795564800,"to":1795568400,"steps":100,"distance":70.55}"#,
             #"{"class":"WATCHING","id":$ID,"streams":[{"stream":"pedometer"}]}"#,
             #"{"class":"PEDOMETER","timestamp":0,"steps":500,"distance":352.75}"#,
-            #"{"class":"PEDOMETER","timestamp":5000000000,"steps":503,"distance":354.8665,"cadence":1.8,"pace":0.787}"#,
+            #"{"class":"PEDOMETER","timestamp":5000000000,"steps":503,"distance":354.8665,"cadence":1.8,"pace":0.787,"floors_ascended":4,"floors_descended":1}"#,
         ])
         let pedometer = Pedometer(client: MotionClient(socketPath: daemon.path, timeout: 2))
         let collected = Collected<PedometerData>()
@@ -40,6 +40,8 @@ import Testing
         #expect(data.allSatisfy { $0.startDate == start })
         #expect(abs((data.last?.distance ?? 0) - 103 * 0.7055) < 1e-9)
         #expect(data.last?.currentCadence == 1.8 && data.first?.currentCadence == nil)
+        // Floors since the updates began; none known before a pressure sensor reported them.
+        #expect(data.first?.floorsAscended == nil && data.last?.floorsAscended == 4 && data.last?.floorsDescended == 1)
     }
 
     @Test func aPedometerQueryIsTheHistorysCountOverItsRange() throws {

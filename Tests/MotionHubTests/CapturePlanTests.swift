@@ -49,6 +49,20 @@ import Testing
         #expect(withOrientation.captures == [.init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 25, latency: CapturePlan.eventLatency)])
     }
 
+    /// With a pressure sensor the pedometer counts floors: the barometer runs beside it at the event
+    /// rate (a floor is 3 m, climbed in 10 s and more), not at the steps' 25 Hz; `altitude` asks its own.
+    @Test func thePedometerReadsAPressureSensorForFloorsAtTheEventRate() {
+        let withBarometer = phone + [device(4, [.pressure])]
+        let plan = CapturePlan(demands: [.init(stream: .pedometer, interval: 5)], devices: withBarometer)
+        #expect(plan.captures == [
+            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 25, latency: 1),
+            .init(device: DeviceNumber(4), kinds: [.pressure], rate: CapturePlan.eventRate, latency: 1),
+        ])
+        let altitude = CapturePlan(demands: [.init(stream: .pedometer, interval: 5), .init(stream: .altitude, interval: 0.05)], devices: withBarometer)
+        #expect(altitude.captures.last == .init(device: DeviceNumber(4), kinds: [.pressure], rate: 20, latency: 0))
+        #expect(CapturePlan(demands: [.init(stream: .pedometer, interval: 5)], devices: phone).captures.count == 1, "no barometer: steps alone")
+    }
+
     /// A sensor batches only as far as its most impatient client lets it: one client that waits for
     /// nothing makes every scan go at once; an orientation watcher beside batching clients caps them
     /// at the event latency.

@@ -214,20 +214,24 @@ class HingeSample:
 @dataclass(frozen=True)
 class PedometerEvent:
     """``PEDOMETER``: steps since the daemon's first start (kept across restarts), distance (m), cadence (steps/s) and pace (s/m);
-    ``cadence`` and ``pace`` are ``None`` before the third step."""
+    ``cadence`` and ``pace`` are ``None`` before the third step; floors climbed and gone down on foot where a
+    pressure sensor runs (else ``None``)."""
 
     timestamp: int
     steps: int
     distance: float
     cadence: Optional[float]
     pace: Optional[float]
+    floors_ascended: Optional[int] = None
+    floors_descended: Optional[int] = None
 
     @classmethod
     def from_wire(cls, m: Dict[str, Any]) -> "PedometerEvent":
-        def optional(key: str) -> Optional[float]:
-            return None if m.get(key) is None else float(m[key])
+        def optional(key: str, kind=float):
+            return None if m.get(key) is None else kind(m[key])
 
-        return cls(int(m["timestamp"]), int(m["steps"]), float(m["distance"]), optional("cadence"), optional("pace"))
+        return cls(int(m["timestamp"]), int(m["steps"]), float(m["distance"]), optional("cadence"), optional("pace"),
+                   optional("floors_ascended", int), optional("floors_descended", int))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,39 @@
+import MotionCore
+import Testing
+
+@testable import MotionFusion
+
+/// Floors as CoreMotion counts them: about 3 m each, on foot only.
+@Suite struct FloorCounterTests {
+    /// Altitudes every 0.25 s (a pressure sensor read 4 times a second) with noise of 0.1 m, the
+    /// walker's state with each.
+    static func count(seconds: Double, altitude: (Double) -> Double, walking: (Double) -> Bool) -> (ascended: Int, descended: Int) {
+        var counter = FloorCounter()
+        var noise = SeededNoise(seed: 3)
+        for i in 0..<Int(seconds * 4) {
+            let t = Double(i) / 4
+            _ = counter.update(altitude: altitude(t) + 0.1 * noise.next(), timestamp: Int64(t * 1e9), isWalking: walking(t))
+        }
+        return (counter.ascended, counter.descended)
+    }
+
+    /// Four flights of stairs up (13 m at 0.2 m/s, a brisk climb), the walk confirmed 4 s after it
+    /// began and a 5 s stop on a landing halfway; then down two floors (6.5 m).
+    @Test func stairsClimbedAndDescendedOnFootAreCounted() {
+        let up = Self.count(seconds: 90, altitude: { t in
+            let climbing = t < 30 ? t : t < 35 ? 30 : t - 5
+            return min(13, 0.2 * climbing)
+        }, walking: { t in t > 4 && (t < 30 || t > 35) && t < 75 })
+        #expect(up == (4, 0))
+        let down = Self.count(seconds: 60, altitude: { t in max(-6.5, -0.2 * t) }, walking: { t in t > 4 && t < 45 })
+        #expect(down == (0, 2))
+    }
+
+    /// The same 13 m in a lift, nobody walking, and a day's weather (1 hPa an hour, 8 m over the
+    /// hour) with the walker walking on the flat now and then: no floor.
+    @Test func aLiftAndTheWeatherAreNoFloors() {
+        #expect(Self.count(seconds: 60, altitude: { t in min(13, 1.0 * t) }, walking: { _ in false }) == (0, 0))
+        let weather = Self.count(seconds: 3600, altitude: { t in 8 * t / 3600 }, walking: { t in t.truncatingRemainder(dividingBy: 600) < 60 })
+        #expect(weather == (0, 0))
+    }
+}
