@@ -5,15 +5,16 @@ import TestSupport
 /// The runner every command test goes through: a stuck program must fail its test, not hang the run.
 @Suite struct ProgramRunnerTests {
     @Test func aProgramThatOutlivesItsTimeLimitIsKilledAndReported() async throws {
-        let seconds = "30.\(getpid())"  // a sleep no other process is having
+        let seconds = "300.\(getpid())"  // a sleep no other process is having
         let marker = "sleep \(seconds)"
         let start = Date()
         await #expect(throws: ProgramTimedOut.self) {
             _ = try await runProgram("sleep", [seconds], timeLimit: 0.5)
         }
-        // Well before the program's own end (30 s): the limit's timer is a task, which waits for a free
-        // thread of the cooperative pool when the suites running beside it block theirs (14 s seen).
-        #expect(Date().timeIntervalSince(start) < 25, "reported at the limit, not when the program ends")
+        // Well before the program's own end (300 s): the limit's timer is a task, which waits for a free
+        // thread of the cooperative pool when the suites running beside it block theirs (14 s seen, and
+        // 25.5 s on a loaded CI machine, which a 30 s program made indistinguishable from its end).
+        #expect(Date().timeIntervalSince(start) < 200, "reported at the limit, not when the program ends")
         try await Task.sleep(for: .milliseconds(200))
         let left = try await runProgram("pgrep", ["-f", marker])
         #expect(left.status == 1, "the program was killed: \(left.output)")
