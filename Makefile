@@ -3,6 +3,7 @@
 #   make                      build the release binaries (Swift runtime linked in: they run without a Swift toolchain)
 #   sudo make install         install, create the users, reload systemd and udev, start the socket
 #   sudo make uninstall       remove it all again (the users and the saved calibration stay)
+#   make deb                  the Debian package, in dist/ (the package first: README.md's install section)
 #
 # PREFIX (default /usr/local) and DESTDIR work as usual; with DESTDIR set, nothing outside it is
 # touched (no users, no reloads): that is for packagers. BUILD_DIR names the binaries to install
@@ -12,6 +13,7 @@ PREFIX      ?= /usr/local
 DESTDIR     ?=
 SYSCONFDIR  ?= /etc
 BINDIR      ?= $(PREFIX)/bin
+SBINDIR     ?= $(PREFIX)/sbin
 MANDIR      ?= $(PREFIX)/share/man
 DOCDIR      ?= $(PREFIX)/share/doc/motiond
 UNITDIR     ?= $(PREFIX)/lib/systemd/system
@@ -22,12 +24,14 @@ DBUSPOLICYDIR ?= /usr/share/dbus-1/system.d
 POLKITACTIONDIR ?= /usr/share/polkit-1/actions
 DATADIR     ?= $(PREFIX)/share/motiond
 BUILD_DIR   ?= .build/release
-SWIFT_BUILD_FLAGS ?= -c release --static-swift-stdlib
+# Full RELRO (-z now), as Debian's hardening asks of every binary.
+SWIFT_BUILD_FLAGS ?= -c release --static-swift-stdlib -Xlinker -z -Xlinker now
 
 BINARIES = motiond motionctl
-DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md docs/dbus.md docs/fleet.md docs/python.md
+DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md docs/dbus.md docs/fleet.md docs/python.md \
+       docs/activity.md docs/games.md
 
-.PHONY: all build install install-files uninstall switch-to-motiond switch-to-iio-sensor-proxy
+.PHONY: all build install install-files uninstall switch-to-motiond switch-to-iio-sensor-proxy deb
 
 all: build
 
@@ -48,6 +52,7 @@ endif
 install-files:
 	install -d $(DESTDIR)$(BINDIR)
 	for b in $(BINARIES); do install -m 0755 $(BUILD_DIR)/$$b $(DESTDIR)$(BINDIR)/$$b; done
+	install -D -m 0755 scripts/motiond-sensorproxy $(DESTDIR)$(SBINDIR)/motiond-sensorproxy
 	install -d $(DESTDIR)$(UNITDIR)
 	sed 's|/usr/local/bin/motiond|$(BINDIR)/motiond|' systemd/motiond.service > $(DESTDIR)$(UNITDIR)/motiond.service
 	install -m 0644 systemd/motiond.socket $(DESTDIR)$(UNITDIR)/motiond.socket
@@ -60,6 +65,7 @@ install-files:
 	install -D -m 0644 docs/motiond.8 $(DESTDIR)$(MANDIR)/man8/motiond.8
 	install -D -m 0644 docs/motiond.conf.5 $(DESTDIR)$(MANDIR)/man5/motiond.conf.5
 	install -D -m 0644 docs/motionctl.1 $(DESTDIR)$(MANDIR)/man1/motionctl.1
+	install -D -m 0644 docs/motiond-sensorproxy.8 $(DESTDIR)$(MANDIR)/man8/motiond-sensorproxy.8
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(DOCS) Recordings/README.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 Recordings/broad-04-slow-rotation.motionrec $(DESTDIR)$(DOCDIR)/
@@ -76,31 +82,24 @@ install-files:
 
 # motiond takes iio-sensor-proxy's place on the bus (docs/dbus.md); the second target undoes it.
 switch-to-motiond:
-	systemctl stop iio-sensor-proxy.service || true
-	systemctl mask iio-sensor-proxy.service
-	install -d $(SYSCONFDIR)/systemd/system/motiond.service.d
-	ln -sf $(DATADIR)/sensorproxy.conf $(SYSCONFDIR)/systemd/system/motiond.service.d/sensorproxy.conf
-	systemctl daemon-reload
-	systemctl reload dbus.service || true
-	systemctl restart motiond.service
+	scripts/motiond-sensorproxy on
 
 switch-to-iio-sensor-proxy:
-	rm -f $(SYSCONFDIR)/systemd/system/motiond.service.d/sensorproxy.conf
-	-rmdir $(SYSCONFDIR)/systemd/system/motiond.service.d 2>/dev/null
-	systemctl unmask iio-sensor-proxy.service
-	systemctl daemon-reload
-	systemctl restart motiond.service
-	# iio-sensor-proxy starts when udev sees a sensor: replay the sensors' add events.
-	udevadm trigger --action=add --subsystem-match=iio
+	scripts/motiond-sensorproxy off
+
+# The Debian package, left in dist/ (scripts/make-deb).
+deb:
+	scripts/make-deb
 
 uninstall:
 ifeq ($(DESTDIR),)
 	-systemctl disable --now motiond.socket motiond.service
 endif
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINARIES))
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(BINARIES)) $(DESTDIR)$(SBINDIR)/motiond-sensorproxy
 	rm -f $(DESTDIR)$(UNITDIR)/motiond.service $(DESTDIR)$(UNITDIR)/motiond.socket
 	rm -f $(DESTDIR)$(UDEVRULESDIR)/70-motiond.rules $(DESTDIR)$(SYSUSERSDIR)/motiond.conf
 	rm -f $(DESTDIR)$(MANDIR)/man8/motiond.8 $(DESTDIR)$(MANDIR)/man5/motiond.conf.5 $(DESTDIR)$(MANDIR)/man1/motionctl.1
+	rm -f $(DESTDIR)$(MANDIR)/man8/motiond-sensorproxy.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 	rm -f $(DESTDIR)$(DBUSPOLICYDIR)/motiond.conf $(DESTDIR)$(POLKITACTIONDIR)/net.hadess.SensorProxy.motiond.policy
 	rm -f $(DESTDIR)$(DATADIR)/sensorproxy.conf $(DESTDIR)$(DATADIR)/network.conf

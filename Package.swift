@@ -91,7 +91,7 @@ let package = Package(
             name: "MotionDaemon",
             dependencies: [
                 "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionDSU", "MotionMetrics", "MotionConfiguration",
-                "MotionDevices", "MotionSystem",
+                "MotionDevices", "MotionSystem", "MotionWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -121,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "motiond",
             dependencies: [
-                "MotionDaemon", "MotionConfiguration", "MotionHub", "MotionDevices", "MotionSystem",
+                "MotionDaemon", "MotionConfiguration", "MotionHub", "MotionDevices", "MotionSystem", "MotionWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -9,6 +9,7 @@ import MotionMQTT
 import MotionDSU
 import MotionSocketServer
 import MotionSystem
+import MotionWire
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -52,7 +53,7 @@ public final class MotionServer: Sendable {
     ///   - dsu: the DSU server for emulators (default none; docs/games.md).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
-        socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = "0.1.0",
+        socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = Release.version,
         servesDBus: Bool = false, mqtt: MQTTSettings? = nil, metrics: (host: String, port: Int)? = nil,
         dsu: DSUSettings? = nil, logger: Logger = Logger(label: "motiond")
     ) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MotionWire
 
 /// motionctl: the command line of motiond.
 @main
@@ -6,5 +7,6 @@ struct Motionctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "motionctl",
         abstract: "Look at and work with motion sensors through motiond.",
+        version: Release.version,
         subcommands: [Watch.self, Get.self, Devices.self, Status.self, Calibrate.self, Record.self, Fuse.self, Steps.self, Activity.self, Gestures.self])
 }

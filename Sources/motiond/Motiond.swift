@@ -6,6 +6,7 @@ import MotionDaemon
 import MotionDevices
 import MotionHub
 import MotionSystem
+import MotionWire
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -21,7 +22,8 @@ struct Motiond: AsyncParsableCommand {
             Settings come from the configuration file (see motiond.conf(5) in docs/), then from these flags. \
             SIGHUP re-reads the file (a bad file is logged and the old settings stay); SIGTERM or SIGINT \
             stops the daemon: it closes every sensor, saves its calibration and removes its socket file.
-            """)
+            """,
+        version: Release.version)
 
     static let defaultConfigurationPath = "/etc/motiond/motiond.conf"
 
