@@ -115,7 +115,7 @@ let package = Package(
             providers: [.apt(["libmosquitto-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
         // The one syscall layer: thin typed wrappers on swift-system.
-        .target(name: "MotionSystem", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),
+        .target(name: "MotionSystem", dependencies: ["CLinux", "CSDBus", .product(name: "SystemPackage", package: "swift-system")]),
         .systemLibrary(name: "CLinux"),
 
         .executableTarget(

@@ -31,7 +31,28 @@ public struct JournalLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { _, new in new } }
-        writer.write(Array(Self.line(level: event.level, message: "\(event.message)", metadata: fields).utf8))
+        if writer.writesToJournal {
+            writer.write(Self.entry(level: event.level, message: "\(event.message)", metadata: fields))
+        } else {
+            writer.write(Array(Self.line(level: event.level, message: "\(event.message)", metadata: fields).utf8))
+        }
+    }
+
+    /// One native journal entry, its fields separated by NUL bytes (`LogWriter.writesToJournal`):
+    /// `MESSAGE` (with the metadata appended as in `line`, for `journalctl`'s plain view), `PRIORITY`,
+    /// `SYSLOG_IDENTIFIER`, and each metadata key as a field of its own, upper-cased, other characters
+    /// than letters, digits and `_` made `_` (`device` → `DEVICE=iio:device0`).
+    static func entry(level: Logger.Level, message: String, metadata: Logger.Metadata) -> [UInt8] {
+        var line = Self.line(level: level, message: message, metadata: metadata)
+        let priority = line.dropFirst().prefix { $0 != ">" }
+        line = String(line.drop { $0 != ">" }.dropFirst().dropLast())  // no <N>, no newline
+        var fields = ["MESSAGE=\(line)", "PRIORITY=\(priority)", "SYSLOG_IDENTIFIER=motiond"]
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            let name = String(key.uppercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" }).drop { $0 == "_" }
+            guard !name.isEmpty else { continue }
+            fields.append("\(name)=\(String("\(value)".filter { $0 != "\0" }))")
+        }
+        return Array(fields.joined(separator: "\0").utf8)
     }
 
     /// One journal entry: `<priority>message key=value …` and a single `\n`. Line breaks and other

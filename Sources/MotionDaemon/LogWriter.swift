@@ -25,16 +25,22 @@ public final class LogWriter: Sendable {
     }
 
     private let descriptor: Int32
+    /// Whether entries go to the journal natively (`Journal.send`), each a list of fields separated by
+    /// NUL bytes, rather than as lines written to `descriptor`.
+    public let writesToJournal: Bool
     private let state = Mutex(State())
     /// Wakes the writer thread when lines wait.
     private let wake: (read: Int32, write: Int32)?
 
-    /// The writer of standard error, shared by every handler.
-    public static let standardError = LogWriter(descriptor: STDERR_FILENO)
+    /// The writer of standard error, shared by every handler: natively to the journal where systemd
+    /// connected standard error to it (a service), so that metadata become fields.
+    public static let standardError = LogWriter(descriptor: STDERR_FILENO, toJournal: Journal.isJournalStream(STDERR_FILENO))
 
-    /// Starts a writer of `descriptor`, which it never closes.
-    public init(descriptor: Int32) {
+    /// Starts a writer of `descriptor`, which it never closes; `toJournal`: entries are the journal's
+    /// fields (see `writesToJournal`), `descriptor` only for what cannot be sent.
+    public init(descriptor: Int32, toJournal: Bool = false) {
         self.descriptor = descriptor
+        writesToJournal = toJournal
         // Without a pipe or a thread (the process's limits reached), lines are written at once.
         wake = try? Syscall.makeWakePipe().get()
         if wake == nil || OSThread(name: "log writer", body: { [self] in run() }).start() != nil {
@@ -42,7 +48,7 @@ public final class LogWriter: Sendable {
         }
     }
 
-    /// Queues one line (its bytes end in a newline); never waits.
+    /// Queues one line (its bytes end in a newline), or one entry's fields (`writesToJournal`); never waits.
     public func write(_ line: [UInt8]) {
         let (wakeWriter, direct) = state.withLock { state in
             guard !state.writesDirectly else { return (false, true) }
@@ -50,7 +56,7 @@ public final class LogWriter: Sendable {
             defer { state.idle = false }
             return (state.idle, false)
         }
-        if direct { _ = Syscall.write(descriptor, line) }
+        if direct { emit(line) }
         if wakeWriter, let wake { Syscall.wake(wake.write) }
     }
 
@@ -60,6 +66,20 @@ public final class LogWriter: Sendable {
         let deadline = Syscall.monotonicNanoseconds() + Int64(timeout * 1e9)
         while state.withLock({ !$0.lines.isEmpty || $0.dropped > 0 || $0.writing }), Syscall.monotonicNanoseconds() < deadline {
             Syscall.sleep(nanoseconds: 1_000_000)
+        }
+    }
+
+    /// Writes one queued entry: a line to the descriptor, or fields to the journal (and, should the
+    /// journal refuse them, their message as a line, so that nothing is lost silently).
+    private func emit(_ entry: [UInt8]) {
+        guard writesToJournal else {
+            _ = Syscall.write(descriptor, entry)
+            return
+        }
+        let fields = entry.split(separator: 0, omittingEmptySubsequences: true).map(Array.init)
+        if case .failure = Journal.send(fields) {
+            let message = fields.first { $0.starts(with: Array("MESSAGE=".utf8)) }?.dropFirst(8) ?? []
+            _ = Syscall.write(descriptor, Array(message) + [UInt8(ascii: "\n")])
         }
     }
 
@@ -81,10 +101,11 @@ public final class LogWriter: Sendable {
                 return state.dropped
             }
             // One write per line: lines from other writers of the same descriptor don't interleave.
-            for line in batch { _ = Syscall.write(descriptor, line) }
+            for line in batch { emit(line) }
             batch.removeAll(keepingCapacity: true)
             if dropped > 0 {
-                _ = Syscall.write(descriptor, Array("<4>\(dropped) log lines dropped: the log was not read fast enough\n".utf8))
+                let message = "\(dropped) log lines dropped: the log was not read fast enough"
+                emit(Array((writesToJournal ? "PRIORITY=4\0MESSAGE=\(message)" : "<4>\(message)\n").utf8))
             }
             state.withLock { $0.writing = false }
         }

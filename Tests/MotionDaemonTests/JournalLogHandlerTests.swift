@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MotionSystem
 import Testing
 
 @testable import MotionDaemon
@@ -14,6 +15,35 @@ import Testing
         #expect(line == "<4>cannot parse\\nline 2:\\tx device=iio:device0 name=bad\\r\\nname\\x1b\n")
         #expect(line.filter { $0 == "\n" }.count == 1)
         #expect(JournalLogHandler.line(level: .info, message: "plain", metadata: [:]) == "<6>plain\n")
+    }
+
+    /// As a service, entries go to the journal natively: each metadata key a field of its own
+    /// (journal field names are upper-case letters, digits and `_`, not starting with `_`, which is
+    /// systemd's own: systemd.journal-fields(7)), beside `MESSAGE`, `PRIORITY` and `SYSLOG_IDENTIFIER`.
+    @Test func aNativeEntryCarriesEachMetadataKeyAsAField() {
+        let entry = JournalLogHandler.entry(
+            level: .notice, message: "sensor opened", metadata: ["device": "iio:device0", "rate-hz": "25", "_private": "x"])
+        let fields = String(decoding: entry, as: UTF8.self).split(separator: "\0").map(String.init)
+        #expect(fields == [
+            "MESSAGE=sensor opened _private=x device=iio:device0 rate-hz=25", "PRIORITY=5", "SYSLOG_IDENTIFIER=motiond",
+            "PRIVATE=x", "DEVICE=iio:device0", "RATE_HZ=25",
+        ])
+    }
+
+    /// systemd says which stream is the journal's by `$JOURNAL_STREAM` (device:inode); another
+    /// descriptor, or none named, is not.
+    @Test func theJournalStreamIsTheDescriptorJournalStreamNames() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        var status = stat()
+        #expect(fstat(ends[1], &status) == 0)
+        setenv("JOURNAL_STREAM", "\(status.st_dev):\(status.st_ino)", 1)
+        defer { unsetenv("JOURNAL_STREAM") }
+        #expect(Journal.isJournalStream(ends[1]))
+        #expect(!Journal.isJournalStream(STDIN_FILENO))
+        unsetenv("JOURNAL_STREAM")
+        #expect(!Journal.isJournalStream(ends[1]))
     }
 }
 

@@ -1,0 +1,39 @@
+import CSDBus
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// systemd's journal, written to with its native protocol (libsystemd's `sd_journal_sendv`), so that
+/// a log line's metadata become fields of its entry (`journalctl DEVICE=iio:device0`).
+public enum Journal {
+    /// Whether `descriptor` is the stream systemd connected to the journal for this service: the
+    /// device and inode `$JOURNAL_STREAM` names (systemd.exec(5)); then entries should go natively.
+    public static func isJournalStream(_ descriptor: Int32) -> Bool {
+        guard let value = getenv("JOURNAL_STREAM").map({ String(cString: $0) }) else { return false }
+        let parts = value.split(separator: ":")
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return false }
+        return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
+    }
+
+    /// `sd_journal_sendv(3)`: one entry of `fields`, each `NAME=value` (the value may hold newlines).
+    public static func send(_ fields: [[UInt8]]) -> Result<Void, Errno> {
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(fields.count)
+        return withVectors(fields[...], into: &vectors)
+    }
+
+    /// Pins each field's bytes while `sd_journal_sendv` reads them.
+    private static func withVectors(_ fields: ArraySlice<[UInt8]>, into vectors: inout [iovec]) -> Result<Void, Errno> {
+        guard let field = fields.first else {
+            let result = sd_journal_sendv(vectors, Int32(vectors.count))
+            return result < 0 ? .failure(Errno(rawValue: -result)) : .success(())
+        }
+        return field.withUnsafeBytes { raw in
+            vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
+            return withVectors(fields.dropFirst(), into: &vectors)
+        }
+    }
+}
