@@ -50,18 +50,20 @@ public struct AltitudeEstimator: Sendable {
     }
 
     /// The altitude of `pressure` (kPa) read at `timestamp` (ns); `nil` for a pressure of 0 or less
-    /// (or not finite), which no air has. A timestamp that goes back starts the noise over.
+    /// (or not finite), which no air has. A timestamp that goes back starts the noise over; a reading
+    /// more than `noiseTimeConstant` after the last (the sensor stopped meanwhile) is not compared
+    /// with it: hours of weather are no noise.
     public mutating func update(pressure: Double, timestamp: Int64) -> Reading? {
         guard let altitude = StandardAtmosphere.altitude(pressure: pressure, seaLevelPressure: parameters.seaLevelPressure) else {
             return nil
         }
-        if let previous, timestamp > previous.timestamp {
+        if let previous, timestamp > previous.timestamp, Double(timestamp - previous.timestamp) * 1e-9 <= parameters.noiseTimeConstant {
             let difference = altitude - previous.altitude
             let dt = Double(timestamp - previous.timestamp) * 1e-9
             let weight = differences == 0 ? 1 : 1 - exp(-dt / parameters.noiseTimeConstant)
             meanSquareDifference += weight * (difference * difference - meanSquareDifference)
             differences += 1
-        } else if previous != nil {
+        } else if let previous, timestamp <= previous.timestamp {
             meanSquareDifference = 0
             differences = 0
         }

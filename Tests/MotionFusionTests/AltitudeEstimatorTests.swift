@@ -50,6 +50,17 @@ import Testing
         #expect(altimeter.update(pressure: 100, timestamp: 80_000_000)?.precision == 0)
     }
 
+    /// The sensor stopped for an hour (nobody watched) while the weather moved the pressure by 1 hPa:
+    /// the first reading after is not compared with the last before, so the noise stays the noise.
+    @Test func aHoleInTheReadingsIsNotNoise() {
+        var altimeter = AltitudeEstimator()
+        for i in 0..<10 { _ = altimeter.update(pressure: 95, timestamp: Int64(i) * 40_000_000) }
+        let hourLater: Int64 = 3600 * 1_000_000_000
+        _ = altimeter.update(pressure: 94.9, timestamp: hourLater)
+        let after = altimeter.update(pressure: 94.9, timestamp: hourLater + 40_000_000)
+        #expect(after?.precision == 0, "8 m of weather taken for noise: \(String(describing: after))")
+    }
+
     /// A new sea-level pressure (a reload with the day's QNH) moves every altitude by metres at
     /// once; that jump is not noise.
     @Test func aNewSeaLevelPressureIsNotCountedAsNoise() throws {
