@@ -104,11 +104,15 @@ package final class Hub: @unchecked Sendable {
         pipeline.stepLength = MotionPipeline.stepLength(height: height)
     }
 
+    /// Whether the step history changed since it was given to be saved, or its last save did not reach
+    /// the disk (failed, or skipped behind another).
+    private var historyNeedsSaving: Bool { pipeline.historyRevision != historySavedRevision || !history.isSaved }
+
     /// Saves the calibration, and the step history if it changed, in the background.
     package func saveState() {
         eventLoop.preconditionInEventLoop()
         if let fusion = pipeline.fusion { calibration.save(fusion.calibration) }
-        if pipeline.historyRevision != historySavedRevision {
+        if historyNeedsSaving {
             historySavedRevision = pipeline.historyRevision
             history.save(pipeline.history.saved)
         }
@@ -354,7 +358,7 @@ package final class Hub: @unchecked Sendable {
         stopped = true
         polls.stop()
         calibration.saveNow(pipeline.fusion?.calibration)
-        if pipeline.historyRevision != historySavedRevision { history.saveNow(pipeline.history.saved) }
+        if historyNeedsSaving { history.saveNow(pipeline.history.saved) }
         captures.stopAll()
     }
 

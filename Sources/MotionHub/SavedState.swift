@@ -13,7 +13,13 @@ final class SavedState<State: Codable & Sendable>: @unchecked Sendable {
     private let what: String
     /// The value last saved, loaded or kept.
     private(set) var value: State?
+    /// Whether `value` is on disk: false from `save` until a write of it succeeds (a write that
+    /// failed, a full disk say, or one skipped because another was under way, leaves it false, so
+    /// that the owner asks again rather than lose it).
+    private(set) var isSaved = true
     private var saving = false
+    /// Counts the values given to `save`, to know whether the one written is still the latest.
+    private var generation = 0
 
     /// Loads `what` from `store` (nothing without a store: a daemon with no state directory).
     init(_ what: String, store: StateStore?, offLoop: OffLoopWork, logger: Logger) {
@@ -40,11 +46,17 @@ final class SavedState<State: Codable & Sendable>: @unchecked Sendable {
     /// minute). A save still under way at shutdown is waited for (`Hub.waitForOffLoopWork`).
     func save(_ value: State) {
         self.value = value
+        generation += 1
+        isSaved = false
         guard let store, !saving else { return }
         saving = true
+        let written = generation
         offLoop.run({ try store.save(value) }, then: { [self] result in
             saving = false
-            if case .failure(let error) = result { logger.error("cannot save \(what)", metadata: ["error": "\(error)"]) }
+            switch result {
+            case .success: if written == generation { isSaved = true }
+            case .failure(let error): logger.error("cannot save \(what)", metadata: ["error": "\(error)"])
+            }
         })
     }
 
@@ -53,6 +65,8 @@ final class SavedState<State: Codable & Sendable>: @unchecked Sendable {
         guard let store, let state = value ?? self.value else { return }
         do {
             try store.save(state)
+            self.value = state
+            isSaved = true
         } catch {
             logger.error("cannot save \(what)", metadata: ["error": "\(error)"])
         }
