@@ -41,14 +41,16 @@ public struct JournalLogHandler: LogHandler {
     /// One native journal entry, its fields separated by NUL bytes (`LogWriter.writesToJournal`):
     /// `MESSAGE` (with the metadata appended as in `line`, for `journalctl`'s plain view), `PRIORITY`,
     /// `SYSLOG_IDENTIFIER`, and each metadata key as a field of its own, upper-cased, other characters
-    /// than letters, digits and `_` made `_` (`device` → `DEVICE=iio:device0`).
+    /// than letters, digits and `_` made `_` (`device` → `DEVICE=iio:device0`), as journald takes
+    /// them (systemd.journal-fields(7)): beginning with a letter, at most 64 characters. One name it
+    /// would refuse would lose the whole entry's fields.
     static func entry(level: Logger.Level, message: String, metadata: Logger.Metadata) -> [UInt8] {
         var line = Self.line(level: level, message: message, metadata: metadata)
         let priority = line.dropFirst().prefix { $0 != ">" }
         line = String(line.drop { $0 != ">" }.dropFirst().dropLast())  // no <N>, no newline
         var fields = ["MESSAGE=\(line)", "PRIORITY=\(priority)", "SYSLOG_IDENTIFIER=motiond"]
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
-            let name = String(key.uppercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" }).drop { $0 == "_" }
+            let name = String(key.uppercased().map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" }.drop { !$0.isLetter }.prefix(64))
             guard !name.isEmpty else { continue }
             fields.append("\(name)=\(String("\(value)".filter { $0 != "\0" }))")
         }

@@ -76,10 +76,13 @@ public final class LogWriter: Sendable {
             _ = Syscall.write(descriptor, entry)
             return
         }
-        let fields = entry.split(separator: 0, omittingEmptySubsequences: true).map(Array.init)
-        if case .failure = Journal.send(fields) {
-            let message = fields.first { $0.starts(with: Array("MESSAGE=".utf8)) }?.dropFirst(8) ?? []
-            _ = Syscall.write(descriptor, Array(message) + [UInt8(ascii: "\n")])
+        if case .failure = Journal.send(entry: entry) {
+            // As a line journald reads from the stream, its priority first.
+            let fields = entry.split(separator: 0)
+            func value(_ name: String) -> ArraySlice<UInt8> {
+                fields.first { $0.starts(with: Array("\(name)=".utf8)) }?.dropFirst(name.utf8.count + 1) ?? []
+            }
+            _ = Syscall.write(descriptor, Array("<".utf8) + value("PRIORITY") + Array(">".utf8) + value("MESSAGE") + [UInt8(ascii: "\n")])
         }
     }
 

@@ -18,22 +18,19 @@ public enum Journal {
         return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
     }
 
-    /// `sd_journal_sendv(3)`: one entry of `fields`, each `NAME=value` (the value may hold newlines).
-    public static func send(_ fields: [[UInt8]]) -> Result<Void, Errno> {
-        var vectors: [iovec] = []
-        vectors.reserveCapacity(fields.count)
-        return withVectors(fields[...], into: &vectors)
-    }
-
-    /// Pins each field's bytes while `sd_journal_sendv` reads them.
-    private static func withVectors(_ fields: ArraySlice<[UInt8]>, into vectors: inout [iovec]) -> Result<Void, Errno> {
-        guard let field = fields.first else {
+    /// `sd_journal_sendv(3)`: one entry whose fields, each `NAME=value` (the value may hold
+    /// newlines), are separated by NUL bytes in `entry`; one vector per field, into `entry` itself.
+    public static func send(entry: [UInt8]) -> Result<Void, Errno> {
+        entry.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return .success(()) }
+            var vectors: [iovec] = []
+            var start = 0
+            for end in 0...raw.count where end == raw.count || raw[end] == 0 {
+                if end > start { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: base + start), iov_len: end - start)) }
+                start = end + 1
+            }
             let result = sd_journal_sendv(vectors, Int32(vectors.count))
             return result < 0 ? .failure(Errno(rawValue: -result)) : .success(())
-        }
-        return field.withUnsafeBytes { raw in
-            vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress), iov_len: raw.count))
-            return withVectors(fields.dropFirst(), into: &vectors)
         }
     }
 }

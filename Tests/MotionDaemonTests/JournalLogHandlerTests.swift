@@ -22,12 +22,30 @@ import Testing
     /// systemd's own: systemd.journal-fields(7)), beside `MESSAGE`, `PRIORITY` and `SYSLOG_IDENTIFIER`.
     @Test func aNativeEntryCarriesEachMetadataKeyAsAField() {
         let entry = JournalLogHandler.entry(
-            level: .notice, message: "sensor opened", metadata: ["device": "iio:device0", "rate-hz": "25", "_private": "x"])
+            level: .notice, message: "sensor opened",
+            metadata: ["device": "iio:device0", "rate-hz": "25", "_private": "x", "2d": "y", String(repeating: "k", count: 70): "z"])
         let fields = String(decoding: entry, as: UTF8.self).split(separator: "\0").map(String.init)
         #expect(fields == [
-            "MESSAGE=sensor opened _private=x device=iio:device0 rate-hz=25", "PRIORITY=5", "SYSLOG_IDENTIFIER=motiond",
-            "PRIVATE=x", "DEVICE=iio:device0", "RATE_HZ=25",
+            "MESSAGE=sensor opened 2d=y _private=x device=iio:device0 \(String(repeating: "k", count: 70))=z rate-hz=25", "PRIORITY=5",
+            "SYSLOG_IDENTIFIER=motiond", "D=y", "PRIVATE=x", "DEVICE=iio:device0", String(repeating: "K", count: 64) + "=z", "RATE_HZ=25",
         ])
+    }
+
+    /// An entry libsystemd refuses (a field without `=`, which `entry` never makes) is written as the
+    /// line journald reads from the stream, its priority first: not lost. (A journal that is not there
+    /// at all, libsystemd passes over in silence: sd_journal_sendv returns 0 on ENOENT.)
+    @Test func anEntryTheJournalRefusesIsWrittenAsALine() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let writer = LogWriter(descriptor: ends[1], toJournal: true)
+        writer.write(JournalLogHandler.entry(level: .warning, message: "sensor read failed", metadata: ["device": "iio:device0"]) + Array("\0NOT A FIELD".utf8))
+        writer.flush()
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var reader = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+        try #require(poll(&reader, 1, 5000) == 1, "nothing written")
+        let n = read(ends[0], &buffer, buffer.count)
+        #expect(String(decoding: buffer[0..<max(n, 0)], as: UTF8.self) == "<4>sensor read failed device=iio:device0\n")
     }
 
     /// systemd says which stream is the journal's by `$JOURNAL_STREAM` (device:inode); another
