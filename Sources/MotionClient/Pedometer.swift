@@ -64,7 +64,8 @@ public final class Pedometer: Sendable {
     }
 
     /// Starts live updates of the steps since `start` (a past date counts the history from it, to the
-    /// minute, then each step as it is counted), one at each new count.
+    /// minute, then each step as it is counted), one at each new count. A past date asks the daemon
+    /// for its history first, on the caller's thread (one round trip, at most the client's timeout).
     public func startUpdates(from start: Date, withHandler handler: @escaping @Sendable (PedometerData?, (any Error)?) -> Void) {
         let past: Int
         do {

@@ -23,11 +23,16 @@ import TestSupport
         return text
     }
 
-    @Test func stepsWritesOneRowPerStepWithTheRunningCountTheLibraryCounts() async throws {
-        let input = try fuse.temporaryFile("walk.csv", walk), output = try fuse.temporaryFile("steps.csv")
-        let run = try await fuse.run(["steps", "--input", input, "--output", output])
+    /// Runs `motionctl COMMAND` on the walk and returns the lines it wrote (the run must succeed).
+    func runOnTheWalk(_ command: String) async throws -> [Substring] {
+        let input = try fuse.temporaryFile("walk-\(command).csv", walk), output = try fuse.temporaryFile("\(command).csv")
+        let run = try await fuse.run([command, "--input", input, "--output", output])
         #expect(run.status == 0, "\(run.output)")
-        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        return try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+    }
+
+    @Test func stepsWritesOneRowPerStepWithTheRunningCountTheLibraryCounts() async throws {
+        let lines = try await runOnTheWalk("steps")
         #expect(lines.first == "t,steps")
         let rows = lines.dropFirst().map { $0.split(separator: ",") }
         #expect(rows.enumerated().allSatisfy { Int($0.element[1]) == $0.offset + 1 })
@@ -45,10 +50,7 @@ import TestSupport
     }
 
     @Test func activitySaysWalkingForTheWalk() async throws {
-        let input = try fuse.temporaryFile("walk2.csv", walk), output = try fuse.temporaryFile("activity.csv")
-        let run = try await fuse.run(["activity", "--input", input, "--output", output])
-        #expect(run.status == 0, "\(run.output)")
-        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        let lines = try await runOnTheWalk("activity")
         #expect(lines.first == "t,activity,confidence")
         #expect(lines.last?.split(separator: ",")[1] == "walking", "\(lines)")
     }
@@ -56,10 +58,7 @@ import TestSupport
     /// The walk begins a significant motion once its steps are confirmed; nothing shakes or is
     /// picked up (it never lies still).
     @Test func gesturesFindsTheWalksSignificantMotion() async throws {
-        let input = try fuse.temporaryFile("walk3.csv", walk), output = try fuse.temporaryFile("gestures.csv")
-        let run = try await fuse.run(["gestures", "--input", input, "--output", output])
-        #expect(run.status == 0, "\(run.output)")
-        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        let lines = try await runOnTheWalk("gestures")
         #expect(lines.first == "t,gesture")
         let rows = lines.dropFirst().map { $0.split(separator: ",") }
         #expect(rows.map { String($0[1]) } == ["significant-motion"], "\(lines)")
