@@ -12,6 +12,8 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
     case light
     /// Air pressure in kPa (the IIO ABI's unit and CoreMotion's), for the altimeter.
     case pressure
+    /// A sensor hub's own compass: its tilt-compensated heading, degrees clockwise from magnetic north.
+    case compass
 
     /// The kind's place in `allCases`, for tables indexed by kind.
     public var index: Int {
@@ -22,18 +24,20 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .proximity: 3
         case .light: 4
         case .pressure: 5
+        case .compass: 6
         }
     }
 
-    /// Whether samples of this kind carry three axes (`false` for proximity, light and pressure, scalars).
-    public var isVector: Bool { self != .proximity && self != .light && self != .pressure }
+    /// Whether samples of this kind carry three axes (`false` for proximity, light, pressure and
+    /// compass, scalars).
+    public var isVector: Bool { self != .proximity && self != .light && self != .pressure && self != .compass }
 
     /// The largest magnitude a real sensor of this kind reports, in its SI unit (m/s², rad/s, µT):
     /// above it a reading is a glitch (a bus error, a garbage register) and is dropped. Set well
     /// beyond the widest ranges in use: ±200 g accelerometers, ±4000 °/s gyroscopes, magnetometers
     /// that saturate near 5 mT; light far beyond sunlight (1.2e5 lux) and any 32-bit raw count (its
     /// unit may be the vendor's); pressure far beyond deep-water gauges (10 MPa; a pressure must
-    /// also be above 0). Proximity is not bounded.
+    /// also be above 0); a compass heading within one turn. Proximity is not bounded.
     public var plausibleMagnitude: Double {
         switch self {
         case .accelerometer: 2500
@@ -41,6 +45,7 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .magnetometer: 10_000
         case .light: 1e12
         case .pressure: 10_000
+        case .compass: 360
         case .proximity: .infinity
         }
     }

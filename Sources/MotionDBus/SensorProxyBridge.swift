@@ -77,7 +77,8 @@ final class SensorProxyBridge: ClientSink {
         case .accelerometer: return kinds.contains(.accelerometer)
         case .light: return kinds.contains(.light)
         case .proximity: return kinds.contains(.proximity)
-        case .compass: return kinds.isSuperset(of: [.accelerometer, .magnetometer])
+        // The fused heading, or a sensor hub's own compass (iio-sensor-proxy's only compass).
+        case .compass: return kinds.contains(.accelerometer) && (kinds.contains(.magnetometer) || kinds.contains(.compass))
         }
     }
 

@@ -38,7 +38,7 @@ struct DeviceInspector {
 
         var sensors: [SensorDescriptor] = []
         for driver in SensorDrivers.all {
-            let ofKind = channels.filter { $0.type == driver.channelType }
+            let ofKind = driver.channels(among: channels)
             guard !ofKind.isEmpty else { continue }
             do {
                 sensors.append(try sensor(driver, channels: ofKind, device: sysname, identity: identity, problems: &problems))
@@ -57,8 +57,8 @@ struct DeviceInspector {
                     expected: "rates in Hz separated by spaces, or [min step max]"))
             }
         }
-        let samplingFrequencyAttribute = (["sampling_frequency"] + sensors.map {
-            "in_\(SensorDrivers.driver(for: $0.kind).sysfsName)_sampling_frequency"
+        let samplingFrequencyAttribute = (["sampling_frequency"] + sensors.flatMap {
+            SensorDrivers.driver(for: $0.kind).sysfsNames.map { "in_\($0)_sampling_frequency" }
         }).first { sysfs.exists(device: sysname, attribute: $0) }
         var samplingFrequency: Double? = nil
         if let samplingFrequencyAttribute,
@@ -127,6 +127,7 @@ struct DeviceInspector {
             }
         } else {
             // A proximity or light device may number its channels (in_proximity0_raw); the first one is used.
+            // A scalar kind's channel is never carried in the device frame.
             let channel = channels.sorted { $0.id < $1.id }.first!
             described.append(try self.channel(channel, axis: nil, driver: driver, device: device, problems: &problems))
         }
@@ -178,7 +179,7 @@ struct DeviceInspector {
                     throw .attributeMalformed(
                         device: device, attribute: file, value: "\(scale)", expected: "a scale above 0 and at most \(Self.largestScale)")
                 }
-            } else if driver.kind != .proximity && driver.kind != .light {
+            } else if driver.kind != .proximity && driver.kind != .light && driver.kind != .compass {
                 throw .missingScale(device: device, channel: channel.id)
             }
             if channel.filename(ofAttribute: "offset") != nil {

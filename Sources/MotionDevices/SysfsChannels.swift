@@ -38,9 +38,12 @@ struct SysfsChannel: ChannelInfo {
 
     private static let types: [(String, iio_chan_type)] = [
         ("anglvel", IIO_ANGL_VEL), ("accel", IIO_ACCEL), ("magn", IIO_MAGN), ("proximity", IIO_PROXIMITY),
-        ("illuminance", IIO_LIGHT), ("pressure", IIO_PRESSURE),
+        ("illuminance", IIO_LIGHT), ("pressure", IIO_PRESSURE), ("intensity", IIO_INTENSITY), ("rot", IIO_ROT),
     ]
-    private static let modifiers: [(String, iio_modifier)] = [("x", IIO_MOD_X), ("y", IIO_MOD_Y), ("z", IIO_MOD_Z)]
+    private static let modifiers: [(String, iio_modifier)] = [
+        ("x", IIO_MOD_X), ("y", IIO_MOD_Y), ("z", IIO_MOD_Z), ("both", IIO_MOD_LIGHT_BOTH),
+        ("from_north_magnetic_tilt_comp", IIO_MOD_NORTH_MAGN_TILT_COMP),
+    ]
 
     /// The motion channels of device `sysname`: those with a `raw` or `input` value.
     static func channels(of sysname: String, in sysfs: Sysfs) -> [SysfsChannel] {

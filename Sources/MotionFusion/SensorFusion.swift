@@ -160,7 +160,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             }
             filter.update(magnetometer: magneticField, timestamp: sample.timestamp)
             if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
-        case .proximity, .light, .pressure:
+        case .proximity, .light, .pressure, .compass:
             break
         }
     }

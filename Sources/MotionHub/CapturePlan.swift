@@ -6,9 +6,9 @@ import MotionWire
 ///
 /// A sensor runs only while some stream needs it (no watcher: nothing open, no wake-ups), at the
 /// fastest rate any client asks for; event streams sample at `eventRate`. `motion` needs the
-/// accelerometer, and uses the gyroscope and the magnetometer where there are; `orientation` needs the
-/// accelerometer. Where one device carries several of the kinds needed (an IMU), it is preferred, so
-/// that their samples share timestamps.
+/// accelerometer, and uses the gyroscope and the magnetometer where there are (else a sensor hub's
+/// compass, for the heading); `orientation` needs the accelerometer. Where one device carries several
+/// of the kinds needed (an IMU), it is preferred, so that their samples share timestamps.
 struct CapturePlan: Sendable, Hashable {
     /// One capture: some kinds of one device at one rate.
     struct Capture: Sendable, Hashable {
@@ -70,7 +70,8 @@ struct CapturePlan: Sendable, Hashable {
     /// The kinds a stream needs; `optional` ones are used when present.
     static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
         switch stream {
-        case .motion: ([.accelerometer], [.gyroscope, .magnetometer])
+        // A sensor hub's own compass gives the heading only where no magnetometer does (see `init`).
+        case .motion: ([.accelerometer], [.gyroscope, .magnetometer, .compass])
         case .pedometer: ([.accelerometer], [.pressure])
         case .accelerometer, .orientation, .tilt, .hinge, .activity, .gesture: ([.accelerometer], [])
         case .gyroscope: ([.gyroscope], [])
@@ -102,8 +103,9 @@ struct CapturePlan: Sendable, Hashable {
             if plan.unavailable.contains(stream) { streams[stream.rawValue] = reasons(for: [stream], devices: devices) }
         }
         let kinds = Set(devices.flatMap(\.kinds))
-        let motion = kinds.contains(.accelerometer)
+        var motion = kinds.contains(.accelerometer)
             ? UnavailableOutputs.missing(gyroscope: kinds.contains(.gyroscope), magnetometer: kinds.contains(.magnetometer)) : []
+        if kinds.contains(.compass) { motion.remove(.heading) }
         return streams.isEmpty && motion.isEmpty ? nil : StatusReply.Unavailable(streams: streams, motion: motion)
     }
 
@@ -125,7 +127,9 @@ struct CapturePlan: Sendable, Hashable {
                 unavailable.insert(stream)
                 continue
             }
-            for kind in required.union(optional.intersection(available)) {
+            var used = required.union(optional.intersection(available))
+            if used.contains(.magnetometer) { used.remove(.compass) }
+            for kind in used {
                 // The pedometer's floors need the pressure a few times a second, not at the steps' rate.
                 let kindRate = stream == .pedometer && kind == .pressure ? min(rate, Self.eventRate) : rate
                 rates[kind] = max(rates[kind] ?? 0, kindRate)

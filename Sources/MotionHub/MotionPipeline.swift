@@ -77,6 +77,9 @@ final class MotionPipeline {
     private var fusingMerged = false
     /// The sample (timestamp, period, ns) whose motion is still to be sent.
     private var pendingMotion: (timestamp: Int64, period: Int64)?
+    /// The latest heading of a sensor hub's own compass, degrees clockwise from magnetic north, while
+    /// one runs: the motion's heading where no magnetometer is fused.
+    private var compassHeading: Double?
     /// Light sensors whose readings are raw counts, not lux (their driver gives no scale).
     var vendorUnitLight: Set<DeviceNumber> = []
     /// The sea-level pressure the altitude is computed for, kPa.
@@ -121,6 +124,7 @@ final class MotionPipeline {
             activityClassifier = ActivityClassifier()
         }
         let rate = { (kind: SensorKind) in plan.captures.first { $0.kinds.contains(kind) }?.rate }
+        if rate(.compass) == nil { compassHeading = nil }
         // Nobody wants motion: the attitude goes stale the moment the sensors stop (a poll minutes
         // later used to get the old attitude against the new pose, 1 g of user acceleration for a
         // second). What was learnt is kept for the next fusion.
@@ -224,6 +228,8 @@ final class MotionPipeline {
             let changed = latest.light.map { $0.illuminance != message.illuminance || $0.unit != message.unit } ?? true
             latest.light = message
             if changed { fanout.deliverEvent(.light, message) }
+        case .compass:
+            compassHeading = sample.vector.x
         case .pressure:
             guard let reading = altimeter.update(pressure: sample.vector.x, timestamp: t) else { break }
             if floors == nil { floors = FloorCounter() }
@@ -290,7 +296,7 @@ final class MotionPipeline {
     func deliverPendingMotion() {
         guard let (t, period) = pendingMotion, let box else { return }
         pendingMotion = nil
-        fanout.deliverMotion(timestamp: t, period: period) { frame in Self.message(box.motion(in: frame)) }
+        fanout.deliverMotion(timestamp: t, period: period) { frame in message(box.motion(in: frame)) }
         motionsSinceCalibrationLook += 1
         if motionsSinceCalibrationLook >= Self.calibrationLookInterval, box.usesGyroscope {
             motionsSinceCalibrationLook = 0
@@ -354,16 +360,25 @@ final class MotionPipeline {
     /// The motion now, once the fusion has had the samples it needs.
     private func fusedMotion(in frame: AttitudeReferenceFrame) -> MotionMessage? {
         guard let box, latest.accelerometer != nil, !box.usesGyroscope || latest.gyroscope != nil else { return nil }
-        return Self.message(box.motion(in: frame))
+        return message(box.motion(in: frame))
     }
 
-    private static func message(_ motion: DeviceMotion) -> MotionMessage {
+    private func message(_ motion: DeviceMotion) -> MotionMessage {
         let a = motion.attitude
-        return MotionMessage(
+        var message = MotionMessage(
             timestamp: motion.timestamp, frame: motion.referenceFrame,
             attitude: AttitudeMessage(quaternion: a.quaternion, roll: a.roll, pitch: a.pitch, yaw: a.yaw, rotationMatrix: a.rotationMatrix),
             gravity: motion.gravity, userAcceleration: motion.userAcceleration, rotationRate: motion.rotationRate,
             magneticField: CalibratedFieldMessage(field: motion.magneticField, accuracy: motion.magneticFieldAccuracy),
             heading: motion.heading, unavailable: motion.unavailable)
+        // No magnetometer fused, but a sensor hub's own compass: its heading, the one thing it gives.
+        if message.heading == nil, motion.referenceFrame.isNorthReferenced, let compassHeading {
+            let degrees = compassHeading + (motion.referenceFrame == .xTrueNorthZVertical ? declination : 0)
+            let wrapped = degrees.truncatingRemainder(dividingBy: 360)
+            message.heading = wrapped < 0 ? wrapped + 360 : wrapped
+            message.unavailable?.remove(.heading)
+            if message.unavailable == [] { message.unavailable = nil }
+        }
+        return message
     }
 }

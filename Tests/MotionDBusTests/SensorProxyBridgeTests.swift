@@ -150,5 +150,31 @@ extension Hardware {
             kill(daemon.process.processIdentifier, SIGKILL)
             #expect(heading.map { abs($0 - 90) < 2 } == true, "heading \(heading.map { "\($0)" } ?? "none")°; \(daemon.finalLog())")
         }
+
+        /// A sensor hub with its own compass and no magnetometer (hid-sensor-magn-3d reporting only
+        /// "Compensated Magnetic North") has a compass, as iio-sensor-proxy says of one (its
+        /// iio-buffer-compass); the heading is the hub's, (raw + offset) × scale degrees: 2700 × 0.1 =
+        /// 270°, then 451 × 0.1. Its light sensor, which gives only `in_intensity_both_raw`, is the
+        /// ambient light, in lux: 350 × 0.1.
+        @Test func aSensorHubsOwnCompassAndIntensityServeTheCompassAndTheLight() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "hid-sensor-hub-compass-light")
+            let bus = try PrivateSystemBus()
+            let daemon = try Self.daemon(on: bus)
+            let client = try BusClient(address: bus.address)
+            #expect(try client.property("HasCompass", path: Self.compass, interface: "net.hadess.SensorProxy.Compass") == "true")
+            #expect(try client.property("HasAmbientLight") == "true")
+            try client.call("ClaimCompass", path: Self.compass, interface: "net.hadess.SensorProxy.Compass")
+            try client.call("ClaimLight")
+            func heading() -> String? { try? client.property("CompassHeading", path: Self.compass, interface: "net.hadess.SensorProxy.Compass") }
+            try? waitUntil { heading() == "270.0" && (try? client.property("LightLevel")) == "35.0" }
+            #expect(heading() == "270.0", "\(daemon.finalLog())")
+            #expect(try client.property("LightLevel") == "35.0")
+            #expect(try client.property("LightLevelUnit") == "lux")
+            try testbed.setAttribute("iio:device1", "in_rot_from_north_magnetic_tilt_comp_raw", "451\n")
+            try? waitUntil { heading() == "45.1" }
+            #expect(heading() == "45.1")
+            _ = daemon
+        }
     }
 }

@@ -1,9 +1,9 @@
 import CLibIIO
 import MotionCore
 
-/// What the device layer knows about one kind of IIO motion channel: how to recognise it, where its
-/// mount matrix lives, and how to turn its IIO unit into SI. One conforming type per file; every
-/// driver is listed in `SensorDrivers.all`.
+/// What the device layer knows about one kind of IIO channel: how to recognise it, where its mount
+/// matrix lives, and how to turn its IIO unit into SI. One conforming type per file; every driver is
+/// listed in `SensorDrivers.all`.
 protocol SensorDriver: Sendable {
     /// The kind of sample the channels produce.
     var kind: SensorKind { get }
@@ -13,11 +13,25 @@ protocol SensorDriver: Sendable {
     var sysfsName: String { get }
     /// Multiplier from the IIO ABI's unit for this type to motiond's SI unit.
     var unitToSI: Double { get }
+    /// Every channel-type word the driver reads under, `sysfsName` first (a light sensor's fallback
+    /// `intensity` beside `illuminance`): where the type's shared attributes (`in_<word>_sampling_frequency`,
+    /// `in_<word>_hysteresis`) are looked for.
+    var sysfsNames: [String] { get }
+    /// The channels of a device this driver reads, of all its input channels (empty: none).
+    func channels(among channels: [any ChannelInfo]) -> [any ChannelInfo]
 }
 
 extension SensorDriver {
     /// Whether a channel is three-axis (x, y, z modifiers) or scalar.
     var isVector: Bool { kind.isVector }
+
+    /// Every channel of the driver's type.
+    func channels(among channels: [any ChannelInfo]) -> [any ChannelInfo] {
+        channels.filter { $0.type == channelType }
+    }
+
+    /// Only `sysfsName`.
+    var sysfsNames: [String] { [sysfsName] }
 
     /// Sysfs attributes that may carry the mount matrix, in order of preference
     /// (after the udev property `ACCEL_MOUNT_MATRIX`).
@@ -28,7 +42,7 @@ extension SensorDriver {
     /// Sysfs attributes of a change threshold below which the device reports nothing (HID sensor
     /// hubs: `hid-sensor-*` drivers; `_relative` is the percentage form of newer hubs).
     var hysteresisAttributes: [String] {
-        ["in_\(sysfsName)_hysteresis", "in_\(sysfsName)_hysteresis_relative"]
+        sysfsNames.flatMap { ["in_\($0)_hysteresis", "in_\($0)_hysteresis_relative"] }
     }
 }
 
@@ -36,11 +50,8 @@ extension SensorDriver {
 enum SensorDrivers {
     static let all: [any SensorDriver] = [
         AccelerometerDriver(), GyroscopeDriver(), MagnetometerDriver(), ProximityDriver(), LightDriver(), PressureDriver(),
+        CompassDriver(),
     ]
-
-    static func driver(for type: iio_chan_type) -> (any SensorDriver)? {
-        all.first { $0.channelType == type }
-    }
 
     static func driver(for kind: SensorKind) -> any SensorDriver {
         all.first { $0.kind == kind }!
