@@ -91,13 +91,15 @@ let package = Package(
             name: "MotionDaemon",
             dependencies: [
                 "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionDSU", "MotionMetrics", "MotionConfiguration",
-                "MotionDevices", "MotionSystem", "MotionWire",
+                "MotionDevices", "MotionSystem", "MotionWire", "CConcurrencyHook",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]),
+        // The Swift runtime's global-job hook, for `ConcurrencyOnNIO`.
+        .systemLibrary(name: "CConcurrencyHook"),
         .systemLibrary(
             name: "CLibIIO", pkgConfig: "libiio",
             providers: [.apt(["libiio-dev"])]),
@@ -151,6 +153,7 @@ let package = Package(
             providers: [.apt(["libumockdev-dev", "umockdev"])]),
 
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
+        .testTarget(name: "MotionSystemTests", dependencies: ["MotionSystem"]),
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
         .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "motiond", "MotionFusion", "MotionCore", "MotionClient", "TestSupport"]),
         .testTarget(name: "MotionClientTests", dependencies: ["MotionClient", "motiond", "TestSupport"]),

@@ -30,6 +30,12 @@ package final class Hub: @unchecked Sendable {
     private var historySavedRevision = 0
     /// The blocking jobs handed to the thread pool, for shutdown to wait for.
     let offLoop: OffLoopWork
+    /// How long the sensors must run as planned (or none run) before the code that started, stopped
+    /// or served what ran before is paged out (`ResidentMemory`): start-up, a client's coming and
+    /// going; the steady state's own code faults back in within its first samples.
+    static let pageOutDelay = TimeAmount.seconds(5)
+    /// The page-out due once the plan has held for `pageOutDelay`.
+    private var pageOut: Scheduled<Void>?
     /// Every origin's devices: this machine's, then each remote's.
     package private(set) var devices: [DeviceDescriptor] = []
     /// The last listing of each origin.
@@ -295,6 +301,21 @@ package final class Hub: @unchecked Sendable {
         let plan = CapturePlan(demands: demands, devices: devices)
         captures.follow(plan, on: devices)
         pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion })
+        pageOutOnceSettled()
+    }
+
+    /// (Re)schedules the page-out for `pageOutDelay` from now.
+    private func pageOutOnceSettled() {
+        pageOut?.cancel()
+        pageOut = eventLoop.scheduleTask(in: Self.pageOutDelay) { [self] in
+            pageOut = nil
+            guard !stopped else { return }
+            offLoop.run({ ResidentMemory.releaseReadOnlyFilePages() }, then: { [self] result in
+                if case .success(.failure(let error)) = result {
+                    logger.debug("code pages stay resident", metadata: ["error": "\(error)"])
+                }
+            })
+        }
     }
 
     /// Ingests one read's events from a capture, with one write per client for the whole burst:
@@ -356,6 +377,7 @@ package final class Hub: @unchecked Sendable {
     package func stopAll() {
         eventLoop.preconditionInEventLoop()
         stopped = true
+        pageOut?.cancel()
         polls.stop()
         calibration.saveNow(pipeline.fusion?.calibration)
         if historyNeedsSaving { history.saveNow(pipeline.history.saved) }

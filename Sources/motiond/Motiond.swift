@@ -31,7 +31,7 @@ struct Motiond: AsyncParsableCommand {
         // Swift concurrency's jobs (lifecycle, signals) run on NIO's event loops, not libdispatch's
         // worker pool: that pool's monitor wakes the process every second for good (a daemon with no
         // clients should sleep), and a job hopping through it costs a thread wake-up.
-        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        ConcurrencyOnNIO.install()
         do {
             var command = try parseAsRoot()
             if var asynchronous = command as? any AsyncParsableCommand {

@@ -1,0 +1,40 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// motiond at rest keeps resident only what rest needs: `Hub.pageOutDelay` (5 s) after its sensors
+/// last changed (here: start-up, with none), it gives back the clean pages of its executable and
+/// libraries that start-up touched (`ResidentMemory`). Measured on the executable's own mappings
+/// (proc(5), `Rss` in /proc/PID/smaps): the libraries' pages are shared with this test process, and
+/// shared pages stay.
+@Suite struct ResidentMemoryTests {
+    @Test func startUpsFilePagesAreGivenBackAtRest() throws {
+        let daemon = try DaemonProcess(socket: temporarySocketPath())
+        let pid = daemon.process.processIdentifier
+        func residentFileKilobytes() -> Int? {
+            guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return nil }
+            var ofExecutable = false
+            var kilobytes = 0
+            for line in smaps.split(separator: "\n") {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                if fields.first?.contains("-") == true, fields.count >= 5 {
+                    ofExecutable = fields.count >= 6 && fields[5].hasSuffix("/motiond")
+                } else if ofExecutable, fields.first == "Rss:", fields.count >= 2 {
+                    kilobytes += Int(fields[1]) ?? 0
+                }
+            }
+            return kilobytes
+        }
+        let afterStart = try #require(residentFileKilobytes())
+        var atRest = afterStart
+        try? waitUntil(seconds: 15) {
+            atRest = residentFileKilobytes() ?? atRest
+            return atRest < afterStart / 2
+        }
+        #expect(atRest < afterStart / 2, "the executable's RSS: \(afterStart) kB after start, \(atRest) kB at rest")
+        // What was paged out runs again when it is needed.
+        let client = try TestClient.greeted(path: daemon.socket)
+        try client.send(#"{"class":"STATUS"}"#)
+        _ = try client.next("STATUS")
+    }
+}
