@@ -51,11 +51,13 @@ public final class MotionServer: Sendable {
     ///   - metrics: the host and port to serve Prometheus metrics on over HTTP, port 0 for any free one
     ///     (default nowhere; docs/fleet.md).
     ///   - dsu: the DSU server for emulators (default none; docs/games.md).
+    ///   - pagesOutWhenSettled: whether the process gives back its code pages 5 s after the sensors
+    ///     settle (`ResidentMemory`): the motiond executable's choice, not a host process's (default false).
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = Release.version,
         servesDBus: Bool = false, mqtt: MQTTSettings? = nil, metrics: (host: String, port: Int)? = nil,
-        dsu: DSUSettings? = nil, logger: Logger = Logger(label: "motiond")
+        dsu: DSUSettings? = nil, pagesOutWhenSettled: Bool = false, logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
         // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
@@ -69,7 +71,7 @@ public final class MotionServer: Sendable {
         }
         let hub = Hub(
             eventLoop: loops.next(), logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
-            source: source, maximumClients: clientLimit)
+            source: source, maximumClients: clientLimit, pagesOutWhenSettled: pagesOutWhenSettled)
         self.hub = hub
         self.metrics = metrics.map { MetricsFrontEnd(hub: hub, host: $0.host, port: $0.port) }
         self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0) }

@@ -61,8 +61,16 @@ package final class Hub: @unchecked Sendable {
     /// Connections served at once; more are told so and closed.
     package var maximumClients: Int { clients.maximumClients }
 
-    package init(eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, source: any SensorSource, maximumClients: Int = 1000) {
+    /// Whether the process's code pages are given back once the sensors settle (`pageOutDelay`): the
+    /// daemon's, whose executable no other process maps; not a process that hosts hubs among other work.
+    private let pagesOut: Bool
+
+    package init(
+        eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, source: any SensorSource, maximumClients: Int = 1000,
+        pagesOutWhenSettled: Bool = false
+    ) {
         self.eventLoop = eventLoop
+        pagesOut = pagesOutWhenSettled
         self.logger = logger
         self.release = release
         clients = ClientTable(maximumClients: maximumClients, eventLoop: eventLoop, logger: logger)
@@ -301,7 +309,7 @@ package final class Hub: @unchecked Sendable {
         let plan = CapturePlan(demands: demands, devices: devices)
         captures.follow(plan, on: devices)
         pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion })
-        pageOutOnceSettled()
+        if pagesOut { pageOutOnceSettled() }
     }
 
     /// (Re)schedules the page-out for `pageOutDelay` from now.

@@ -117,7 +117,7 @@ struct Motiond: AsyncParsableCommand {
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
             servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), dsu: settings.dsu,
-            logger: logger)
+            pagesOutWhenSettled: true, logger: logger)
         server.apply(settings)
         let reload = ConfigurationReload(
             hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger

@@ -5,11 +5,14 @@ import Testing
 /// motiond at rest keeps resident only what rest needs: `Hub.pageOutDelay` (5 s) after its sensors
 /// last changed (here: start-up, with none), it gives back the clean pages of its executable and
 /// libraries that start-up touched (`ResidentMemory`). Measured on the executable's own mappings
-/// (proc(5), `Rss` in /proc/PID/smaps): the libraries' pages are shared with this test process, and
-/// shared pages stay.
+/// (proc(5), `Rss` in /proc/PID/smaps) of a copy of its own: shared pages stay, and the libraries' are
+/// shared with this test process, the executable's with the other tests' daemons.
 @Suite struct ResidentMemoryTests {
     @Test func startUpsFilePagesAreGivenBackAtRest() throws {
-        let daemon = try DaemonProcess(socket: temporarySocketPath())
+        let copy = NSTemporaryDirectory() + "motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.copyItem(atPath: DaemonProcess.executable, toPath: copy)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        let daemon = try DaemonProcess(socket: temporarySocketPath(), executable: copy)
         let pid = daemon.process.processIdentifier
         func residentFileKilobytes() -> Int? {
             guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return nil }
@@ -18,7 +21,7 @@ import Testing
             for line in smaps.split(separator: "\n") {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 if fields.first?.contains("-") == true, fields.count >= 5 {
-                    ofExecutable = fields.count >= 6 && fields[5].hasSuffix("/motiond")
+                    ofExecutable = fields.count >= 6 && fields[5] == copy
                 } else if ofExecutable, fields.first == "Rss:", fields.count >= 2 {
                     kilobytes += Int(fields[1]) ?? 0
                 }

@@ -10,9 +10,12 @@ public final class DaemonProcess {
     public let socket: String
     public let log = Pipe()
 
-    public init(socket: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// The `motiond` built beside the tests.
+    public static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond").path
+
+    public init(socket: String, arguments: [String] = [], environment: [String: String] = [:], executable: String = DaemonProcess.executable) throws {
         self.socket = socket
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--socket", socket] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardError = log
