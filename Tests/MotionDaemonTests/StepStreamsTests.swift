@@ -99,7 +99,9 @@ extension Hardware.Server {
         // time, converted from the samples' own instants).
         let scans = Self.walkScans(seconds: 20, from: Int64(ProcessInfo.processInfo.systemUptime * 1e9) - 20_000_000_000)
         let expected = Self.stepsCounted(in: scans)
-        let before = Date().timeIntervalSince1970 - 61
+        // HISTORY counts the minutes that begin in the range: the walk's first minute began up to 80 s
+        // ago (a walk of 20 s that crossed into a new minute); 61 s missed it in a minute's first 20 s.
+        let before = Date().timeIntervalSince1970 - 121
         let history = #"{"class":"HISTORY","id":1,"stream":"pedometer","from":\#(before)}"#
 
         let first = MotionServer(socketPath: Self.socketPath(), stateDirectory: state)
