@@ -250,7 +250,7 @@ let package = Package(
         .executableTarget(
             name: "daemon-load",
             dependencies: [
-                "TestSupport", "MotionClient", "MotionWire", "MotionSystem",
+                "TestSupport", "MotionClient", "MotionWire", "MotionSystem", "MotionCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/DaemonLoad"),

@@ -28,7 +28,7 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, fuzz and soak (for --seconds).")
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, fuzz, soak (for --seconds) and live (BROAD trials through fake hardware: scripts/score-live).")
     var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network", "dsu", "steps"]
 
     @Option(help: .hidden)
@@ -46,6 +46,18 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "The fuzz scenario's seed: the same seed sends the same lines.")
     var seed: UInt64 = 1
 
+    @Option(help: "The live scenario's BROAD trials directory.")
+    var broad = "../shared/data/broad-dev"
+
+    @Option(help: "The live scenario's trials (default: every <trial>_imu.csv.gz there).")
+    var trials: [String] = []
+
+    @Option(help: "Seconds of each trial the live scenario plays, from 10 s before its movement phase.")
+    var sliceSeconds = 45.0
+
+    @Option(help: "Where the live scenario writes its CSV files.")
+    var liveOutput = "live-accuracy"
+
     func run() throws {
         if let tickAt, let writeTo { Floor.write(at: tickAt, clients: writeTo, lineSize: 750) }
         if let tickAt, let sendTo { Floor.send(at: tickAt, clients: sendTo, datagramSize: 100) }
@@ -55,10 +67,17 @@ struct DaemonLoad: ParsableCommand {
         limit.rlim_cur = limit.rlim_max
         setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
         let executable = motiond ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond").path
         print("motiond: \(executable); \(ProcessInfo.processInfo.activeProcessorCount) cores; \(seconds) s per measurement\n")
+        if scenarios.contains("live") {
+            let names = trials.isEmpty
+                ? (try FileManager.default.contentsOfDirectory(atPath: broad)).filter { $0.hasSuffix("_imu.csv.gz") }.map { String($0.dropLast("_imu.csv.gz".count)) }.sorted()
+                : trials
+            try LiveAccuracy(executable: executable, trialsDirectory: broad, output: liveOutput, sliceSeconds: sliceSeconds).run(trials: names)
+            guard scenarios.contains(where: { $0 != "live" }) else { return }
+        }
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
 
         var heaviestRSS = 0
         if scenarios.contains("floor") {
