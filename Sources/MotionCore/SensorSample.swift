@@ -43,14 +43,18 @@ public struct SensorSample: Sendable, Hashable {
     public var vector: Vector3
     /// Proximity only: whether the reading is at or above the near level (with hysteresis).
     public var isNear: Bool
+    /// Whether this is a polled sensor's previous measurement read again (its value held since), not a
+    /// new one: a raw stream still carries it; the fusion, which would take it for news, does not.
+    public var isRepeat: Bool
 
     /// Creates a sample; see the properties for units.
     @inlinable
-    public init(kind: SensorKind, device: DeviceNumber, timestamp: Int64, vector: Vector3, isNear: Bool = false) {
+    public init(kind: SensorKind, device: DeviceNumber, timestamp: Int64, vector: Vector3, isNear: Bool = false, isRepeat: Bool = false) {
         self.kind = kind
         self.device = device
         self.timestamp = timestamp
         self.vector = vector
         self.isNear = isNear
+        self.isRepeat = isRepeat
     }
 }

@@ -11,6 +11,10 @@ public final class PolledReader {
     private struct Sensor {
         var converter: SampleConverter
         var descriptors: [Int32]
+        /// A magnetometer's: when its readings were taken (`ChangeInstant`). An accelerometer or a
+        /// gyroscope read by polling is stamped at the read: its repeats (a device at rest whose counts
+        /// hold) are samples the rate-bound detectors need.
+        var changes: ChangeInstant?
     }
 
     private let sysfs: Sysfs
@@ -46,7 +50,9 @@ public final class PolledReader {
                         throw DeviceError.attributeUnreadable(device: self.device, attribute: channel.valueAttribute, errno: e.rawValue)
                     }
                 }
-                sensors.append(Sensor(converter: SampleConverter(sensor: sensor, device: device.number), descriptors: descriptors))
+                sensors.append(Sensor(
+                    converter: SampleConverter(sensor: sensor, device: device.number), descriptors: descriptors,
+                    changes: kind == .magnetometer ? ChangeInstant() : nil))
             }
         } catch {
             close()
@@ -64,8 +70,9 @@ public final class PolledReader {
         sensors.removeAll()
     }
 
-    /// Reads every open sensor once, stamping the samples with `timestamp` (ns, CLOCK_MONOTONIC),
-    /// and hands each sample to `emit`.
+    /// Reads every open sensor once, stamping the samples with `timestamp` (ns, CLOCK_MONOTONIC; a
+    /// magnetometer's with the instant its value changed, a repeat of its previous measurement marked
+    /// as such: `ChangeInstant`), and hands each sample to `emit`.
     public func read(timestamp: Int64, emit: (SensorSample) -> Void) throws(DeviceError) {
         for s in sensors.indices {
             var raw = Vector3.zero
@@ -75,7 +82,10 @@ public final class PolledReader {
             for (c, fd) in sensors[s].descriptors.enumerated() {
                 raw[Axis(rawValue: c)!] = try value(fd, attribute: sensors[s].converter.channels[c].valueAttribute)
             }
-            if let sample = sensors[s].converter.sample(raw: raw, timestamp: timestamp) {
+            var instant = (timestamp: timestamp, isRepeat: false)
+            if sensors[s].changes != nil { instant = sensors[s].changes!.instant(of: raw, readAt: timestamp) }
+            if var sample = sensors[s].converter.sample(raw: raw, timestamp: instant.timestamp) {
+                sample.isRepeat = instant.isRepeat
                 emit(sample)
             } else {
                 rejectedReadings += 1

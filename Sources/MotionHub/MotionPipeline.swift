@@ -213,7 +213,8 @@ final class MotionPipeline {
             // (the magnetometer's, often after the gyroscope's in a scan) are fused too.
             if box != nil, latest.accelerometer != nil { pendingMotion = (t, period) }
         case .magnetometer:
-            box?.fusion.update(sample)
+            // A polled magnetometer's measurement read again is no news to the fusion (`ChangeInstant`).
+            if !sample.isRepeat { box?.fusion.update(sample) }
             let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             latest.magnetometer = message
             fanout.deliver(.magnetometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
