@@ -54,8 +54,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// Nominal sampling periods, s.
     let gyroscopePeriod: Double
     let accelerometerPeriod: Double
-    let magnetometerPeriod: Double
-    let magnetometerGain: Double
+    private(set) var magnetometerPeriod: Double
+    private(set) var magnetometerGain: Double
 
     // Device → almost-inertial frame, from the gyroscope alone.
     private var gyroscopeAttitude = Quaternion.identity
@@ -93,6 +93,15 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         gyroscopeCalibrator = GyroscopeCalibrator(
             parameters: parameters.gyroscope, accelerometerPeriod: accelerometerPeriod * Double(biasDecimation),
             accelerometerTau: parameters.accelerometerTau)
+        magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
+    }
+
+    /// Follows a magnetometer sampled at `rate` Hz rather than the rate the filter was made for: the
+    /// heading correction's gain and the disturbance detector (which starts again) at that rate; the
+    /// attitude and the heading go on.
+    public mutating func setMagnetometerRate(_ rate: Double) {
+        magnetometerPeriod = 1 / rate
+        magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
         magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
     }
 

@@ -35,7 +35,9 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     private var timestamp: Int64 = 0
     // The heading path (calibration, disturbance detection, correction) sees every
     // `magnetometerDecimation`-th magnetometer sample: it averages over seconds, so about 100 Hz is plenty.
-    private let magnetometerDecimation: Int
+    private var magnetometerDecimation: Int
+    /// The heading path's rate, Hz: the magnetometer's after decimation.
+    public private(set) var magnetometerRate: Double
     private var magnetometerCountdown = 0
     // Heading correction at the moment the corrected-arbitrary frame was fixed (after the heading's
     // initial convergence), so that frame starts where the uncorrected one does.
@@ -59,6 +61,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         magnetometerDecimation = parameters.headingCorrectionRate > 0
             ? max(1, Int(magnetometerRate / parameters.headingCorrectionRate)) : 1
         let headingRate = magnetometerRate / Double(magnetometerDecimation)
+        self.magnetometerRate = magnetometerRate
         filter = OrientationFilter(
             gyroscopeRate: gyroscopeRate, accelerometerRate: accelerometerRate, magnetometerRate: headingRate,
             parameters: parameters)
@@ -110,6 +113,25 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             magnetometerOffset: calibrator.offset, magnetometerOffsetError: calibrator.offsetError,
             fieldStrength: calibrator.radius, magnetometerSoftIron: softIron.isEstimated ? softIron.matrix.rowMajor : nil,
             gyroscopeScale: filter.gyroscopeScale, gyroscopeScaleSigma: filter.gyroscopeScaleSigma)
+    }
+
+    /// Follows a magnetometer that measures at `rate` Hz rather than the rate the fusion was made for
+    /// (a polled one measures at its own rate, whatever it is read at, and its repeats are not fused):
+    /// every time constant of the heading path is in seconds, so its calibrators and the heading
+    /// correction start again at that rate, keeping the calibration learnt; the attitude goes on.
+    public mutating func setMagnetometerRate(_ rate: Double) {
+        guard rate > 0, gyroscopeFree == nil else { return }
+        let learnt = calibration
+        let parameters = filter.parameters
+        magnetometerRate = rate
+        magnetometerDecimation = parameters.headingCorrectionRate > 0 ? max(1, Int(rate / parameters.headingCorrectionRate)) : 1
+        magnetometerCountdown = 0
+        let headingRate = rate / Double(magnetometerDecimation)
+        filter.setMagnetometerRate(headingRate)
+        calibrator = MagnetometerCalibrator(rate: headingRate, parameters: calibrator.parameters)
+        softIron = SoftIronCalibrator(rate: headingRate, parameters: softIron.parameters)
+        calibrator.restore(offset: learnt.magnetometerOffset, offsetError: learnt.magnetometerOffsetError, radius: learnt.fieldStrength)
+        if let m = learnt.magnetometerSoftIron, m.count == 9 { softIron.restore(matrix: Matrix3(rowMajor: m)) }
     }
 
     /// Starts from a calibration learnt before (the attitude itself starts afresh).
