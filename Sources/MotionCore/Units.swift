@@ -12,6 +12,14 @@ public enum Units {
     public static func nanoseconds(fromSeconds seconds: Double) -> Int64? {
         Int64(exactly: (seconds * 1e9).rounded())
     }
+
+    /// An angle in degrees as the same direction within one turn, [0, 360): −10 is 350, 360 is 0, and
+    /// −1e-14, which adding a turn rounds to 360, is 0.
+    public static func degreesWithinOneTurn(_ degrees: Double) -> Double {
+        let remainder = degrees.truncatingRemainder(dividingBy: 360)
+        let wrapped = remainder < 0 ? remainder + 360 : remainder
+        return wrapped >= 360 ? 0 : wrapped
+    }
 }
 
 extension Vector3 {

@@ -127,7 +127,6 @@ struct DeviceInspector {
             }
         } else {
             // A proximity or light device may number its channels (in_proximity0_raw); the first one is used.
-            // A scalar kind's channel is never carried in the device frame.
             let channel = channels.sorted { $0.id < $1.id }.first!
             described.append(try self.channel(channel, axis: nil, driver: driver, device: device, problems: &problems))
         }

@@ -45,8 +45,7 @@ struct SampleConverter {
         if kind == .pressure, !(value.x > 0) { return nil }
         // A heading of 360° or of −10° is a direction all the same: kept in [0, 360), as the wire has it.
         if kind == .compass {
-            let degrees = value.x.truncatingRemainder(dividingBy: 360)
-            return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: Vector3(x: degrees < 0 ? degrees + 360 : degrees, y: 0, z: 0))
+            return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: Vector3(x: Units.degreesWithinOneTurn(value.x), y: 0, z: 0))
         }
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: mountMatrix * value)
     }

@@ -223,9 +223,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         if frame.isNorthReferenced && hasMagnetometer {
             // Azimuth of the device's top edge (y): its components in the north frame (x north, y west).
             let top = attitude.quaternion.rotate(Vector3(x: 0, y: 1, z: 0))
-            var degrees = atan2(-top.y, top.x) * 180 / .pi
-            if degrees < 0 { degrees += 360 }
-            heading = degrees >= 360 ? 0 : degrees
+            heading = Units.degreesWithinOneTurn(atan2(-top.y, top.x) * 180 / .pi)
         }
         var unavailable = UnavailableOutputs.missing(gyroscope: gyroscopeFree == nil, magnetometer: hasMagnetometer || expectsMagnetometer)
         if !frame.isNorthReferenced { unavailable.remove(.heading) }

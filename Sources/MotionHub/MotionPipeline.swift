@@ -409,9 +409,7 @@ final class MotionPipeline {
             heading: motion.heading, unavailable: motion.unavailable)
         // No magnetometer fused, but a sensor hub's own compass: its heading, the one thing it gives.
         if message.heading == nil, motion.referenceFrame.isNorthReferenced, let compassHeading {
-            let degrees = compassHeading + (motion.referenceFrame == .xTrueNorthZVertical ? declination : 0)
-            let wrapped = degrees.truncatingRemainder(dividingBy: 360)
-            message.heading = wrapped < 0 ? wrapped + 360 : wrapped
+            message.heading = Units.degreesWithinOneTurn(compassHeading + (motion.referenceFrame == .xTrueNorthZVertical ? declination : 0))
             message.unavailable?.remove(.heading)
             if message.unavailable == [] { message.unavailable = nil }
         }

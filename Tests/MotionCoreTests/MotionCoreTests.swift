@@ -61,4 +61,14 @@ import Testing
             try IMUTable(csv: "t,ax,ay,az,gx,gy,gz,mx,my,mz\n0,0,0,9.8,0,0,0,1,2,3\n0.01,0,0,9.8,0,0,0,1,,3\n")
         }
     }
+
+    /// One turn of directions, [0, 360), whatever the angle's sign or size; the value just below 0 that
+    /// adding a turn rounds up to 360 exactly is north, 0.
+    @Test func anAngleIsTheSameDirectionWithinOneTurn() {
+        #expect(Units.degreesWithinOneTurn(-10) == 350)
+        #expect(Units.degreesWithinOneTurn(360) == 0)
+        #expect(Units.degreesWithinOneTurn(725) == 5)
+        #expect(Units.degreesWithinOneTurn(-1e-14) == 0)
+        #expect(Units.degreesWithinOneTurn(359.5) == 359.5)
+    }
 }
