@@ -11,12 +11,12 @@ import MotionCore
 /// Stamped at the read, a polled magnetometer's sample was late by up to a poll period and its
 /// repeats later still (up to its own period: 10 ms at 100 Hz); in a turn of some hundred degrees a
 /// second each millisecond misplaced the heading by a tenth of a degree or more.
-struct ChangeInstant {
+public struct ChangeInstant {
     /// The longest a value may hold before it counts as a new measurement again, ns: a sensor whose
     /// value truly holds still (a field quantised to the same counts) still feeds the fusion 10 times
     /// a second. A read after a longer pause than this says nothing of when its value changed:
     /// stamped at the read.
-    static let longestHold: Int64 = 100_000_000
+    public static let longestHold: Int64 = 100_000_000
     /// Reads since the last repeat within which the reads still count as faster than the sensor.
     static let repeatEvidence = 8
 

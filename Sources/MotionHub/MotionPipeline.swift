@@ -77,10 +77,8 @@ final class MotionPipeline {
     private var fusingMerged = false
     /// The sample (timestamp, period, ns) whose motion is still to be sent.
     private var pendingMotion: (timestamp: Int64, period: Int64)?
-    /// How long the magnetometer's measurements are counted to tell their rate, s.
-    static let magnetometerRateWindow = 2.0
-    /// The first measurement counted and how many since (`measureMagnetometerRate`).
-    private var magnetometerRateCount: (first: Int64, count: Int)?
+    /// The magnetometer's own rate, measured once per fusion (`followMagnetometerRate`).
+    private var magnetometerRate = MeasurementRate()
     /// Whether the rate has been measured for this fusion.
     private var magnetometerRateMeasured = false
     /// The latest heading of a sensor hub's own compass, degrees clockwise from magnetic north, while
@@ -149,7 +147,7 @@ final class MotionPipeline {
             if let saved = calibration.value { fresh.restore(saved) }
             box = FusionBox(fresh)
             pendingMotion = nil
-            magnetometerRateCount = nil
+            magnetometerRate = MeasurementRate()
             magnetometerRateMeasured = false
         }
     }
@@ -224,7 +222,7 @@ final class MotionPipeline {
             // A polled magnetometer's measurement read again is no news to the fusion (`ChangeInstant`).
             if !sample.isRepeat {
                 box?.fusion.update(sample)
-                measureMagnetometerRate(at: t)
+                followMagnetometerRate(at: t)
             }
             let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             latest.magnetometer = message
@@ -259,27 +257,13 @@ final class MotionPipeline {
         sampleFused()
     }
 
-    /// Counts the magnetometer's measurements for `magnetometerRateWindow` once per fusion and, where
-    /// they come at a rate 20 % or more off the one the fusion was made for (a polled magnetometer
-    /// measures at its own rate, whatever it is read at), makes the fusion follow it: its heading
-    /// path's time constants are in seconds, and counted in samples at the wrong rate they stretched
-    /// (an attached magnet was calibrated out 2.9 times slower).
-    private func measureMagnetometerRate(at t: Int64) {
-        guard let box, !magnetometerRateMeasured else { return }
-        guard let (first, counted) = magnetometerRateCount, t > first else {
-            magnetometerRateCount = (t, 1)
-            return
-        }
-        let count = counted + 1
-        let span = Double(t - first) * 1e-9
-        if span > 2 * Self.magnetometerRateWindow {
-            magnetometerRateCount = (t, 1)  // a hole in the readings: counted again
-            return
-        }
-        magnetometerRateCount = (first, count)
-        guard span >= Self.magnetometerRateWindow else { return }
+    /// Measures the magnetometer's own rate once per fusion (`MeasurementRate`) and, 20 % or more off
+    /// the rate the fusion was made for, makes the fusion follow it: its heading path's time constants
+    /// are in seconds, and counted in samples at the wrong rate they stretched (an attached magnet was
+    /// calibrated out 2.9 times slower).
+    private func followMagnetometerRate(at t: Int64) {
+        guard let box, !magnetometerRateMeasured, let measured = magnetometerRate.add(t) else { return }
         magnetometerRateMeasured = true
-        let measured = Double(count - 1) / span
         if abs(measured / box.fusion.magnetometerRate - 1) > 0.2 { box.fusion.setMagnetometerRate(measured) }
     }
 
