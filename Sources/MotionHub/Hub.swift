@@ -36,6 +36,9 @@ package final class Hub: @unchecked Sendable {
     static let pageOutDelay = TimeAmount.seconds(5)
     /// The page-out due once the plan has held for `pageOutDelay`.
     private var pageOut: Scheduled<Void>?
+    /// The capture plan followed last: the page-out waits for the sensors to settle, not for requests
+    /// to stop coming (a POLL replans without changing what runs).
+    private var followedPlan: CapturePlan?
     /// Every origin's devices: this machine's, then each remote's.
     package private(set) var devices: [DeviceDescriptor] = []
     /// The last listing of each origin.
@@ -309,7 +312,8 @@ package final class Hub: @unchecked Sendable {
         let plan = CapturePlan(demands: demands, devices: devices)
         captures.follow(plan, on: devices)
         pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion })
-        if pagesOut { pageOutOnceSettled() }
+        if pagesOut, plan != followedPlan { pageOutOnceSettled() }
+        followedPlan = plan
     }
 
     /// (Re)schedules the page-out for `pageOutDelay` from now.
