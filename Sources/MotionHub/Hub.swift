@@ -324,7 +324,7 @@ package final class Hub: @unchecked Sendable {
             guard !stopped else { return }
             offLoop.run({ ResidentMemory.releaseReadOnlyFilePages() }, then: { [self] result in
                 if case .success(.failure(let error)) = result {
-                    logger.debug("code pages stay resident", metadata: ["error": "\(error)"])
+                    logger.info("code pages stay resident", metadata: ["error": "\(error)"])
                 }
             })
         }

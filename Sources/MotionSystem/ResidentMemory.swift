@@ -30,11 +30,18 @@ public enum ResidentMemory {
     }
 
     /// Asks the kernel to reclaim the process's read-only file pages (`madvise(MADV_PAGEOUT)` on each
-    /// such mapping); returns the bytes of the mappings it was asked for, or the error of the first
-    /// call refused (a kernel before 5.4 has no `MADV_PAGEOUT`: nothing is lost then, the pages stay).
+    /// such mapping); returns the bytes of the mappings it was asked for, or the error of reading
+    /// /proc/self/maps or of the first call refused (a kernel before 5.4 has no `MADV_PAGEOUT`: nothing
+    /// is lost then, the pages stay).
     @discardableResult
     public static func releaseReadOnlyFilePages() -> Result<Int, Errno> {
-        guard let maps = try? LocalFiles().contents(of: "/proc/self/maps", atMost: 1 << 22) else { return .success(0) }
+        let maps: [UInt8]
+        do {
+            guard let read = try LocalFiles().contents(of: "/proc/self/maps", atMost: 1 << 22) else { return .success(0) }
+            maps = read
+        } catch {
+            return .failure(error)
+        }
         var total = 0
         for mapping in readOnlyFileMappings(in: String(decoding: maps, as: UTF8.self)) {
             if case .failure(let error) = Syscall.advisePageOut(address: mapping.start, length: mapping.length) { return .failure(error) }

@@ -11,7 +11,7 @@ import Glibc
 extension Hardware {
     @Suite struct SensorProxyBridge {
         static let main = "/net/hadess/SensorProxy"
-        static let compass = "/net/hadess/SensorProxy/Compass"
+        static let compass = BusClient.compassPath
 
         /// motiond serving D-Bus on `bus`, on the testbed's devices.
         static func daemon(on bus: PrivateSystemBus) throws -> DaemonProcess {
@@ -140,11 +140,11 @@ extension Hardware {
             let bus = try PrivateSystemBus()
             let daemon = try Self.daemon(on: bus)
             let client = try BusClient(address: bus.address)
-            #expect(try client.property("HasCompass", path: Self.compass, interface: "net.hadess.SensorProxy.Compass") == "true")
-            try client.call("ClaimCompass", path: Self.compass, interface: "net.hadess.SensorProxy.Compass")
+            #expect(try client.compassProperty("HasCompass") == "true")
+            try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
             var heading: Double?
             try? waitUntil {
-                heading = (try? client.property("CompassHeading", path: Self.compass, interface: "net.hadess.SensorProxy.Compass")).flatMap(Double.init)
+                heading = (try? client.compassProperty("CompassHeading")).flatMap(Double.init)
                 return heading.map { abs($0 - 90) < 2 } ?? false
             }
             kill(daemon.process.processIdentifier, SIGKILL)
@@ -162,11 +162,11 @@ extension Hardware {
             let bus = try PrivateSystemBus()
             let daemon = try Self.daemon(on: bus)
             let client = try BusClient(address: bus.address)
-            #expect(try client.property("HasCompass", path: Self.compass, interface: "net.hadess.SensorProxy.Compass") == "true")
+            #expect(try client.compassProperty("HasCompass") == "true")
             #expect(try client.property("HasAmbientLight") == "true")
-            try client.call("ClaimCompass", path: Self.compass, interface: "net.hadess.SensorProxy.Compass")
+            try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
             try client.call("ClaimLight")
-            func heading() -> String? { try? client.property("CompassHeading", path: Self.compass, interface: "net.hadess.SensorProxy.Compass") }
+            func heading() -> String? { try? client.compassProperty("CompassHeading") }
             try? waitUntil { heading() == "270.0" && (try? client.property("LightLevel")) == "35.0" }
             #expect(heading() == "270.0", "\(daemon.finalLog())")
             #expect(try client.property("LightLevel") == "35.0")
@@ -176,5 +176,15 @@ extension Hardware {
             #expect(heading() == "45.1")
             _ = daemon
         }
+    }
+}
+
+extension BusClient {
+    static let compassPath = "/net/hadess/SensorProxy/Compass"
+    static let compassInterface = "net.hadess.SensorProxy.Compass"
+
+    /// A property of the compass object.
+    func compassProperty(_ name: String) throws -> String {
+        try property(name, path: Self.compassPath, interface: Self.compassInterface)
     }
 }
