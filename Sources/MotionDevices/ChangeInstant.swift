@@ -24,7 +24,8 @@ public struct ChangeInstant {
     private var previousRead: Int64 = 0
     private var lastStamp: Int64 = 0
     private var lastMeasurement: Int64 = 0
-    private var readsSinceRepeat = Int.max
+    /// Reads since the last repeat, counted up to one past `repeatEvidence` (none seen yet: that).
+    private var readsSinceRepeat = repeatEvidence + 1
 
     /// The instant (ns) to stamp the counts `raw`, read at `now`, with, and whether they are the
     /// previous measurement read again.
@@ -43,7 +44,7 @@ public struct ChangeInstant {
             lastMeasurement = now
             return (lastStamp, false)
         }
-        readsSinceRepeat = readsSinceRepeat == .max ? .max : readsSinceRepeat + 1
+        readsSinceRepeat = min(readsSinceRepeat + 1, Self.repeatEvidence + 1)
         let halfway = readsSinceRepeat <= Self.repeatEvidence ? previousRead + sinceRead / 2 : now
         // Never before a sample already stamped: the samples of a sensor stay in order.
         lastStamp = max(halfway, lastStamp + 1)
