@@ -69,7 +69,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     private var magnetic: MagneticDisturbanceDetector
     // Gain floor 1/N for the first magnetometer samples, so that the heading converges at once.
     private var initialMagnetometerGain = 1.0
-    private var lastGyroscopeTimestamp: Int64?
+    private var gyroscopeClock: SamplingPeriodEstimator
     // The bias estimator sees every `biasDecimation`-th accelerometer sample (see `init`).
     let biasDecimation: Int
     private var biasCountdown = 0
@@ -85,6 +85,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         accelerometerPeriod = 1 / (accelerometerRate ?? gyroscopeRate)
         magnetometerPeriod = 1 / (magnetometerRate ?? gyroscopeRate)
         magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
+        gyroscopeClock = SamplingPeriodEstimator(nominalPeriod: gyroscopePeriod)
         accelerationMean = LowPassFilter(tau: parameters.accelerometerTau, period: accelerometerPeriod)
         rest = RestDetector(parameters: parameters.rest, gyroscopePeriod: gyroscopePeriod, accelerometerPeriod: accelerometerPeriod)
         // The bias changes over minutes and the estimator's inputs are low-passed with τ = 3 s
@@ -157,13 +158,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
 
     /// One gyroscope sample: rotation rate in rad/s, timestamp in ns.
     public mutating func update(gyroscope rate: Vector3, timestamp: Int64) {
-        var period = gyroscopePeriod
-        if let last = lastGyroscopeTimestamp {
-            let dt = Double(timestamp - last) * 1e-9
-            // Trust the timestamps, but not a gap (or a clock jump) of more than a few samples.
-            if dt > 0 && dt < 5 * gyroscopePeriod { period = dt }
-        }
-        lastGyroscopeTimestamp = timestamp
+        // The sensor's own period, not the jittered difference of the host's stamps.
+        let period = gyroscopeClock.interval(to: timestamp)
         if parameters.estimatesBiasAtRest || parameters.rejectsMagneticDisturbances {
             rest.update(gyroscope: rate, bias: gyroscopeCalibrator.bias, biasSigma: gyroscopeCalibrator.sigma)
         }
