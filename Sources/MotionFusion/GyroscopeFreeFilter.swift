@@ -35,6 +35,8 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
 
     public let parameters: Parameters
     private var specificForce: LowPassFilter<Vector3>
+    /// The accelerometer's rate the filter is made for, Hz.
+    public var accelerometerRate: Double { 1 / specificForce.period }
     private var up = Vector3(x: 0, y: 0, z: 1)
     private let headingGain: Double
     private var heading = 0.0
@@ -49,6 +51,14 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         magnetometerPeriod = 1 / (magnetometerRate ?? accelerometerRate)
         headingGain = firstOrderGain(tau: parameters.headingTau, period: magnetometerPeriod)
         magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
+    }
+
+    /// The filter for an accelerometer now sampled at `accelerometerRate` Hz: the gravity low-pass is
+    /// made for it, going on from its current output; the heading goes on.
+    public func atAccelerometerRate(_ accelerometerRate: Double) -> GyroscopeFreeFilter {
+        var next = self
+        next.specificForce = specificForce.atPeriod(1 / accelerometerRate)
+        return next
     }
 
     /// The device's up direction in the device frame (unit vector): minus gravity.

@@ -47,6 +47,24 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
         coefficients = Coefficients(tau: tau, period: period)
     }
 
+    /// The filter for samples now `period` s apart, going on from where this one is: its output is
+    /// kept as the steady state of the new coefficients. A cold filter keeps its warm-up mean, its
+    /// samples counted as the new samples that would span the same time (the mean is over time).
+    func atPeriod(_ period: Double) -> LowPassFilter {
+        var next = LowPassFilter(tau: tau, period: period)
+        if warmUpCount > 0 {
+            next.warmUpCount = max(1, Int((Double(warmUpCount) * self.period / period).rounded()))
+            next.warmUpSum = warmUpSum * (Double(next.warmUpCount) / Double(warmUpCount))
+        }
+        next.output = output
+        next.isWarm = isWarm
+        if isWarm {
+            next.s0 = output * (1 - next.coefficients.b0)
+            next.s1 = output * (next.coefficients.b2 - next.coefficients.a2)
+        }
+        return next
+    }
+
     /// Feeds one sample; returns the filtered value.
     @inline(__always)
     mutating func update(_ x: Value) -> Value {

@@ -52,8 +52,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// The parameters in use.
     public let parameters: Parameters
     /// Nominal sampling periods, s.
-    let gyroscopePeriod: Double
-    let accelerometerPeriod: Double
+    public let gyroscopePeriod: Double
+    public let accelerometerPeriod: Double
     private(set) var magnetometerPeriod: Double
     private(set) var magnetometerGain: Double
 
@@ -104,6 +104,26 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         magnetometerPeriod = 1 / rate
         magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
         magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
+    }
+
+    /// The filter for a gyroscope and accelerometer now sampled at `gyroscopeRate` and
+    /// `accelerometerRate` Hz (a capture reopened at another rate): every time constant counted in
+    /// samples is made for the new rates. The attitude, the heading, the gyroscope calibration and
+    /// the low-passed specific force go on (restarted, the low-pass's warm-up mean of the next samples
+    /// would turn the attitude over at once to whatever they say); rest detection, disturbance
+    /// detection and the bias estimator's own low-passes start again.
+    public func atRates(gyroscope gyroscopeRate: Double, accelerometer accelerometerRate: Double) -> OrientationFilter {
+        var next = OrientationFilter(
+            gyroscopeRate: gyroscopeRate, accelerometerRate: accelerometerRate, magnetometerRate: 1 / magnetometerPeriod,
+            parameters: parameters)
+        next.gyroscopeAttitude = gyroscopeAttitude
+        next.inclinationCorrection = inclinationCorrection
+        next.heading = heading
+        next.initialMagnetometerGain = initialMagnetometerGain
+        next.accelerationMean = accelerationMean.atPeriod(1 / accelerometerRate)
+        next.gyroscopeCalibrator.set(
+            bias: gyroscopeBias, sigma: gyroscopeBiasSigma, scale: gyroscopeScale, scaleSigma: gyroscopeScaleSigma)
+        return next
     }
 
     // MARK: Outputs

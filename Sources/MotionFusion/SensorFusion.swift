@@ -134,6 +134,25 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         if let m = learnt.magnetometerSoftIron, m.count == 9 { softIron.restore(matrix: Matrix3(rowMajor: m)) }
     }
 
+    /// The gyroscope's and the accelerometer's rates the fusion is made for, Hz (the gyroscope's is
+    /// the accelerometer's where there is none).
+    public var imuRates: (gyroscope: Double, accelerometer: Double) {
+        if let gyroscopeFree { return (gyroscopeFree.accelerometerRate, gyroscopeFree.accelerometerRate) }
+        return (1 / filter.gyroscopePeriod, 1 / filter.accelerometerPeriod)
+    }
+
+    /// Follows a gyroscope and an accelerometer now sampled at other rates, Hz (a capture reopened
+    /// for a faster client): the orientation filter's time constants are in seconds but counted in
+    /// samples, so it is made for the new rates, keeping the attitude, heading and calibration.
+    public mutating func setIMURates(gyroscope gyroscopeRate: Double?, accelerometer accelerometerRate: Double) {
+        guard accelerometerRate > 0 else { return }
+        if let gyroscopeFree {
+            self.gyroscopeFree = gyroscopeFree.atAccelerometerRate(accelerometerRate)
+        } else if let gyroscopeRate, gyroscopeRate > 0 {
+            filter = filter.atRates(gyroscope: gyroscopeRate, accelerometer: accelerometerRate)
+        }
+    }
+
     /// Starts from a calibration learnt before (the attitude itself starts afresh).
     public mutating func restore(_ calibration: Calibration) {
         filter.setGyroscopeCalibration(

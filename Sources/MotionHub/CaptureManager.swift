@@ -27,12 +27,12 @@ final class CaptureManager: @unchecked Sendable {
         var lowerRateAfter: NIODeadline?
 
         /// Counts a sample, and returns the interval since the previous one of its kind, ns (the
-        /// planned period for the first; at most four periods, so a gap is not one huge step).
+        /// device's period for the first; at most four periods, so a gap is not one huge step).
         mutating func count(_ sample: SensorSample) -> Int64 {
             samples += 1
             if firstTimestamp == nil { firstTimestamp = sample.timestamp }
             lastTimestamp = sample.timestamp
-            let planned = Int64(1e9 / plan.rate)
+            let planned = Int64(1e9 / capture.rate)
             let kind = sample.kind.index
             defer { lastByKind[kind] = sample.timestamp }
             guard let last = lastByKind[kind], sample.timestamp > last else { return planned }
@@ -58,6 +58,9 @@ final class CaptureManager: @unchecked Sendable {
     /// being stopped can be opened again.
     var changed: () -> Void = {}
     private(set) var running: [DeviceNumber: Running] = [:]
+    /// The rate `device`'s capture runs at, Hz: the offered rate it was set to, which may be above the
+    /// one planned (a client asking for 1 kHz of a 285.7 Hz IMU gets 285.7); nil if it is not running.
+    func rate(of device: DeviceNumber) -> Double? { running[device]?.capture.rate }
     /// Devices whose capture is being stopped off the loop: not opened again until it has.
     private var stopping: Set<DeviceNumber> = []
     /// Where stops run, for shutdown to wait for.

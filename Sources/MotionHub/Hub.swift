@@ -311,7 +311,7 @@ package final class Hub: @unchecked Sendable {
         let demands = fanout.demands + polls.demands()
         let plan = CapturePlan(demands: demands, devices: devices)
         captures.follow(plan, on: devices)
-        pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion })
+        pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion }, deviceRate: captures.rate(of:))
         if pagesOut, plan != followedPlan { pageOutOnceSettled() }
         followedPlan = plan
     }

@@ -1,0 +1,71 @@
+import Foundation
+import MotionCore
+import Testing
+
+@testable import MotionFusion
+
+/// A capture reopened at another rate (a faster client came) hands the fusion samples at that rate.
+/// Its time constants are in seconds but counted in samples, so it must be made for the new rate
+/// (`setIMURates`), keeping what it knows.
+@Suite struct IMURateTests {
+    /// Lies flat for `flat` s at `before` Hz, then is tipped 30° about x for `seconds` at `after` Hz, the
+    /// gyroscope still (only the accelerometer's inclination correction, τ = 3 s, turns the estimate
+    /// over). Returns the estimated tilt, degrees.
+    static func tilt(
+        _ fusion: inout SensorFusion, flat: Double = 4, before: Double, after: Double, seconds: Double, tellingAt switchTold: Bool
+    ) -> Double {
+        let device = DeviceNumber(0)
+        var t: Int64 = 0
+        func feed(_ force: Vector3, rate: Double, for duration: Double) {
+            for _ in 0..<Int(duration * rate) {
+                t += Int64(1e9 / rate)
+                fusion.update(SensorSample(kind: .gyroscope, device: device, timestamp: t, vector: .zero))
+                fusion.update(SensorSample(kind: .accelerometer, device: device, timestamp: t, vector: force))
+            }
+        }
+        feed(Vector3(x: 0, y: 0, z: 9.81), rate: before, for: flat)
+        if switchTold { fusion.setIMURates(gyroscope: after, accelerometer: after) }
+        let tipped = 30.0 * .pi / 180
+        feed(Vector3(x: 0, y: 9.81 * sin(tipped), z: 9.81 * cos(tipped)), rate: after, for: seconds)
+        return acos(fusion.filter.attitudeWithoutMagnetometer.rotationMatrix.row2.z) * 180 / .pi
+    }
+
+    @Test func aFusionToldOfAFasterIMUCorrectsAtThePaceInSecondsOfOneMadeForIt() {
+        var madeFor = SensorFusion(gyroscopeRate: 200, accelerometerRate: 200)
+        var told = SensorFusion(gyroscopeRate: 50, accelerometerRate: 50)
+        var untold = SensorFusion(gyroscopeRate: 50, accelerometerRate: 50)
+        let reference = Self.tilt(&madeFor, before: 200, after: 200, seconds: 1, tellingAt: false)
+        let followed = Self.tilt(&told, before: 50, after: 200, seconds: 1, tellingAt: true)
+        let stale = Self.tilt(&untold, before: 50, after: 200, seconds: 1, tellingAt: false)
+        #expect(told.imuRates == (200, 200))
+        #expect(abs(followed - reference) < 0.02 * reference, "told \(followed)°, made for 200 Hz \(reference)°")
+        // Counting 200 Hz samples as 50 Hz ones, the untold fusion turns over four times too fast.
+        #expect(abs(stale - reference) > 0.5 * reference, "untold \(stale)°, made for 200 Hz \(reference)°")
+    }
+
+    /// Within the first τ = 3 s the low-pass is a plain mean over time: samples before the change
+    /// weigh by the time they span, not by their count.
+    @Test func aRateChangeDuringTheWarmUpAveragesOverTime() {
+        var madeFor = SensorFusion(gyroscopeRate: 200, accelerometerRate: 200)
+        var told = SensorFusion(gyroscopeRate: 50, accelerometerRate: 50)
+        let reference = Self.tilt(&madeFor, flat: 2, before: 200, after: 200, seconds: 0.5, tellingAt: false)
+        let followed = Self.tilt(&told, flat: 2, before: 50, after: 200, seconds: 0.5, tellingAt: true)
+        #expect(abs(followed - reference) < 0.02 * reference, "told \(followed)°, made for 200 Hz \(reference)°")
+    }
+
+    @Test func aRateChangeKeepsTheAttitudeAndTheCalibration() {
+        var fusion = SensorFusion(gyroscopeRate: 50, accelerometerRate: 50)
+        _ = Self.tilt(&fusion, before: 50, after: 50, seconds: 4, tellingAt: false)
+        let attitude = fusion.filter.attitudeWithoutMagnetometer
+        let calibration = fusion.calibration
+        fusion.setIMURates(gyroscope: 100, accelerometer: 100)
+        #expect(fusion.filter.attitudeWithoutMagnetometer == attitude)
+        #expect(fusion.calibration == calibration)
+    }
+
+    @Test func aFusionWithoutGyroscopeFollowsItsAccelerometersRate() {
+        var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 25)
+        fusion.setIMURates(gyroscope: nil, accelerometer: 100)
+        #expect(fusion.imuRates == (100, 100))
+    }
+}
