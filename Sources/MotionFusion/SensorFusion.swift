@@ -33,6 +33,14 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// accelerometer's where there is no gyroscope. Not the latest of any sensor: a magnetometer polled
     /// on another clock edge would label an older attitude with its own, later time.
     private var timestamp: Int64 = 0
+    // An accelerometer sample waits for the gyroscope to reach its instant: the inclination correction
+    // compares it with the attitude at that instant. A scan hands on its samples in channel order,
+    // the accelerometer's before the gyroscope's of the same instant; fused at once, it met the
+    // attitude one gyroscope period old, and the live stream differed from `motionctl fuse` (which
+    // hands on the gyroscope first) by 0.1–0.3° of inclination in motion.
+    private var pendingAccelerometer: Vector3?
+    private var pendingAccelerometerTimestamp: Int64 = 0
+    private var lastGyroscopeTimestamp: Int64?
     // The heading path (calibration, disturbance detection, correction) sees every
     // `magnetometerDecimation`-th magnetometer sample: it averages over seconds, so about 100 Hz is plenty.
     private var magnetometerDecimation: Int
@@ -174,13 +182,23 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             timestamp = sample.timestamp
             rotationRate = sample.vector
             filter.update(gyroscope: sample.vector, timestamp: sample.timestamp)
+            lastGyroscopeTimestamp = sample.timestamp
+            if let pending = pendingAccelerometer, pendingAccelerometerTimestamp <= sample.timestamp {
+                pendingAccelerometer = nil
+                filter.update(accelerometer: pending, timestamp: pendingAccelerometerTimestamp)
+            }
         case .accelerometer:
             specificForce = sample.vector
             if gyroscopeFree != nil {
                 timestamp = sample.timestamp
                 gyroscopeFree!.update(accelerometer: sample.vector)
-            } else {
+            } else if let last = lastGyroscopeTimestamp, sample.timestamp <= last {
                 filter.update(accelerometer: sample.vector, timestamp: sample.timestamp)
+            } else {
+                // At most one waits: a gyroscope that stopped (or runs slower) holds up only one sample.
+                if let pending = pendingAccelerometer { filter.update(accelerometer: pending, timestamp: pendingAccelerometerTimestamp) }
+                pendingAccelerometer = sample.vector
+                pendingAccelerometerTimestamp = sample.timestamp
             }
         case .magnetometer:
             hasMagnetometer = true
