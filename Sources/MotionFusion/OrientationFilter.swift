@@ -98,19 +98,19 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     }
 
     /// Follows a magnetometer sampled at `rate` Hz rather than the rate the filter was made for: the
-    /// heading correction's gain and the disturbance detector (which starts again) at that rate; the
-    /// attitude and the heading go on.
+    /// heading correction's gain and the disturbance detector's coefficients at that rate, the field it
+    /// learnt kept; the attitude and the heading go on.
     public mutating func setMagnetometerRate(_ rate: Double) {
         magnetometerPeriod = 1 / rate
         magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
-        magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
+        magnetic = magnetic.atPeriod(magnetometerPeriod)
     }
 
     /// The filter for a gyroscope and accelerometer now sampled at `gyroscopeRate` and
     /// `accelerometerRate` Hz (a capture reopened at another rate): every time constant counted in
-    /// samples is made for the new rates. The attitude, the heading, the gyroscope calibration and
-    /// the low-passed specific force go on (restarted, the low-pass's warm-up mean of the next samples
-    /// would turn the attitude over at once to whatever they say); rest detection, disturbance
+    /// samples is made for the new rates. The attitude, the heading, the gyroscope calibration, the
+    /// disturbance detector and the low-passed specific force go on (restarted, the low-pass's warm-up
+    /// mean of the next samples would turn the attitude over at once to whatever they say); rest
     /// detection and the bias estimator's own low-passes start again.
     public func atRates(gyroscope gyroscopeRate: Double, accelerometer accelerometerRate: Double) -> OrientationFilter {
         var next = OrientationFilter(
@@ -120,6 +120,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         next.inclinationCorrection = inclinationCorrection
         next.heading = heading
         next.initialMagnetometerGain = initialMagnetometerGain
+        next.magnetic = magnetic
         next.accelerationMean = accelerationMean.atPeriod(1 / accelerometerRate)
         next.gyroscopeCalibrator.set(
             bias: gyroscopeBias, sigma: gyroscopeBiasSigma, scale: gyroscopeScale, scaleSigma: gyroscopeScaleSigma)

@@ -43,4 +43,38 @@ import Testing
         let heading = madeFor.deviceMotion(in: .xMagneticNorthZVertical).heading!
         #expect(abs(heading - 60) < 1, "\(heading)")
     }
+
+    /// The rate is measured once the fusion runs, often in motion: the disturbance detector must keep
+    /// what it learnt of the undisturbed field. A detector starts out judging the field disturbed (the
+    /// heading corrected at half gain) and accepts the first field after 5 s of seeing it steady while
+    /// the device turns (VQF's rule); started afresh by a rate change, it lost those seconds, and the
+    /// live stream, whose magnetometer's rate is measured only once it moves, had its heading drift
+    /// 1° from the offline path's in 30 s.
+    @Test func aRateChangeKeepsWhatTheDisturbanceDetectorLearnt() {
+        var fusion = SensorFusion(gyroscopeRate: 285.714, magnetometerRate: 285.714)
+        let device = DeviceNumber(0)
+        let rate = 30.0 * .pi / 180  // turning about the vertical, above the detector's 20 °/s
+        func turn(from start: Double, seconds: Double) {
+            var nextMagnetometer = Int64(start * 1e9)
+            for k in Int(start * 285.714)..<Int((start + seconds) * 285.714) {
+                let t = Int64(Double(k) / 285.714 * 1e9)
+                fusion.update(SensorSample(kind: .gyroscope, device: device, timestamp: t, vector: Vector3(x: 0, y: 0, z: rate)))
+                fusion.update(SensorSample(kind: .accelerometer, device: device, timestamp: t, vector: Vector3(x: 0, y: 0, z: 9.81)))
+                if t >= nextMagnetometer {
+                    let yaw = rate * Double(t) * 1e-9
+                    fusion.update(SensorSample(kind: .magnetometer, device: device, timestamp: t, vector: Vector3(x: 19 * sin(yaw), y: 19 * cos(yaw), z: -46)))
+                    nextMagnetometer += 10_000_000
+                }
+            }
+        }
+        turn(from: 0, seconds: 3)
+        fusion.setMagnetometerRate(100)
+        #expect(fusion.filter.isMagneticFieldDisturbed)
+        turn(from: 3, seconds: 4.5)
+        // The field seen steady while turning for 1 s (the fusion took the 100 Hz magnetometer for a
+        // 285.7 Hz one, and counted its samples as 7 ms each) and then 4.5 s: accepted, its strength
+        // that of the field fed (√(19² + 46²) µT).
+        #expect(fusion.filter.isMagneticFieldDisturbed == false)
+        #expect(abs(fusion.filter.referenceFieldStrength - (19.0 * 19 + 46 * 46).squareRoot()) < 0.5, "\(fusion.filter.referenceFieldStrength) µT")
+    }
 }
