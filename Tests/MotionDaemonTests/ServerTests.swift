@@ -97,8 +97,8 @@ extension Hardware {
         /// 33.3 Hz). The fusion's time constants count samples of the rate the IMU runs at: the live
         /// stream is the offline fusion made for 50 Hz, fed the same samples in the same order. (Made
         /// for the 33.3 Hz asked for, its low-passes, rest detection and bias estimator ran 1.5 times
-        /// slow; the same fault made the live stream of a 285.7 Hz IMU watched at 1 kHz 0.12° worse on
-        /// the inclination than offline, `scripts/score-live`.)
+        /// slow; the same fault drifted the live attitude of a 285.7 Hz IMU watched at 1 kHz 0.17° from
+        /// the offline one in 5 s at rest, `scripts/score-live`.)
         @Test func theLiveFusionIsMadeForTheRateTheIMURunsAtNotTheRateAskedFor() async throws {
             let (testbed, server) = try await Self.startServerOnIMU()
             try await server.whileServing {
