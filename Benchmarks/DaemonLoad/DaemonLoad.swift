@@ -80,14 +80,18 @@ struct DaemonLoad: ParsableCommand {
         try testbed.add(fixture: "imu-buffered")
 
         var heaviestRSS = 0
+        // What each unbatched scenario is read against: its CPU % as a multiple of the floor's.
+        var floors: [String: (cpuPercent: Double, what: String)] = [:]
         if scenarios.contains("floor") {
             for rate in [100.0, 10.0] {
                 let usage = try Floor.measure(["--tick-at", String(rate)], seconds: seconds)
                 print(String(format: "floor: a process that only wakes %.0f times a second: %@ (%.1f µs of CPU per wake-up)",
                              rate, usage.description, usage.cpuPercent / 100 / max(usage.runsPerSecond, 1) * 1e6))
+                if rate == 100 { floors["100x1"] = (usage.cpuPercent, "waking 100 times a second; target 1.5×") }
             }
             let writes = try Floor.measure(["--tick-at", "1000", "--write-to", "100"], seconds: seconds)
             print("floor: a process that wakes 1000 times a second and writes a 750-byte line to each of 100 sockets: \(writes)")
+            floors["1000x100"] = (writes.cpuPercent, "waking 1000 times a second and writing the lines; target 1.3×")
         }
         if scenarios.contains("idle") {
             let daemon = try Daemon(executable: executable)
@@ -103,7 +107,7 @@ struct DaemonLoad: ParsableCommand {
         // (name, rate, clients, latency the clients accept)
         let loads = [("100x1", 100.0, 1, 0.0), ("100x1-batched", 100.0, 1, 0.1), ("1000x100", 1000.0, 100, 0.0), ("largest", 100.0, largest, 0.0)]
             .filter { scenarios.contains($0.0) }
-        for (_, rate, clients, latency) in loads {
+        for (name, rate, clients, latency) in loads {
             let daemon = try Daemon(executable: executable)
             let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: rate)
             defer { feeder.stop() }
@@ -132,6 +136,9 @@ struct DaemonLoad: ParsableCommand {
                 rate, clients, latency, usage.description, rss, peak, anonymous, fed, received.min() ?? 0, received.max() ?? 0, fed, load.dropped,
                 percentile(0.5), percentile(0.99), percentile(1.0)))
             print("    wake-ups by thread: \(usage.byThread)")
+            if let floor = floors[name], floor.cpuPercent > 0 {
+                print(String(format: "    %.2f× the floor's CPU (%@)", usage.cpuPercent / floor.cpuPercent, floor.what))
+            }
         }
         if scenarios.contains("poll") {
             let daemon = try Daemon(executable: executable)
