@@ -54,8 +54,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     }
 
     public let parameters: Parameters
-    let period: Double
-    let decay: Double
+    private(set) var period: Double
+    private(set) var decay: Double
     // Weighted sums of φφᵀ (upper triangle of the 4×4), φy and y², with φ = (2m, 1), y = |m|².
     private var sxx = 0.0, sxy = 0.0, sxz = 0.0, sx = 0.0
     private var syy = 0.0, syz = 0.0, sy = 0.0
@@ -97,6 +97,18 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         guard currentFieldFits else { return .low }
         if offsetError <= parameters.highOffsetError { return .high }
         return offsetError <= parameters.mediumOffsetError ? .medium : .low
+    }
+
+    /// Follows readings now `rate` Hz apart, keeping what the window holds: its sums are scaled so
+    /// that the window spans the same time in readings of the new rate (a window thrown away would
+    /// have to be gathered again, turning the device, before the next fit).
+    public mutating func setRate(_ rate: Double) {
+        let scale = period * rate
+        sxx *= scale; sxy *= scale; sxz *= scale; sx *= scale; syy *= scale; syz *= scale; sy *= scale
+        szz *= scale; sz *= scale; s1 *= scale
+        bx *= scale; by *= scale; bz *= scale; b1 *= scale; yy *= scale
+        period = 1 / rate
+        decay = exp(-period / parameters.windowTau)
     }
 
     /// Feeds a raw reading (µT); returns it with the hard-iron offset removed.

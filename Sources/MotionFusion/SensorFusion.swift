@@ -125,21 +125,20 @@ public struct SensorFusion: Sendable, Codable, Equatable {
 
     /// Follows a magnetometer that measures at `rate` Hz rather than the rate the fusion was made for
     /// (a polled one measures at its own rate, whatever it is read at, and its repeats are not fused):
-    /// every time constant of the heading path is in seconds, so its calibrators and the heading
-    /// correction start again at that rate, keeping the calibration learnt; the attitude goes on.
+    /// every time constant of the heading path is in seconds, so its calibrators, disturbance
+    /// detector and heading correction are made for that rate, keeping all they learnt (the rate is
+    /// measured once the device moves: started again, the calibrators lost the turning they had
+    /// seen, and an attached magnet's offset took that much longer to fit); the attitude goes on.
     public mutating func setMagnetometerRate(_ rate: Double) {
         guard rate > 0, gyroscopeFree == nil else { return }
-        let learnt = calibration
         let parameters = filter.parameters
         magnetometerRate = rate
         magnetometerDecimation = parameters.headingCorrectionRate > 0 ? max(1, Int(rate / parameters.headingCorrectionRate)) : 1
         magnetometerCountdown = 0
         let headingRate = rate / Double(magnetometerDecimation)
         filter.setMagnetometerRate(headingRate)
-        calibrator = MagnetometerCalibrator(rate: headingRate, parameters: calibrator.parameters)
-        softIron = SoftIronCalibrator(rate: headingRate, parameters: softIron.parameters)
-        calibrator.restore(offset: learnt.magnetometerOffset, offsetError: learnt.magnetometerOffsetError, radius: learnt.fieldStrength)
-        if let m = learnt.magnetometerSoftIron, m.count == 9 { softIron.restore(matrix: Matrix3(rowMajor: m)) }
+        calibrator.setRate(headingRate)
+        softIron.setRate(headingRate)
     }
 
     /// The gyroscope's and the accelerometer's rates the fusion is made for, Hz (the gyroscope's is

@@ -47,10 +47,10 @@ public struct SoftIronCalibrator: Sendable, Codable, Equatable {
     }
 
     public let parameters: Parameters
-    let period: Double
+    private(set) var period: Double
     /// Every `readingsPerFit`-th reading goes into the fit, whose window decays by `decay` per reading taken.
-    let readingsPerFit: Int
-    let decay: Double
+    private(set) var readingsPerFit: Int
+    private(set) var decay: Double
     private var countdown = 0
     /// Weighted sums of φφᵀ (upper triangle, row by row) and φ, φ = (x², y², z², 2xy, 2xz, 2yz, 2x, 2y, 2z);
     /// the quadric φ·θ = 1 is fitted. Made once; updated in place.
@@ -79,6 +79,21 @@ public struct SoftIronCalibrator: Sendable, Codable, Equatable {
         normal = Array(repeating: 0, count: Self.unknowns * (Self.unknowns + 1) / 2)
         rightSide = Array(repeating: 0, count: Self.unknowns)
         directions = Array(repeating: 0, count: 6)
+    }
+
+    /// Follows readings now `rate` Hz apart, keeping what the window holds: its sums are scaled so
+    /// that the window spans the same time in readings taken at the new rate.
+    public mutating func setRate(_ rate: Double) {
+        let taken = max(1, Int((rate / parameters.fitRate).rounded()))
+        let scale = (period * Double(readingsPerFit)) / (Double(taken) / rate)
+        for i in normal.indices { normal[i] *= scale }
+        for i in rightSide.indices { rightSide[i] *= scale }
+        for i in directions.indices { directions[i] *= scale }
+        weight *= scale
+        period = 1 / rate
+        readingsPerFit = taken
+        decay = exp(-period * Double(readingsPerFit) / parameters.windowTau)
+        countdown = min(countdown, readingsPerFit)
     }
 
     /// Starts from a correction learnt before.

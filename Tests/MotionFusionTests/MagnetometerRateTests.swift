@@ -77,4 +77,23 @@ import Testing
         #expect(fusion.filter.isMagneticFieldDisturbed == false)
         #expect(abs(fusion.filter.referenceFieldStrength - (19.0 * 19 + 46 * 46).squareRoot()) < 0.5, "\(fusion.filter.referenceFieldStrength) µT")
     }
+
+    /// The hard-iron fit needs a second of readings spread over the sphere (evaluated every 0.2 s). A
+    /// calibrator told of a new rate 0.8 s in keeps what it gathered and fits 0.5 s later; one started
+    /// afresh would have only those 0.5 s.
+    @Test func aRateChangeKeepsTheHardIronWindow() {
+        let offset = Vector3(x: 20, y: -10, z: 5)
+        // A tumbling device: its field (45 µT) sweeps the sphere once in 1.3 s.
+        func reading(at t: Double) -> Vector3 {
+            let polar = Double.pi * t / 1.3, azimuth = 2 * Double.pi * 5 * t
+            return offset + Vector3(x: sin(polar) * cos(azimuth), y: sin(polar) * sin(azimuth), z: cos(polar)) * 45
+        }
+        var calibrator = MagnetometerCalibrator(rate: 50)
+        for k in 0..<40 { _ = calibrator.calibrate(reading(at: Double(k) / 50)) }  // 0.8 s: not yet a fit
+        #expect(calibrator.offsetError == nil)
+        calibrator.setRate(100)
+        for k in 0..<50 { _ = calibrator.calibrate(reading(at: 0.8 + Double(k) / 100)) }  // 0.5 s more
+        let error = (calibrator.offset - offset).length
+        #expect(calibrator.offsetError != nil && error < 0.5, "offset \(calibrator.offset) µT, \(error) µT off")
+    }
 }
