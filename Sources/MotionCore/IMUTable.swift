@@ -63,11 +63,18 @@ public struct IMUTable: Sendable {
     /// The sampling rate, Hz, from the median interval between rows.
     public var rate: Double { Self.medianRate(rows.map(\.time)) }
 
-    /// The magnetometer's rate, Hz, from the median interval between rows that have a sample; `nil`
-    /// with fewer than two.
+    /// The magnetometer's rate, Hz, from the mean interval between rows that have a sample, leaving
+    /// out pauses (intervals over twice the median: a value held, written only when it changed); `nil`
+    /// with fewer than two. Not the median interval itself: a magnetometer whose samples land on the
+    /// rows of a faster IMU has intervals of whole rows (100 Hz on 285.7 Hz rows: 10.5 ms mostly,
+    /// 7 ms at times), whose median (95.2 Hz) is not its rate.
     public var magnetometerRate: Double? {
         let times = rows.filter { $0.magnetometer != nil }.map(\.time)
-        return times.count < 2 ? nil : Self.medianRate(times)
+        guard times.count >= 2 else { return nil }
+        let intervals = zip(times.dropFirst(), times).map { $0 - $1 }
+        let limit = 2 / Self.medianRate(times)
+        let steady = intervals.filter { $0 <= limit }
+        return Double(steady.count) / steady.reduce(0, +)
     }
 
     private static func medianRate(_ times: [Double]) -> Double {

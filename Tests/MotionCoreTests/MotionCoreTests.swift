@@ -62,6 +62,22 @@ import Testing
         }
     }
 
+    /// A 100 Hz magnetometer on the rows of a 285.7 Hz IMU (each sample on the first row at or after
+    /// it: 3 rows apart mostly, 2 at times), with a pause where its value held: its rate is 100 Hz,
+    /// not the 95.2 Hz of its median interval.
+    @Test func aMagnetometerOnTheRowsOfAFasterIMUHasItsOwnRate() throws {
+        var csv = "t,ax,ay,az,gx,gy,gz,mx,my,mz\n"
+        var next = 0.0
+        for k in 0..<2858 {
+            let t = Double(k) * 0.0035
+            let held = t > 4 && t < 6
+            if t >= next - 1e-9 && !held { csv += "\(t),0,0,9.8,0,0,0,1,2,3\n" } else { csv += "\(t),0,0,9.8,0,0,0,,,\n" }
+            while next <= t + 1e-9 { next += 0.01 }
+        }
+        let table = try IMUTable(csv: csv)
+        #expect(abs((table.magnetometerRate ?? 0) - 100) < 0.5, "\(table.magnetometerRate ?? 0) Hz")
+    }
+
     /// One turn of directions, [0, 360), whatever the angle's sign or size; the value just below 0 that
     /// adding a turn rounds up to 360 exactly is north, 0.
     @Test func anAngleIsTheSameDirectionWithinOneTurn() {
