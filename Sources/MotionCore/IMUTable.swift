@@ -20,12 +20,14 @@ public struct IMUTable: Sendable {
     public enum ParseError: Error, Hashable, CustomStringConvertible {
         case badHeader(String)
         case badRow(line: Int)
+        case timeNotIncreasing(line: Int)
         case tooFewRows
 
         public var description: String {
             switch self {
             case .badHeader(let h): "the header is \"\(h)\", expected t,ax,ay,az,gx,gy,gz,mx,my,mz"
             case .badRow(let line): "line \(line): expected 10 finite numbers (or 7 and three empty magnetometer fields), t within ±292 years"
+            case .timeNotIncreasing(let line): "line \(line): t is not after the previous row's"
             case .tooFewRows: "fewer than two rows"
             }
         }
@@ -51,6 +53,8 @@ public struct IMUTable: Sendable {
             guard cells.count == 10, used.allSatisfy({ $0?.isFinite == true }) else { throw .badRow(line: number) }
             let v = used.map { $0! }
             guard let timestamp = Units.nanoseconds(fromSeconds: v[0]) else { throw .badRow(line: number) }
+            // Rates come from the intervals: a zero or negative one would make one infinite.
+            if let previous = rows.last, timestamp <= previous.timestamp { throw .timeNotIncreasing(line: number) }
             rows.append(Row(
                 time: v[0], timestamp: timestamp,
                 accelerometer: Vector3(x: v[1], y: v[2], z: v[3]),
