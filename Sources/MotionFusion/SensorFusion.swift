@@ -130,7 +130,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// measured once the device moves: started again, the calibrators lost the turning they had
     /// seen, and an attached magnet's offset took that much longer to fit); the attitude goes on.
     public mutating func setMagnetometerRate(_ rate: Double) {
-        guard rate > 0, gyroscopeFree == nil else { return }
+        guard rate.isFinite, rate > 0, gyroscopeFree == nil else { return }
         let parameters = filter.parameters
         magnetometerRate = rate
         magnetometerDecimation = parameters.headingCorrectionRate > 0 ? max(1, Int(rate / parameters.headingCorrectionRate)) : 1
@@ -152,10 +152,10 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// for a faster client): the orientation filter's time constants are in seconds but counted in
     /// samples, so it is made for the new rates, keeping the attitude, heading and calibration.
     public mutating func setIMURates(gyroscope gyroscopeRate: Double?, accelerometer accelerometerRate: Double) {
-        guard accelerometerRate > 0 else { return }
+        guard accelerometerRate.isFinite, accelerometerRate > 0 else { return }
         if let gyroscopeFree {
             self.gyroscopeFree = gyroscopeFree.atAccelerometerRate(accelerometerRate)
-        } else if let gyroscopeRate, gyroscopeRate > 0 {
+        } else if let gyroscopeRate, gyroscopeRate.isFinite, gyroscopeRate > 0 {
             filter = filter.atRates(gyroscope: gyroscopeRate, accelerometer: accelerometerRate)
         }
     }
@@ -172,9 +172,11 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     }
 
     /// Fuses one sample (proximity and light samples are ignored, and so are samples with a non-finite
-    /// component, which would poison the filters' state for good). Allocates nothing.
+    /// component, which would poison the filters' state for good, and repeats, a polled sensor's
+    /// previous measurement read again: no news, which fused would count as a new sample). Allocates
+    /// nothing.
     public mutating func update(_ sample: SensorSample) {
-        guard sample.vector.x.isFinite && sample.vector.y.isFinite && sample.vector.z.isFinite else { return }
+        guard !sample.isRepeat, sample.vector.x.isFinite && sample.vector.y.isFinite && sample.vector.z.isFinite else { return }
         switch sample.kind {
         case .gyroscope:
             guard gyroscopeFree == nil else { return }

@@ -108,7 +108,7 @@ final class MotionPipeline {
     /// run at (`deviceRate`, Hz; the planned rate where it gives none). Every time constant of the
     /// fusion is in seconds and counted in samples of that rate: made for the 1 kHz a client asked
     /// for, a 285.7 Hz IMU's low-passes, rest detection and bias estimator ran 3.5 times slower.
-    func follow(_ plan: CapturePlan, motionNeeded: Bool, deviceRate: (DeviceNumber) -> Double? = { _ in nil }) {
+    func follow(_ plan: CapturePlan, motionNeeded: Bool, deviceRate: (DeviceNumber) -> Double?) {
         baseAccelerometer = plan.baseAccelerometer
         let pace = plan.captures.first { $0.kinds.contains(.gyroscope) }?.device
             ?? plan.captures.first { $0.kinds.contains(.accelerometer) && $0.device != plan.baseAccelerometer }?.device
@@ -229,11 +229,9 @@ final class MotionPipeline {
             // (the magnetometer's, often after the gyroscope's in a scan) are fused too.
             if box != nil, latest.accelerometer != nil { pendingMotion = (t, period) }
         case .magnetometer:
-            // A polled magnetometer's measurement read again is no news to the fusion (`ChangeInstant`).
-            if !sample.isRepeat {
-                box?.fusion.update(sample)
-                followMagnetometerRate(at: t)
-            }
+            box?.fusion.update(sample)
+            // A polled magnetometer's measurement read again (`ChangeInstant`) says nothing of its rate.
+            if !sample.isRepeat { followMagnetometerRate(at: t) }
             let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             latest.magnetometer = message
             fanout.deliver(.magnetometer, timestamp: t, period: period) { writer, _ in writer.write(message) }

@@ -96,4 +96,17 @@ import Testing
         let error = (calibrator.offset - offset).length
         #expect(calibrator.offsetError != nil && error < 0.5, "offset \(calibrator.offset) µT, \(error) µT off")
     }
+
+    /// A polled magnetometer's previous measurement read again (`SensorSample.isRepeat`) is no news:
+    /// fused, it would count as a sample, and every timer of the heading path would run fast.
+    @Test func aRepeatedReadingIsNoNewsToTheFusion() {
+        var fusion = SensorFusion(gyroscopeRate: 285.714, magnetometerRate: 100)
+        Self.feed(&fusion, seconds: 1)
+        let before = fusion
+        let field = Vector3(x: -19 * sin(60.0 * .pi / 180), y: 19 * cos(60.0 * .pi / 180), z: -46)
+        fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: 1_001_000_000, vector: field, isRepeat: true))
+        #expect(fusion == before)
+        fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: 1_002_000_000, vector: field))
+        #expect(fusion != before)
+    }
 }
