@@ -209,7 +209,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "MotionFusionTests", dependencies: ["MotionFusion", "MotionCore", "TestSupport"], resources: [.copy("Fixtures")]),
         .target(
             name: "TestSupport",
             dependencies: [

@@ -1,5 +1,6 @@
 import Foundation
 import MotionClient
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -8,18 +9,11 @@ import Glibc
 /// Lines a fuzzer sends: valid requests with hostile values, valid requests mutated byte by byte,
 /// random bytes, and over-long lines. Seeded, so a crash is reproduced by its seed and line number.
 struct FuzzLines: RandomNumberGenerator {
-    private var state: UInt64
+    private var generator: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
-    /// SplitMix64: small, fast, and the same on every machine.
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { generator.next() }
 
     private mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 

@@ -89,10 +89,6 @@ extension Hardware {
             }
         }
 
-        /// A client that lets its samples wait 100 ms gets every sample, each with its own timestamp;
-        /// the IIO buffer's watermark (libiio sets it from the batch) is then the 10 scans of 100 ms at
-        /// 100 Hz, so the kernel wakes the daemon once per 10 scans. A second client that waits for
-        /// nothing brings it back to 1: a sensor batches only as far as all its clients let it.
         /// A client asking for motion every 30 ms gets a 50 Hz IMU (the lowest offered rate at least
         /// 33.3 Hz). The fusion's time constants count samples of the rate the IMU runs at: the live
         /// stream is the offline fusion made for 50 Hz, fed the same samples in the same order. (Made
@@ -119,14 +115,8 @@ extension Hardware {
                     expected[t] = offline.deviceMotion().attitude.quaternion
                 }
                 try testbed.feed("/dev/iio:device0", scans)
-                var compared = 0
-                var largest = 0.0
-                while compared < 150 {
-                    let motion = try client.decode(MotionMessage.self, try client.next("MOTION"))
-                    let reference = try #require(expected[motion.timestamp])
-                    largest = max(largest, Self.difference(motion.attitude.quaternion, reference))
-                    compared += 1
-                }
+                let (compared, largest) = try Self.compareMotion(from: client, with: expected, through: 6_800_000_000)
+                #expect(compared > 100, "\(compared) MOTION lines")
                 #expect(largest < 1e-8, "live and offline quaternions differ by up to \(largest)")
             }
         }
@@ -153,8 +143,8 @@ extension Hardware {
                     return bytes
                 }
                 try testbed.feed("/dev/iio:device0", scans(0..<200, rate: 50, start: 1_000_000_000, accelerometer: [0, 0, 16384]))
-                var last: Int64 = 0
-                while last < 4_960_000_000 { last = try slow.decode(MotionMessage.self, try slow.next("MOTION")).timestamp }
+                let (before, largestBefore) = try Self.compareMotion(from: slow, with: expected, through: 4_900_000_000)
+                #expect(before > 180 && largestBefore < 1e-8)
 
                 let fast = try TestClient.greeted(path: server.socketPath)
                 try fast.send(#"{"class":"WATCH","streams":["motion"],"interval":0.01}"#)
@@ -165,20 +155,16 @@ extension Hardware {
                 }
                 offline.setIMURates(gyroscope: 100, accelerometer: 100)
                 try testbed.feed("/dev/iio:device0", scans(0..<300, rate: 100, start: 5_000_000_000, accelerometer: [0, 8192, 14189]))
-                var largest = 0.0
-                var compared = 0
-                while last < 7_900_000_000 {
-                    let motion = try fast.decode(MotionMessage.self, try fast.next("MOTION"))
-                    last = motion.timestamp
-                    let reference = try #require(expected[motion.timestamp])
-                    largest = max(largest, Self.difference(motion.attitude.quaternion, reference))
-                    compared += 1
-                }
+                let (compared, largest) = try Self.compareMotion(from: fast, with: expected, through: 7_900_000_000)
                 #expect(compared > 250)
                 #expect(largest < 1e-8, "live and offline quaternions differ by up to \(largest)")
             }
         }
 
+        /// A client that lets its samples wait 100 ms gets every sample, each with its own timestamp;
+        /// the IIO buffer's watermark (libiio sets it from the batch) is then the 10 scans of 100 ms at
+        /// 100 Hz, so the kernel wakes the daemon once per 10 scans. A second client that waits for
+        /// nothing brings it back to 1: a sensor batches only as far as all its clients let it.
         @Test func aLatencyBatchesTheBufferAndLosesNoSample() async throws {
             let (testbed, server) = try await Self.startServerOnIMU()
             try await server.whileServing {
@@ -300,11 +286,23 @@ extension Hardware.Server {
         return Testbed.imuScan(accelerometer: accelerometer, gyroscope: gyroscope, time: t)
     }
 
-    /// The largest difference of two quaternions' components, their signs made alike: as sent (nine
-    /// significant digits) the angle between two so close is lost in acos's rounding near 1.
-    static func difference(_ q: Quaternion, _ reference: Quaternion) -> Double {
-        let sign = q.w * reference.w + q.x * reference.x + q.y * reference.y + q.z * reference.z < 0 ? -1.0 : 1.0
-        return max(abs(q.w - sign * reference.w), abs(q.x - sign * reference.x), abs(q.y - sign * reference.y), abs(q.z - sign * reference.z))
+    /// Reads `client`'s `MOTION` lines up to one stamped `end` (ns) or later, each compared with the
+    /// offline attitude of the same instant: how many, and the largest difference of their quaternions'
+    /// components, their signs made alike (as sent, nine significant digits, the angle between two so
+    /// close is lost in acos's rounding near 1). A `MOTION` at an instant never fed fails the test.
+    static func compareMotion(from client: TestClient, with expected: [Int64: Quaternion], through end: Int64) throws -> (Int, Double) {
+        var compared = 0
+        var largest = 0.0
+        var last = Int64.min
+        while last < end {
+            let motion = try client.decode(MotionMessage.self, try client.next("MOTION"))
+            last = motion.timestamp
+            let q = motion.attitude.quaternion, r = try #require(expected[last])
+            let sign = q.w * r.w + q.x * r.x + q.y * r.y + q.z * r.z < 0 ? -1.0 : 1.0
+            largest = max(largest, abs(q.w - sign * r.w), abs(q.x - sign * r.x), abs(q.y - sign * r.y), abs(q.z - sign * r.z))
+            compared += 1
+        }
+        return (compared, largest)
     }
 
     /// With only the gyroscope enabled, an imu-buffered scan is 3 × s16, 2 bytes padding, the timestamp.
