@@ -2,10 +2,10 @@ import MotionCore
 
 /// When a polled value was taken by its sensor, for a sensor that measures at its own rate and holds
 /// the value between measurements (a magnetometer in continuous mode): a reading equal to the previous
-/// one is that measurement read again, not a new one (a repeat, stamped at the read); where reads come faster than the sensor's
-/// measurements (repeats show it), a reading that differs was taken between the previous read and this
-/// one: halfway, on average, the estimate with the least error for a change that may come at any
-/// moment of the interval. Where every read differs, the sensor may measure faster than it is read
+/// one is that measurement read again, not a new one (a repeat, stamped at the read); where reads come
+/// faster than the sensor's measurements (repeats show it), a reading that differs was taken between
+/// the previous read and this one: halfway, on average, the estimate with the least error for a change
+/// that may come at any moment of the interval. Where every read differs, the sensor may measure faster than it is read
 /// and the value be fresh: it is stamped at the read, as before.
 ///
 /// Stamped at the read, a polled magnetometer's sample was late by up to a poll period and its

@@ -33,9 +33,8 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     }
 
     let parameters: Parameters
-    /// The period the sensor was set to, s.
-    let nominalPeriod: Double
-    /// The estimated period, s: the nominal one, or after a restart the last estimate, until the fit spans `minimumSpan`.
+    /// The estimated period, s: the nominal one, or after a restart the last estimate, until the fit
+    /// spans `minimumSpan`.
     private(set) var period: Double
     private var lastTimestamp: Int64?
     private var firstTimestamp: Int64 = 0
@@ -51,7 +50,6 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     /// - Parameter nominalPeriod: the period the sensor was set to, s.
     init(nominalPeriod: Double, parameters: Parameters = .init()) {
         self.parameters = parameters
-        self.nominalPeriod = nominalPeriod
         period = nominalPeriod
     }
 
