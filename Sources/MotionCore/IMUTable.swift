@@ -67,19 +67,26 @@ public struct IMUTable: Sendable {
     /// The sampling rate, Hz, from the median interval between rows.
     public var rate: Double { Self.medianRate(rows.map(\.time)) }
 
-    /// The magnetometer's rate, Hz, from the mean interval between rows that have a sample, leaving
-    /// out pauses (intervals over twice the median: a value held, written only when it changed); `nil`
-    /// with fewer than two. Not the median interval itself: a magnetometer whose samples land on the
-    /// rows of a faster IMU has intervals of whole rows (100 Hz on 285.7 Hz rows: 10.5 ms mostly,
-    /// 7 ms at times), whose median (95.2 Hz) is not its rate.
+    /// The magnetometer's rate, Hz: its samples per second, from the mean interval between rows that
+    /// have one, leaving out pauses of `pause` or more (a value held still, written only when it
+    /// changed, or a hole); `nil` with fewer than two. The fusion's heading path counts its time
+    /// constants in samples, so this is the rate of the samples given, as the daemon measures a polled
+    /// magnetometer's (`MeasurementRate`): a 285.7 Hz magnetometer whose repeated counts were left out
+    /// is fused at the 200 Hz of its changes, else each correction is weighed for 285.7 Hz and the
+    /// heading corrected 30 % slower than designed. Not the median interval either: a 100 Hz
+    /// magnetometer on the rows of a 285.7 Hz IMU has intervals of whole rows (10.5 ms mostly, 7 ms at
+    /// times), whose median (95.2 Hz) is not its rate.
     public var magnetometerRate: Double? {
         let times = rows.filter { $0.magnetometer != nil }.map(\.time)
         guard times.count >= 2 else { return nil }
         let intervals = zip(times.dropFirst(), times).map { $0 - $1 }
-        let limit = 2 / Self.medianRate(times)
-        let steady = intervals.filter { $0 <= limit }
+        let steady = intervals.filter { $0 < Self.pause }
         return Double(steady.count) / steady.reduce(0, +)
     }
+
+    /// The shortest hold that counts as a pause, s: the daemon's (`ChangeInstant.longestHold`), which
+    /// re-sends a value held still 10 times a second.
+    static let pause = 0.1
 
     private static func medianRate(_ times: [Double]) -> Double {
         let intervals = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()

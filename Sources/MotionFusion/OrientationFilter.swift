@@ -30,9 +30,6 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         /// The highest rate at which the gyroscope bias estimator runs, Hz (default 50); 0: every
         /// accelerometer sample.
         public var biasEstimationRate = 50.0
-        /// The highest rate at which magnetometer samples are fused, Hz (default 100; 0: all of them).
-        /// The heading correction averages over seconds, so faster samples add cost, not accuracy.
-        public var headingCorrectionRate = 100.0
         /// Whether the gyroscope's scale-factor errors are estimated with its bias (default true; see
         /// `GyroscopeCalibrator`).
         public var estimatesGyroscopeScale: Bool {

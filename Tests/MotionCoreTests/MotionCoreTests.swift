@@ -85,6 +85,20 @@ import Testing
         #expect(abs((table.magnetometerRate ?? 0) - 100) < 0.5, "\(table.magnetometerRate ?? 0) Hz")
     }
 
+    /// A 285.7 Hz magnetometer written only when its counts changed (7 rows in 10 here), with a
+    /// value held for 2 s: its rate is that of the samples given, 200 Hz (7 samples per 35 ms), as the
+    /// daemon measures a polled one, not the 285.7 Hz of its rows, nor lowered by the hold.
+    @Test func aMagnetometerWrittenOnlyWhenItChangedHasTheRateOfItsChanges() throws {
+        var csv = "t,ax,ay,az,gx,gy,gz,mx,my,mz\n"
+        for k in 0..<2858 {
+            let t = Double(k) * 0.0035
+            let held = t > 4 && t < 6
+            if ![2, 5, 8].contains(k % 10) && !held { csv += "\(t),0,0,9.8,0,0,0,1,2,3\n" } else { csv += "\(t),0,0,9.8,0,0,0,,,\n" }
+        }
+        let table = try IMUTable(csv: csv)
+        #expect(abs((table.magnetometerRate ?? 0) - 200) < 0.5, "\(table.magnetometerRate ?? 0) Hz")
+    }
+
     /// One turn of directions, [0, 360), whatever the angle's sign or size; the value just below 0 that
     /// adding a turn rounds up to 360 exactly is north, 0.
     @Test func anAngleIsTheSameDirectionWithinOneTurn() {
