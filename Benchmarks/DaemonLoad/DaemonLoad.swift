@@ -172,14 +172,14 @@ extension DaemonLoad {
     /// (`scripts/dbus-side-by-side`, which runs both in one go, outside this process's testbed).
     func orientation(executable: String) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/dbus-side-by-side").standardized
-        let motiondDirectory = URL(fileURLWithPath: executable).deletingLastPathComponent().lastPathComponent
         // The cost is a difference of two whole lives (see the script): a short window is mostly noise.
         for arguments in [["--cost", String(Int(max(seconds, 60)))], ["--turns", "20"]] {
             fflush(nil)  // what this process printed comes first
             let child = Process()
             child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            // The script makes its own testbed: this process's umockdev preload must not reach it.
-            child.arguments = ["-u", "LD_PRELOAD", "-u", "UMOCKDEV_DIR", "CONFIGURATION=\(motiondDirectory)", script.path, "--no-build"] + arguments
+            // The script makes its own testbed: this process's umockdev preload must not reach it. It
+            // measures the motiond the other scenarios measure (the package's static build, say).
+            child.arguments = ["-u", "LD_PRELOAD", "-u", "UMOCKDEV_DIR", "MOTIOND=\(executable)", script.path, "--no-build"] + arguments
             child.currentDirectoryURL = script.deletingLastPathComponent().deletingLastPathComponent()
             try child.run()
             child.waitUntilExit()

@@ -77,15 +77,16 @@ package final class ClientOutbox {
         case flooded
     }
 
-    /// Queues a line at time `now` (the event loop's).
-    func push(_ line: ByteBuffer, kind: DeliveryQueue<ByteBuffer>.Kind, now: NIODeadline) -> Congestion {
+    /// Queues a line at time `now` (the event loop's; read only if the queue became stuck: a clock read
+    /// per line showed in the profile at 1 kHz × 100 clients).
+    func push(_ line: ByteBuffer, kind: DeliveryQueue<ByteBuffer>.Kind, now: @autoclosure () -> NIODeadline) -> Congestion {
         if queue.push(line, kind: kind) {
             fullSince = nil
             return .none
         }
         if queue.count >= Self.floodLimit { return .flooded }
         guard fullSince == nil else { return .none }
-        fullSince = now
+        fullSince = now()
         return .becameStuck
     }
 

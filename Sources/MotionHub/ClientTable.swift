@@ -23,8 +23,10 @@ final class ClientTable: @unchecked Sendable {
     private var droppedByGoneClients = 0
     /// Whether a batch is running: writes wait for its end.
     private var batching = false
-    /// Clients with lines queued during the batch.
-    private var awaitingFlush: [ID] = []
+    /// Clients with lines queued during the batch (held, not looked up by ID: one lookup per client
+    /// per sample showed in the profile at 1 kHz × 100 clients); one removed meanwhile no longer
+    /// `awaitsFlush`.
+    private var awaitingFlush: [ClientOutbox] = []
 
     init(maximumClients: Int, eventLoop: any EventLoop, logger: Logger) {
         self.maximumClients = maximumClients
@@ -62,6 +64,7 @@ final class ClientTable: @unchecked Sendable {
     /// Forgets a client whose connection closed.
     func remove(_ id: ID) -> ClientOutbox? {
         guard let outbox = outboxes.removeValue(forKey: id) else { return nil }
+        outbox.awaitsFlush = false
         droppedByGoneClients += outbox.queue.totalDropped
         return outbox
     }
@@ -81,8 +84,8 @@ final class ClientTable: @unchecked Sendable {
         body()
         batching = outer
         guard !outer else { return }
-        while let id = awaitingFlush.popLast() {
-            guard let outbox = outboxes[id] else { continue }
+        while let outbox = awaitingFlush.popLast() {
+            guard outbox.awaitsFlush else { continue }
             outbox.awaitsFlush = false
             outbox.flush()
         }
@@ -130,7 +133,7 @@ final class ClientTable: @unchecked Sendable {
         if batching {
             if !outbox.awaitsFlush {
                 outbox.awaitsFlush = true
-                awaitingFlush.append(outbox.id)
+                awaitingFlush.append(outbox)
             }
         } else {
             outbox.flush()

@@ -62,7 +62,9 @@ package struct DeliveryQueue<Line: Sendable>: Sendable {
             entries.removeFirst(head)
             head = 0
         }
-        if case .stream(let stream) = entry.kind, let dropped = pendingDrops.removeValue(forKey: stream) {
+        // Drops are rare: the stream is hashed only when there are some (hashing it for every line
+        // popped showed in the profile at 1 kHz × 100 clients).
+        if !pendingDrops.isEmpty, case .stream(let stream) = entry.kind, let dropped = pendingDrops.removeValue(forKey: stream) {
             return (entry.line, entry.kind, (stream, dropped))
         }
         return (entry.line, entry.kind, nil)
