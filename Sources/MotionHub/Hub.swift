@@ -128,11 +128,15 @@ package final class Hub: @unchecked Sendable {
     /// Saves the calibration, and the step history if it changed, in the background.
     package func saveState() {
         eventLoop.preconditionInEventLoop()
-        if let fusion = pipeline.fusion { calibration.save(fusion.calibration) }
+        var wrote = false
+        if let fusion = pipeline.fusion { wrote = calibration.save(fusion.calibration) }
         if historyNeedsSaving {
             historySavedRevision = pipeline.historyRevision
-            history.save(pipeline.history.saved)
+            wrote = history.save(pipeline.history.saved) || wrote
         }
+        // The encoder's code a write brought back (3 MB of a screen-rotation daemon's 14.7) goes out
+        // again once it is done, as at start-up.
+        if wrote, pagesOut { pageOutOnceSettled() }
     }
 
     // MARK: Devices

@@ -4,7 +4,7 @@ import NIOPosix
 
 /// Something the daemon keeps across restarts in a file of its state directory (the fusion's
 /// calibration, the step history): loaded at start, saved now and then off the loop, and at shutdown.
-final class SavedState<State: Codable & Sendable>: @unchecked Sendable {
+final class SavedState<State: Codable & Sendable & Equatable>: @unchecked Sendable {
     // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
     private let store: StateStore?
     private let offLoop: OffLoopWork
@@ -43,12 +43,18 @@ final class SavedState<State: Codable & Sendable>: @unchecked Sendable {
 
     /// Keeps `value` and saves it in the background: file writes and fsync stay off the event loop,
     /// on NIO's thread pool (no libdispatch worker pool, with its monitor thread, for one write a
-    /// minute). A save still under way at shutdown is waited for (`Hub.waitForOffLoopWork`).
-    func save(_ value: State) {
+    /// minute). A save still under way at shutdown is waited for (`Hub.waitForOffLoopWork`). A value
+    /// already on disk is not written again: a device at rest does not rewrite its calibration every
+    /// minute, and the encoder's code, paged out once the sensors settled, stays out (the periodic
+    /// save had brought 3 MB of it back into a screen-rotation daemon's memory). Returns whether
+    /// there was something new to write.
+    @discardableResult
+    func save(_ value: State) -> Bool {
+        if isSaved, value == self.value { return false }
         self.value = value
         generation += 1
         isSaved = false
-        guard let store, !saving else { return }
+        guard let store, !saving else { return true }
         saving = true
         let written = generation
         offLoop.run({ try store.save(value) }, then: { [self] result in
@@ -58,6 +64,7 @@ final class SavedState<State: Codable & Sendable>: @unchecked Sendable {
             case .failure(let error): logger.error("cannot save \(what)", metadata: ["error": "\(error)"])
             }
         })
+        return true
     }
 
     /// Saves `value` (or what was kept) now, waiting for the disk (at shutdown).

@@ -17,9 +17,12 @@ import Testing
         // @unchecked: `full` is set by the test between saves, which it waits for.
         let real = LocalFiles()
         var full = true
+        /// Files written (or refused).
+        var writes = 0
         func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) { try real.makeDirectory(path, permissions: permissions) }
         func makeTemporaryFile(template: String) throws(Errno) -> (SystemPackage.FileDescriptor, String) { try real.makeTemporaryFile(template: template) }
         func write(_ bytes: [UInt8], to file: SystemPackage.FileDescriptor) throws(Errno) {
+            writes += 1
             if full { throw .noSpace }
             try real.write(bytes, to: file)
         }
@@ -44,14 +47,47 @@ import Testing
             SavedState<[Int]>("numbers", store: StateStore(directory: directory, name: "n.json", files: disk), offLoop: offLoop, logger: Logger(label: "test"))
         }.wait()
 
-        try loop.submit { state.save([1]) }.wait()
+        _ = try loop.submit { state.save([1]) }.wait()
         offLoop.waitUntilDone()
         #expect(try loop.submit { state.isSaved }.wait() == false, "the write failed: not saved")
 
         disk.full = false
-        try loop.submit { state.save([1, 2]) }.wait()
+        _ = try loop.submit { state.save([1, 2]) }.wait()
         offLoop.waitUntilDone()
         #expect(try loop.submit { state.isSaved }.wait())
+        #expect(try StateStore(directory: directory, name: "n.json").load([Int].self) == [1, 2])
+    }
+
+    /// A device at rest gives the same calibration at every periodic save: written once, not every
+    /// minute. A value the disk refused is written again, though it did not change.
+    @Test func aValueAlreadyOnDiskIsNotWrittenAgainButOneRefusedIs() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let directory = NSTemporaryDirectory() + "motiond-saved-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let disk = FullDisk()
+        let offLoop = OffLoopWork(eventLoop: loop)
+        let state = try loop.submit {
+            SavedState<[Int]>("numbers", store: StateStore(directory: directory, name: "n.json", files: disk), offLoop: offLoop, logger: Logger(label: "test"))
+        }.wait()
+        func save(_ value: [Int]) throws {
+            _ = try loop.submit { state.save(value) }.wait()
+            offLoop.waitUntilDone()
+        }
+
+        try save([1])
+        try save([1])
+        #expect(disk.writes == 2, "refused, so written again")
+        disk.full = false
+        try save([1])
+        #expect(disk.writes == 3)
+        #expect(try loop.submit { state.isSaved }.wait())
+        try save([1])
+        try save([1])
+        #expect(disk.writes == 3, "on disk already: not written again")
+        try save([1, 2])
+        #expect(disk.writes == 4)
         #expect(try StateStore(directory: directory, name: "n.json").load([Int].self) == [1, 2])
     }
 }
