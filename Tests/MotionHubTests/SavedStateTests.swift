@@ -35,59 +35,71 @@ import Testing
         func entries(of directory: String) -> [String] { real.entries(of: directory) }
     }
 
-    @Test func aSaveTheDiskRefusedIsNotCountedAsSavedAndTheNextWritesTheLatest() throws {
+    /// A `SavedState` of numbers on `disk`, its loop and its own directory, removed at the end.
+    final class Harness {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
-        let loop = group.next()
         let directory = NSTemporaryDirectory() + "motiond-saved-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let disk = FullDisk()
-        let offLoop = OffLoopWork(eventLoop: loop)
-        let state = try loop.submit {
-            SavedState<[Int]>("numbers", store: StateStore(directory: directory, name: "n.json", files: disk), offLoop: offLoop, logger: Logger(label: "test"))
-        }.wait()
+        let offLoop: OffLoopWork
+        let state: SavedState<[Int]>
 
-        _ = try loop.submit { state.save([1]) }.wait()
-        offLoop.waitUntilDone()
-        #expect(try loop.submit { state.isSaved }.wait() == false, "the write failed: not saved")
+        init() throws {
+            offLoop = OffLoopWork(eventLoop: group.next())
+            let (directory, disk, offLoop) = (directory, disk, offLoop)
+            state = try group.next().submit {
+                SavedState<[Int]>("numbers", store: StateStore(directory: directory, name: "n.json", files: disk), offLoop: offLoop, logger: Logger(label: "test"))
+            }.wait()
+        }
 
-        disk.full = false
-        _ = try loop.submit { state.save([1, 2]) }.wait()
-        offLoop.waitUntilDone()
-        #expect(try loop.submit { state.isSaved }.wait())
-        #expect(try StateStore(directory: directory, name: "n.json").load([Int].self) == [1, 2])
+        deinit {
+            try? group.syncShutdownGracefully()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        /// Saves `value` and waits for the write, if there is one.
+        func save(_ value: [Int]) throws {
+            let state = state
+            _ = try group.next().submit { state.save(value) }.wait()
+            offLoop.waitUntilDone()
+        }
+
+        var isSaved: Bool {
+            get throws {
+                let state = state
+                return try group.next().submit { state.isSaved }.wait()
+            }
+        }
+
+        var onDisk: [Int]? { get throws { try StateStore(directory: directory, name: "n.json").load([Int].self) } }
+    }
+
+    @Test func aSaveTheDiskRefusedIsNotCountedAsSavedAndTheNextWritesTheLatest() throws {
+        let harness = try Harness()
+        try harness.save([1])
+        #expect(try harness.isSaved == false, "the write failed: not saved")
+
+        harness.disk.full = false
+        try harness.save([1, 2])
+        #expect(try harness.isSaved)
+        #expect(try harness.onDisk == [1, 2])
     }
 
     /// A device at rest gives the same calibration at every periodic save: written once, not every
     /// minute. A value the disk refused is written again, though it did not change.
     @Test func aValueAlreadyOnDiskIsNotWrittenAgainButOneRefusedIs() throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
-        let loop = group.next()
-        let directory = NSTemporaryDirectory() + "motiond-saved-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let disk = FullDisk()
-        let offLoop = OffLoopWork(eventLoop: loop)
-        let state = try loop.submit {
-            SavedState<[Int]>("numbers", store: StateStore(directory: directory, name: "n.json", files: disk), offLoop: offLoop, logger: Logger(label: "test"))
-        }.wait()
-        func save(_ value: [Int]) throws {
-            _ = try loop.submit { state.save(value) }.wait()
-            offLoop.waitUntilDone()
-        }
-
-        try save([1])
-        try save([1])
-        #expect(disk.writes == 2, "refused, so written again")
-        disk.full = false
-        try save([1])
-        #expect(disk.writes == 3)
-        #expect(try loop.submit { state.isSaved }.wait())
-        try save([1])
-        try save([1])
-        #expect(disk.writes == 3, "on disk already: not written again")
-        try save([1, 2])
-        #expect(disk.writes == 4)
-        #expect(try StateStore(directory: directory, name: "n.json").load([Int].self) == [1, 2])
+        let harness = try Harness()
+        try harness.save([1])
+        try harness.save([1])
+        #expect(harness.disk.writes == 2, "refused, so written again")
+        harness.disk.full = false
+        try harness.save([1])
+        #expect(harness.disk.writes == 3)
+        #expect(try harness.isSaved)
+        try harness.save([1])
+        try harness.save([1])
+        #expect(harness.disk.writes == 3, "on disk already: not written again")
+        try harness.save([1, 2])
+        #expect(harness.disk.writes == 4)
+        #expect(try harness.onDisk == [1, 2])
     }
 }
