@@ -68,8 +68,10 @@ public struct IMUTable: Sendable {
     public var rate: Double { Self.medianRate(rows.map(\.time)) }
 
     /// The magnetometer's rate, Hz: its samples per second, from the mean interval between rows that
-    /// have one, leaving out pauses of `pause` or more (a value held still, written only when it
-    /// changed, or a hole); `nil` with fewer than two. The fusion's heading path counts its time
+    /// have one, leaving out pauses (a value held still, written only when it changed, or a hole):
+    /// intervals of `pause` or more, and twice the median or more, so that a magnetometer slower than
+    /// 10 Hz still has a rate (it had none, and `motionctl fuse` crashed on the NaN); `nil` with fewer
+    /// than two. The fusion's heading path counts its time
     /// constants in samples, so this is the rate of the samples given, as the daemon measures a polled
     /// magnetometer's (`MeasurementRate`): a 285.7 Hz magnetometer whose repeated counts were left out
     /// is fused at the 200 Hz of its changes, else each correction is weighed for 285.7 Hz and the
@@ -80,7 +82,8 @@ public struct IMUTable: Sendable {
         let times = rows.filter { $0.magnetometer != nil }.map(\.time)
         guard times.count >= 2 else { return nil }
         let intervals = zip(times.dropFirst(), times).map { $0 - $1 }
-        let steady = intervals.filter { $0 < Self.pause }
+        let pause = max(Self.pause, 2 / Self.medianRate(times))
+        let steady = intervals.filter { $0 < pause }
         return Double(steady.count) / steady.reduce(0, +)
     }
 

@@ -33,7 +33,7 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
     }
 
     let parameters: Parameters
-    let referenceGain: Double
+    private(set) var referenceGain: Double
     private var normDipMean: LowPassFilter<Vector3>
     /// The undisturbed field's norm (µT) and dip angle (rad); norm 0 until one is known.
     private(set) var referenceNorm = 0.0
@@ -52,26 +52,20 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
         rejectionTime = parameters.maximumRejectionTime
     }
 
-    /// Feeds the field in the earth frame (µT) and the mean rotation rate (rad/s); returns the factor
-    /// (0…1) by which the heading correction's gain is multiplied.
     /// The detector for samples now `period` s apart, going on from where this one is: what it has
-    /// learnt (the undisturbed field's norm and dip, the candidate, the timers) is kept. Started
-    /// afresh, it was disturbed until it learnt the field again, which in motion needs 5 s of turning:
-    /// a device carried without turning had no heading correction for up to a minute.
+    /// learnt (the undisturbed field's norm and dip, the candidate, the timers) is kept, only the
+    /// coefficients counted in samples are made for the new period. Started afresh, it was disturbed
+    /// until it learnt the field again, which in motion needs 5 s of turning: a device carried without
+    /// turning had no heading correction for up to a minute.
     func atPeriod(_ period: Double) -> MagneticDisturbanceDetector {
-        var next = MagneticDisturbanceDetector(parameters: parameters, period: period)
+        var next = self
+        next.referenceGain = firstOrderGain(tau: parameters.referenceTau, period: period)
         next.normDipMean = normDipMean.atPeriod(period)
-        next.referenceNorm = referenceNorm
-        next.referenceDip = referenceDip
-        next.isDisturbed = isDisturbed
-        next.undisturbedTime = undisturbedTime
-        next.rejectionTime = rejectionTime
-        next.candidateNorm = candidateNorm
-        next.candidateDip = candidateDip
-        next.candidateTime = candidateTime
         return next
     }
 
+    /// Feeds the field in the earth frame (µT) and the mean rotation rate (rad/s); returns the factor
+    /// (0…1) by which the heading correction's gain is multiplied.
     mutating func update(fieldEarth: Vector3, rotationRate: Double, period: Double) -> Double {
         let norm = fieldEarth.length
         guard norm > 0 else { return 0 }

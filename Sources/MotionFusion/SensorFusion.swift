@@ -63,7 +63,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         let hasGyroscope = gyroscopeRate != nil
         expectsMagnetometer = magnetometerRate != nil
         let imuRate = gyroscopeRate ?? accelerometerRate ?? 100
-        let magnetometerRate = magnetometerRate ?? imuRate
+        // A rate that is no rate (a table's of too few samples, say) is the IMU's, not a crash.
+        let magnetometerRate = magnetometerRate.flatMap { $0.isFinite && $0 > 0 ? $0 : nil } ?? imuRate
         let gyroscopeRate = gyroscopeRate ?? imuRate
         self.magnetometerRate = magnetometerRate
         filter = OrientationFilter(

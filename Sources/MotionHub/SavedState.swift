@@ -54,7 +54,9 @@ final class SavedState<State: Codable & Sendable & Equatable>: @unchecked Sendab
         self.value = value
         generation += 1
         isSaved = false
-        guard let store, !saving else { return true }
+        // Nothing is written without a store: no page-out scheduled each minute for nothing.
+        guard let store else { return false }
+        guard !saving else { return true }
         saving = true
         let written = generation
         offLoop.run({ try store.save(value) }, then: { [self] result in

@@ -99,6 +99,18 @@ import Testing
         #expect(abs((table.magnetometerRate ?? 0) - 200) < 0.5, "\(table.magnetometerRate ?? 0) Hz")
     }
 
+    /// A magnetometer slower than 10 Hz (5 Hz, and exactly 10 Hz, on 100 Hz rows) has its rate: its
+    /// intervals are no pauses. (Counted as pauses, they left no interval, the rate was 0/0, and
+    /// `motionctl fuse` crashed on it.)
+    @Test func aSlowMagnetometerHasItsRate() throws {
+        for (every, rate) in [(20, 5.0), (10, 10.0)] {
+            var csv = "t,ax,ay,az,gx,gy,gz,mx,my,mz\n"
+            for k in 0..<1000 { csv += k % every == 0 ? "\(Double(k) / 100),0,0,9.8,0,0,0,20,0,-40\n" : "\(Double(k) / 100),0,0,9.8,0,0,0,,,\n" }
+            let table = try IMUTable(csv: csv)
+            #expect(abs((table.magnetometerRate ?? 0) - rate) < 1e-6, "\(table.magnetometerRate ?? 0) Hz for \(rate) Hz")
+        }
+    }
+
     /// One turn of directions, [0, 360), whatever the angle's sign or size; the value just below 0 that
     /// adding a turn rounds up to 360 exactly is north, 0.
     @Test func anAngleIsTheSameDirectionWithinOneTurn() {

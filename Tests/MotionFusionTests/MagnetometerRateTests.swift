@@ -44,6 +44,16 @@ import Testing
         #expect(abs(heading - 60) < 1, "\(heading)")
     }
 
+    /// A magnetometer rate that is no rate (NaN, 0, infinite) makes the fusion the IMU's rate, not a
+    /// crash (`SoftIronCalibrator` converted it to an Int).
+    @Test func aMagnetometerRateThatIsNoRateIsTheIMUs() {
+        let reference = SensorFusion(gyroscopeRate: 100, magnetometerRate: 100)
+        for rate in [Double.nan, 0, .infinity, -5] {
+            let fusion = SensorFusion(gyroscopeRate: 100, magnetometerRate: rate)
+            #expect(fusion == reference, "magnetometer rate \(rate)")
+        }
+    }
+
     /// Every magnetometer sample reaches the heading path, at any rate. It used to take every
     /// `Int(rate / 100)`-th: a cliff at 200 Hz, where a magnetometer measured at 199.6 Hz (live, over
     /// 2 s) was fused at 199.6 Hz and the same one measured at 202 Hz (offline, over a 45 s slice) at

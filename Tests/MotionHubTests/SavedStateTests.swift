@@ -102,4 +102,17 @@ import Testing
         #expect(harness.disk.writes == 4)
         #expect(try harness.onDisk == [1, 2])
     }
+
+    /// Without a state directory nothing is written, and `save` says so (the hub pages out after a
+    /// write: it would have done so every minute for nothing).
+    @Test func withoutAStoreNothingIsWritten() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let wrote = try loop.submit {
+            let state = SavedState<[Int]>("numbers", store: nil, offLoop: OffLoopWork(eventLoop: loop), logger: Logger(label: "test"))
+            return [state.save([1]), state.save([1]), state.save([2])]
+        }.wait()
+        #expect(wrote == [false, false, false])
+    }
 }
