@@ -86,6 +86,7 @@ indirect enum YAMLNode {
             case YAML_SCALAR_EVENT:
                 let scalar = event.data.scalar
                 let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
+                try refuseDuplicateKey(text, at: event.start_mark)
                 try add(.scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), size: 1, anchor: Self.string(scalar.anchor))
             case YAML_SEQUENCE_START_EVENT:
                 try spend(1)
@@ -105,6 +106,13 @@ indirect enum YAMLNode {
             default:
                 break  // stream and document starts
             }
+        }
+
+        /// A key given twice in one mapping is an error: YAML 1.2 requires keys to be unique, and
+        /// taking the last would let a forgotten line silently override the one a person reads.
+        private func refuseDuplicateKey(_ text: String, at mark: yaml_mark_t) throws(ParseError) {
+            guard let last = open.last, last.isMapping, last.pendingKey == nil, last.pairs.contains(where: { $0.key == text }) else { return }
+            throw ParseError(description: "\(mark.line + 1):\(mark.column + 1): the key \"\(text)\" is given twice in one mapping")
         }
 
         private func nest() throws(ParseError) {

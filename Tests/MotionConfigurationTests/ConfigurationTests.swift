@@ -89,6 +89,20 @@ import Testing
         #expect(throws: YAMLNode.ParseError.self) { try YAMLNode.parse("declination: \(nested(32))", maximumNodes: 100_000) }
     }
 
+    /// Issue 40, defect 12: a key given twice was accepted, the last winning, so a stale line further
+    /// down silently overrode the one a person had just edited.
+    @Test(arguments: [
+        ("declination: 3\nheight: 1.8\ndeclination: 4\n", "3:1: the key \"declination\" is given twice"),
+        ("dsu:\n  slot: 1\n  slot: 2\n", "3:3: the key \"slot\" is given twice"),
+    ])
+    func aKeyGivenTwiceInOneMappingIsAnErrorNamingItsLine(text: String, expected: String) throws {
+        let path = try file(text)
+        #expect { try Configuration.load(path: path, required: true) } throws: { "\($0)".contains(expected) }
+        // The same key in two mappings is no duplicate: two mount-matrix entries each name a device.
+        let two = "mount_matrices:\n  - name: a\n    matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"\n  - name: b\n    matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"\n"
+        #expect(try Configuration.load(path: file(two), required: true).mountMatrices?.map(\.name) == ["a", "b"])
+    }
+
     @Test func theSampleConfigurationIsValidAndAllDefaults() throws {
         let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/motiond.conf").standardized.path
         #expect(try Configuration.load(path: sample, required: true) == Configuration())
@@ -102,6 +116,9 @@ import Testing
     @Test(arguments: [
         ("socket_mode: \"999\"", "socket_mode"),
         ("state_save_interval: -1", "state_save_interval"),
+        // 9.3e9 s overflowed the timer's Int64 nanoseconds (a crash at start); 1e-9 s spun the loop.
+        ("state_save_interval: 9.3e9", "state_save_interval"),
+        ("state_save_interval: 1e-9", "state_save_interval"),
         ("log_level: loud", "log_level"),
         ("declination: 400", "declination"),
         ("declination: east", "declination"),
