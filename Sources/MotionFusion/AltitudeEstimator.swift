@@ -9,7 +9,25 @@ import MotionCore
 /// The noise is measured from successive readings' differences, not from their spread about a mean:
 /// a steady climb (a lift, a stair) moves every reading but hardly their differences. For white noise
 /// of standard deviation σ, a difference has variance 2σ², so σ = √(mean square difference / 2).
+///
+/// A glitch is not an altitude. A reading outside `plausiblePressures` (the widest range the common
+/// barometers measure) is refused: one raw count of an lps22hb (2.4e-5 kPa) read as 98 km and 37
+/// floors. A reading that moves faster than `maximumVerticalSpeed` from the last one taken is refused
+/// too, unless `glitchRun` readings in a row agree with it (the sensor then really is elsewhere: the
+/// noise starts over from there).
 public struct AltitudeEstimator: Sendable {
+    /// The pressures a reading may have, kPa: the union of the operating ranges in the data sheets of
+    /// the barometers phones and laptops carry: ST LPS22HB/LPS25HB and LPS33HW 26–126 kPa, Bosch
+    /// BMP280 30–110, BMP388 30–125, Infineon DPS310 30–120. Everest's summit is 33 kPa.
+    public static let plausiblePressures = 26.0...126.0
+    /// The fastest climb or fall taken as real between two readings, m/s: more than the fastest lifts
+    /// (about 20 m/s) and a skydiver's free fall (about 55 m/s).
+    public static let maximumVerticalSpeed = 100.0
+    /// What a reading may move beyond that speed allows, m: a slammed door's pressure step is a few metres.
+    static let verticalSlack = 20.0
+    /// Readings in a row that must agree with a jump before it is taken as real.
+    static let glitchRun = 3
+
     /// What the altimeter is set to.
     public struct Parameters: Sendable, Hashable {
         /// The pressure at sea level, kPa: the standard 101.325, or the local QNH for an altitude
@@ -43,19 +61,40 @@ public struct AltitudeEstimator: Sendable {
     private var previous: (altitude: Double, timestamp: Int64)?
     private var meanSquareDifference = 0.0
     private var differences = 0
+    /// Readings refused in a row for jumping away from `previous`.
+    private var jumps = 0
 
     /// An altimeter with `parameters`.
     public init(parameters: Parameters = Parameters()) {
         self.parameters = parameters
     }
 
-    /// The altitude of `pressure` (kPa) read at `timestamp` (ns); `nil` for a pressure of 0 or less
-    /// (or not finite), which no air has. A timestamp that goes back starts the noise over; a reading
-    /// more than `noiseTimeConstant` after the last (the sensor stopped meanwhile) is not compared
-    /// with it: hours of weather are no noise.
+    /// The altitude of `pressure` (kPa) read at `timestamp` (ns); `nil` for a glitch: a pressure outside
+    /// `plausiblePressures` or not finite, or a jump faster than `maximumVerticalSpeed` not yet
+    /// confirmed. A timestamp that goes back starts the noise over; a reading more than
+    /// `noiseTimeConstant` after the last (the sensor stopped meanwhile) is not compared with it:
+    /// hours of weather are no noise.
     public mutating func update(pressure: Double, timestamp: Int64) -> Reading? {
-        guard let altitude = StandardAtmosphere.altitude(pressure: pressure, seaLevelPressure: parameters.seaLevelPressure) else {
-            return nil
+        guard Self.plausiblePressures.contains(pressure),
+            let altitude = StandardAtmosphere.altitude(pressure: pressure, seaLevelPressure: parameters.seaLevelPressure), altitude.isFinite
+        else { return nil }
+        if let previous, timestamp > previous.timestamp {
+            let allowed = Self.maximumVerticalSpeed * Double(timestamp - previous.timestamp) * 1e-9 + Self.verticalSlack
+            if abs(altitude - previous.altitude) > allowed {
+                jumps += 1
+                guard jumps >= Self.glitchRun else { return nil }
+                // Confirmed: the noise is measured from here.
+                self.previous = nil
+                meanSquareDifference = 0
+                differences = 0
+            }
+        }
+        jumps = 0
+        // An estimate that went non-finite (it cannot from finite readings, but it must never stay so)
+        // starts over.
+        if !meanSquareDifference.isFinite {
+            meanSquareDifference = 0
+            differences = 0
         }
         if let previous, timestamp > previous.timestamp, Double(timestamp - previous.timestamp) * 1e-9 <= parameters.noiseTimeConstant {
             let difference = altitude - previous.altitude

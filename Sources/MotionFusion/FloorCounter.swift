@@ -40,8 +40,10 @@ public struct FloorCounter: Sendable {
     /// Feeds an altitude (m) read at `timestamp` (ns), with whether a walk is under way; returns
     /// whether a floor was counted.
     public mutating func update(altitude reading: Double, timestamp: Int64, isWalking: Bool) -> Bool {
+        // A non-finite altitude would make the low-pass NaN, and no floor would be counted again.
+        guard reading.isFinite else { return false }
         if isWalking { lastWalking = timestamp }
-        guard let previous = lastTimestamp, timestamp > previous, let low = altitude else {
+        guard let previous = lastTimestamp, timestamp > previous, let low = altitude, low.isFinite else {
             // The first reading, or a clock gone back: start from here.
             altitude = reading
             reference = reading

@@ -106,5 +106,26 @@ extension Hardware {
                 #expect(first.pressure == 89.875, "the first reading served is the first good one: \(first)")
             }
         }
+
+        /// Issue 40, defect 5: one raw count of the lps22hb (2.4e-5 kPa, its datasheet's 4,096 counts per
+        /// hPa) read between good ones was served as 98 km, and its jump as 3.5 km of noise. A pressure
+        /// no barometer measures is no altitude, and leaves the precision as it was.
+        @Test func aGlitchOfOneRawCountIsNoAltitudeAndNoNoise() async throws {
+            try await Self.watchingAltitude(on: Self.device(2)) { client, testbed, _ in
+                var reading = try client.decode(AltitudeMessage.self, try client.next("ALTITUDE"))
+                while reading.precision == nil { reading = try client.decode(AltitudeMessage.self, try client.next("ALTITUDE")) }
+                try testbed.setAttribute("iio:device0", "in_pressure_raw", "1\n")
+                try await Task.sleep(for: .milliseconds(300))  // a reading or more of the glitch
+                try testbed.setAttribute("iio:device0", "in_pressure_raw", "2871600\n")  // 45 counts less: 0.1 m higher
+                var served: [AltitudeMessage] = []
+                while served.last.map({ abs($0.pressure - 2_871_600 * 0.000024414) > 1e-6 }) ?? true {
+                    served.append(try client.decode(AltitudeMessage.self, try client.next("ALTITUDE")))
+                }
+                for message in served {
+                    #expect(abs(message.altitude - 3_000) < 1, "\(message)")
+                    #expect((message.precision ?? 0) < 0.5, "\(message)")
+                }
+            }
+        }
     }
 }

@@ -73,4 +73,32 @@ import Testing
         let standard = try #require(StandardAtmosphere.altitude(pressure: 95))
         #expect(try #require(last?.altitude) > standard + 50)
     }
+
+    /// Issue 40, defect 5: a pressure no barometer measures (the data sheets' union, 26–126 kPa) is
+    /// refused, whatever it is: one raw count of an lps22hb, the smallest double (5e-324), infinity.
+    @Test(arguments: [0.000024414, .leastNonzeroMagnitude, 25.9, 126.1, .infinity, .nan])
+    func aPressureNoBarometerMeasuresIsNoAltitudeAndChangesNothing(glitch: Double) throws {
+        var altimeter = AltitudeEstimator()
+        for i in 0..<10 { _ = altimeter.update(pressure: 95 + (i % 2 == 0 ? 0.001 : 0), timestamp: Int64(i) * 40_000_000) }
+        #expect(altimeter.update(pressure: glitch, timestamp: 400_000_000) == nil)
+        let reading = altimeter.update(pressure: 95, timestamp: 440_000_000)
+        let after = try #require(reading)
+        #expect(try #require(after.precision) < 0.2, "\(after)")
+        #expect(after.altitude.isFinite)
+    }
+
+    /// A plausible pressure far from the last (a bit error: 50 kPa between readings of 95, some 5 km
+    /// in 40 ms) is refused until three readings in a row agree with it; then it is where the sensor is.
+    @Test func aJumpFasterThanAnyClimbIsRefusedUntilConfirmed() throws {
+        var altimeter = AltitudeEstimator()
+        for i in 0..<10 { _ = altimeter.update(pressure: 95, timestamp: Int64(i) * 40_000_000) }
+        #expect(altimeter.update(pressure: 50, timestamp: 400_000_000) == nil)
+        #expect(altimeter.update(pressure: 95, timestamp: 440_000_000)?.precision == 0, "the glitch is no noise")
+        var run: [AltitudeEstimator.Reading?] = []
+        for i: Int64 in 11...13 { run.append(altimeter.update(pressure: 50, timestamp: i * 40_000_000 + 40_000_000)) }
+        #expect(run[0] == nil && run[1] == nil)
+        let taken = try #require(run[2])
+        #expect(abs(taken.altitude - (try #require(StandardAtmosphere.altitude(pressure: 50)))) < 1e-9)
+        #expect(taken.precision == nil, "the noise starts over where the sensor is")
+    }
 }

@@ -36,4 +36,15 @@ import Testing
         let weather = Self.count(seconds: 3600, altitude: { t in 8 * t / 3600 }, walking: { t in t.truncatingRemainder(dividingBy: 600) < 60 })
         #expect(weather == (0, 0))
     }
+
+    /// Issue 40, defect 5: a non-finite altitude made the low-pass NaN, and no floor was counted again
+    /// until a restart. It is ignored; the stairs after it count.
+    @Test func aNonFiniteAltitudeIsIgnoredAndCountingGoesOn() {
+        var counter = FloorCounter()
+        _ = counter.update(altitude: 0, timestamp: 0, isWalking: true)
+        _ = counter.update(altitude: .nan, timestamp: 250_000_000, isWalking: true)
+        _ = counter.update(altitude: -.infinity, timestamp: 500_000_000, isWalking: true)
+        for i in 3..<120 { _ = counter.update(altitude: 0.2 * Double(i) / 4, timestamp: Int64(i) * 250_000_000, isWalking: true) }
+        #expect(counter.ascended == 1, "5.9 m climbed on foot")
+    }
 }
