@@ -24,7 +24,7 @@ public struct AccelerometerTable: Sendable {
         case missingColumns([String])
         case badRow(line: Int)
         case timeOutOfRange(line: Int)
-        case timeNotIncreasing(line: Int)
+        case timeGoesBack(line: Int)
         case tooFewRows
 
         public var description: String {
@@ -32,7 +32,7 @@ public struct AccelerometerTable: Sendable {
             case .missingColumns(let names): "the header lacks the column(s) \(names.joined(separator: ", ")) (it needs t, ax, ay, az)"
             case .badRow(let line): "line \(line): t, ax, ay, az must be finite numbers"
             case .timeOutOfRange(let line): "line \(line): t is beyond ±292 years, which nanoseconds cannot hold"
-            case .timeNotIncreasing(let line): "line \(line): t does not increase"
+            case .timeGoesBack(let line): "line \(line): t is before the previous row's"
             case .tooFewRows: "fewer than two rows"
             }
         }
@@ -40,6 +40,9 @@ public struct AccelerometerTable: Sendable {
 
     /// The rows, in file order.
     public var rows: [Row] = []
+    /// Rows left out because their time repeats the previous row's (as the daemon skips a repeated
+    /// timestamp): real phones' files have one or two in 20,000 rows.
+    public private(set) var repeatedTimes = 0
 
     /// Parses CSV text.
     public init(csv: String) throws(ParseError) {
@@ -67,7 +70,11 @@ public struct AccelerometerTable: Sendable {
                 }
             }
             guard let timestamp = Units.nanoseconds(fromSeconds: values.0) else { throw .timeOutOfRange(line: number) }
-            if let last = rows.last, values.0 <= last.time { throw .timeNotIncreasing(line: number) }
+            if let last = rows.last, timestamp <= last.timestamp {
+                guard timestamp == last.timestamp else { throw .timeGoesBack(line: number) }
+                repeatedTimes += 1
+                continue
+            }
             rows.append(Row(
                 time: values.0, timestamp: timestamp,
                 specificForce: Vector3(x: values.1, y: values.2, z: values.3)))

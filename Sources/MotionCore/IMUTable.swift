@@ -20,14 +20,14 @@ public struct IMUTable: Sendable {
     public enum ParseError: Error, Hashable, CustomStringConvertible {
         case badHeader(String)
         case badRow(line: Int)
-        case timeNotIncreasing(line: Int)
+        case timeGoesBack(line: Int)
         case tooFewRows
 
         public var description: String {
             switch self {
             case .badHeader(let h): "the header is \"\(h)\", expected t,ax,ay,az,gx,gy,gz,mx,my,mz"
             case .badRow(let line): "line \(line): expected 10 finite numbers (or 7 and three empty magnetometer fields), t within ±292 years"
-            case .timeNotIncreasing(let line): "line \(line): t is not after the previous row's"
+            case .timeGoesBack(let line): "line \(line): t is before the previous row's"
             case .tooFewRows: "fewer than two rows"
             }
         }
@@ -35,6 +35,9 @@ public struct IMUTable: Sendable {
 
     /// The rows, in file order.
     public var rows: [Row] = []
+    /// Rows left out because their time repeats the previous row's (as the daemon skips a repeated
+    /// timestamp): real phones' files have one or two in 20,000 rows.
+    public private(set) var repeatedTimes = 0
 
     /// Parses CSV text.
     public init(csv: String) throws(ParseError) {
@@ -54,7 +57,11 @@ public struct IMUTable: Sendable {
             let v = used.map { $0! }
             guard let timestamp = Units.nanoseconds(fromSeconds: v[0]) else { throw .badRow(line: number) }
             // Rates come from the intervals: a zero or negative one would make one infinite.
-            if let previous = rows.last, timestamp <= previous.timestamp { throw .timeNotIncreasing(line: number) }
+            if let previous = rows.last, timestamp <= previous.timestamp {
+                guard timestamp == previous.timestamp else { throw .timeGoesBack(line: number) }
+                repeatedTimes += 1
+                continue
+            }
             rows.append(Row(
                 time: v[0], timestamp: timestamp,
                 accelerometer: Vector3(x: v[1], y: v[2], z: v[3]),

@@ -18,11 +18,20 @@ struct AccelerometerFiles: ParsableArguments {
         } catch {
             throw ValidationError("\(input): cannot read: \(error.localizedDescription)")
         }
+        let table: AccelerometerTable
         do {
-            return try AccelerometerTable(csv: text)
+            table = try AccelerometerTable(csv: text)
         } catch {
             throw ValidationError("\(input): \(error)")
         }
+        Self.reportRepeats(table.repeatedTimes, in: input)
+        return table
+    }
+
+    /// Says on standard error how many rows of `file` were left out for repeating the previous row's time.
+    static func reportRepeats(_ count: Int, in file: String) {
+        guard count > 0 else { return }
+        FileHandle.standardError.write(Data("\(file): left out \(count) row\(count == 1 ? "" : "s") whose t repeats the previous row's\n".utf8))
     }
 
     /// An instant (ns) as the seconds written: to the millisecond, finer than the 40 ms grid the

@@ -38,6 +38,7 @@ struct Fuse: ParsableCommand {
         } catch {
             throw ValidationError("\(input): \(error)")
         }
+        AccelerometerFiles.reportRepeats(recording.repeatedTimes, in: input)
         var fusion = SensorFusion(gyroscopeRate: recording.rate, magnetometerRate: recording.magnetometerRate)
         var csv = "t,qw,qx,qy,qz\n"
         csv.reserveCapacity(recording.rows.count * 64)

@@ -49,6 +49,21 @@ import TestSupport
         #expect((30...36).contains(rows.count), "\(rows.count) steps")
     }
 
+    /// Issue 40, defect 13: `steps`, `activity` and `fuse` stopped with "t does not increase" on 2 of 12
+    /// real phone walks, for one repeated timestamp in 20,000 rows. The repeat is left out, as the
+    /// daemon leaves it out, and counted on standard error; the steps are those of the file without it.
+    @Test func aRepeatedTimestampIsLeftOutAndCountedNotRefused() async throws {
+        var lines = walk.split(separator: "\n", omittingEmptySubsequences: false)
+        lines.insert(lines[300], at: 301)  // row 300 again, as a phone's logger writes it twice
+        let input = try fuse.temporaryFile("walk-repeat.csv", lines.joined(separator: "\n"))
+        let output = try fuse.temporaryFile("steps-repeat.csv")
+        let run = try await fuse.run(["steps", "--input", input, "--output", output])
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("left out 1 row whose t repeats the previous row's"), "\(run.output)")
+        let steps = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        #expect(steps == (try await runOnTheWalk("steps")))
+    }
+
     @Test func activitySaysWalkingForTheWalk() async throws {
         let lines = try await runOnTheWalk("activity")
         #expect(lines.first == "t,activity,confidence")
