@@ -28,7 +28,7 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, fuzz, soak (for --seconds) and live (BROAD trials through fake hardware: scripts/score-live).")
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, fuzz, soak (for --seconds), history (issue 40's HISTORY attack) and live (BROAD trials through fake hardware: scripts/score-live).")
     var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network", "dsu", "steps"]
 
     @Option(help: .hidden)
@@ -160,6 +160,7 @@ struct DaemonLoad: ParsableCommand {
         if scenarios.contains("network") { try network(executable: executable, testbed: testbed) }
         if scenarios.contains("dsu") { try dsu(executable: executable, testbed: testbed) }
         if scenarios.contains("steps") { try steps(executable: executable, testbed: testbed) }
+        if scenarios.contains("history") { try history(executable: executable, testbed: testbed) }
         if scenarios.contains("soak") { try Soak(seconds: seconds, executable: executable).run(testbed: testbed) }
         if !loads.isEmpty { print("peak RSS over the loaded runs: \(heaviestRSS) kB") }
     }
@@ -218,9 +219,11 @@ final class Daemon: @unchecked Sendable {
     /// What it logged.
     var log: String { (try? String(contentsOfFile: directory + "/motiond.log", encoding: .utf8)) ?? "" }
 
-    init(executable: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// Starts `executable` with `arguments`; `stateFiles` (name, contents) are put in its state directory first.
+    init(executable: String, arguments: [String] = [], environment: [String: String] = [:], stateFiles: [String: Data] = [:]) throws {
         directory = NSTemporaryDirectory() + "daemon-load-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        for (name, contents) in stateFiles { try contents.write(to: URL(fileURLWithPath: directory + "/state/" + name)) }
         socket = directory + "/motiond.sock"
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--socket", socket, "--state-directory", directory + "/state", "--log-level", "warning"] + arguments

@@ -35,17 +35,26 @@ package final class ClientOutbox {
 
     /// Lines a client's queue holds before stream messages are dropped.
     static let capacity = 256
-    /// Lines queued at which a client that asks faster than it reads is disconnected: replies are
-    /// never dropped, so this bounds one client's memory.
+    /// Bytes queued at which the client's requests wait (its reading paused, and the rest of a read
+    /// left unanswered until the queue drains): replies are never dropped and differ in size by a
+    /// thousand times (a week's HISTORY of activities is 79 KB), so 256 lines alone let 40 clients
+    /// that read nothing hold 790 MB.
+    static let byteCapacity = 256 * 1024
+    /// Lines or bytes queued at which a client is disconnected: its requests wait at `capacity` and
+    /// `byteCapacity`, so only a flood of events to a client that reads nothing gets this far.
     static let floodLimit = capacity * 4
+    static let floodBytes = byteCapacity * 4
 
     let id: ID
     let sink: any ClientSink
     /// Where its `motion` samples go instead of its queue, if anywhere.
     let motionReceiver: (any MotionReceiver)?
     private(set) var queue = DeliveryQueue<ByteBuffer>(capacity: ClientOutbox.capacity)
-    /// Since when its queue has been full of lines that may not be dropped.
-    var fullSince: NIODeadline?
+    /// Counts the flushes that wrote something: the stuck check compares it with what it was when
+    /// the check was scheduled (a counter, not a clock read per line on the stream path).
+    private(set) var progress = 0
+    /// Whether a stuck check is scheduled for it.
+    var stuckCheckScheduled = false
     /// Whether reading its requests is paused until its queue drains.
     private(set) var paused = false
     /// Whether it waits for the end of a `ClientTable.batch` to be flushed.
@@ -67,28 +76,18 @@ package final class ClientOutbox {
         self.motionReceiver = motionReceiver
     }
 
-    /// What `push` found.
-    enum Congestion {
-        /// The line is queued (or, for a stream line, an older one was dropped for it).
-        case none
-        /// The queue is full of lines that may not be dropped, newly so.
-        case becameStuck
-        /// The queue holds `floodLimit` lines: the client must go.
-        case flooded
+    /// Queues a line; returns `false` when the queue now holds `floodLimit` lines or `floodBytes`
+    /// bytes: the client must go.
+    func push(_ line: ByteBuffer, kind: DeliveryQueue<ByteBuffer>.Kind) -> Bool {
+        queue.push(line, kind: kind)
+        return queue.count < Self.floodLimit && queue.bytes < Self.floodBytes
     }
 
-    /// Queues a line at time `now` (the event loop's; read only if the queue became stuck: a clock read
-    /// per line showed in the profile at 1 kHz × 100 clients).
-    func push(_ line: ByteBuffer, kind: DeliveryQueue<ByteBuffer>.Kind, now: @autoclosure () -> NIODeadline) -> Congestion {
-        if queue.push(line, kind: kind) {
-            fullSince = nil
-            return .none
-        }
-        if queue.count >= Self.floodLimit { return .flooded }
-        guard fullSince == nil else { return .none }
-        fullSince = now()
-        return .becameStuck
-    }
+    /// Whether its queue holds `capacity` lines or `byteCapacity` bytes: its requests wait.
+    var isCongested: Bool { queue.count >= Self.capacity || queue.bytes >= Self.byteCapacity }
+
+    /// Whether replies or events wait that its connection has not taken.
+    var repliesWait: Bool { queue.keptCount > 0 }
 
     /// Queues a reply in request order: at once, or behind replies still being waited for. Returns
     /// whether it was held back.
@@ -129,14 +128,15 @@ package final class ClientOutbox {
             sink.write(line)
             wrote = true
         }
-        if wrote { sink.flush() }
-        // It reads again: the stuck-client check scheduled when its queue filled finds nothing to do.
-        if queue.count < Self.capacity { fullSince = nil }
+        if wrote {
+            sink.flush()
+            progress &+= 1
+        }
         if closesWhenAnswered, !closing, queue.isEmpty, waitingPolls == 0 {
             closing = true
             sink.closeAfterWrites()
         }
-        if paused && queue.count < Self.capacity / 2 {
+        if paused && queue.count < Self.capacity / 2 && queue.bytes < Self.byteCapacity / 2 {
             paused = false
             sink.setReading(true)
         }
@@ -145,7 +145,7 @@ package final class ClientOutbox {
     /// Stops reading its requests while its queue is full (the kernel's socket buffer then holds the
     /// sender back). Returns whether it paused now.
     func pauseIfCongested() -> Bool {
-        guard !paused, queue.count >= Self.capacity else { return false }
+        guard !paused, isCongested else { return false }
         paused = true
         sink.setReading(false)
         return true

@@ -9,7 +9,8 @@ final class ClientTable: @unchecked Sendable {
     // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
     typealias ID = ClientOutbox.ID
 
-    /// How long a client may leave its queue full of replies and events before it is disconnected.
+    /// How long a client may leave replies or events unread, its connection taking nothing, before it
+    /// is disconnected.
     static let stuckClientTimeout = TimeAmount.seconds(10)
 
     let maximumClients: Int
@@ -87,7 +88,7 @@ final class ClientTable: @unchecked Sendable {
         while let outbox = awaitingFlush.popLast() {
             guard outbox.awaitsFlush else { continue }
             outbox.awaitsFlush = false
-            outbox.flush()
+            flush(outbox)
         }
     }
 
@@ -113,22 +114,9 @@ final class ClientTable: @unchecked Sendable {
     }
 
     func enqueue(_ line: ByteBuffer, to outbox: ClientOutbox, kind: DeliveryQueue<ByteBuffer>.Kind) {
-        switch outbox.push(line, kind: kind, now: eventLoop.now) {
-        case .none:
-            break
-        case .flooded:
-            // One read of requests can ask for thousands of replies before reading stops.
-            disconnect(outbox, because: "it sends requests faster than it reads the replies (\(outbox.queue.count) queued)")
+        guard outbox.push(line, kind: kind) else {
+            disconnect(outbox, because: "it is sent more than it reads (\(outbox.queue.count) lines, \(outbox.queue.bytes) bytes queued)")
             return
-        case .becameStuck:
-            // A client that reads nothing more gets nothing more pushed, so the check cannot wait for
-            // the next line: it is scheduled.
-            // It is disconnected if this spell of being stuck has not ended by then.
-            let (id, since) = (outbox.id, outbox.fullSince)
-            eventLoop.scheduleTask(in: Self.stuckClientTimeout) { [self] in
-                guard let outbox = outboxes[id], outbox.fullSince == since else { return }
-                disconnect(outbox, because: "it has read none of its replies for \(Double(Self.stuckClientTimeout.nanoseconds) / 1e9) s")
-            }
         }
         if batching {
             if !outbox.awaitsFlush {
@@ -136,7 +124,33 @@ final class ClientTable: @unchecked Sendable {
                 awaitingFlush.append(outbox)
             }
         } else {
-            outbox.flush()
+            flush(outbox)
+        }
+    }
+
+    /// Writes what the connection takes now; if replies or events are left waiting, makes sure a stuck
+    /// check runs.
+    private func flush(_ outbox: ClientOutbox) {
+        outbox.flush()
+        guard outbox.repliesWait, !outbox.stuckCheckScheduled, !outbox.closing else { return }
+        // A client that reads nothing more gets nothing more pushed, so the check cannot wait for the
+        // next line: it is scheduled, from the first reply left waiting (not from a full queue: 250
+        // week-long HISTORY replies fill no queue of lines, and were never checked).
+        outbox.stuckCheckScheduled = true
+        scheduleStuckCheck(outbox.id, progress: outbox.progress)
+    }
+
+    /// In `stuckClientTimeout`: disconnects the client if replies still wait and its connection took
+    /// nothing since; checks again later if it took some; ends if nothing waits.
+    private func scheduleStuckCheck(_ id: ID, progress: Int) {
+        eventLoop.scheduleTask(in: Self.stuckClientTimeout) { [self] in
+            guard let outbox = outboxes[id] else { return }
+            guard outbox.repliesWait, !outbox.closing else {
+                outbox.stuckCheckScheduled = false
+                return
+            }
+            guard outbox.progress == progress else { return scheduleStuckCheck(id, progress: outbox.progress) }
+            disconnect(outbox, because: "it has read none of its replies for \(Double(Self.stuckClientTimeout.nanoseconds) / 1e9) s")
         }
     }
 
@@ -149,12 +163,17 @@ final class ClientTable: @unchecked Sendable {
 
     /// Writes what a client's connection takes now.
     func flush(_ id: ID) {
-        outboxes[id]?.flush()
+        if let outbox = outboxes[id] { flush(outbox) }
     }
 
     /// Flushes each client whose input ended, so that one answered in full is closed.
     func closeAnswered() {
-        for outbox in outboxes.values where outbox.closesWhenAnswered { outbox.flush() }
+        for outbox in outboxes.values where outbox.closesWhenAnswered { flush(outbox) }
+    }
+
+    /// Whether `id` takes requests now: connected, not being disconnected, its queue not congested.
+    func acceptsRequests(_ id: ID) -> Bool {
+        outboxes[id].map { !$0.closing && !$0.isCongested } ?? false
     }
 
     /// Stops reading a client's requests while it reads its replies too slowly.

@@ -1,4 +1,15 @@
 import MotionWire
+import NIOCore
+
+/// A line's size in a queue, bytes: replies differ in size by a thousand times (a STATUS line, a
+/// week's HISTORY), so a queue is bounded in bytes as well as in lines.
+package protocol QueuedLine: Sendable {
+    var queuedBytes: Int { get }
+}
+
+extension ByteBuffer: QueuedLine {
+    package var queuedBytes: Int { readableBytes }
+}
 
 /// A client's bounded queue of outgoing lines.
 ///
@@ -6,7 +17,7 @@ import MotionWire
 /// queue is full, the oldest stream message goes (and is counted per stream, to be announced with a
 /// `DROPPED` before that stream's next message). Replies and events are never dropped; if only they
 /// fill the queue, `push` reports it, and the server disconnects a client that stays that way.
-package struct DeliveryQueue<Line: Sendable>: Sendable {
+package struct DeliveryQueue<Line: QueuedLine>: Sendable {
     /// What an entry is, for the drop rule.
     package enum Kind: Sendable, Hashable {
         /// A periodic stream message: may be dropped.
@@ -23,6 +34,10 @@ package struct DeliveryQueue<Line: Sendable>: Sendable {
     package private(set) var pendingDrops: [StreamKind: Int] = [:]
     /// All stream messages ever dropped.
     package private(set) var totalDropped = 0
+    /// The bytes of the lines waiting.
+    package private(set) var bytes = 0
+    /// Replies and events waiting (lines that are never dropped).
+    package private(set) var keptCount = 0
 
     package init(capacity: Int) {
         precondition(capacity > 0)
@@ -55,6 +70,8 @@ package struct DeliveryQueue<Line: Sendable>: Sendable {
         guard head < entries.count else { return nil }
         let entry = entries[head]
         head += 1
+        bytes -= entry.line.queuedBytes
+        if case .kept = entry.kind { keptCount -= 1 }
         if head == entries.count {
             entries.removeAll(keepingCapacity: true)
             head = 0
@@ -72,13 +89,15 @@ package struct DeliveryQueue<Line: Sendable>: Sendable {
 
     private mutating func append(_ kind: Kind, _ line: Line) {
         entries.append((kind, line))
+        bytes += line.queuedBytes
+        if case .kept = kind { keptCount += 1 }
     }
 
     private mutating func dropOldestStreamMessage() -> Bool {
         guard let index = entries[head...].firstIndex(where: { if case .stream = $0.kind { true } else { false } }),
             case .stream(let stream) = entries[index].kind
         else { return false }
-        entries.remove(at: index)
+        bytes -= entries.remove(at: index).line.queuedBytes
         pendingDrops[stream, default: 0] += 1
         totalDropped += 1
         return true

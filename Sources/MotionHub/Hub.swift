@@ -210,7 +210,7 @@ package final class Hub: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         guard let outbox = clients[id] else { return }
         outbox.closesWhenAnswered = true
-        outbox.flush()
+        clients.flush(id)
     }
 
     package func disconnect(_ id: ClientID) {
@@ -222,6 +222,11 @@ package final class Hub: @unchecked Sendable {
 
     /// Whether requests from `id` are still served (it is connected and not being disconnected).
     package func serves(_ id: ClientID) -> Bool { clients.serves(id) }
+
+    /// Whether `id`'s next request may be served now: it is served, and its replies do not fill its
+    /// queue (in lines or bytes). A front end holds the rest of a read until the queue drains and
+    /// the client's `setReading(true)` says so, so that what one client asks is bounded by what it reads.
+    package func acceptsRequests(_ id: ClientID) -> Bool { clients.acceptsRequests(id) }
 
     /// Runs `body` with every client's writes held until it ends (see `ClientTable.batch`).
     package func batch(_ body: () -> Void) {

@@ -17,11 +17,16 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private let hub: Hub
     private var framer = LineFramer()
     private var client: Hub.ClientID?
+    /// What the client sent that is not served yet: the rest of a read whose requests filled its
+    /// queue. At most one read (NIO's, 64 KB at most): reading stays paused while it waits.
+    private var unserved: ByteBuffer?
 
     init(hub: Hub) { self.hub = hub }
 
     func channelActive(context: ChannelHandlerContext) {
-        guard let id = hub.connect(ChannelSink(context.channel)) else {
+        let sink = ChannelSink(context.channel)
+        sink.resume = { [weak self] in self?.serveUnserved() ?? false }
+        guard let id = hub.connect(sink) else {
             let refusal = ErrorReply(id: nil, code: .unavailable, message: "too many clients (\(hub.maximumClients)); try again later")
             let channel = context.channel
             if let line = try? Wire.encode(refusal) {
@@ -51,25 +56,50 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard let client else { return }
-        let buffer = unwrapInboundIn(data)
-        // The replies go out once the whole read is framed (see `Hub.batch`).
-        hub.batch {
-            framer.feed(buffer.readableBytesView) { item in
-                guard hub.serves(client) else { return }  // disconnected for what it asked before: the rest is not worth decoding
-                switch item {
-                case .line(let line):
-                    if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
-                    switch Request.decode(line) {
-                    case .success(let request): hub.handle(request, from: client)
-                    case .failure(let error): hub.reply(error, to: client)
-                    }
-                case .tooLong:
-                    hub.reply(ErrorReply(id: nil, code: .tooLong, message: "line longer than \(ProtocolVersion.maximumLineLength) bytes"), to: client)
+        guard client != nil else { return }  // refused: closing once told so
+        var buffer = unwrapInboundIn(data)
+        if unserved == nil {
+            unserved = buffer
+        } else {
+            unserved!.writeBuffer(&buffer)  // a read that came before reading paused
+        }
+        _ = serveUnserved()
+    }
+
+    /// Serves the requests received, up to the one whose replies fill the client's queue (lines or
+    /// bytes: a week's HISTORY is 79 KB); the rest waits, with reading paused, until the queue drains.
+    /// Returns whether everything was served and reading may go on.
+    private func serveUnserved() -> Bool {
+        guard let client, var input = unserved else { return true }
+        unserved = nil
+        while input.readableBytes > 0, hub.acceptsRequests(client) {
+            // The replies go out once this part of the read is framed (see `Hub.batch`).
+            hub.batch {
+                let taken = framer.feed(input.readableBytesView) { item in
+                    serve(item, from: client)
+                    return hub.acceptsRequests(client)
                 }
+                input.moveReaderIndex(forwardBy: taken)
             }
         }
+        // Disconnected for what it asked before: the rest is not worth decoding.
+        guard hub.serves(client) else { return false }
+        if input.readableBytes > 0 { unserved = input }
         hub.pauseReadingIfCongested(client)
+        return unserved == nil && hub.acceptsRequests(client)
+    }
+
+    private func serve(_ item: LineFramer.Item, from client: Hub.ClientID) {
+        switch item {
+        case .line(let line):
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
+            switch Request.decode(line) {
+            case .success(let request): hub.handle(request, from: client)
+            case .failure(let error): hub.reply(error, to: client)
+            }
+        case .tooLong:
+            hub.reply(ErrorReply(id: nil, code: .tooLong, message: "line longer than \(ProtocolVersion.maximumLineLength) bytes"), to: client)
+        }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -93,6 +123,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 /// A client's NIO channel as the hub's `ClientSink`.
 final class ChannelSink: ClientSink {
     private let channel: any Channel
+    /// Serves what the connection received while paused; returns whether reading may go on.
+    var resume: () -> Bool = { true }
 
     init(_ channel: any Channel) { self.channel = channel }
 
@@ -114,7 +146,16 @@ final class ChannelSink: ClientSink {
     }
 
     func setReading(_ reading: Bool) {
-        channel.setOption(ChannelOptions.autoRead, value: reading).whenFailure { _ in }
+        guard reading else {
+            channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+            return
+        }
+        // The requests held back go first, at the loop's next turn (not inside the flush that got
+        // here); reading resumes only if they did not fill the queue again.
+        channel.eventLoop.execute { [self] in
+            guard resume() else { return }
+            channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+        }
     }
 }
 

@@ -28,27 +28,43 @@ public struct LineFramer: Sendable {
     /// at once, and `pending`'s reserved storage stays the only buffer (a line handed out is a copy
     /// of its own length, so clearing `pending` never reallocates it).
     public mutating func feed<Bytes: Collection>(_ bytes: Bytes, _ body: (Item) -> Void) where Bytes.Element == UInt8 {
+        feed(bytes) { item in
+            body(item)
+            return true
+        }
+    }
+
+    /// Feeds bytes and hands each item they complete to `body` until it returns `false`; returns how
+    /// many bytes were taken. The rest is the caller's to feed later: a server whose client reads
+    /// its replies slowly stops at a request, not at the end of a read of thousands.
+    @discardableResult
+    public mutating func feed<Bytes: Collection>(_ bytes: Bytes, while body: (Item) -> Bool) -> Int where Bytes.Element == UInt8 {
+        var taken = 0
         for byte in bytes {
+            taken += 1
             if byte == UInt8(ascii: "\n") {
+                var goOn = true
                 if skipping {
                     skipping = false
                 } else {
                     if pending.last == UInt8(ascii: "\r") { pending.removeLast() }
-                    body(.line(pending.withUnsafeBufferPointer { Array($0) }))  // a copy, not a share of `pending`
+                    goOn = body(.line(pending.withUnsafeBufferPointer { Array($0) }))  // a copy, not a share of `pending`
                 }
                 pending.removeAll(keepingCapacity: true)
+                if !goOn { return taken }
                 continue
             }
             if skipping { continue }
             if pending.count + 1 >= maximumLength {
                 // This byte and the `\n` still to come would pass the limit.
-                body(.tooLong)
                 skipping = true
                 pending.removeAll(keepingCapacity: true)
+                if !body(.tooLong) { return taken }
                 continue
             }
             pending.append(byte)
         }
+        return taken
     }
 
     /// Feeds bytes; returns the items they complete, in order (for callers that read a little at a

@@ -66,6 +66,18 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
         }
     }
 
+    /// Decodes a stream's name; one that is no stream is refused naming it and the streams there are
+    /// (Swift's own message names the type, not the choices, and shows `""` as nothing at all).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let kind = StreamKind(rawValue: name) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "\"\(name.prefix(40))\" is not a stream; streams are \(Self.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        self = kind
+    }
+
     /// Whether the stream comes from the step detector (`pedometer`, `activity`): its accelerometer
     /// runs at the detector's rate, read in batches, not at the other event streams' 4 Hz.
     public var isGaitStream: Bool { self == .pedometer || self == .activity }

@@ -152,6 +152,11 @@ public enum Request: Sendable, Hashable {
                 if poll.streams.isEmpty {
                     return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "POLL needs \"streams\""))
                 }
+                // Said at once: the snapshot would wait its 2 s for a state that never comes.
+                if poll.streams.contains(.gesture) {
+                    return .failure(ErrorReply(
+                        id: header.id, code: .invalidArgument, message: "a gesture is an event with no current state: WATCH gesture, not POLL"))
+                }
                 return .success(.poll(poll))
             case "HISTORY":
                 let history = try decoder.decode(History.self, from: data)
@@ -175,6 +180,11 @@ public enum Request: Sendable, Hashable {
                     id: header.id, code: .unknownRequest,
                     message: "no request \"\(name.prefix(40))\"; requests are WATCH, POLL, HISTORY, DEVICES, STATUS"))
             }
+        } catch let DecodingError.dataCorrupted(context) where context.codingPath.isEmpty {
+            // The header decoded, so the text is JSON: what Foundation's parser refuses only once a
+            // field is read is a number no Double holds (`"from":1e400`). A malformed request, as any
+            // other value of the wrong kind.
+            return .failure(ErrorReply(id: header.id, code: .malformed, message: "not valid JSON: a number beyond ±1.8e308?"))
         } catch let DecodingError.dataCorrupted(context) {
             return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: describe(context)))
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {

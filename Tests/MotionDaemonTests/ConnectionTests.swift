@@ -68,7 +68,8 @@ extension Hardware.Server {
 
     /// Replies are never dropped, so a client that writes thousands of requests and reads nothing
     /// would grow its queue without bound (one 64 KB read of "x\n" asks for 32,768 error replies).
-    /// It is disconnected instead, and nobody else notices.
+    /// Its requests wait once its queue is full (the rest of the read held, reading paused), and it is
+    /// disconnected once it has left its replies unread for the stuck timeout; nobody else notices.
     @Test func aClientThatFloodsRequestsWithoutReadingIsDisconnected() async throws {
         let (_, server) = try await Self.startServerOnIMU()
         try await server.whileServing {
@@ -76,14 +77,15 @@ extension Hardware.Server {
             let flood = [UInt8](repeating: 0, count: 65_536).enumerated().map { $0.offset % 2 == 0 ? UInt8(ascii: "x") : UInt8(ascii: "\n") }
             _ = flood.withUnsafeBytes { write(flooder.fd, $0.baseAddress, $0.count) }
             let other = try TestClient.greeted(path: server.socketPath)
-            try waitUntil {
+            try waitUntil(seconds: 10 + 10) {
                 try? other.send(#"{"class":"STATUS"}"#)
                 return (try? other.decode(StatusReply.self, other.next("STATUS")))?.clients == 1
             }
-            // What the flooder finds when it reads at last: some replies, then the end.
+            // What the flooder finds when it reads at last: the replies its queue and the socket's
+            // buffers held (3,073 lines here: the kernel's buffer takes most), then the end.
             var lines = 0
             while (try? flooder.next(seconds: 2)) != nil { lines += 1 }
-            #expect(lines < 32_768, "\(lines) lines before the connection closed")
+            #expect(lines < 4_096, "\(lines) lines before the connection closed")
         }
     }
 

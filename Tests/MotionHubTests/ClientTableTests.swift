@@ -111,4 +111,65 @@ import Testing
         #expect(sink.written.count == 1)
         #expect(sink.closedAfterWrites)
     }
+
+    /// A reply of `bytes` bytes (a week's HISTORY of activities is 79 KB).
+    static func reply(_ number: Int64, bytes: Int) -> ErrorReply {
+        ErrorReply(id: .integer(number), code: .unknownRequest, message: String(repeating: "x", count: bytes))
+    }
+
+    /// Issue 40, defect 3: replies were bounded in lines only, so 250 week-long HISTORY replies (20 MB)
+    /// queued for a client that read none, and nothing paused it. Four 80 KB replies fill its queue:
+    /// it takes no more requests, and its reading stops.
+    @Test func repliesFillAQueueByTheirBytesAndItsRequestsWait() {
+        sink.isWritable = false
+        for n: Int64 in 1...3 { table.reply(Self.reply(n, bytes: 80_000), to: id) }
+        #expect(table.acceptsRequests(id), "240 KB: under the 256 KB the queue holds")
+        table.reply(Self.reply(4, bytes: 80_000), to: id)
+        #expect(!table.acceptsRequests(id))
+        table.pauseReadingIfCongested(id)
+        #expect(!sink.reading)
+        // It reads: the queue drains and its requests are taken again.
+        sink.isWritable = true
+        table.flush(id)
+        #expect(table.acceptsRequests(id) && sink.reading && sink.written.count == 4)
+    }
+
+    /// Issue 40, defect 3: the stuck check began only once 256 lines waited, so a client holding 250
+    /// unread replies was never disconnected. It now runs whenever a reply waits: one is enough.
+    @Test func aClientThatLeavesOneReplyUnreadIsDisconnectedAfterTheStuckTimeout() {
+        sink.isWritable = false
+        table.reply(Self.reply(1), to: id)
+        loop.advanceTime(by: ClientTable.stuckClientTimeout - .milliseconds(1))
+        #expect(!sink.closed)
+        loop.advanceTime(by: .milliseconds(1))
+        #expect(sink.closed)
+    }
+
+    /// A client that reads slowly but reads is not stuck: each check finds progress and looks again.
+    @Test func aClientThatReadsSlowlyIsCheckedAgainNotDisconnected() {
+        sink.isWritable = false
+        for n: Int64 in 1...3 { table.reply(Self.reply(n), to: id) }
+        for n: Int64 in 4...8 {
+            // Every 6 s it reads what waits; by then a new reply waits.
+            loop.advanceTime(by: .seconds(6))
+            sink.isWritable = true
+            table.flush(id)
+            sink.isWritable = false
+            table.reply(Self.reply(n), to: id)
+        }
+        #expect(!sink.closed && sink.written.count == 7)
+        // Once it stops reading, it goes within two timeouts of its last read.
+        loop.advanceTime(by: ClientTable.stuckClientTimeout * 2)
+        #expect(sink.closed)
+    }
+
+    /// Events pushed to a client that reads none cannot grow its queue past `floodBytes`.
+    @Test func aClientSentMoreBytesThanTheFloodLimitIsDisconnected() {
+        sink.isWritable = false
+        let each = 64 * 1024
+        for n in 0..<Int64(ClientOutbox.floodBytes / each - 1) { table.send(Self.reply(n, bytes: each - 60), to: id) }
+        #expect(!sink.closed)
+        table.send(Self.reply(0, bytes: each), to: id)
+        #expect(sink.closed)
+    }
 }

@@ -54,10 +54,19 @@ import Testing
 }
 
 @Suite struct DeliveryQueueTests {
+    /// A test's line: a number, and its size in bytes.
+    struct Line: QueuedLine, Equatable, ExpressibleByIntegerLiteral {
+        var number: Int
+        var queuedBytes = 10
+
+        init(_ number: Int, bytes: Int = 10) { (self.number, queuedBytes) = (number, bytes) }
+        init(integerLiteral number: Int) { self.init(number) }
+    }
+
     @Test func aFullQueueDropsTheOldestStreamMessagesAndAnnouncesHowMany() {
-        var queue = DeliveryQueue<Int>(capacity: 4)
+        var queue = DeliveryQueue<Line>(capacity: 4)
         queue.push(0, kind: .kept)  // a reply
-        for i in 1...10 { queue.push(i, kind: .stream(.motion)) }
+        for i in 1...10 { queue.push(Line(i), kind: .stream(.motion)) }
         #expect(queue.count == 4)
         #expect(queue.totalDropped == 7)
         let reply = queue.pop()!
@@ -74,18 +83,34 @@ import Testing
     }
 
     @Test func repliesAndEventsAreNeverDropped() {
-        var queue = DeliveryQueue<String>(capacity: 3)
-        queue.push("s1", kind: .stream(.accelerometer))
-        // r3 fits by dropping s1; r4 finds the queue full of kept lines: reported, still queued.
-        let accepted = ["r1", "r2", "r3", "r4"].map { queue.push($0, kind: .kept) }
+        var queue = DeliveryQueue<Line>(capacity: 3)
+        queue.push(0, kind: .stream(.accelerometer))
+        // 3 fits by dropping 0; 4 finds the queue full of kept lines: reported, still queued.
+        let accepted = [1, 2, 3, 4].map { queue.push(Line($0), kind: .kept) }
         #expect(accepted == [true, true, true, false])
-        var lines: [String] = []
-        while let entry = queue.pop() { lines.append(entry.line) }
-        #expect(lines == ["r1", "r2", "r3", "r4"])
+        var lines: [Int] = []
+        while let entry = queue.pop() { lines.append(entry.line.number) }
+        #expect(lines == [1, 2, 3, 4])
+    }
+
+    /// Issue 40, defect 3: replies differ in size by a thousand times, so the queue keeps the bytes
+    /// and the replies waiting, whatever was pushed, dropped or taken.
+    @Test func theQueueCountsTheBytesAndTheRepliesWaiting() {
+        var queue = DeliveryQueue<Line>(capacity: 3)
+        queue.push(Line(1, bytes: 80_000), kind: .kept)
+        queue.push(Line(2, bytes: 100), kind: .stream(.motion))
+        queue.push(Line(3, bytes: 200), kind: .stream(.motion))
+        #expect(queue.bytes == 80_300 && queue.keptCount == 1)
+        queue.push(Line(4, bytes: 50), kind: .kept)  // drops 2
+        #expect(queue.bytes == 80_250 && queue.keptCount == 2)
+        _ = queue.pop()
+        #expect(queue.bytes == 250 && queue.keptCount == 1)
+        while queue.pop() != nil {}
+        #expect(queue.bytes == 0 && queue.keptCount == 0)
     }
 
     @Test func dropsAreCountedPerStream() {
-        var queue = DeliveryQueue<Int>(capacity: 2)
+        var queue = DeliveryQueue<Line>(capacity: 2)
         queue.push(1, kind: .stream(.gyroscope))
         queue.push(2, kind: .stream(.motion))
         queue.push(3, kind: .stream(.motion))  // drops 1 (gyroscope)
@@ -98,9 +123,9 @@ import Testing
     }
 
     @Test func memoryStaysBoundedUnderAThousandTimesTheCapacity() {
-        var queue = DeliveryQueue<[UInt8]>(capacity: 256)
+        var queue = DeliveryQueue<Line>(capacity: 256)
         for i in 0..<256_000 {
-            queue.push([UInt8](repeating: UInt8(i % 256), count: 100), kind: .stream(.motion))
+            queue.push(Line(i, bytes: 100), kind: .stream(.motion))
             if i % 3 == 0 { _ = queue.pop() }
         }
         #expect(queue.count <= 256)

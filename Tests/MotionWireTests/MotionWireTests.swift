@@ -30,6 +30,20 @@ import Testing
 }
 
 extension LineFramerTests {
+    /// Issue 40, defect 3: a server stops at the request that filled its client's queue; the bytes
+    /// after it are the caller's, and fed again they give the same lines as one feed would.
+    @Test func aFeedStoppedAtALineTakesTheBytesUpToItsEndOnly() {
+        var framer = LineFramer(maximumLength: 64)
+        let input = Array("a\nbb\nccc\n".utf8)
+        var seen: [LineFramer.Item] = []
+        let taken = framer.feed(input) { item in
+            seen.append(item)
+            return seen.count < 2
+        }
+        #expect(taken == 5 && seen == [.line(Array("a".utf8)), .line(Array("bb".utf8))])
+        #expect(framer.feed(input[taken...]) == [.line(Array("ccc".utf8))])
+    }
+
     /// 64 KB of `\n` (one read of an attacker's): each empty line used to keep `pending`'s reserved
     /// 4 KB of storage, which clearing `pending` then reallocated, so the read's items held
     /// 65,536 × 4 KB = 256 MB. Each line now owns storage of its own length.
@@ -91,6 +105,12 @@ extension LineFramerTests {
         (#"{"class":"WATCH","streams":["motion"],"interval":0}"#, .invalidArgument),
         (#"{"class":"WATCH","streams":[]}"#, .invalidArgument),
         (#"{"class":"POLL"}"#, .malformed),
+        // Issue 40, defect 12: a number no Double holds was "not valid JSON" answered as invalid_argument.
+        (#"{"class":"HISTORY","stream":"pedometer","from":1e400}"#, .malformed),
+        (#"{"class":"WATCH","streams":["motion"],"interval":-1e999}"#, .malformed),
+        (#"{"class":"HISTORY","stream":"","from":0}"#, .invalidArgument),
+        // A gesture has no state to poll: the POLL waited its 2 s and timed out.
+        (#"{"class":"POLL","streams":["motion","gesture"]}"#, .invalidArgument),
     ])
     func badRequestsGetTheDocumentedErrorCode(text: String, code: ErrorCode) {
         guard case .failure(let error) = decode(text) else {
@@ -99,6 +119,18 @@ extension LineFramerTests {
         }
         #expect(error.code == code, "\(text): \(error.message)")
         #expect(!error.message.isEmpty)
+    }
+
+    /// Issue 40, defect 12: `"stream":""` was answered with Swift's decoding text ("Cannot initialize
+    /// StreamKind from invalid String value "), which names a type and no choice.
+    @Test(arguments: [#"{"class":"HISTORY","stream":"","from":0}"#, #"{"class":"WATCH","streams":["speed"]}"#])
+    func aStreamThatIsNoneIsNamedWithTheStreamsThereAre(text: String) {
+        guard case .failure(let error) = decode(text) else {
+            Issue.record("\(text) was accepted")
+            return
+        }
+        #expect(error.message.contains("is not a stream; streams are motion, accelerometer,"), "\(error.message)")
+        #expect(!error.message.contains("Cannot initialize"), "\(error.message)")
     }
 
     @Test func anErrorCarriesTheRequestsID() {
