@@ -99,7 +99,13 @@ final class ClientTable: @unchecked Sendable {
 
     /// Sends a reply, or holds it behind an earlier POLL still waiting for its sensors.
     func reply<M: ServerMessage>(_ message: M, to id: ID) {
-        guard let outbox = outboxes[id], !outbox.closing, let line = Self.encode(message, logger: logger) else { return }
+        guard serves(id), let line = Self.encode(message, logger: logger) else { return }
+        reply(line: line, to: id)
+    }
+
+    /// Sends a reply already written as a line (`LineWriter`), as `reply` does.
+    func reply(line: ByteBuffer, to id: ID) {
+        guard let outbox = outboxes[id], !outbox.closing else { return }
         if !outbox.holdsBack(line) { enqueue(line, to: outbox, kind: .kept) }
     }
 

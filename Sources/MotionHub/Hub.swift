@@ -28,6 +28,8 @@ package final class Hub: @unchecked Sendable {
     private let history: SavedState<GaitHistory.Saved>
     /// `pipeline.historyRevision` when the history was last saved.
     private var historySavedRevision = 0
+    /// Writes `HISTORY` replies, its buffer reused.
+    private var replyWriter = LineWriter()
     /// The blocking jobs handed to the thread pool, for shutdown to wait for.
     let offLoop: OffLoopWork
     /// How long the sensors must run as planned (or none run) before the code that started, stopped
@@ -265,7 +267,9 @@ package final class Hub: @unchecked Sendable {
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
                 fusion: pipeline.fusion, saved: calibration.value, unavailable: unavailable), to: id)
         case .history(let query):
-            reply(Replies.history(query, of: pipeline.history, stepLength: pipeline.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
+            // Written by hand: a week's reply is 72 KB, which JSONEncoder took milliseconds over.
+            replyWriter.write(Replies.history(query, of: pipeline.history, stepLength: pipeline.stepLength, now: Syscall.realtimeNanoseconds()))
+            clients.reply(line: ByteBuffer(bytes: replyWriter.bytes), to: id)
         }
     }
 

@@ -20,6 +20,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// What the client sent that is not served yet: the rest of a read whose requests filled its
     /// queue. At most one read (NIO's, 64 KB at most): reading stays paused while it waits.
     private var unserved: ByteBuffer?
+    /// Whether `serveUnserved` is running.
+    private var serving = false
 
     init(hub: Hub) { self.hub = hub }
 
@@ -61,7 +63,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         if unserved == nil {
             unserved = buffer
         } else {
-            unserved!.writeBuffer(&buffer)  // a read that came before reading paused
+            unserved!.writeBuffer(&buffer)  // behind the requests still waiting
         }
         _ = serveUnserved()
     }
@@ -70,21 +72,28 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// bytes: a week's HISTORY is 79 KB); the rest waits, with reading paused, until the queue drains.
     /// Returns whether everything was served and reading may go on.
     private func serveUnserved() -> Bool {
-        guard let client, var input = unserved else { return true }
-        unserved = nil
-        while input.readableBytes > 0, hub.acceptsRequests(client) {
-            // The replies go out once this part of the read is framed (see `Hub.batch`).
+        // A flush at the end of a batch can re-enter `channelRead`: its bytes are appended behind
+        // the ones being served, and served by this call, in order.
+        guard let client, !serving else { return false }
+        serving = true
+        defer { serving = false }
+        while unserved.map({ $0.readableBytes > 0 }) == true, hub.acceptsRequests(client) {
+            // The replies go out once this part of the read is framed (see `Hub.batch`); nothing
+            // re-enters meanwhile, so `unserved` stays as it is until the batch ends.
             hub.batch {
-                let taken = framer.feed(input.readableBytesView) { item in
+                let taken = framer.feed(unserved!.readableBytesView) { item in
                     serve(item, from: client)
                     return hub.acceptsRequests(client)
                 }
-                input.moveReaderIndex(forwardBy: taken)
+                unserved!.moveReaderIndex(forwardBy: taken)
             }
         }
+        if unserved?.readableBytes == 0 { unserved = nil }
         // Disconnected for what it asked before: the rest is not worth decoding.
-        guard hub.serves(client) else { return false }
-        if input.readableBytes > 0 { unserved = input }
+        guard hub.serves(client) else {
+            unserved = nil
+            return false
+        }
         hub.pauseReadingIfCongested(client)
         return unserved == nil && hub.acceptsRequests(client)
     }
@@ -152,9 +161,10 @@ final class ChannelSink: ClientSink {
         }
         // The requests held back go first, at the loop's next turn (not inside the flush that got
         // here); reading resumes only if they did not fill the queue again.
-        channel.eventLoop.execute { [self] in
-            guard resume() else { return }
-            channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+        let sink = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        channel.eventLoop.execute {
+            guard sink.value.resume() else { return }
+            sink.value.channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
         }
     }
 }

@@ -124,4 +124,31 @@ import Testing
         #expect(try Wire.decode(MagnetometerMessage.self, from: writer.bytes) == magnetometer)
         #expect(Wire.className(of: Array(writer.bytes.dropLast())) == "MAGNETOMETER")
     }
+
+    /// Issue 40, defect 3: a week's HISTORY, written by hand, decodes (with Foundation's JSONSerialization
+    /// and the protocol's decoder, independent of the writer) to the very reply JSONEncoder writes:
+    /// every start time exact to the bit, ids of every kind, a string id that needs escaping.
+    @Test(arguments: [
+        RequestID.integer(Int64.max), .number(0.1), .string(#"a "quoted" \ back\slash, a tab\t, a bell\u{7}, é"#), nil,
+    ])
+    func aHistoryReplyWrittenByHandDecodesToTheReply(id: RequestID?) throws {
+        var generator = SystemRandomNumberGenerator()
+        let activities = (0..<1024).map { i in
+            HistoryReply.Activity(
+                activity: MotionActivityKind.allCases[i % MotionActivityKind.allCases.count], confidence: .medium,
+                start: 1_795_500_000 + Double.random(in: 0...604_800, using: &generator))
+        }
+        let replies = [
+            HistoryReply(id: id, stream: .activity, from: 1_795_500_000.125, to: 1_796_104_800, activities: activities, truncated: true),
+            HistoryReply(id: id, stream: .pedometer, from: 1e-7, to: 1_795_503_600.5, steps: 1042, distance: 734.6000000000001),
+        ]
+        for reply in replies {
+            var writer = LineWriter()
+            writer.write(reply)
+            #expect(writer.bytes.last == UInt8(ascii: "\n"))
+            _ = try JSONSerialization.jsonObject(with: Data(writer.bytes))
+            #expect(try Wire.decode(HistoryReply.self, from: writer.bytes) == reply)
+            #expect(try Wire.decode(HistoryReply.self, from: writer.bytes) == (try Wire.decode(HistoryReply.self, from: try Wire.encode(reply))))
+        }
+    }
 }
