@@ -1,2 +1,3 @@
 // Linux headers that Glibc's Swift module leaves out.
 #include <sys/timerfd.h>
+#include <malloc.h>

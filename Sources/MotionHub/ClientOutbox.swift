@@ -80,8 +80,12 @@ package final class ClientOutbox {
     /// bytes: the client must go.
     func push(_ line: ByteBuffer, kind: DeliveryQueue<ByteBuffer>.Kind) -> Bool {
         queue.push(line, kind: kind)
+        if queue.bytes >= Self.byteCapacity { heldManyBytes = true }
         return queue.count < Self.floodLimit && queue.bytes < Self.floodBytes
     }
+
+    /// Whether its queue ever held `byteCapacity` bytes: once it is gone, the heap has that much free.
+    private(set) var heldManyBytes = false
 
     /// Whether its queue holds `capacity` lines or `byteCapacity` bytes: its requests wait.
     var isCongested: Bool { queue.count >= Self.capacity || queue.bytes >= Self.byteCapacity }

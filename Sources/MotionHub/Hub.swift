@@ -36,6 +36,8 @@ package final class Hub: @unchecked Sendable {
     /// or served what ran before is paged out (`ResidentMemory`): start-up, a client's coming and
     /// going; the steady state's own code faults back in within its first samples.
     static let pageOutDelay = TimeAmount.seconds(5)
+    /// The heap's trim due after clients that held many bytes left.
+    private var heapRelease: Scheduled<Void>?
     /// The page-out due once the plan has held for `pageOutDelay`.
     private var pageOut: Scheduled<Void>?
     /// The capture plan followed last: the page-out waits for the sensors to settle, not for requests
@@ -218,6 +220,7 @@ package final class Hub: @unchecked Sendable {
     package func disconnect(_ id: ClientID) {
         eventLoop.preconditionInEventLoop()
         guard let outbox = clients.remove(id) else { return }
+        if outbox.heldManyBytes { releaseFreeHeapSoon() }
         if outbox.waitingPolls > 0 { polls.removeAll(of: id) }
         if fanout.removeAll(of: id) { replan() }
     }
@@ -329,6 +332,17 @@ package final class Hub: @unchecked Sendable {
         followedPlan = plan
     }
 
+    /// Gives the heap's free memory back a second after the last client that held many bytes left
+    /// (40 that left together cost one trim), off the loop: glibc otherwise keeps it resident.
+    private func releaseFreeHeapSoon() {
+        heapRelease?.cancel()
+        heapRelease = eventLoop.scheduleTask(in: .seconds(1)) { [self] in
+            heapRelease = nil
+            guard !stopped else { return }
+            offLoop.run({ ResidentMemory.releaseFreeHeap() }, then: { _ in })
+        }
+    }
+
     /// (Re)schedules the page-out for `pageOutDelay` from now.
     private func pageOutOnceSettled() {
         pageOut?.cancel()
@@ -403,6 +417,7 @@ package final class Hub: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         stopped = true
         pageOut?.cancel()
+        heapRelease?.cancel()
         polls.stop()
         calibration.saveNow(pipeline.fusion?.calibration)
         if historyNeedsSaving { history.saveNow(pipeline.history.saved) }
