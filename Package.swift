@@ -187,7 +187,8 @@ let package = Package(
         .testTarget(
             name: "MotionDSUTests",
             dependencies: [
-                "MotionDSU", "MotionHub", "MotionConfiguration", "MotionDaemon", "MotionWire", "MotionCore", "MotionClient", "TestSupport", "motiond",
+                "MotionDSU", "MotionHub", "MotionConfiguration", "MotionDaemon", "MotionWire", "MotionCore", "MotionClient", "MotionSystem",
+                "TestSupport", "motiond",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -1,5 +1,6 @@
 import MotionConfiguration
 import MotionHub
+import MotionSystem
 import NIOCore
 
 /// The DSU server as a part of the daemon: listens (a port taken fails the start, saying so) and
@@ -8,6 +9,7 @@ package final class DSUFrontEnd: DaemonPart, @unchecked Sendable {
     // @unchecked: `server` is set by `start` and read by `stop` and `localAddress`, one after the other.
     private let hub: Hub
     private let settings: DSUSettings
+    private let socketPath: String
     private var server: NIOLoopBound<DSUServer>?
     private var channel: (any Channel)?
 
@@ -15,26 +17,37 @@ package final class DSUFrontEnd: DaemonPart, @unchecked Sendable {
     /// Where it listens, once started (the port chosen, for port 0).
     package var localAddress: SocketAddress? { channel?.localAddress }
 
-    package init(hub: Hub, settings: DSUSettings) {
+    /// - Parameter socketPath: motiond's Unix socket, whose permissions say who may use motion data
+    ///   (`dsu.require_motion_group`).
+    package init(hub: Hub, settings: DSUSettings, socketPath: String) {
         self.hub = hub
         self.settings = settings
+        self.socketPath = socketPath
     }
 
     package func start() throws {
         let hub = self.hub
-        let settings = self.settings
+        let (settings, socketPath) = (self.settings, self.socketPath)
         let handler = DatagramHandler()
-        let channel = try DSUServer.listen(settings, on: hub.eventLoop, handler: handler)
+        let socket = try DSUServer.listen(settings, on: hub.eventLoop, handler: handler)
+        let channel = socket.channel
         self.channel = channel
         server = try hub.eventLoop.submit {
-            let server = DSUServer(hub: hub, settings: settings, channel: channel)
+            let server = DSUServer(hub: hub, settings: settings, socket: socket, socketPath: socketPath)
             let bound = NIOLoopBound(server, eventLoop: hub.eventLoop)
             handler.server = bound
             server.start()
             hub.dsuCounters = { server.counters }
             return bound
         }.wait()
-        hub.logger.info("serving DSU", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? settings.listen)", "slot": "\(settings.slot)"])
+        let address = channel.localAddress.map { "\($0)" } ?? settings.listen
+        hub.logger.info("serving DSU", metadata: ["address": "\(address)", "slot": "\(settings.slot)"])
+        if !socket.address.isLoopback {
+            // docs/security.md, "For games": UDP sources are whatever the sender writes.
+            hub.logger.warning(
+                "DSU listens beyond loopback: anyone who reaches \(settings.listen) gets this machine's motion, and a 28-byte request with a forged source makes motiond send 100-byte packets to that source at the IMU's rate for 5 s (an amplifier); bind to 127.0.0.1, or let a firewall open it only to the emulating machine",
+                metadata: ["address": "\(address)"])
+        }
     }
 
     package func stop() throws {

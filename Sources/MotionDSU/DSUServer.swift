@@ -13,24 +13,36 @@ import NIOPosix
 ///
 /// A client of the hub like a socket connection: it watches `motion` at the IMU's rate while some
 /// emulator holds a lease, and not otherwise, so the sensors sleep when no game asks. Samples come as
-/// values (`MotionReceiver`): each is encoded once, into a buffer reused, and written to every client
-/// whose lease covers the slot, all flushed in one `sendmmsg`.
+/// values (`MotionReceiver`): each is encoded once, into a buffer reused, and sent to every client
+/// whose lease covers the slot, at most `sendBudget` of them, in one `sendmmsg`.
+///
+/// NIO reads the socket; the server sends on a descriptor of its own to the same socket
+/// (`DatagramSender`), because a NIO datagram channel closes itself on a send error other than
+/// `EMSGSIZE` and `EHOSTUNREACH`, and one client's address (port 0, or one a firewall refuses with
+/// `EPERM`) would end the server for everyone.
 final class DSUServer: ClientSink, MotionReceiver {
     /// The rate asked of the IMU, Hz: the protocol's clients take up to 1 kHz (a device that offers
     /// less runs at its highest).
     static let rate = 1000.0
-    /// Packets written before a flush: 25.6 KB, well under NIO's 64 KiB high-water mark.
-    static let sendBatch = 256
+    /// Packets sent per sample at most: at 1 kHz, 32,000 a second, about a tenth of a core on the
+    /// loopback (an attack measured 270,000 a second as a full core), so that the loop still serves
+    /// the socket's clients in time. Beyond it the clients take turns (the rest counted dropped,
+    /// `over_budget`); the default `maximum_clients` (16) stays under it.
+    static let sendBudget = 32
     /// The socket's receive buffer, bytes (the kernel caps it at net.core.rmem_max): some 1,300
     /// requests, so that emulators starting together are not lost while the loop sends.
-    static let receiveBuffer = 1 << 20
+    static let receiveBuffer: Int32 = 1 << 20
 
     private let hub: Hub
     private let settings: DSUSettings
     private let logger: Logger
     private let writer = DSUPacketWriter()
-    private let channel: any Channel
+    private let sender: DatagramSender
+    /// The socket's address as the kernel takes it, for `sock_diag`'s look-ups.
+    private let serverAddress: DatagramAddress
+    private var channel: any Channel
     private var leases: DSULeases
+    private var admission: DSUAdmission
     private var id: Hub.ClientID?
     /// The pad on the configured slot while the machine has an accelerometer.
     private var pad: DSUPad?
@@ -40,45 +52,92 @@ final class DSUServer: ClientSink, MotionReceiver {
     private var lastTimestamp: UInt64 = 0
     /// The pad-data packet, its storage reused from sample to sample.
     private var packet = ByteBuffer()
+    /// The client a sample's sends begin with: they take turns when the budget does not reach all.
+    private var firstClient = 0
     private var sweep: RepeatedTask?
+    /// Whether `stop` was asked (a channel closed otherwise is opened again).
+    private var stopping = false
     /// Whether requests are being refused because the table is full (logged once while it lasts).
     private var refusing = false
+    /// Whether requests are being refused because their source holds its share (logged once while
+    /// some source does).
+    private var refusingSource = false
+    /// Users refused by `require_motion_group` and when last, each logged once while its refusals go
+    /// on (`UInt32.max`: a source no socket of this machine has).
+    private var refusedUsers: [UInt32: NIODeadline] = [:]
+    /// Whether sends failed since the last sweep (logged once per episode).
+    private var sendsFailing = false
     private(set) var counters = DSUCounters()
 
     /// Where it listens (the port chosen, for port 0).
     var localAddress: SocketAddress? { channel.localAddress }
 
-    /// Serves on `channel` (bound by `listen`); on the hub's loop.
-    init(hub: Hub, settings: DSUSettings, channel: any Channel) {
+    /// Serves on `socket` (made by `listen`); on the hub's loop. `socketPath` is motiond's Unix
+    /// socket, whose permissions `require_motion_group` applies.
+    init(hub: Hub, settings: DSUSettings, socket: DSUSocket, socketPath: String) {
         self.hub = hub
         self.settings = settings
-        self.channel = channel
+        channel = socket.channel
+        sender = socket.sender
+        serverAddress = socket.address
         logger = hub.logger
-        leases = DSULeases(maximumClients: settings.maximumClients)
+        leases = DSULeases(maximumClients: settings.maximumClients, maximumPerSource: settings.maximumClientsPerSource)
+        admission = DSUAdmission(socketPath: socketPath, requireMotionGroup: settings.requireMotionGroup)
+    }
+
+    /// The DSU socket: NIO's channel reads it, `sender` writes it (a descriptor of its own).
+    struct DSUSocket: Sendable {
+        var channel: any Channel
+        var sender: DatagramSender
+        /// Where it is bound, the port chosen for port 0.
+        var address: DatagramAddress
     }
 
     /// Binds the UDP socket at `settings.listen` on the hub's loop, its datagrams going to
     /// `handler`; blocking, off the loop. Throws what kept it from listening.
-    static func listen(_ settings: DSUSettings, on eventLoop: any EventLoop, handler: DatagramHandler) throws -> any Channel {
+    static func listen(_ settings: DSUSettings, on eventLoop: any EventLoop, handler: DatagramHandler) throws -> DSUSocket {
         let address = try settings.address()
+        let resolved: SocketAddress
         do {
-            // No SO_REUSEADDR: for UDP it lets a second socket bind the same port (another motiond, or
-            // a local user's program taking the emulators' requests), and a port in use would not fail.
-            return try DatagramBootstrap(group: eventLoop)
-                // recvmmsg: a burst of requests (every emulator starting at once) is read in a few
-                // system calls, before the socket's buffer overflows.
-                .channelOption(.datagramVectorReadMessageCount, value: 32)
-                .channelOption(.socketOption(.so_rcvbuf), value: Self.receiveBuffer)
-                .channelOption(.maxMessagesPerRead, value: 8)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
-                }
-                .bind(host: address.host, port: address.port).wait()
-        } catch let error as IOError {
-            throw ListenError(address: settings.listen, reason: "\(Errno(rawValue: error.errnoCode))")
+            resolved = try SocketAddress.makeAddressResolvingHost(address.host, port: address.port)
         } catch {
             throw ListenError(address: settings.listen, reason: "\(error)")
         }
+        guard let wanted = DatagramAddress(resolved) else { throw ListenError(address: settings.listen, reason: "not an IP address") }
+        let fd = try Syscall.bindDatagramSocket(wanted, receiveBuffer: Self.receiveBuffer)
+            .mapError { ListenError(address: settings.listen, reason: "\($0)") }.get()
+        // The sender owns `fd` from here: closing it, at stop or on a failure below, is its job.
+        let sender = DatagramSender(descriptor: fd, capacity: min(settings.maximumClients, Self.sendBudget))
+        let channel = try register(sender, on: eventLoop, handler: handler).mapError { ListenError(address: settings.listen, reason: "\($0)") }.get()
+        guard let bound = channel.localAddress.flatMap(DatagramAddress.init) else {
+            channel.close(promise: nil)
+            throw ListenError(address: settings.listen, reason: "the socket has no address")
+        }
+        return DSUSocket(channel: channel, sender: sender, address: bound)
+    }
+
+    /// Gives NIO a second descriptor of `sender`'s socket to read; blocking, off the loop.
+    private static func register(_ sender: DatagramSender, on eventLoop: any EventLoop, handler: DatagramHandler) -> Result<any Channel, any Error> {
+        Result {
+            let copy = try Syscall.duplicate(sender.descriptor).get()
+            do {
+                return try bootstrap(on: eventLoop, handler: handler).withBoundSocket(copy).wait()
+            } catch {
+                Syscall.close(copy)
+                throw error
+            }
+        }
+    }
+
+    private static func bootstrap(on eventLoop: any EventLoop, handler: DatagramHandler) -> DatagramBootstrap {
+        DatagramBootstrap(group: eventLoop)
+            // recvmmsg: a burst of requests (every emulator starting at once) is read in a few
+            // system calls, before the socket's buffer overflows.
+            .channelOption(.datagramVectorReadMessageCount, value: 32)
+            .channelOption(.maxMessagesPerRead, value: 8)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+            }
     }
 
     /// The address could not be listened on (in use, not this machine's, a name that does not resolve).
@@ -96,15 +155,49 @@ final class DSUServer: ClientSink, MotionReceiver {
         devicesChanged(hub.devices)
         let server = NIOLoopBound(self, eventLoop: hub.eventLoop)
         sweep = hub.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in server.value.expireLeases() }
+        followChannel()
     }
 
     /// Leaves the hub and stops listening; on the loop.
     func stop() -> EventLoopFuture<Void> {
         hub.eventLoop.preconditionInEventLoop()
+        stopping = true
         sweep?.cancel()
         if let id { hub.disconnect(id) }
         id = nil
-        return channel.close()
+        // A channel that closed already (and was not opened again) is no failure of the stop.
+        return channel.close().flatMapErrorThrowing { error in
+            guard let error = error as? ChannelError, error == .alreadyClosed else { throw error }
+        }
+    }
+
+    /// Opens the socket to NIO again should its channel close while the server runs (a read error
+    /// NIO deems fatal): the socket itself stays open (`sender` holds it), its port and leases kept.
+    private func followChannel() {
+        let server = NIOLoopBound(self, eventLoop: hub.eventLoop)
+        channel.closeFuture.whenComplete { _ in server.value.channelClosed() }
+    }
+
+    private func channelClosed() {
+        guard !stopping else { return }
+        logger.error("DSU socket closed by NIO: reading it again", metadata: ["address": "\(settings.listen)"])
+        let handler = DatagramHandler()
+        handler.server = NIOLoopBound(self, eventLoop: hub.eventLoop)
+        let (sender, loop, logger, listen) = (sender, hub.eventLoop, logger, settings.listen)
+        let server = NIOLoopBound(self, eventLoop: hub.eventLoop)
+        // `register` waits for the loop: it runs on NIO's pool.
+        NIOSingletons.posixBlockingThreadPool.runIfActive(eventLoop: loop) {
+            try Self.register(sender, on: loop, handler: handler).get()
+        }.whenComplete { result in
+            switch result {
+            case .success(let channel):
+                if server.value.stopping { return channel.close(promise: nil) }
+                server.value.channel = channel
+                server.value.followChannel()
+            case .failure(let error):
+                logger.error("DSU socket cannot be read again: pad data goes on, requests are lost", metadata: ["address": "\(listen)", "error": "\(error)"])
+            }
+        }
     }
 
     // MARK: Requests
@@ -115,25 +208,21 @@ final class DSUServer: ClientSink, MotionReceiver {
         do {
             request = try DSURequest(datagram: envelope.data)
         } catch {
-            return counters.dropped[error.rawValue, default: 0] += 1
+            return drop(error)
         }
+        // Nothing can be sent to port 0 (EINVAL): no reply, no lease.
+        guard let client = DatagramAddress(envelope.remoteAddress), client.port != 0 else { return drop(.sourcePortZero) }
         switch request {
         case .version:
-            channel.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: writer.version()), promise: nil)
+            reply(writer.version(), to: client)
         case .portInformation(let slots):
-            for slot in slots {
-                let reply = writer.portInformation(slot: slot, pad: pad?.slot == slot ? pad : nil)
-                channel.write(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: reply), promise: nil)
-            }
+            for slot in slots { reply(writer.portInformation(slot: slot, pad: pad?.slot == slot ? pad : nil), to: client) }
         case .padData(let subscription):
-            guard leases.renew(subscription, from: envelope.remoteAddress, at: .now()) else {
-                counters.dropped[DSURequest.Problem.tooManyClients.rawValue, default: 0] += 1
-                if !refusing {
-                    refusing = true
-                    logger.warning("DSU request refused: too many clients", metadata: ["limit": "\(leases.maximumClients)", "client": "\(envelope.remoteAddress)"])
-                }
-                return
+            let now = NIODeadline.now()
+            if !leases.holdsLease(envelope.remoteAddress) {
+                guard admit(envelope.remoteAddress, client, at: now) else { return }
             }
+            leases.renew(subscription, from: envelope.remoteAddress, at: now)
             counters.clients = leases.clients.count
             // A renewal can only start the watch: the lease table is not scanned per request (Cemu
             // asks after every packet, and a thousand such clients would make that quadratic).
@@ -141,16 +230,73 @@ final class DSUServer: ClientSink, MotionReceiver {
         }
     }
 
-    /// The end of a read: the replies go out together.
-    fileprivate func readComplete() { channel.flush() }
+    /// Enters a new client if the table, its source's share and `require_motion_group` allow;
+    /// otherwise counts and logs (once per episode) why not.
+    private func admit(_ address: SocketAddress, _ client: DatagramAddress, at now: NIODeadline) -> Bool {
+        // The cheap check first: a full table costs no look-up.
+        guard !leases.isFull else {
+            drop(.tooManyClients)
+            if !refusing {
+                refusing = true
+                logger.warning("DSU request refused: too many clients", metadata: ["limit": "\(leases.maximumClients)", "client": "\(address)"])
+            }
+            return false
+        }
+        switch admission.decide(client, server: serverAddress, at: now) {
+        case .refuse(let uid):
+            drop(.notPermitted)
+            if refusedUsers.updateValue(now, forKey: uid ?? .max) == nil {
+                logger.warning(
+                    "DSU request refused: its socket's owner may not use motiond's socket (dsu.require_motion_group)",
+                    metadata: ["client": "\(address)", "uid": "\(uid.map(String.init) ?? "no socket of this machine")", "socket": "\(admission.socketPath)"])
+            }
+            return false
+        case .admit(let source):
+            guard !leases.isFull(source) else {
+                drop(.tooManyFromSource)
+                if !refusingSource {
+                    refusingSource = true
+                    logger.warning(
+                        "DSU request refused: its source holds its share of clients",
+                        metadata: ["limit": "\(leases.maximumPerSource)", "source": "\(source)", "client": "\(address)"])
+                }
+                return false
+            }
+            leases.admit(address, destination: client, source: source)
+            return true
+        }
+    }
+
+    private func drop(_ problem: DSURequest.Problem) {
+        counters.dropped[problem.rawValue, default: 0] += 1
+    }
+
+    /// Sends one reply at once (requests are few: a version or a slot's information).
+    private func reply(_ bytes: ByteBuffer, to client: DatagramAddress) {
+        let sent = bytes.withUnsafeReadableBytes { Syscall.sendDatagram(sender.descriptor, $0, to: client) }
+        if case .failure(let error) = sent { countFailedSend(error, bufferFull: error == .resourceTemporarilyUnavailable || error == .noBufferSpace) }
+    }
+
+    private func countFailedSend(_ error: Errno?, bufferFull: Bool, count: Int = 1) {
+        counters.packetsDropped[bufferFull ? "send_buffer_full" : "send_error", default: 0] += count
+        if !bufferFull && !sendsFailing {
+            sendsFailing = true
+            logger.warning("DSU send refused by the kernel; that client's packets are dropped", metadata: ["error": "\(error.map { "\($0)" } ?? "?")"])
+        }
+    }
 
     private func expireLeases() {
-        leases.expire(at: .now())
+        let now = NIODeadline.now()
+        leases.expire(at: now)
+        admission.expire(at: now)
         counters.clients = leases.clients.count
-        if refusing && leases.clients.count < leases.maximumClients {
+        if refusing && !leases.isFull {
             refusing = false
             logger.notice("DSU accepting clients again", metadata: ["clients": "\(leases.clients.count)"])
         }
+        if refusingSource && !leases.anySourceFull { refusingSource = false }
+        refusedUsers = refusedUsers.filter { $0.value + DSULeases.duration > now }
+        sendsFailing = false
         follow()
     }
 
@@ -189,20 +335,24 @@ final class DSUServer: ClientSink, MotionReceiver {
         writer.padData(
             into: &packet, pad: pad, packetNumber: packetNumber, timestamp: microseconds,
             acceleration: (Float(a.x), Float(a.z), Float(-a.y)), rotationRate: (Float(ω.x), Float(-ω.z), Float(ω.y)))
-        var sent = 0
-        for client in leases.clients where client.holds(pad.slot, at: now) {
-            guard channel.isWritable else {
-                counters.packetsDropped += 1
-                continue
+        // From `firstClient` round the table, `sendBudget` at most; the next sample begins after the
+        // last one sent, so that over budget every client gets its turn.
+        let clients = leases.clients
+        var over = 0
+        for offset in 0..<clients.count {
+            let index = (firstClient + offset) % clients.count
+            guard clients[index].holds(pad.slot, at: now) else { continue }
+            if sender.add(clients[index].destination) {
+                if sender.count == sender.capacity { firstClient = index + 1 }
+            } else {
+                over += 1
             }
-            channel.write(AddressedEnvelope(remoteAddress: client.address, data: packet), promise: nil)
-            sent += 1
-            // Out in batches, so that a thousand clients' packets never stand above the channel's
-            // high-water mark (64 KiB): one sendmmsg per batch.
-            if sent % Self.sendBatch == 0 { channel.flush() }
         }
-        if sent % Self.sendBatch != 0 { channel.flush() }
-        counters.packetsSent += sent
+        if over > 0 { counters.packetsDropped["over_budget", default: 0] += over }
+        let outcome = packet.withUnsafeReadableBytes { sender.send($0) }
+        counters.packetsSent += outcome.sent
+        if outcome.refused > 0 { countFailedSend(outcome.lastRefusal, bufferFull: false, count: outcome.refused) }
+        if outcome.bufferFull > 0 { countFailedSend(nil, bufferFull: true, count: outcome.bufferFull) }
     }
 
     // MARK: ClientSink: the hub's lines (replies, and ENDED when the IMU goes)
@@ -237,10 +387,6 @@ final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         server?.value.received(unwrapInboundIn(data))
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        server?.value.readComplete()
     }
 
     /// A failed send (a client's socket gone) is not the server's end.

@@ -95,6 +95,13 @@ enum DSURequest: Equatable {
         case badBody = "bad_body"
         case unknownType = "unknown_type"
         case tooManyClients = "too_many_clients"
+        /// From UDP port 0, where no reply can go (sending to it fails with `EINVAL`).
+        case sourcePortZero = "source_port_zero"
+        /// Its source already holds `maximum_clients_per_source` leases.
+        case tooManyFromSource = "too_many_from_source"
+        /// From this machine, by a socket whose owner may not use motiond's socket, or none
+        /// (`require_motion_group`).
+        case notPermitted = "not_permitted"
     }
 
     /// Checks a client's datagram: its header (magic, version, a length it holds, the CRC over that

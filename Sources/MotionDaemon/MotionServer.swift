@@ -74,7 +74,7 @@ public final class MotionServer: Sendable {
             source: source, maximumClients: clientLimit, pagesOutWhenSettled: pagesOutWhenSettled)
         self.hub = hub
         self.metrics = metrics.map { MetricsFrontEnd(hub: hub, host: $0.host, port: $0.port) }
-        self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0) }
+        self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0, socketPath: socketPath) }
         let notifier = SystemdNotifier()
         var parts: [any DaemonPart] = [
             HubPart(hub: hub, stateSaveInterval: stateSaveInterval),

@@ -68,8 +68,11 @@ package struct DSUCounters: Sendable {
     package var dropped: [String: Int] = [:]
     /// Pad-data packets sent, one per client per sample.
     package var packetsSent = 0
-    /// Pad-data packets not sent: the socket's send buffer was full.
-    package var packetsDropped = 0
+    /// Packets motiond did not send, by reason: `over_budget` (more clients than a sample's send
+    /// budget), `send_buffer_full` (its own socket's buffer), `send_error` (the kernel refused the
+    /// destination: a firewall's `EPERM`, an unreachable network). A receiver's full buffer drops
+    /// in the receiver's kernel, unseen.
+    package var packetsDropped: [String: Int] = [:]
 
     package init() {}
 }

@@ -89,7 +89,7 @@ final class DaemonMetrics {
             count("motiond_dsu_datagrams_received_total", total: dsu.datagrams)
             for (reason, total) in dsu.dropped { count("motiond_dsu_datagrams_dropped_total", ("reason", reason), total: total) }
             count("motiond_dsu_packets_sent_total", total: dsu.packetsSent)
-            count("motiond_dsu_packets_dropped_total", total: dsu.packetsDropped)
+            for (reason, total) in dsu.packetsDropped { count("motiond_dsu_packets_dropped_total", ("reason", reason), total: total) }
         }
         return registry.emitToBuffer()
     }

@@ -1,3 +1,4 @@
+import MotionSystem
 import NIOCore
 import Testing
 import TestSupport
@@ -102,25 +103,38 @@ import TestSupport
         #expect(problem(good) == nil)
     }
 
-    @Test func leasesLastFiveSecondsPerSlotAndAreBounded() throws {
-        var leases = DSULeases(maximumClients: 2)
+    @Test func leasesLastFiveSecondsPerSlotAndAreBoundedInAllAndPerSource() throws {
+        var leases = DSULeases(maximumClients: 3, maximumPerSource: 2)
         let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
-        let a = try SocketAddress(ipAddress: "127.0.0.1", port: 1000), b = try SocketAddress(ipAddress: "127.0.0.1", port: 1001)
-        let c = try SocketAddress(ipAddress: "127.0.0.1", port: 1002)
-        // `renew` mutates: its results are taken before #expect, whose expansion cannot call it.
-        let first = leases.renew(.init(slot: 1), from: a, at: start)
-        let second = leases.renew(.init(mac: DSUMAC(slot: 0)), from: b, at: start + .seconds(2))
-        let third = leases.renew(.init(allPads: true), from: c, at: start + .seconds(2))
-        #expect(first && second && !third, "two clients allowed, a third refused")
-        #expect(leases.anyHolds(1, at: start + .milliseconds(4999)) && !leases.anyHolds(1, at: start + .seconds(5)))
-        #expect(leases.anyHolds(0, at: start + .milliseconds(6999)) && !leases.anyHolds(2, at: start + .seconds(3)))
+        let addresses = try (1000..<1004).map { try SocketAddress(ipAddress: "127.0.0.1", port: $0) }
+        let (a, b, c, d) = (addresses[0], addresses[1], addresses[2], addresses[3])
+        /// As the server asks: a known client renews; a new one is admitted while the table and its
+        /// source have room.
+        func ask(_ subscription: DSURequest.Subscription, from address: SocketAddress, as user: UInt32, at now: NIODeadline) -> Bool {
+            if !leases.holdsLease(address) {
+                let source = DSUSource.user(user)
+                guard !leases.isFull, !leases.isFull(source) else { return false }
+                leases.admit(address, destination: DatagramAddress(address)!, source: source)
+            }
+            leases.renew(subscription, from: address, at: now)
+            return true
+        }
+        let first = ask(.init(slot: 1), from: a, as: 1000, at: start)
+        let second = ask(.init(mac: DSUMAC(slot: 0)), from: b, as: 1000, at: start + .seconds(2))
+        let third = ask(.init(allPads: true), from: c, as: 1000, at: start + .seconds(2))
+        #expect(first && second && !third, "two clients of one user allowed, a third refused")
+        let otherUser = ask(.init(allPads: true), from: c, as: 1001, at: start + .seconds(2))
+        let fourth = ask(.init(allPads: true), from: d, as: 1002, at: start + .seconds(2))
+        #expect(otherUser && !fourth, "another user's client allowed, then the table full at 3")
+        // Slot 1: a's (until 5 s) and c's every pad (until 7 s).
+        #expect(leases.anyHolds(1, at: start + .milliseconds(6999)) && !leases.anyHolds(1, at: start + .seconds(7)))
         // A MAC that is none of the slots' subscribes to nothing.
-        let stranger = leases.renew(.init(mac: DSUMAC([1, 2, 3, 4, 5, 6])), from: a, at: start + .seconds(3))
-        #expect(stranger && !leases.anyHolds(3, at: start + .seconds(3)))
+        let stranger = ask(.init(mac: DSUMAC([1, 2, 3, 4, 5, 6])), from: a, as: 1000, at: start + .seconds(3))
+        #expect(stranger && !leases.anyHolds(3, at: start + .seconds(8)))
         leases.expire(at: start + .seconds(6))
-        #expect(leases.clients.map(\.address) == [b])
-        let again = leases.renew(.init(allPads: true), from: c, at: start + .seconds(6))
-        #expect(again, "room again once a lease ran out")
+        #expect(leases.clients.map(\.address) == [b, c])
+        let again = ask(.init(allPads: true), from: d, as: 1000, at: start + .seconds(6))
+        #expect(again, "room again, in the table and for the user, once a lease ran out")
         #expect((0..<4).allSatisfy { leases.anyHolds($0, at: start + .seconds(10)) })
     }
 }

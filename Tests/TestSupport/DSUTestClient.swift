@@ -66,10 +66,13 @@ public final class DSUTestClient: @unchecked Sendable {
     private var lastPacketNumber: [Int: UInt32] = [:]
     private var lastTimestamp: [Int: UInt64] = [:]
 
-    /// A UDP socket on 127.0.0.1 for the server at 127.0.0.1:`serverPort`.
-    public init(serverPort: Int) throws {
+    /// A UDP socket on 127.0.0.1 for the server at 127.0.0.1:`serverPort`; `owner`: the user the
+    /// socket belongs to (made under that file-system uid on this thread, as that user's program
+    /// would make it; root only), else the process's.
+    public init(serverPort: Int, owner: UInt32? = nil) throws {
         self.serverPort = serverPort
-        descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        descriptor = try owner.map { uid in try Self.asFileSystemUser(uid) { socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0) } }
+            ?? socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestbedError("socket: errno \(errno)") }
         var address = loopbackAddress(port: 0)
         let bound = withUnsafePointer(to: &address) {
@@ -85,6 +88,17 @@ public final class DSUTestClient: @unchecked Sendable {
     }
 
     deinit { close(descriptor) }
+
+    /// Runs `body` with this thread's file-system uid set to `uid` (setfsuid(2), a thread's own
+    /// credential: a socket made meanwhile is `uid`'s), then root's again.
+    private static func asFileSystemUser<T>(_ uid: UInt32, _ body: () -> T) throws -> T {
+        // setfsuid is not in Glibc's Swift module.
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setfsuid") else { throw TestbedError("no setfsuid") }
+        let setfsuid = unsafeBitCast(symbol, to: (@convention(c) (UInt32) -> Int32).self)
+        _ = setfsuid(uid)
+        defer { _ = setfsuid(0) }
+        return body()
+    }
 
     // MARK: Requests
 
@@ -122,6 +136,22 @@ public final class DSUTestClient: @unchecked Sendable {
             }
         }
         guard sent == bytes.count else { throw TestbedError("sendto: errno \(errno)") }
+    }
+
+    /// Sends `bytes` to 127.0.0.1:`serverPort` from UDP source port 0, which no socket can bind: a
+    /// raw socket writes the UDP header itself (root only; checksum 0, "none", which IPv4 allows).
+    public static func sendFromPortZero(_ bytes: [UInt8], serverPort: Int) throws {
+        let fd = socket(AF_INET, Int32(SOCK_RAW.rawValue), Int32(IPPROTO_UDP))
+        guard fd >= 0 else { throw TestbedError("raw socket: errno \(errno) (root only)") }
+        defer { close(fd) }
+        let datagram = le(UInt16(0).bigEndian) + le(UInt16(serverPort).bigEndian) + le(UInt16(8 + bytes.count).bigEndian) + [0, 0] + bytes
+        var address = loopbackAddress(port: serverPort)
+        let sent = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard sent == datagram.count else { throw TestbedError("raw sendto: errno \(errno)") }
     }
 
     // MARK: Receiving
