@@ -114,20 +114,27 @@ import Testing
         #expect(daemon.stop(), "stops at SIGTERM")
     }
 
-    /// Defect 6, with a real EACCES: the daemon runs as `nobody`, and `history.json` is theirs with mode
-    /// 000 (root, whom the tests run as, is not stopped by permissions; `nobody` has no capability that
-    /// passes them). It was read as missing and overwritten at the first save; it is set aside whole.
-    @Test func anUnreadableHistoryIsSetAsideWholeAndTheLogSaysWhy() throws {
-        let week = #"{"version":1,"totalSteps":141,"minutes":[[29926080,141]],"activities":[]}"#
+    /// Defect 6, with a real EACCES: the daemon runs as `nobody`, and both state files are theirs with
+    /// mode 000 (root, whom the tests run as, is not stopped by permissions; `nobody` has no capability
+    /// that passes them). The history was overwritten at the first save; both are set aside whole.
+    @Test func unreadableStateFilesAreSetAsideWholeAndTheLogSaysWhy() throws {
+        let saved = [
+            "history.json": #"{"version":1,"totalSteps":141,"minutes":[[29926080,141]],"activities":[]}"#,
+            "calibration.json": #"{"gyroscopeBias":{"x":0.01,"y":0,"z":0}}"#,
+        ]
         let daemon = try Daemon(asNobody: true) { state in
-            try Data(week.utf8).write(to: URL(fileURLWithPath: state + "/history.json"))
-            #expect(chmod(state + "/history.json", 0) == 0)
+            for (name, text) in saved {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: state + "/" + name))
+                #expect(chmod(state + "/" + name, 0) == 0)
+            }
         }
         try daemon.waitUntilListening()
         #expect(daemon.stop())
-        let path = daemon.state + "/history.json"
-        #expect(try String(contentsOfFile: path + ".corrupt", encoding: .utf8) == week, "the week kept, whole")
-        #expect(daemon.log.contains("\(path) cannot be read: EACCES") && daemon.log.contains("kept as \(path).corrupt"), "\(daemon.log)")
+        for (name, text) in saved {
+            let path = daemon.state + "/" + name
+            #expect(try String(contentsOfFile: path + ".corrupt", encoding: .utf8) == text, "kept whole")
+            #expect(daemon.log.contains("\(path) cannot be read: EACCES") && daemon.log.contains("kept as \(path).corrupt"), "\(daemon.log)")
+        }
     }
 }
 
