@@ -214,8 +214,9 @@ import Testing
     }
 
     /// Issue 40, defect 8: a FIFO as the state file blocked the start, with nothing logged. It is
-    /// set aside at once (the load runs on a thread of its own: if it blocks, the test opens the
-    /// FIFO's other end to free it, and fails).
+    /// set aside at once (the load runs on a thread of its own: if it blocks, a shell opens the
+    /// FIFO's other end to free it, and the test fails; a shell, because umockdev's preload holds
+    /// its path lock through the blocked open, and any path call of this process would wait on it).
     @Test func aFIFOIsSetAsideWithoutBlocking() throws {
         let directory = try directory(with: "calibration.json") { #expect(mkfifo($0, 0o600) == 0) }
         let store = StateStore(directory: directory)
@@ -227,7 +228,17 @@ import Testing
         }
         thread.start()
         let returned = (try? waitUntil(seconds: 5) { outcome.withLock { $0 } != nil }) != nil
-        if !returned { Foundation.close(open(store.path, O_WRONLY | O_NONBLOCK)) }
+        if !returned {
+            // Nothing here may call a path function (Foundation's URL does) before the shell has run.
+            var pid: pid_t = 0
+            let words: [String] = ["/bin/sh", "-c", #": > "$0""#, store.path]
+            let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            #expect(posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            try waitUntil { outcome.withLock { $0 } != nil }
+        }
         #expect(returned, "the load blocked on the FIFO")
         #expect(outcome.withLock { $0 }?.contains("is a FIFO, not a regular file; kept as \(store.path).corrupt") == true, "\(outcome.withLock { $0 } ?? "")")
         var status = stat()
