@@ -42,7 +42,8 @@ final class SavedState<State: Codable & Sendable & Equatable>: @unchecked Sendab
             logger.error("saved \(what) unusable, starting afresh and not saving it", metadata: ["file": "\(store.path)", "error": "\(error)"])
             self.store = nil
         } catch {
-            logger.error("saved \(what) unreadable, starting afresh", metadata: ["file": "\(store.path)", "error": "\(error)"])
+            // `StateStore.Corrupt`: the file is aside, out of a save's way.
+            logger.error("saved \(what) set aside, starting afresh", metadata: ["file": "\(store.path)", "error": "\(error)"])
             self.store = store
         }
     }
