@@ -163,7 +163,8 @@ struct GaitHistory: Sendable {
         // Starts taken as now when later keep their order: the searches below stay valid.
         let firstInRange = activities.firstIndex { min($0.start, nowSeconds) >= from } ?? activities.endIndex
         let lower = firstInRange > activities.startIndex ? firstInRange - 1 : firstInRange
-        let upper = activities[lower...].firstIndex { min($0.start, nowSeconds) >= from && !Self.isIn($0.start, from: from, to: to, now: nowSeconds) }
+        let upper =
+            activities[lower...].firstIndex { min($0.start, nowSeconds) >= from && !Self.isIn($0.start, from: from, to: to, now: nowSeconds) }
             ?? activities.endIndex
         let range = activities[lower..<upper]
         return (Array(range.suffix(Self.activitiesPerReply)), range.count > Self.activitiesPerReply)

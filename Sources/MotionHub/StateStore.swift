@@ -1,9 +1,10 @@
 import FoundationEssentials
 import MotionSystem
 
-/// Keeps a part of the daemon's state (the fusion calibration, the step history) in a file, written atomically: a temporary file
-/// in the same directory, `fsync`, `rename` over the old file, `fsync` of the directory. A crash or
-/// `kill -9` at any moment leaves either the old state or the new one, never a mix.
+/// Keeps a part of the daemon's state (the fusion calibration, the step history) in a file, written
+/// atomically: a temporary file in the same directory, `fsync`, `rename` over the old file, `fsync` of
+/// the directory. A crash or `kill -9` at any moment leaves either the old state or the new one, never
+/// a mix.
 package struct StateStore: Sendable {
     /// What went wrong, with the path and errno.
     struct Failure: Error, CustomStringConvertible {

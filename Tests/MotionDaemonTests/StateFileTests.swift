@@ -151,7 +151,9 @@ extension Hardware.Server {
 
     /// Watches `pedometer` (its first count `counted`), feeds `scans` once the accelerometer runs,
     /// and returns the count once it reaches `counted + walked` (or the last one within 5 s of it).
-    static func walk(_ scans: [(counts: [Int], time: Int64)], on testbed: Testbed, watchedBy client: TestClient, counted: Int, walked: Int) throws -> Int {
+    static func walk(
+        _ scans: [(counts: [Int], time: Int64)], on testbed: Testbed, watchedBy client: TestClient, counted: Int, walked: Int
+    ) throws -> Int {
         try client.send(#"{"class":"WATCH","streams":["pedometer"]}"#)
         _ = try client.next("WATCHING")
         #expect(try client.decode(PedometerMessage.self, try client.next("PEDOMETER")).steps == counted)

@@ -240,7 +240,8 @@ import Testing
             try waitUntil { outcome.withLock { $0 } != nil }
         }
         #expect(returned, "the load blocked on the FIFO")
-        #expect(outcome.withLock { $0 }?.contains("is a FIFO, not a regular file; kept as \(store.path).corrupt") == true, "\(outcome.withLock { $0 } ?? "")")
+        let said = outcome.withLock { $0 } ?? ""
+        #expect(said.contains("is a FIFO, not a regular file; kept as \(store.path).corrupt"), "\(said)")
         var status = stat()
         #expect(lstat(store.path + ".corrupt", &status) == 0 && status.st_mode & S_IFMT == S_IFIFO, "the FIFO itself is kept")
     }
@@ -285,7 +286,8 @@ import Testing
         #expect(try store.load(GaitHistory.Saved.self) == history.saved)
         var widest = history.saved
         widest.minutes = widest.minutes.enumerated().map { [Int64.max - Int64($0.offset), Int64(Int32.max)] }
-        widest.activities = widest.activities.map { _ in HistoryReply.Activity(activity: .automotive, confidence: .medium, start: -1.2345678901234567e-300) }
+        let widestActivity = HistoryReply.Activity(activity: .automotive, confidence: .medium, start: -1.2345678901234567e-300)
+        widest.activities = widest.activities.map { _ in widestActivity }
         try store.save(widest)
         let widestSize = try #require(try FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int)
         print("largest history: \(size) bytes; with the widest numbers \(widestSize); cap \(StateStore.maximumFileSize)")
