@@ -7,17 +7,19 @@ import MotionWire
 /// (what was counted).
 enum Replies {
     /// HISTORY: `query` answered from `history` at `now` (ns of Unix time), a step `stepLength` m; a
-    /// `from` before the week kept is answered as from its start.
+    /// `from` before the week kept is answered as from its start, a `to` after `now` as to `now`
+    /// (what was counted before the clock was set back, stamped after `now`, is answered as at `now`).
     static func history(_ query: Request.History, of history: GaitHistory, stepLength: Double, now: Int64) -> HistoryReply {
-        let to = query.to ?? Double(now) * 1e-9
-        let from = max(query.from, Double(now) * 1e-9 - Request.History.kept)
+        let nowSeconds = Double(now) * 1e-9
+        let to = min(query.to ?? nowSeconds, nowSeconds)
+        let from = max(query.from, nowSeconds - Request.History.kept)
         var reply = HistoryReply(id: query.id, stream: query.stream, from: from, to: max(from, to))
         if query.stream == .pedometer {
             let steps = history.steps(from: reply.from, to: reply.to, now: now)
             reply.steps = steps
             reply.distance = Double(steps) * stepLength
         } else {
-            let (activities, truncated) = history.activities(from: reply.from, to: reply.to)
+            let (activities, truncated) = history.activities(from: reply.from, to: reply.to, now: now)
             reply.activities = activities
             reply.truncated = truncated ? true : nil
         }

@@ -6,6 +6,8 @@ import NIOPosix
 /// calibration, the step history): loaded at start, saved now and then off the loop, and at shutdown.
 final class SavedState<State: Codable & Sendable & Equatable>: @unchecked Sendable {
     // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
+    /// Where it is kept; `nil` without a state directory, or once a file there could be neither read
+    /// nor set aside (`StateStore.Unusable`): nothing is saved over it.
     private let store: StateStore?
     private let offLoop: OffLoopWork
     private let logger: Logger
@@ -24,15 +26,25 @@ final class SavedState<State: Codable & Sendable & Equatable>: @unchecked Sendab
     /// Loads `what` from `store` (nothing without a store: a daemon with no state directory).
     init(_ what: String, store: StateStore?, offLoop: OffLoopWork, logger: Logger) {
         self.what = what
-        self.store = store
         self.offLoop = offLoop
         self.logger = logger
-        guard let store else { return }
+        guard let store else {
+            self.store = nil
+            return
+        }
         do {
             value = try store.load(State.self)
             if value != nil { logger.info("\(what) restored", metadata: ["file": "\(store.path)"]) }
+            self.store = store
+        } catch let error as StateStore.Unusable {
+            // What may be the only copy stays as it is: kept in memory only until a restart after
+            // someone fixed the file or its directory.
+            logger.error("saved \(what) unusable, starting afresh and not saving it", metadata: ["file": "\(store.path)", "error": "\(error)"])
+            self.store = nil
         } catch {
-            logger.error("saved \(what) unreadable, starting afresh", metadata: ["file": "\(store.path)", "error": "\(error)"])
+            // `StateStore.Corrupt`: the file is aside, out of a save's way.
+            logger.error("saved \(what) set aside, starting afresh", metadata: ["file": "\(store.path)", "error": "\(error)"])
+            self.store = store
         }
     }
 

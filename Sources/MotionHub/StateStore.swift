@@ -1,17 +1,24 @@
 import FoundationEssentials
 import MotionSystem
 
-/// Keeps the daemon's state (the fusion calibration) in a file, written atomically: a temporary file
-/// in the same directory, `fsync`, `rename` over the old file, `fsync` of the directory. A crash or
-/// `kill -9` at any moment leaves either the old state or the new one, never a mix.
+/// Keeps a part of the daemon's state (the fusion calibration, the step history) in a file, written
+/// atomically: a temporary file in the same directory, `fsync`, `rename` over the old file, `fsync` of
+/// the directory. A crash or `kill -9` at any moment leaves either the old state or the new one, never
+/// a mix.
 package struct StateStore: Sendable {
     /// What went wrong, with the path and errno.
     struct Failure: Error, CustomStringConvertible {
         var operation: String
         var path: String
         var errno: Errno
-        var description: String { "\(operation) \(path): \(errno)" }
+        var description: String { "\(operation) \(path): \(errnoName(errno.rawValue)) (\(errno))" }
     }
+
+    /// The largest state file read, bytes. The largest state is a full history (`GaitHistory`): every
+    /// minute of the week with steps (10,080 pairs) and 4,096 activities, 0.92 MB as the encoder writes
+    /// it, 1.06 MB with every number at its widest (`StateStoreTests` measures both); 2 MiB holds that
+    /// and keeps a 1 GB file, or /dev/zero, from being read into memory.
+    static let maximumFileSize = 2 << 20
 
     /// The directory of the state (created if missing).
     let directory: String
@@ -29,31 +36,65 @@ package struct StateStore: Sendable {
         self.files = files
     }
 
-    /// A state file that did not decode, and where it was put aside for a person to look at.
+    /// A state file that could not be taken (it does not decode, cannot be read, is not a regular
+    /// file or is too large), and where it was put aside for a person to look at.
     struct Corrupt: Error, CustomStringConvertible {
         var path: String
         var keptAt: String
+        /// What is wrong with it: "does not decode (…)", "is a FIFO"…
         var reason: String
-        var description: String { "\(path) does not decode (\(reason)); kept as \(keptAt)" }
+        var description: String { "\(path) \(reason); kept as \(keptAt)" }
+    }
+
+    /// A state file that could not be read nor moved aside: a save would overwrite what may be the
+    /// only copy, so the owner must not save (`SavedState` stops saving and says so).
+    struct Unusable: Error, CustomStringConvertible {
+        var path: String
+        var reason: String
+        var setAside: Failure
+        var description: String { "\(path) \(reason), and cannot be set aside (\(setAside)): not saved over" }
     }
 
     /// The prefix of temporary files: `<name>.tmp-`.
     private var temporaryPrefix: String { "\(name).tmp-" }
 
     /// Reads the state; `nil` when there is none yet. Temporary files that a save cut off (kill -9
-    /// between write and rename) are removed. A file that does not decode is moved aside to
-    /// `<name>.corrupt` (so the next save cannot overwrite it) and reported as `Corrupt`; the
-    /// caller starts afresh.
+    /// between write and rename) are removed. Only a regular file of at most `maximumFileSize` bytes
+    /// is read (a FIFO would block the start, /dev/zero or a sparse file fill the memory). A file that
+    /// cannot be taken — it does not decode, cannot be read (EACCES, EIO), is not a regular file or
+    /// is too large — is moved aside to `<name>.corrupt`, so that the next save cannot overwrite it,
+    /// and reported as `Corrupt`; the caller starts afresh. One that cannot be moved either is
+    /// reported as `Unusable`: the caller must not save over it.
     func load<State: Decodable>(_ type: State.Type) throws -> State? {
         removeOrphans()
-        guard let data = try call("read", path, { () throws(Errno) in try files.contents(of: path, atMost: .max) }) else { return nil }
+        let data: [UInt8]
+        do {
+            switch try files.regularFileContents(of: path, atMost: Self.maximumFileSize) {
+            case .missing: return nil
+            case .contents(let bytes): data = bytes
+            case .notRegular(let kind): throw setAside(because: "is \(kind), not a regular file")
+            case .tooLarge(let size): throw setAside(because: "is \(size) bytes, more than the \(Self.maximumFileSize) a state file may be")
+            }
+        } catch let error as Errno {
+            throw setAside(because: "cannot be read: \(errnoName(error.rawValue)) (\(error))")
+        }
         do {
             return try JSONDecoder().decode(State.self, from: Data(data))
         } catch {
-            let kept = path + ".corrupt"
-            try call("rename", path) { () throws(Errno) in try files.rename(path, to: kept) }
-            throw Corrupt(path: path, keptAt: kept, reason: "\(error)")
+            throw setAside(because: "does not decode (\(error))")
         }
+    }
+
+    /// Moves the state file aside to `<name>.corrupt`: the error to report, `Corrupt` once it is there,
+    /// `Unusable` when it could not be moved.
+    private func setAside(because reason: String) -> any Error {
+        let kept = path + ".corrupt"
+        do {
+            try call("rename", path) { () throws(Errno) in try files.rename(path, to: kept) }
+        } catch {
+            return Unusable(path: path, reason: reason, setAside: error)
+        }
+        return Corrupt(path: path, keptAt: kept, reason: reason)
     }
 
     /// Removes the temporary files of saves that never reached their rename.

@@ -26,11 +26,24 @@ public protocol FileOperations: Sendable {
     func remove(_ path: String)
     /// `open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)`, to `fsync` a directory.
     func openDirectory(_ path: String) throws(Errno) -> FileDescriptor
-    /// The content of a file, read to its end or until it is longer than `limit` bytes (the caller
-    /// then refuses it); `nil` when there is no such file.
-    func contents(of path: String, atMost limit: Int) throws(Errno) -> [UInt8]?
+    /// The content of the regular file at `path` (a symbolic link followed), at most `limit` bytes;
+    /// anything else is named and not read: no file, a FIFO, a device, a directory, a file longer
+    /// than `limit`.
+    func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents
     /// The names in a directory (none if it cannot be read).
     func entries(of directory: String) -> [String]
+}
+
+/// What `regularFileContents(of:atMost:)` found at a path.
+public enum RegularFileContents: Sendable, Equatable {
+    /// There is no file (ENOENT).
+    case missing
+    /// The bytes of a regular file no longer than the limit.
+    case contents([UInt8])
+    /// Not a regular file: its kind ("a FIFO", "a character device"…); nothing was read.
+    case notRegular(String)
+    /// A regular file longer than the limit: its size, bytes; nothing was read.
+    case tooLarge(Int64)
 }
 
 /// The real calls, on swift-system's `FileDescriptor` where it has them.
@@ -82,6 +95,9 @@ public struct LocalFiles: FileOperations {
         }
     }
 
+    /// The content of a file, read to its end or until it is longer than `limit` bytes (the caller
+    /// then refuses it); `nil` when there is no such file. For files the daemon knows the kind of
+    /// (/proc, its configuration); state files go through `regularFileContents`.
     public func contents(of path: String, atMost limit: Int = .max) throws(Errno) -> [UInt8]? {
         let file: FileDescriptor
         do {
@@ -104,6 +120,60 @@ public struct LocalFiles: FileOperations {
             if n == 0 { return content }
             content += chunk[0..<n]
             if content.count > limit { return content }  // the caller refuses it: no need to read /dev/zero to its end
+        }
+    }
+
+    /// `stat` first, so that a device is never opened (opening some has an effect: a watchdog
+    /// starts, a tape rewinds); then `open` with `O_NONBLOCK` (a FIFO swapped in after the `stat`
+    /// cannot block the open) and `O_NOCTTY`, and `fstat` of what was opened, which decides; a read
+    /// that finds more than `limit` bytes (a file growing, or one `st_size` undercounts, as in
+    /// /proc) stops there.
+    public func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents {
+        var status = stat()
+        switch Syscall.retryingInterrupts({ stat(path, &status) }) {
+        case .failure(.noSuchFileOrDirectory): return .missing
+        case .failure(let error): throw error
+        case .success: break
+        }
+        if let kind = Self.irregularKind(status) { return .notRegular(kind) }
+        if status.st_size > limit { return .tooLarge(Int64(status.st_size)) }
+        let fd: Int32
+        switch Syscall.retryingInterrupts({ open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) }) {
+        case .failure(.noSuchFileOrDirectory): return .missing
+        case .failure(let error): throw error
+        case .success(let opened): fd = opened
+        }
+        let file = FileDescriptor(rawValue: fd)
+        defer { try? file.close() }
+        _ = try Syscall.retryingInterrupts { fstat(fd, &status) }.get()
+        if let kind = Self.irregularKind(status) { return .notRegular(kind) }
+        if status.st_size > limit { return .tooLarge(Int64(status.st_size)) }
+        var content: [UInt8] = []
+        content.reserveCapacity(Int(status.st_size) + 1)
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n: Int
+            do {
+                n = try chunk.withUnsafeMutableBytes { try file.read(into: $0) }  // retries EINTR itself
+            } catch {
+                throw error as? Errno ?? .ioError
+            }
+            if n == 0 { return .contents(content) }
+            content += chunk[0..<n]
+            if content.count > limit { return .tooLarge(Int64(content.count)) }
+        }
+    }
+
+    /// What a `stat` describes, in words, when it is not a regular file; `nil` when it is one.
+    private static func irregularKind(_ status: stat) -> String? {
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: nil
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFDIR: "a directory"
+        case S_IFSOCK: "a socket"
+        default: "a file of type 0o\(String(status.st_mode & S_IFMT, radix: 8))"
         }
     }
 

@@ -31,7 +31,9 @@ import Testing
         func rename(_ source: String, to destination: String) throws(Errno) { try real.rename(source, to: destination) }
         func remove(_ path: String) { real.remove(path) }
         func openDirectory(_ path: String) throws(Errno) -> SystemPackage.FileDescriptor { try real.openDirectory(path) }
-        func contents(of path: String, atMost limit: Int) throws(Errno) -> [UInt8]? { try real.contents(of: path, atMost: limit) }
+        func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents {
+            try real.regularFileContents(of: path, atMost: limit)
+        }
         func entries(of directory: String) -> [String] { real.entries(of: directory) }
     }
 

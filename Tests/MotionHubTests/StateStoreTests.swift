@@ -1,9 +1,14 @@
 import Foundation
+import Logging
 import MotionCore
 import MotionFusion
 import MotionSystem
+import MotionWire
+import NIOCore
+import NIOPosix
 import SystemPackage
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import MotionHub
@@ -98,20 +103,22 @@ import Testing
         func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) {
             try alive(); try real.makeDirectory(path, permissions: permissions)
         }
-        func makeTemporaryFile(template: String) throws(Errno) -> (FileDescriptor, String) {
+        func makeTemporaryFile(template: String) throws(Errno) -> (SystemPackage.FileDescriptor, String) {
             try alive(); return try real.makeTemporaryFile(template: template)
         }
-        func write(_ bytes: [UInt8], to file: FileDescriptor) throws(Errno) {
+        func write(_ bytes: [UInt8], to file: SystemPackage.FileDescriptor) throws(Errno) {
             // Killed during the write: half of it reached the file.
             if !lives() { try? real.write(Array(bytes.prefix(bytes.count / 2)), to: file); throw .interrupted }
             try real.write(bytes, to: file)
         }
-        func synchronize(_ file: FileDescriptor) throws(Errno) { try alive(); try real.synchronize(file) }
-        func close(_ file: FileDescriptor) { if lives() { real.close(file) } }
+        func synchronize(_ file: SystemPackage.FileDescriptor) throws(Errno) { try alive(); try real.synchronize(file) }
+        func close(_ file: SystemPackage.FileDescriptor) { if lives() { real.close(file) } }
         func rename(_ source: String, to destination: String) throws(Errno) { try alive(); try real.rename(source, to: destination) }
         func remove(_ path: String) { if lives() { real.remove(path) } }
-        func openDirectory(_ path: String) throws(Errno) -> FileDescriptor { try alive(); return try real.openDirectory(path) }
-        func contents(of path: String, atMost limit: Int) throws(Errno) -> [UInt8]? { try alive(); return try real.contents(of: path, atMost: limit) }
+        func openDirectory(_ path: String) throws(Errno) -> SystemPackage.FileDescriptor { try alive(); return try real.openDirectory(path) }
+        func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents {
+            try alive(); return try real.regularFileContents(of: path, atMost: limit)
+        }
         func entries(of directory: String) -> [String] { lives() ? real.entries(of: directory) : [] }
     }
 
@@ -143,6 +150,150 @@ import Testing
         #expect(orphansLeft >= 4, "kills between mkstemp and rename leave a temporary file for the next start to remove")
     }
 
+    /// The real file calls, but reading the state file fails with `errno` (EACCES: the tests run as
+    /// root, whom a mode of 000 does not stop) and, when `renameFails`, so does moving it.
+    struct Unreadable: FileOperations {
+        let real = LocalFiles()
+        var errno = Errno.permissionDenied
+        var renameFails = false
+        func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) { try real.makeDirectory(path, permissions: permissions) }
+        func makeTemporaryFile(template: String) throws(Errno) -> (SystemPackage.FileDescriptor, String) { try real.makeTemporaryFile(template: template) }
+        func write(_ bytes: [UInt8], to file: SystemPackage.FileDescriptor) throws(Errno) { try real.write(bytes, to: file) }
+        func synchronize(_ file: SystemPackage.FileDescriptor) throws(Errno) { try real.synchronize(file) }
+        func close(_ file: SystemPackage.FileDescriptor) { real.close(file) }
+        func rename(_ source: String, to destination: String) throws(Errno) {
+            if renameFails && !source.contains(".tmp-") { throw .permissionDenied }
+            try real.rename(source, to: destination)
+        }
+        func remove(_ path: String) { real.remove(path) }
+        func openDirectory(_ path: String) throws(Errno) -> SystemPackage.FileDescriptor { try real.openDirectory(path) }
+        func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents { throw errno }
+        func entries(of directory: String) -> [String] { real.entries(of: directory) }
+    }
+
+    /// A directory with `name` in it, made by `make` (a path given).
+    func directory(with name: String, _ make: (String) throws -> Void) throws -> String {
+        let directory = directory()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try make(directory + "/" + name)
+        return directory
+    }
+
+    /// Issue 40, defect 6: a state file that cannot be read (EACCES) was overwritten at the first save,
+    /// losing the week and the total. It is set aside as a corrupt one is, the error naming the errno.
+    @Test func anUnreadableStateFileIsSetAsideNotOverwritten() throws {
+        let directory = try directory(with: "history.json") { try Data("the week".utf8).write(to: URL(fileURLWithPath: $0)) }
+        let store = StateStore(directory: directory, name: "history.json", files: Unreadable())
+        #expect {
+            try store.load(SensorFusion.Calibration.self)
+        } throws: { error in
+            "\(error)".contains("history.json cannot be read: EACCES") && "\(error)".contains("kept as \(store.path).corrupt")
+        }
+        try store.save(calibration)
+        #expect(try String(contentsOfFile: store.path + ".corrupt", encoding: .utf8) == "the week")
+    }
+
+    /// Nor read nor moved aside: the store says so, and `SavedState` saves nothing over it.
+    @Test func aStateFileThatCanBeNeitherReadNorSetAsideIsNotSavedOver() throws {
+        let directory = try directory(with: "history.json") { try Data("the week".utf8).write(to: URL(fileURLWithPath: $0)) }
+        let store = StateStore(directory: directory, name: "history.json", files: Unreadable(renameFails: true))
+        #expect(throws: StateStore.Unusable.self) { try store.load(SensorFusion.Calibration.self) }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let log = LogLines()
+        let offLoop = OffLoopWork(eventLoop: loop)
+        let wrote = try loop.submit {
+            let state = SavedState<SensorFusion.Calibration>("history", store: store, offLoop: offLoop, logger: Logger(label: "test") { _ in log })
+            return [state.save(calibration), { state.saveNow(calibration); return false }()]
+        }.wait()
+        offLoop.waitUntilDone()
+        #expect(wrote == [false, false])
+        #expect(try String(contentsOfFile: store.path, encoding: .utf8) == "the week")
+        #expect(log.lines.contains { $0.contains("not saving it") && $0.contains("EACCES") && $0.contains(store.path) }, "\(log.lines)")
+    }
+
+    /// Issue 40, defect 8: a FIFO as the state file blocked the start, with nothing logged. It is
+    /// set aside at once (the load runs on a thread of its own: if it blocks, a shell opens the
+    /// FIFO's other end to free it, and the test fails; a shell, because umockdev's preload holds
+    /// its path lock through the blocked open, and any path call of this process would wait on it).
+    @Test func aFIFOIsSetAsideWithoutBlocking() throws {
+        let directory = try directory(with: "calibration.json") { #expect(mkfifo($0, 0o600) == 0) }
+        let store = StateStore(directory: directory)
+        let outcome = Mutex<String?>(nil)
+        let thread = Thread {
+            let text: String
+            do { text = "loaded \(String(describing: try store.load(SensorFusion.Calibration.self)))" } catch { text = "\(error)" }
+            outcome.withLock { $0 = text }
+        }
+        thread.start()
+        let returned = (try? waitUntil(seconds: 5) { outcome.withLock { $0 } != nil }) != nil
+        if !returned {
+            // Nothing here may call a path function (Foundation's URL does) before the shell has run.
+            var pid: pid_t = 0
+            let words: [String] = ["/bin/sh", "-c", #": > "$0""#, store.path]
+            let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            #expect(posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            try waitUntil { outcome.withLock { $0 } != nil }
+        }
+        #expect(returned, "the load blocked on the FIFO")
+        let said = outcome.withLock { $0 } ?? ""
+        #expect(said.contains("is a FIFO, not a regular file; kept as \(store.path).corrupt"), "\(said)")
+        var status = stat()
+        #expect(lstat(store.path + ".corrupt", &status) == 0 && status.st_mode & S_IFMT == S_IFIFO, "the FIFO itself is kept")
+    }
+
+    /// A symbolic link to /dev/zero was read until memory ran out (6 GB, and no socket): it is set
+    /// aside unread, the link itself moved.
+    @Test func aLinkToDevZeroIsSetAsideUnread() throws {
+        let directory = try directory(with: "calibration.json") { #expect(symlink("/dev/zero", $0) == 0) }
+        let store = StateStore(directory: directory)
+        #expect {
+            try store.load(SensorFusion.Calibration.self)
+        } throws: { "\($0)".contains("is a character device, not a regular file") }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: store.path + ".corrupt") == "/dev/zero")
+    }
+
+    /// A sparse file of 1 GB (ftruncate) was read whole, 2 GB at the peak: it is set aside unread.
+    @Test func aGigabyteFileIsSetAsideUnread() throws {
+        let directory = try directory(with: "history.json") { path in
+            let fd = open(path, O_CREAT | O_WRONLY, 0o600)
+            defer { Foundation.close(fd) }
+            #expect(ftruncate(fd, 1 << 30) == 0)
+        }
+        let store = StateStore(directory: directory, name: "history.json")
+        #expect {
+            try store.load(SensorFusion.Calibration.self)
+        } throws: { "\($0)".contains("is 1073741824 bytes, more than the \(StateStore.maximumFileSize) a state file may be") }
+        #expect(FileManager.default.fileExists(atPath: store.path + ".corrupt"))
+    }
+
+    /// The size cap holds the largest real state: a week with steps in every minute and 4,096
+    /// activities, as written (and again with every number at its widest).
+    @Test func theLargestHistoryFitsTheSizeCap() throws {
+        let now: Int64 = 1_795_564_800 * 1_000_000_000
+        var history = GaitHistory(now: now)
+        for minute in 0..<GaitHistory.minutesKept { history.add(steps: Int(Int32.max), at: now - minute * 60_000_000_000) }
+        for i in 0..<GaitHistory.activitiesKept {
+            history.add(HistoryReply.Activity(activity: .automotive, confidence: .medium, start: 1_795_564_800.1234567 - Double(i) * 97.3))
+        }
+        let store = StateStore(directory: directory(), name: "history.json")
+        try store.save(history.saved)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int)
+        #expect(try store.load(GaitHistory.Saved.self) == history.saved)
+        var widest = history.saved
+        widest.minutes = widest.minutes.enumerated().map { [Int64.max - Int64($0.offset), Int64(Int32.max)] }
+        let widestActivity = HistoryReply.Activity(activity: .automotive, confidence: .medium, start: -1.2345678901234567e-300)
+        widest.activities = widest.activities.map { _ in widestActivity }
+        try store.save(widest)
+        let widestSize = try #require(try FileManager.default.attributesOfItem(atPath: store.path)[.size] as? Int)
+        print("largest history: \(size) bytes; with the widest numbers \(widestSize); cap \(StateStore.maximumFileSize)")
+        #expect(size < StateStore.maximumFileSize && widestSize < StateStore.maximumFileSize)
+    }
+
     @Test func anUnwritableDirectoryIsAnErrorThatNamesIt() {
         let store = StateStore(directory: "/proc/motiond-cannot-be-here")
         do {
@@ -152,4 +303,15 @@ import Testing
             #expect("\(error)".contains("/proc/motiond-cannot-be-here"))
         }
     }
+}
+
+/// What was logged, a line a message (level, message, metadata), for a test to read.
+final class LogLines: LogHandler, @unchecked Sendable {
+    // @unchecked: `said` is behind its lock; the level is set once.
+    private let said = Mutex<[String]>([])
+    var logLevel = Logger.Level.trace
+    var metadata: Logger.Metadata { get { [:] } set {} }  // none of its own: what is logged carries it
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? { get { nil } set {} }
+    func log(event: LogEvent) { said.withLock { $0.append("\(event.level) \(event.message) \(event.metadata ?? [:])") } }
+    var lines: [String] { said.withLock { $0 } }
 }
