@@ -61,17 +61,23 @@ public struct Configuration: Sendable, Equatable {
     /// defaults unless `required`.
     public static func load(path: String, required: Bool) throws(Invalid) -> Configuration {
         let file = Place(file: path)
-        let contents: [UInt8]?
+        let data: [UInt8]
+        // The state files' rules: a regular file only (a FIFO would block the start, a device be
+        // opened), opened without blocking, of a bounded size.
+        let found: RegularFileContents
         do {
-            contents = try LocalFiles().contents(of: path, atMost: maximumFileSize)
+            found = try LocalFiles().regularFileContents(of: path, atMost: maximumFileSize)
         } catch {
             throw file.invalid("cannot be read: \(error)")
         }
-        guard let data = contents else {
+        switch found {
+        case .contents(let bytes) where bytes.count <= maximumFileSize: data = bytes
+        case .missing:
             if !required { return Configuration() }
             throw file.invalid("cannot be read: no such file")
+        case .notRegular(let kind): throw file.invalid("is \(kind), not a regular file")
+        case .contents, .tooLarge: throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be")
         }
-        guard data.count <= maximumFileSize else { throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be") }
         let root: YAMLNode?
         do {
             root = try YAMLNode.parse(String(decoding: data, as: UTF8.self), maximumNodes: maximumNodes)

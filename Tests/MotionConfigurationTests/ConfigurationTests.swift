@@ -77,6 +77,18 @@ import Testing
         #expect(throws: Configuration.Invalid.self) { try Configuration.load(path: big, required: true) }
     }
 
+    /// Issue 40, defect 8 (the state files' rules, which the configuration lacked): only a regular file
+    /// is read. A FIFO at the path would block the start (the open is never made: `stat` decides first,
+    /// as StateStoreTests checks for the shared reader); a link to a device is named, not read.
+    @Test func aConfigurationThatIsNoRegularFileIsRefusedNamingWhatItIs() throws {
+        let link = NSTemporaryDirectory() + "motiond-\(getpid())-zero.conf"
+        unlink(link)
+        #expect(symlink("/dev/zero", link) == 0)
+        defer { unlink(link) }
+        #expect { try Configuration.load(path: link, required: true) } throws: { "\($0)" == "\(link): is a character device, not a regular file" }
+        #expect { try Configuration.load(path: NSTemporaryDirectory(), required: false) } throws: { "\($0)".contains("is a directory, not a regular file") }
+    }
+
     /// Issue 25, defect 11: a list nested 9,990 deep was refused, but only once built: its release
     /// recursed as deep, and the stack it touched stayed resident (4.9 MB).
     @Test func aDeeplyNestedListIsRefusedAtItsDepthLimit() throws {
