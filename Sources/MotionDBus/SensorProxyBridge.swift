@@ -10,7 +10,7 @@ import NIOCore
 /// sensors that come and go, `ENDED`) without a second path into the core.
 ///
 /// Confined to the hub's event loop; claims come from the bus's thread through `claimChanged`.
-final class SensorProxyBridge: ClientSink {
+final class SensorProxyBridge: MessageSink {
     private let hub: Hub
     private let service: SensorProxyService
     private var id: Hub.ClientID?
@@ -97,10 +97,9 @@ final class SensorProxyBridge: ClientSink {
         }
     }
 
-    // MARK: What the hub sends
+    // MARK: MessageSink: what the hub sends, as values
 
-    private func received(_ line: [UInt8]) {
-        guard let message = try? AnyServerMessage(line: line) else { return }
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer) {
         switch message {
         case .orientation(let message):
             // Upstream has no face-up or face-down: lying flat keeps the orientation it had.
@@ -142,13 +141,4 @@ final class SensorProxyBridge: ClientSink {
         service.publish(values)
         service.markReady(sensor)
     }
-
-    // MARK: ClientSink: lines arrive on the loop, nothing to wait for.
-
-    var isWritable: Bool { true }
-    func write(_ line: ByteBuffer) { received(Array(line.readableBytesView)) }
-    func flush() {}
-    func closeAfterWrites() {}
-    func close() {}
-    func setReading(_ reading: Bool) {}
 }

@@ -13,14 +13,14 @@ import NIOPosix
 ///
 /// A client of the hub like a socket connection: it watches `motion` at the IMU's rate while some
 /// emulator holds a lease, and not otherwise, so the sensors sleep when no game asks. Samples come as
-/// values (`MotionReceiver`): each is encoded once, into a buffer reused, and sent to every client
+/// values (`MessageSink`): each is encoded once, into a buffer reused, and sent to every client
 /// whose lease covers the slot, at most `sendBudget` of them, in one `sendmmsg`.
 ///
 /// NIO reads the socket; the server sends on a descriptor of its own to the same socket
 /// (`DatagramSender`), because a NIO datagram channel closes itself on a send error other than
 /// `EMSGSIZE` and `EHOSTUNREACH`, and one client's address (port 0, or one a firewall refuses with
 /// `EPERM`) would end the server for everyone.
-final class DSUServer: ClientSink, MotionReceiver {
+final class DSUServer: MessageSink {
     /// The rate asked of the IMU, Hz: the protocol's clients take up to 1 kHz (a device that offers
     /// less runs at its highest).
     static let rate = 1000.0
@@ -150,7 +150,7 @@ final class DSUServer: ClientSink, MotionReceiver {
     /// Joins the hub and follows its devices; on the loop.
     func start() {
         hub.eventLoop.preconditionInEventLoop()
-        id = hub.connect(self, motionReceiver: self)
+        id = hub.connect(self)
         hub.observeDevices { [weak self] devices in self?.devicesChanged(devices) }
         devicesChanged(hub.devices)
         let server = NIOLoopBound(self, eventLoop: hub.eventLoop)
@@ -323,7 +323,24 @@ final class DSUServer: ClientSink, MotionReceiver {
         hub.handle(.watch(request), from: id)
     }
 
-    func receive(_ motion: MotionMessage) {
+    // MARK: MessageSink: motion as values; replies, and ENDED when the IMU goes
+
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer) {
+        switch message {
+        case .motion(let motion): send(motion)
+        case .ended(let ended):
+            // The pad's state follows the devices (`devicesChanged`); here only the stream ended. The
+            // lease sweep asks for it again within a second while the IMU is listed.
+            logger.notice("DSU motion ended", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"])
+            watching = false
+        case .error(let error):
+            logger.warning("DSU cannot serve the IMU", metadata: ["reason": "\(error.message)"])
+        default: break
+        }
+    }
+
+    /// One pad-data packet of `motion`, to every client whose lease covers the pad's slot.
+    private func send(_ motion: MotionMessage) {
         guard let pad else { return }
         let now = NIODeadline.now()
         // Strictly increasing, as Cemu requires, even for two samples in one microsecond.
@@ -354,29 +371,6 @@ final class DSUServer: ClientSink, MotionReceiver {
         if outcome.refused > 0 { countFailedSend(outcome.lastRefusal, bufferFull: false, count: outcome.refused) }
         if outcome.bufferFull > 0 { countFailedSend(nil, bufferFull: true, count: outcome.bufferFull) }
     }
-
-    // MARK: ClientSink: the hub's lines (replies, and ENDED when the IMU goes)
-
-    var isWritable: Bool { true }
-
-    func write(_ line: ByteBuffer) {
-        guard let message = try? AnyServerMessage(line: Array(line.readableBytesView)) else { return }
-        switch message {
-        case .ended(let ended):
-            // The pad's state follows the devices (`devicesChanged`); here only the stream ended. The
-            // lease sweep asks for it again within a second while the IMU is listed.
-            logger.notice("DSU motion ended", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"])
-            watching = false
-        case .error(let error):
-            logger.warning("DSU cannot serve the IMU", metadata: ["reason": "\(error.message)"])
-        default: break
-        }
-    }
-
-    func flush() {}
-    func closeAfterWrites() {}
-    func close() {}
-    func setReading(_ reading: Bool) {}
 }
 
 /// The datagrams of the DSU socket, handed to the server.

@@ -18,12 +18,18 @@ package protocol ClientSink: AnyObject {
     func setReading(_ reading: Bool)
 }
 
-/// A client that takes the `motion` stream as values rather than lines: a front end that re-encodes
-/// every sample (the DSU server, at the IMU's rate) is spared the JSON both ways. Everything else it
-/// watches, and every reply, still reaches its `ClientSink` as lines.
-package protocol MotionReceiver: AnyObject {
-    /// One `MOTION` the client's watch is due, on the hub's loop.
-    func receive(_ motion: MotionMessage)
+/// A front end in the daemon's own process (the D-Bus bridge, the MQTT bridge, the DSU server): it
+/// takes every message as a value, at once, with no queue, and never parses a line.
+package protocol MessageSink: AnyObject {
+    /// One message for the client, on the hub's loop. `line` gives its protocol line, built at most
+    /// once and shared with every client that writes JSON (the MQTT bridge publishes it).
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer)
+    /// The end of one delivery (a sample's fan-out, a read of requests): what batches sends now.
+    func flush()
+}
+
+extension MessageSink {
+    package func flush() {}
 }
 
 /// One client's outgoing side: its bounded queue of lines, its replies in request order, and the
@@ -47,8 +53,8 @@ package final class ClientOutbox {
 
     let id: ID
     let sink: any ClientSink
-    /// Where its `motion` samples go instead of its queue, if anywhere.
-    let motionReceiver: (any MotionReceiver)?
+    /// An in-process front end's, which takes values at once instead of lines through the queue.
+    let receiver: (any MessageSink)?
     private(set) var queue = DeliveryQueue<ByteBuffer>(capacity: ClientOutbox.capacity)
     /// Counts the flushes that wrote something: the stuck check compares it with what it was when
     /// the check was scheduled (a counter, not a clock read per line on the stream path).
@@ -70,10 +76,26 @@ package final class ClientOutbox {
     /// Its POLLs waiting for their sensors.
     var waitingPolls = 0
 
-    init(id: ID, sink: any ClientSink, motionReceiver: (any MotionReceiver)? = nil) {
+    init(id: ID, sink: any ClientSink) {
         self.id = id
         self.sink = sink
-        self.motionReceiver = motionReceiver
+        receiver = nil
+    }
+
+    init(id: ID, receiver: any MessageSink) {
+        self.id = id
+        sink = InProcessSink()
+        self.receiver = receiver
+    }
+
+    /// An in-process front end's connection: nothing is ever queued for it, so nothing waits.
+    private final class InProcessSink: ClientSink {
+        var isWritable: Bool { true }
+        func write(_ line: ByteBuffer) {}
+        func flush() {}
+        func closeAfterWrites() {}
+        func close() {}
+        func setReading(_ reading: Bool) {}
     }
 
     /// Queues a line; returns `false` when the queue now holds `floodLimit` lines or `floodBytes`
@@ -124,6 +146,7 @@ package final class ClientOutbox {
     /// Writes what the connection takes now; the rest waits for writability. Closes the connection
     /// once a client whose input ended has all its answers, and reads again once the queue drained.
     func flush() {
+        if let receiver { return receiver.flush() }
         var wrote = false
         while sink.isWritable, let (line, _, dropped) = queue.pop() {
             if let (stream, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {

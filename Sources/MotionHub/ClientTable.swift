@@ -28,6 +28,8 @@ final class ClientTable: @unchecked Sendable {
     /// per sample showed in the profile at 1 kHz × 100 clients); one removed meanwhile no longer
     /// `awaitsFlush`.
     private var awaitingFlush: [ClientOutbox] = []
+    /// Writes the lines of replies and events of the classes it knows, its buffer reused.
+    private var lineWriter = LineWriter()
 
     init(maximumClients: Int, eventLoop: any EventLoop, logger: Logger) {
         self.maximumClients = maximumClients
@@ -47,7 +49,16 @@ final class ClientTable: @unchecked Sendable {
 
     /// Adds a client; `nil` when `maximumClients` are connected already (the refusal is logged once
     /// while the table stays full, so that a flood of connections is not a flood of log lines).
-    func add(_ sink: any ClientSink, motionReceiver: (any MotionReceiver)? = nil) -> ID? {
+    func add(_ sink: any ClientSink) -> ID? {
+        add { ClientOutbox(id: $0, sink: sink) }
+    }
+
+    /// Adds an in-process front end, which takes messages as values.
+    func add(_ receiver: any MessageSink) -> ID? {
+        add { ClientOutbox(id: $0, receiver: receiver) }
+    }
+
+    private func add(_ makeOutbox: (ID) -> ClientOutbox) -> ID? {
         guard outboxes.count < maximumClients else {
             if refusedWhileFull == 0 { logger.warning("connection refused: too many clients", metadata: ["limit": "\(maximumClients)"]) }
             refusedWhileFull += 1
@@ -58,7 +69,7 @@ final class ClientTable: @unchecked Sendable {
             refusedWhileFull = 0
         }
         nextID += 1
-        outboxes[nextID] = ClientOutbox(id: nextID, sink: sink, motionReceiver: motionReceiver)
+        outboxes[nextID] = makeOutbox(nextID)
         return nextID
     }
 
@@ -92,27 +103,56 @@ final class ClientTable: @unchecked Sendable {
         }
     }
 
-    /// Encodes and queues a message that is never dropped.
+    /// Sends a message that is never dropped (an event, `VERSION`, `ENDED`).
     func send<M: ServerMessage>(_ message: M, to id: ID) {
-        if let line = Self.encode(message, logger: logger) { enqueue(line, to: id, kind: .kept) }
+        if let outbox = outboxes[id] { deliver(AnyServerMessage(message), to: outbox, kind: .kept) }
     }
 
     /// Sends a reply, or holds it behind an earlier POLL still waiting for its sensors.
     func reply<M: ServerMessage>(_ message: M, to id: ID) {
-        guard serves(id), let line = Self.encode(message, logger: logger) else { return }
-        reply(line: line, to: id)
-    }
-
-    /// Sends a reply already written as a line (`LineWriter`), as `reply` does.
-    func reply(line: ByteBuffer, to id: ID) {
         guard let outbox = outboxes[id], !outbox.closing else { return }
+        if let receiver = outbox.receiver { return receive(AnyServerMessage(message), by: receiver, outbox) }
+        guard let line = encode(AnyServerMessage(message)) else { return }
         if !outbox.holdsBack(line) { enqueue(line, to: outbox, kind: .kept) }
     }
 
     /// Fills a reserved reply slot, then sends every reply at the front that is ready.
     func answer<M: ServerMessage>(slot: Int, with message: M, to id: ID) {
         guard let outbox = outboxes[id] else { return }
-        for line in outbox.fill(slot: slot, with: Self.encode(message, logger: logger)) { enqueue(line, to: outbox, kind: .kept) }
+        if let receiver = outbox.receiver { return receive(AnyServerMessage(message), by: receiver, outbox) }
+        for line in outbox.fill(slot: slot, with: encode(AnyServerMessage(message))) { enqueue(line, to: outbox, kind: .kept) }
+    }
+
+    /// Hands `message` to a client: as a value to an in-process front end, else its line (`line`,
+    /// or encoded here) to its queue.
+    func deliver(
+        _ message: @autoclosure () -> AnyServerMessage, line: () -> ByteBuffer? = { nil }, to outbox: ClientOutbox, kind: DeliveryQueue<ByteBuffer>.Kind
+    ) {
+        if let receiver = outbox.receiver {
+            return receive(message(), by: receiver, outbox, line: line)
+        }
+        guard let line = line() ?? encode(message()) else { return }
+        enqueue(line, to: outbox, kind: kind)
+    }
+
+    /// An in-process front end takes the message now; its `flush` comes at the end of the batch.
+    private func receive(_ message: AnyServerMessage, by receiver: any MessageSink, _ outbox: ClientOutbox, line: () -> ByteBuffer? = { nil }) {
+        receiver.receive(message) { line() ?? encode(message) ?? ByteBuffer() }
+        if batching {
+            if !outbox.awaitsFlush {
+                outbox.awaitsFlush = true
+                awaitingFlush.append(outbox)
+            }
+        } else {
+            receiver.flush()
+        }
+    }
+
+    /// A message's protocol line: written by hand for the classes `LineWriter` knows, else by `Wire`.
+    private func encode(_ message: AnyServerMessage) -> ByteBuffer? {
+        if lineWriter.write(message) { return ByteBuffer(bytes: lineWriter.bytes) }
+        guard let body = message.message else { return nil }
+        return Self.encode(body, logger: logger)
     }
 
     func enqueue(_ line: ByteBuffer, to id: ID, kind: DeliveryQueue<ByteBuffer>.Kind) {
@@ -189,11 +229,11 @@ final class ClientTable: @unchecked Sendable {
         }
     }
 
-    static func encode<M: ServerMessage>(_ message: M, logger: Logger) -> ByteBuffer? {
+    static func encode(_ message: some ServerMessage, logger: Logger) -> ByteBuffer? {
         do {
             return ByteBuffer(bytes: try Wire.encode(message))
         } catch {
-            logger.error("cannot encode \(M.className)", metadata: ["error": "\(error)"])
+            logger.error("cannot encode \(type(of: message).className)", metadata: ["error": "\(error)"])
             return nil
         }
     }

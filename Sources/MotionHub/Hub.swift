@@ -28,8 +28,6 @@ package final class Hub: @unchecked Sendable {
     private let history: SavedState<GaitHistory.Saved>
     /// `pipeline.historyRevision` when the history was last saved.
     private var historySavedRevision = 0
-    /// Writes `HISTORY` replies, its buffer reused.
-    private var replyWriter = LineWriter()
     /// The blocking jobs handed to the thread pool, for shutdown to wait for.
     let offLoop: OffLoopWork
     /// How long the sensors must run as planned (or none run) before the code that started, stopped
@@ -191,15 +189,21 @@ package final class Hub: @unchecked Sendable {
 
     // MARK: Clients
 
-    /// Registers a new connection; `nil` when `maximumClients` are connected already. A
-    /// `motionReceiver` takes its `motion` samples as values (see `MotionReceiver`).
+    /// Registers a new connection; `nil` when `maximumClients` are connected already.
     ///
     /// Registering does not write: the caller stores the id first and then `greet`s, because a write
     /// can fail at once (the peer already gone) and close the connection, whose `disconnect` must
     /// find the id.
-    package func connect(_ sink: any ClientSink, motionReceiver: (any MotionReceiver)? = nil) -> ClientID? {
+    package func connect(_ sink: any ClientSink) -> ClientID? {
         eventLoop.preconditionInEventLoop()
-        return clients.add(sink, motionReceiver: motionReceiver)
+        return clients.add(sink)
+    }
+
+    /// Registers an in-process front end, which takes every message as a value (`MessageSink`); `nil`
+    /// when `maximumClients` are connected already.
+    package func connect(_ receiver: any MessageSink) -> ClientID? {
+        eventLoop.preconditionInEventLoop()
+        return clients.add(receiver)
     }
 
     /// Sends the `VERSION` greeting.
@@ -270,9 +274,7 @@ package final class Hub: @unchecked Sendable {
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
                 fusion: pipeline.fusion, saved: calibration.value, unavailable: unavailable), to: id)
         case .history(let query):
-            // Written by hand: a week's reply is 72 KB, which JSONEncoder took milliseconds over.
-            replyWriter.write(Replies.history(query, of: pipeline.history, stepLength: pipeline.stepLength, now: Syscall.realtimeNanoseconds()))
-            clients.reply(line: ByteBuffer(bytes: replyWriter.bytes), to: id)
+            reply(Replies.history(query, of: pipeline.history, stepLength: pipeline.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
         }
     }
 

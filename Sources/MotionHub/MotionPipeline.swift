@@ -200,7 +200,7 @@ final class MotionPipeline {
                 if let angle = hinge!.angle, let mode = hinge!.mode {
                     let message = HingeMessage(timestamp: t, angle: angle, mode: mode)
                     latest.hinge = message
-                    fanout.deliver(.hinge, timestamp: t, period: period) { writer, _ in writer.write(message) }
+                    fanout.deliver(.hinge, timestamp: t, period: period) { _ in .hinge(message) }
                 }
             }
             box?.fusion.update(sample)
@@ -209,7 +209,7 @@ final class MotionPipeline {
             let acceleration = sample.vector.accelerationFromSpecificForce
             let message = AccelerometerMessage(timestamp: t, acceleration: acceleration)
             latest.accelerometer = message
-            fanout.deliver(.accelerometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
+            fanout.deliver(.accelerometer, timestamp: t, period: period) { _ in .accelerometer(message) }
             let previous = orientation.state
             let state = orientation.update(gravity: acceleration)
             latest.orientation = OrientationMessage(timestamp: t, orientation: state)
@@ -224,7 +224,7 @@ final class MotionPipeline {
             box?.fusion.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
             latest.gyroscope = message
-            fanout.deliver(.gyroscope, timestamp: t, period: period) { writer, _ in writer.write(message) }
+            fanout.deliver(.gyroscope, timestamp: t, period: period) { _ in .gyroscope(message) }
             // Motion is produced at the gyroscope's rate, once the other samples of the same read
             // (the magnetometer's, often after the gyroscope's in a scan) are fused too.
             if box != nil, latest.accelerometer != nil { pendingMotion = (t, period) }
@@ -234,7 +234,7 @@ final class MotionPipeline {
             if !sample.isRepeat { followMagnetometerRate(at: t) }
             let message = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             latest.magnetometer = message
-            fanout.deliver(.magnetometer, timestamp: t, period: period) { writer, _ in writer.write(message) }
+            fanout.deliver(.magnetometer, timestamp: t, period: period) { _ in .magnetometer(message) }
         case .proximity:
             let message = ProximityMessage(timestamp: t, near: sample.isNear, value: sample.vector.x)
             let changed = latest.proximity?.near != message.near
@@ -260,7 +260,7 @@ final class MotionPipeline {
             }
             let message = AltitudeMessage(timestamp: t, pressure: reading.pressure, altitude: reading.altitude, precision: reading.precision)
             latest.altitude = message
-            fanout.deliver(.altitude, timestamp: t, period: period) { writer, _ in writer.write(message) }
+            fanout.deliver(.altitude, timestamp: t, period: period) { _ in .altitude(message) }
         }
         sampleFused()
     }
@@ -324,7 +324,7 @@ final class MotionPipeline {
     func deliverPendingMotion() {
         guard let (t, period) = pendingMotion, let box else { return }
         pendingMotion = nil
-        fanout.deliverMotion(timestamp: t, period: period) { frame in message(box.motion(in: frame)) }
+        fanout.deliver(.motion, timestamp: t, period: period) { frame in .motion(message(box.motion(in: frame))) }
         motionsSinceCalibrationLook += 1
         if motionsSinceCalibrationLook >= Self.calibrationLookInterval, box.usesGyroscope {
             motionsSinceCalibrationLook = 0

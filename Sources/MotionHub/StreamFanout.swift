@@ -76,44 +76,34 @@ final class StreamFanout {
         }
     }
 
-    /// Sends a periodic stream's message to every client due one, writing it once per frame.
-    func deliver(_ stream: StreamKind, timestamp: Int64, period: Int64, write: (inout LineWriter, AttitudeReferenceFrame) -> Void) {
-        deliver(stream, timestamp: timestamp, period: period, write: write, toReceivers: false) { _, _ in }
-    }
-
-    /// Sends a motion sample to every client due one: as a value to a `MotionReceiver`, else as a line
-    /// written once per frame.
-    func deliverMotion(timestamp: Int64, period: Int64, message: (AttitudeReferenceFrame) -> MotionMessage) {
-        deliver(.motion, timestamp: timestamp, period: period, write: { writer, frame in writer.write(message(frame)) }, toReceivers: true) { receiver, frame in
-            receiver.receive(message(frame))
-        }
-    }
-
-    private func deliver(
-        _ stream: StreamKind, timestamp: Int64, period: Int64, write: (inout LineWriter, AttitudeReferenceFrame) -> Void,
-        toReceivers: Bool, receive: (any MotionReceiver, AttitudeReferenceFrame) -> Void
-    ) {
+    /// Sends a periodic stream's message to every client due one: as a value to an in-process front
+    /// end, as its line to the others, written at most once per frame and shared.
+    func deliver(_ stream: StreamKind, timestamp: Int64, period: Int64, message: (AttitudeReferenceFrame) -> AnyServerMessage) {
         var lines = LinesByFrame()
+        func line(_ frame: AttitudeReferenceFrame) -> ByteBuffer? {
+            if let line = lines[frame] { return line }
+            guard lineWriter.write(message(frame)) else { return nil }
+            lines[frame] = ByteBuffer(bytes: lineWriter.bytes)
+            return lines[frame]
+        }
         for subscription in subscriptions[stream.index] {
             guard subscription.watch.decimator.accepts(timestamp, sensorPeriod: period) else { continue }
             let frame = stream == .motion ? subscription.watch.frame : .xArbitraryZVertical
-            if toReceivers, let receiver = subscription.outbox.motionReceiver {
-                receive(receiver, frame)
-                continue
-            }
-            if lines[frame] == nil {
-                write(&lineWriter, frame)
-                lines[frame] = ByteBuffer(bytes: lineWriter.bytes)
-            }
-            clients.enqueue(lines[frame]!, to: subscription.outbox, kind: .stream(stream))
+            clients.deliver(message(frame), line: { line(frame) }, to: subscription.outbox, kind: .stream(stream))
         }
     }
 
-    /// Sends an event (it is never dropped) to every client watching its stream.
+    /// Sends an event (it is never dropped) to every client watching its stream, its line encoded at
+    /// most once.
     func deliverEvent<M: ServerMessage>(_ stream: StreamKind, _ message: M) {
-        guard !subscriptions[stream.index].isEmpty, let bytes = try? Wire.encode(message) else { return }
-        let buffer = ByteBuffer(bytes: bytes)
-        for subscription in subscriptions[stream.index] { clients.enqueue(buffer, to: subscription.outbox, kind: .kept) }
+        guard !subscriptions[stream.index].isEmpty else { return }
+        let value = AnyServerMessage(message)
+        var encoded: ByteBuffer?
+        func line() -> ByteBuffer? {
+            if encoded == nil, let bytes = try? Wire.encode(message) { encoded = ByteBuffer(bytes: bytes) }
+            return encoded
+        }
+        for subscription in subscriptions[stream.index] { clients.deliver(value, line: line, to: subscription.outbox, kind: .kept) }
     }
 
     /// Ends, with `ENDED` and its reason, every watch of a stream that needs one of `kinds`.

@@ -17,7 +17,7 @@ import Synchronization
 /// network work, reconnecting with backoff. Local clients never wait for it.
 ///
 /// Confined to the hub's event loop, but for `Link`, shared with libmosquitto's thread.
-final class MQTTBridge: ClientSink, @unchecked Sendable {
+final class MQTTBridge: MessageSink, @unchecked Sendable {
     // @unchecked: all state is the loop's but `connection` (set before the bridge is shared, then
     // only read) and `link` (a mutex), which `stop` uses off the loop.
     /// Messages handed to libmosquitto and not yet written (QoS 0) or acknowledged (QoS 1, 2).
@@ -55,8 +55,6 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
     /// Each stream's topic, by `StreamKind.index`, as C strings made once.
     private let topics: [[CChar]]
     private let statusTopic: String
-    /// How each stream's lines start: `{"class":"MOTION"`, for telling a line's stream without parsing it.
-    private let classPrefixes: [(prefix: [UInt8], stream: StreamKind)]
     /// In batch mode, each stream's message being filled (a JSON array), by `StreamKind.index`.
     private var batches: [ByteBuffer?]
     private var id: Hub.ClientID?
@@ -75,7 +73,6 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         let prefix = settings.topicPrefix ?? "motiond/\(hostName)/"
         topics = StreamKind.allCases.map { Array((prefix + $0.rawValue).utf8CString) }
         statusTopic = prefix + "status"
-        classPrefixes = StreamKind.allCases.map { (Array("{\"class\":\"\($0.messageClassName)\"".utf8), $0) }
         batches = Array(repeating: nil, count: StreamKind.allCases.count)
     }
 
@@ -257,35 +254,24 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         }
     }
 
-    // MARK: What the hub sends
+    // MARK: MessageSink: what the hub sends, as values (a stream's with its line, published as it is)
 
-    /// The stream a line is a sample or event of, from its first bytes (the class's closing quote
-    /// is in the prefix: `MOTION` does not match a longer name).
-    private func stream(of line: ByteBuffer) -> StreamKind? {
-        line.withUnsafeReadableBytes { bytes in classPrefixes.first { bytes.starts(with: $0.prefix) }?.stream }
-    }
-
-    private func received(_ line: ByteBuffer) {
-        if let stream = stream(of: line) { return enqueue(line, of: stream) }
-        let bytes = Array(line.readableBytesView)
-        switch Wire.className(of: bytes) {
-        case Watching.className:
-            guard let message = try? Wire.decode(Watching.self, from: bytes) else { return }
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer) {
+        if let stream = message.stream { return enqueue(line(), of: stream) }
+        switch message {
+        case .watching(let message):
             watching = Set(message.streams.map(\.stream))
             waiting.subtract(watching)
-        case ErrorReply.className:
+        case .error(let error):
             // A stream whose sensor is not there (yet): watched again when the devices change.
-            guard let error = try? Wire.decode(ErrorReply.self, from: bytes), case .string(let name)? = error.id,
-                let stream = StreamKind(rawValue: name), waiting.insert(stream).inserted
-            else { return }
+            guard case .string(let name)? = error.id, let stream = StreamKind(rawValue: name), waiting.insert(stream).inserted else { return }
             logger.notice("MQTT stream waits for its sensor", metadata: ["stream": "\(name)", "reason": "\(error.message)"])
-        case Ended.className:
+        case .ended(let ended):
             // Subscribers learn it too, on the stream's topic.
-            guard let ended = try? Wire.decode(Ended.self, from: bytes) else { return }
             watching.remove(ended.stream)
-            enqueue(line, of: ended.stream)
+            enqueue(line(), of: ended.stream)
         default:
-            break  // VERSION; DROPPED never comes: the bridge takes every line at once
+            break  // VERSION; DROPPED never comes: the bridge takes every message at once
         }
     }
 
@@ -318,15 +304,9 @@ final class MQTTBridge: ClientSink, @unchecked Sendable {
         }
     }
 
-    // MARK: ClientSink: lines arrive on the loop; the queue takes them all at once.
-
-    var isWritable: Bool { true }
-    func write(_ line: ByteBuffer) { received(line) }
+    /// The end of one delivery: the batches close, and what the broker takes goes.
     func flush() {
         if settings.batch { closeBatches() }
         drain()
     }
-    func closeAfterWrites() {}
-    func close() {}
-    func setReading(_ reading: Bool) {}
 }

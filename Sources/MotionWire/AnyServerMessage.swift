@@ -51,6 +51,57 @@ public enum AnyServerMessage: Sendable, Hashable {
         }
     }
 
+    /// `message` as a case of its own (`unknown` for a class this version does not list): what the
+    /// daemon hands its in-process front ends, which switch on values and never parse a line.
+    public init(_ message: some ServerMessage) {
+        self =
+            switch message {
+            case let m as Version: .version(m)
+            case let m as ErrorReply: .error(m)
+            case let m as Watching: .watching(m)
+            case let m as MotionMessage: .motion(m)
+            case let m as AccelerometerMessage: .accelerometer(m)
+            case let m as GyroscopeMessage: .gyroscope(m)
+            case let m as MagnetometerMessage: .magnetometer(m)
+            case let m as ProximityMessage: .proximity(m)
+            case let m as LightMessage: .light(m)
+            case let m as OrientationMessage: .orientation(m)
+            case let m as TiltMessage: .tilt(m)
+            case let m as HingeMessage: .hinge(m)
+            case let m as PedometerMessage: .pedometer(m)
+            case let m as ActivityMessage: .activity(m)
+            case let m as AltitudeMessage: .altitude(m)
+            case let m as GestureMessage: .gesture(m)
+            case let m as Dropped: .dropped(m)
+            case let m as Ended: .ended(m)
+            case let m as Snapshot: .snapshot(m)
+            case let m as DevicesReply: .devices(m)
+            case let m as StatusReply: .status(m)
+            case let m as HistoryReply: .history(m)
+            default: .unknown(className: type(of: message).className)
+            }
+    }
+
+    /// The stream a sample or an event is of; `nil` for replies, `DROPPED`, `ENDED` and the rest.
+    public var stream: StreamKind? {
+        switch self {
+        case .motion: .motion
+        case .accelerometer: .accelerometer
+        case .gyroscope: .gyroscope
+        case .magnetometer: .magnetometer
+        case .proximity: .proximity
+        case .light: .light
+        case .orientation: .orientation
+        case .tilt: .tilt
+        case .hinge: .hinge
+        case .pedometer: .pedometer
+        case .activity: .activity
+        case .altitude: .altitude
+        case .gesture: .gesture
+        case .version, .error, .watching, .dropped, .ended, .snapshot, .devices, .status, .history, .unknown: nil
+        }
+    }
+
     /// The message itself (`nil` for an unknown class).
     public var message: (any ServerMessage)? {
         switch self {

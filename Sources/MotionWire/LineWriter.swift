@@ -114,6 +114,22 @@ public struct LineWriter: Sendable {
         end()
     }
 
+    /// Writes `message` as one line if it is of a class written by hand (the per-sample ones and
+    /// `HISTORY`), replacing what was written before; returns `false`, writing nothing, for any other.
+    public mutating func write(_ message: AnyServerMessage) -> Bool {
+        switch message {
+        case .motion(let m): write(m)
+        case .accelerometer(let m): write(m)
+        case .gyroscope(let m): write(m)
+        case .magnetometer(let m): write(m)
+        case .hinge(let m): write(m)
+        case .altitude(let m): write(m)
+        case .history(let m): write(m)
+        default: return false
+        }
+        return true
+    }
+
     /// Writes `reply` as one line, replacing what was written before: its keys in `Wire.encode`'s
     /// order, its times in the shortest form that reads back to the same `Double` (seconds of Unix
     /// time need 10 digits and their fraction, more than `number`'s 9).

@@ -616,24 +616,3 @@ public enum Wire {
         return try decoder.decode(M.self, from: Data(line))
     }
 }
-
-extension StreamKind {
-    /// The `class` of the stream's samples or events.
-    public var messageClassName: String {
-        switch self {
-        case .motion: MotionMessage.className
-        case .accelerometer: AccelerometerMessage.className
-        case .gyroscope: GyroscopeMessage.className
-        case .magnetometer: MagnetometerMessage.className
-        case .proximity: ProximityMessage.className
-        case .light: LightMessage.className
-        case .orientation: OrientationMessage.className
-        case .tilt: TiltMessage.className
-        case .hinge: HingeMessage.className
-        case .pedometer: PedometerMessage.className
-        case .activity: ActivityMessage.className
-        case .altitude: AltitudeMessage.className
-        case .gesture: GestureMessage.className
-        }
-    }
-}
