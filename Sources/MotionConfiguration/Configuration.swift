@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Logging
+import MotionCore
 import MotionDevices
 import MotionSystem
 
@@ -168,16 +169,16 @@ extension Configuration: SettingsSection {
             summary: "The least severe level logged.",
             check: { Logger.Level(rawValue: $0) == nil ? "\"\($0)\" is not one of trace, debug, info, notice, warning, error, critical" : nil }),
         .optional(
-            "declination", \.declination, .number("degrees, -180 to 180"), default: "0", reload: .live, flag: true,
+            "declination", \.declination, .number("degrees, -180 to 180"), default: manual(LiveSettings.defaults.declination), reload: .live, flag: true,
             summary: "Magnetic declination east of true north, for the xTrueNorthZVertical frame.",
             check: { (-180...180).contains($0) ? nil : "\($0) is outside -180...180 degrees" }),
         .optional(
-            "sea_level_pressure", \.seaLevelPressure, .number("kPa, 30 to 120"), default: "101.325", reload: .live, flag: true,
+            "sea_level_pressure", \.seaLevelPressure, .number("kPa, 30 to 120"), default: manual(LiveSettings.defaults.seaLevelPressure), reload: .live, flag: true,
             summary: "The sea-level pressure the altitude stream is computed for: the standard atmosphere's, or the local QNH (in kPa: 1013.2 hPa is 101.32).",
             check: { (30...120).contains($0) ? nil : "\($0) kPa is outside 30...120 kPa (in kPa, not hPa: 1013.25 hPa is 101.325 kPa)" }),
         .optional(
-            "height", \.height, .number("m, 0.5 to 2.5"), default: "1.70", reload: .live, flag: true,
-            summary: "The height of the person carrying the device, for the distance walked: a step is 0.415 × the height.",
+            "height", \.height, .number("m, 0.5 to 2.5"), default: manual(LiveSettings.defaults.height), reload: .live, flag: true,
+            summary: "The height of the person carrying the device, for the distance walked: a step is \(LiveSettings.stepLengthPerHeight) × the height.",
             check: { (0.5...2.5).contains($0) ? nil : "\($0) m is outside 0.5...2.5 m (in metres: 175 cm is 1.75)" }),
         .optional(
             "mount_matrices", \.mountMatrices, .list(of: .section("mapping"), "list of mappings"), default: "none",
@@ -199,6 +200,19 @@ extension Configuration: SettingsSection {
             summary: "Fuse the IIO devices that iiod serves on other machines: ip:host or ip:host:port. Their devices are numbered from iio:device10000 (1000 per URI), read polled, and listed again every 10 s.",
             check: { uris in uris.first { !$0.hasPrefix("ip:") || $0.count <= 3 }.map { "\"\($0)\" is not a libiio network URI (ip:host or ip:host:port)" } }),
     ]
+
+    /// The settings that change while running, this configuration's where it has them, else the defaults.
+    public var live: LiveSettings {
+        let defaults = LiveSettings.defaults
+        return LiveSettings(
+            declination: declination ?? defaults.declination, seaLevelPressure: seaLevelPressure ?? defaults.seaLevelPressure,
+            height: height ?? defaults.height)
+    }
+
+    /// A default as the manual writes it: `0`, `101.325`, `1.7`.
+    private static func manual(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : "\(value)"
+    }
 
     /// The `host:port` of `metrics` (a bracketed IPv6 host unbracketed), or `nil` when it is not one.
     public static func hostAndPort(_ text: String) -> (host: String, port: Int)? {

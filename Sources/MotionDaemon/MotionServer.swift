@@ -121,9 +121,7 @@ public final class MotionServer: Sendable {
     /// Applies the settings that can change while running (declination, sea-level pressure, height);
     /// others need a restart.
     public func apply(_ settings: Configuration) {
-        let declination = settings.declination ?? 0
-        let seaLevelPressure = settings.seaLevelPressure ?? StandardAtmosphere.seaLevelPressure
-        let height = settings.height ?? 1.70
-        hub.eventLoop.execute { [hub] in hub.apply(declination: declination, seaLevelPressure: seaLevelPressure, height: height) }
+        let live = settings.live
+        hub.eventLoop.execute { [hub] in hub.apply(live) }
     }
 }

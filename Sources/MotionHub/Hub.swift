@@ -114,13 +114,12 @@ package final class Hub: @unchecked Sendable {
         }
     }
 
-    /// Applies the settings that can change while running (a configuration reload): the magnetic
-    /// declination (degrees east of true north), the sea-level pressure (kPa) and the walker's height (m).
-    package func apply(declination: Double, seaLevelPressure: Double, height: Double) {
+    /// Applies the settings that can change while running (a configuration reload).
+    package func apply(_ settings: LiveSettings) {
         eventLoop.preconditionInEventLoop()
-        pipeline.declination = declination
-        pipeline.seaLevelPressure = seaLevelPressure
-        pipeline.stepLength = MotionPipeline.stepLength(height: height)
+        pipeline.declination = settings.declination
+        pipeline.seaLevelPressure = settings.seaLevelPressure
+        pipeline.stepLength = settings.stepLength
     }
 
     /// Whether the step history changed since it was given to be saved, or its last save did not reach

@@ -56,11 +56,8 @@ final class MotionPipeline {
     private(set) var history: GaitHistory
     /// Changes to `history` since it was last saved.
     private(set) var historyRevision = 0
-    /// Metres per walking step for a person `height` m tall: 0.415 × the height, the usual rule of
-    /// thumb (docs/activity.md).
-    static func stepLength(height: Double) -> Double { 0.415 * height }
     /// Metres per step; a new one applies to the distances sent from then on, the total's included.
-    var stepLength = stepLength(height: 1.70)
+    var stepLength = LiveSettings.defaults.stepLength
     private var altimeter = AltitudeEstimator()
     /// Floors on foot, while a pressure sensor runs with the pedometer.
     private var floors: FloorCounter?
@@ -92,7 +89,7 @@ final class MotionPipeline {
         set { altimeter.parameters.seaLevelPressure = newValue }
     }
     /// Magnetic declination, degrees east of true north.
-    var declination = 0.0 {
+    var declination = LiveSettings.defaults.declination {
         didSet { box?.fusion.declination = declination * .pi / 180 }
     }
 
