@@ -73,6 +73,8 @@ public struct Configuration: Sendable, Equatable {
         }
         switch found {
         case .contents(let bytes) where bytes.count <= maximumFileSize: data = bytes
+        // `--config /dev/null`: the usual way to say "no configuration", read as an empty file.
+        case .notRegular where path == "/dev/null": data = []
         case .missing:
             if !required { return Configuration() }
             throw file.invalid("cannot be read: no such file")

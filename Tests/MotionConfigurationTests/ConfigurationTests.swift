@@ -87,6 +87,8 @@ import Testing
         defer { unlink(link) }
         #expect { try Configuration.load(path: link, required: true) } throws: { "\($0)" == "\(link): is a character device, not a regular file" }
         #expect { try Configuration.load(path: NSTemporaryDirectory(), required: false) } throws: { "\($0)".contains("is a directory, not a regular file") }
+        // Save the one device that means "none": `--config /dev/null` is all defaults.
+        #expect(try Configuration.load(path: "/dev/null", required: true) == Configuration())
     }
 
     /// Issue 25, defect 11: a list nested 9,990 deep was refused, but only once built: its release

@@ -144,7 +144,8 @@ import TestSupport
         print("DSU 1,024 sockets of one user at 1 kHz: \(outcome.served) served, \(Int(outcome.packetsPerSecond)) packets/s, the socket's largest MOTION gap \(Int(outcome.largestGap * 1000)) ms")
         #expect(outcome.served == 4, "\(outcome.served) of one user's 1,024 sockets were served")
         #expect(outcome.packetsPerSecond < 4 * 1000 * 1.25, "\(outcome.packetsPerSecond) packets/s")
-        #expect(outcome.largestGap < 0.1, "the socket's MOTION stream stalled \(outcome.largestGap) s")
+        // The attack stalled it 2.4–3.0 s. A debug build on two shared cores measured 46–160 ms here.
+        #expect(outcome.largestGap < 0.5, "the socket's MOTION stream stalled \(outcome.largestGap) s")
     }
 
     /// The most clients the defaults let in (16, here all root's, so the share per source raised to
@@ -160,8 +161,10 @@ import TestSupport
         }
         print("DSU 16 clients at 1 kHz: \(served) served, \(Int(rate)) packets/s, the socket's largest MOTION gap \(Int(gap * 1000)) ms")
         #expect(served == 16)
-        #expect(rate > 16 * 1000 * 0.8 && rate < 16 * 1000 * 1.25, "\(rate) packets/s")
-        #expect(gap < 0.1, "the socket's MOTION stream stalled \(gap) s")
+        // At most one packet per client per sample; fewer only when a loaded machine plays the
+        // recording slower (a debug build beside other builds on two cores).
+        #expect(rate > 16 * 1000 * 0.5 && rate < 16 * 1000 * 1.25, "\(rate) packets/s")
+        #expect(gap < 0.5, "the socket's MOTION stream stalled \(gap) s")
     }
 
     /// Defect 11: an address beyond loopback is an amplifier and hands the machine's motion to whoever
