@@ -1,3 +1,4 @@
+import CoreMetrics
 import MotionConfiguration
 import MotionHub
 import MotionSystem
@@ -10,6 +11,7 @@ package final class DSUFrontEnd: DaemonPart, @unchecked Sendable {
     private let hub: Hub
     private let settings: DSUSettings
     private let socketPath: String
+    private let metrics: any MetricsFactory
     private var server: NIOLoopBound<DSUServer>?
     private var channel: (any Channel)?
 
@@ -17,27 +19,29 @@ package final class DSUFrontEnd: DaemonPart, @unchecked Sendable {
     /// Where it listens, once started (the port chosen, for port 0).
     package var localAddress: SocketAddress? { channel?.localAddress }
 
-    /// - Parameter socketPath: motiond's Unix socket, whose permissions say who may use motion data
-    ///   (`dsu.require_motion_group`).
-    package init(hub: Hub, settings: DSUSettings, socketPath: String) {
+    /// - Parameters:
+    ///   - socketPath: motiond's Unix socket, whose permissions say who may use motion data
+    ///     (`dsu.require_motion_group`).
+    ///   - metrics: where its counters go (the daemon's metrics, or nowhere).
+    package init(hub: Hub, settings: DSUSettings, socketPath: String, metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
         self.hub = hub
         self.settings = settings
         self.socketPath = socketPath
+        self.metrics = metrics
     }
 
     package func start() throws {
         let hub = self.hub
-        let (settings, socketPath) = (self.settings, self.socketPath)
+        let (settings, socketPath, metrics) = (self.settings, self.socketPath, self.metrics)
         let handler = DatagramHandler()
         let socket = try DSUServer.listen(settings, on: hub.eventLoop, handler: handler)
         let channel = socket.channel
         self.channel = channel
         server = try hub.eventLoop.submit {
-            let server = DSUServer(hub: hub, settings: settings, socket: socket, socketPath: socketPath)
+            let server = DSUServer(hub: hub, settings: settings, socket: socket, socketPath: socketPath, metrics: metrics)
             let bound = NIOLoopBound(server, eventLoop: hub.eventLoop)
             handler.server = bound
             server.start()
-            hub.dsuCounters = { server.counters }
             return bound
         }.wait()
         let address = channel.localAddress.map { "\($0)" } ?? settings.listen
@@ -52,10 +56,7 @@ package final class DSUFrontEnd: DaemonPart, @unchecked Sendable {
 
     package func stop() throws {
         guard let server else { return }
-        try hub.eventLoop.flatSubmit { [hub] in
-            hub.dsuCounters = nil
-            return server.value.stop()
-        }.wait()
+        try hub.eventLoop.flatSubmit { server.value.stop() }.wait()
         self.server = nil
     }
 }

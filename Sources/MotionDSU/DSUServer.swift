@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import MotionConfiguration
 import MotionCore
@@ -67,15 +68,16 @@ final class DSUServer: MessageSink {
     private var refusedUsers: [UInt32: NIODeadline] = [:]
     /// Whether sends failed since the last sweep (logged once per episode).
     private var sendsFailing = false
-    private(set) var counters = DSUCounters()
+    private var metrics: DSUMetrics
 
     /// Where it listens (the port chosen, for port 0).
     var localAddress: SocketAddress? { channel.localAddress }
 
     /// Serves on `socket` (made by `listen`); on the hub's loop. `socketPath` is motiond's Unix
-    /// socket, whose permissions `require_motion_group` applies.
-    init(hub: Hub, settings: DSUSettings, socket: DSUSocket, socketPath: String) {
+    /// socket, whose permissions `require_motion_group` applies; its metrics go to `metrics`.
+    init(hub: Hub, settings: DSUSettings, socket: DSUSocket, socketPath: String, metrics: any MetricsFactory) {
         self.hub = hub
+        self.metrics = DSUMetrics(factory: metrics)
         self.settings = settings
         channel = socket.channel
         sender = socket.sender
@@ -203,7 +205,7 @@ final class DSUServer: MessageSink {
     // MARK: Requests
 
     fileprivate func received(_ envelope: AddressedEnvelope<ByteBuffer>) {
-        counters.datagrams += 1
+        metrics.received()
         let request: DSURequest
         do {
             request = try DSURequest(datagram: envelope.data)
@@ -223,7 +225,7 @@ final class DSUServer: MessageSink {
                 guard admit(envelope.remoteAddress, client, at: now) else { return }
             }
             leases.renew(subscription, from: envelope.remoteAddress, at: now)
-            counters.clients = leases.clients.count
+            metrics.holding(leases.clients.count)
             // A renewal can only start the watch: the lease table is not scanned per request (Cemu
             // asks after every packet, and a thousand such clients would make that quadratic).
             if !watching { follow() }
@@ -268,7 +270,7 @@ final class DSUServer: MessageSink {
     }
 
     private func drop(_ problem: DSURequest.Problem) {
-        counters.dropped[problem.rawValue, default: 0] += 1
+        metrics.dropped(problem.rawValue)
     }
 
     /// Sends one reply at once (requests are few: a version or a slot's information).
@@ -278,7 +280,7 @@ final class DSUServer: MessageSink {
     }
 
     private func countFailedSend(_ error: Errno?, bufferFull: Bool, count: Int = 1) {
-        counters.packetsDropped[bufferFull ? "send_buffer_full" : "send_error", default: 0] += count
+        metrics.packetsDropped(count, reason: bufferFull ? "send_buffer_full" : "send_error")
         if !bufferFull && !sendsFailing {
             sendsFailing = true
             logger.warning("DSU send refused by the kernel; that client's packets are dropped", metadata: ["error": "\(error.map { "\($0)" } ?? "?")"])
@@ -289,7 +291,7 @@ final class DSUServer: MessageSink {
         let now = NIODeadline.now()
         leases.expire(at: now)
         admission.expire(at: now)
-        counters.clients = leases.clients.count
+        metrics.holding(leases.clients.count)
         if refusing && !leases.isFull {
             refusing = false
             logger.notice("DSU accepting clients again", metadata: ["clients": "\(leases.clients.count)"])
@@ -365,9 +367,9 @@ final class DSUServer: MessageSink {
                 over += 1
             }
         }
-        if over > 0 { counters.packetsDropped["over_budget", default: 0] += over }
+        if over > 0 { metrics.packetsDropped(over, reason: "over_budget") }
         let outcome = packet.withUnsafeReadableBytes { sender.send($0) }
-        counters.packetsSent += outcome.sent
+        metrics.sent(outcome.sent)
         if outcome.refused > 0 { countFailedSend(outcome.lastRefusal, bufferFull: false, count: outcome.refused) }
         if outcome.bufferFull > 0 { countFailedSend(nil, bufferFull: true, count: outcome.bufferFull) }
     }

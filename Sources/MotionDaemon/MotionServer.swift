@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import MotionConfiguration
 import MotionCore
@@ -74,14 +75,16 @@ public final class MotionServer: Sendable {
             source: source, maximumClients: clientLimit, pagesOutWhenSettled: pagesOutWhenSettled)
         self.hub = hub
         self.metrics = metrics.map { MetricsFrontEnd(hub: hub, host: $0.host, port: $0.port) }
-        self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0, socketPath: socketPath) }
+        // The front ends count on the metrics' registry, or on nothing when none are served.
+        let factory = self.metrics?.factory ?? NOOPMetricsHandler.instance
+        self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0, socketPath: socketPath, metrics: factory) }
         let notifier = SystemdNotifier()
         var parts: [any DaemonPart] = [
             HubPart(hub: hub, stateSaveInterval: stateSaveInterval),
             SocketServer(hub: hub, group: loops, socketPath: socketPath, socketMode: socketMode, socketGroup: socketGroup),
         ]
         if servesDBus { parts.append(SensorProxyFrontEnd(hub: hub)) }
-        if let mqtt { parts.append(MQTTFrontEnd(hub: hub, settings: mqtt)) }
+        if let mqtt { parts.append(MQTTFrontEnd(hub: hub, settings: mqtt, metrics: factory)) }
         if let dsu = self.dsu { parts.append(dsu) }
         if let metrics = self.metrics { parts.append(metrics) }
         parts.append(ReadinessPart(notifier: notifier, hub: hub, socketPath: socketPath))

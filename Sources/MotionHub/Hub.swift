@@ -56,10 +56,6 @@ package final class Hub: @unchecked Sendable {
     private var reportedProblems: [DeviceOrigin: Set<String>] = [:]
     /// Told of every change of `devices` (the bridges: D-Bus's `Has…` properties, streams waiting for a sensor).
     private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
-    /// A bridge's counters (the MQTT bridge's), for metrics, while it runs.
-    package var bridgeCounters: (() -> BridgeCounters)?
-    /// The DSU server's counters, for metrics, while it runs.
-    package var dsuCounters: (() -> DSUCounters)?
 
     /// Where the sensors come from.
     package var source: any SensorSource { captures.source }
@@ -408,8 +404,7 @@ package final class Hub: @unchecked Sendable {
             gyroscopeBiasUncertainty: pipeline.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
                 ?? calibration.value?.gyroscopeBiasSigma,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
-            steps: pipeline.latestPedometer.steps, activity: pipeline.latestActivity?.activity, altitude: pipeline.latestAltitude,
-            mqtt: bridgeCounters?(), dsu: dsuCounters?())
+            steps: pipeline.latestPedometer.steps, activity: pipeline.latestActivity?.activity, altitude: pipeline.latestAltitude)
     }
 
     /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits

@@ -52,42 +52,4 @@ package struct MetricsSnapshot: Sendable {
     package var activity: MotionActivityKind?
     /// The last altitude reading (`nil` while no pressure sensor runs).
     package var altitude: AltitudeMessage?
-    /// The MQTT bridge's, if there is one.
-    package var mqtt: BridgeCounters?
-    /// The DSU server's, if there is one.
-    package var dsu: DSUCounters?
-}
-
-/// What the DSU server did, for metrics.
-package struct DSUCounters: Sendable {
-    /// Client addresses holding a lease now.
-    package var clients = 0
-    /// Datagrams received.
-    package var datagrams = 0
-    /// Datagrams dropped unanswered, by reason (`too_short`, `bad_crc`, `too_many_clients`…).
-    package var dropped: [String: Int] = [:]
-    /// Pad-data packets sent, one per client per sample.
-    package var packetsSent = 0
-    /// Packets motiond did not send, by reason: `over_budget` (more clients than a sample's send
-    /// budget), `send_buffer_full` (its own socket's buffer), `send_error` (the kernel refused the
-    /// destination: a firewall's `EPERM`, an unreachable network). A receiver's full buffer drops
-    /// in the receiver's kernel, unseen.
-    package var packetsDropped: [String: Int] = [:]
-
-    package init() {}
-}
-
-/// What a bridge to another system (the MQTT broker) did, for metrics.
-package struct BridgeCounters: Sendable {
-    package var connected = false
-    /// Messages handed to the other side.
-    package var published = 0
-    /// Messages lost: pushed out of the full queue, or in flight when a connection died.
-    package var dropped = 0
-    /// Connections the other side accepted.
-    package var connections = 0
-
-    package init(connected: Bool = false, published: Int = 0, dropped: Int = 0, connections: Int = 0) {
-        (self.connected, self.published, self.dropped, self.connections) = (connected, published, dropped, connections)
-    }
 }

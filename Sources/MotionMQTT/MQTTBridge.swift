@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import MotionConfiguration
 import MotionHub
@@ -25,9 +26,6 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     /// The retained status.
     static let online = "online", offline = "offline"
 
-    /// What the bridge did, for metrics.
-    typealias Counters = BridgeCounters
-
     /// The state both threads see, behind a lock.
     private final class SharedLink: Sendable {
         private let state = Mutex(Link())
@@ -41,7 +39,6 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         var awaitingWindow = false
         /// QoS 0 messages in flight when a connection died.
         var lost = 0
-        var connections = 0
         /// Whether connection attempts have failed since the last that succeeded.
         var failing = false
     }
@@ -64,10 +61,13 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     private var waiting: Set<StreamKind> = []
     private var published = 0
     private var refused = 0
+    private let metrics: MQTTMetrics
 
-    init(hub: Hub, settings: MQTTSettings, hostName: String) {
+    /// A bridge for `settings`, its metrics going to `metrics`.
+    init(hub: Hub, settings: MQTTSettings, hostName: String, metrics: any MetricsFactory) {
         self.hub = hub
         self.settings = settings
+        self.metrics = MQTTMetrics(factory: metrics)
         logger = hub.logger
         queue = DeliveryQueue(capacity: settings.queue)
         let prefix = settings.topicPrefix ?? "motiond/\(hostName)/"
@@ -83,31 +83,33 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         let address = try settings.address()
         let bridge = NIOLoopBound(self, eventLoop: hub.eventLoop)
         let events = MQTTConnection.Events(
-            connected: { [link, logger] code in
+            connected: { [link, logger, metrics] code in
                 guard code == 0 else {
                     return logger.warning("MQTT broker refused the connection", metadata: ["reason": "\(MQTTConnection.refusal(code))"])
                 }
                 link.withLock {
                     $0.connected = true
                     $0.failing = false
-                    $0.connections += 1
                 }
+                metrics.connections.increment()
+                metrics.connected.record(1)
                 // The loop publishes the status, then what waited.
                 bridge.eventLoop.execute { bridge.value.connected() }
             },
-            disconnected: { [link, qos = settings.qos] code in
-                let (wasConnected, firstFailure) = link.withLock {
+            disconnected: { [link, metrics, qos = settings.qos] code in
+                let (wasConnected, firstFailure, lost) = link.withLock {
                     let was = ($0.connected, !$0.failing)
                     $0.failing = !$0.connected
                     $0.connected = false
                     // QoS 0 messages in libmosquitto's hands are gone with the connection; QoS 1 and 2
                     // ones are sent again on the next.
-                    if qos == 0 {
-                        $0.lost += $0.inFlight
-                        $0.inFlight = 0
-                    }
-                    return was
+                    let lost = qos == 0 ? $0.inFlight : 0
+                    $0.lost += lost
+                    if qos == 0 { $0.inFlight = 0 }
+                    return (was.0, was.1, lost)
                 }
+                metrics.connected.record(0)
+                if lost > 0 { metrics.dropped.increment(by: lost) }
                 // A lost connection is told at once; attempts that fail after it (or from the start),
                 // once until one succeeds.
                 if code != 0, wasConnected || firstFailure {
@@ -180,11 +182,8 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         id = nil
     }
 
-    /// The counters now; on the loop.
-    var counters: Counters {
-        let link = link.withLock { $0 }
-        return Counters(connected: link.connected, published: published, dropped: queue.totalDropped + link.lost + refused, connections: link.connections)
-    }
+    /// Messages lost so far, for the log.
+    private var droppedSoFar: Int { queue.totalDropped + link.withLock { $0.lost } + refused }
 
     // MARK: Watching
 
@@ -204,7 +203,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
 
     private func connected() {
         _ = connection?.publish(topic: statusTopic, text: Self.online, qos: 1, retain: true)
-        logger.notice("MQTT broker connected", metadata: ["broker": "\(settings.broker)", "dropped so far": "\(counters.dropped)"])
+        logger.notice("MQTT broker connected", metadata: ["broker": "\(settings.broker)", "dropped so far": "\(droppedSoFar)"])
         drain()
     }
 
@@ -247,10 +246,12 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         let failure = topics[stream.index].withUnsafeBufferPointer { connection.publish(topic: $0.baseAddress!, payload: payload, qos: settings.qos) }
         if failure == nil {
             published += 1
+            metrics.published.increment()
         } else {
             // The connection died between the check and the call: the message is lost, counted.
             link.withLock { $0.inFlight = max(0, $0.inFlight - 1) }
             refused += 1
+            metrics.dropped.increment()
         }
     }
 
@@ -277,7 +278,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
 
     private func enqueue(_ line: ByteBuffer, of stream: StreamKind) {
         guard settings.batch else {
-            queue.push(line, kind: .stream(stream))
+            push(line, of: stream)
             return
         }
         let body = line.readableBytesView.last == UInt8(ascii: "\n") ? line.getSlice(at: line.readerIndex, length: line.readableBytes - 1)! : line
@@ -294,13 +295,20 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         }
     }
 
+    /// Queues a message, counting the one it pushed out of a full queue.
+    private func push(_ message: ByteBuffer, of stream: StreamKind) {
+        let dropped = queue.totalDropped
+        queue.push(message, kind: .stream(stream))
+        if queue.totalDropped > dropped { metrics.dropped.increment(by: queue.totalDropped - dropped) }
+    }
+
     /// Closes the batches of one delivery.
     private func closeBatches() {
         for index in batches.indices {
             guard var batch = batches[index] else { continue }
             batches[index] = nil
             batch.writeInteger(UInt8(ascii: "]"))
-            queue.push(batch, kind: .stream(StreamKind.allCases[index]))
+            push(batch, of: StreamKind.allCases[index])
         }
     }
 

@@ -1,3 +1,4 @@
+import CoreMetrics
 import MotionConfiguration
 import MotionHub
 import MotionSystem
@@ -8,33 +9,32 @@ package final class MQTTFrontEnd: DaemonPart, @unchecked Sendable {
     // @unchecked: `bridge` is set by `start` and read by `stop`, one after the other.
     private let hub: Hub
     private let settings: MQTTSettings
+    private let metrics: any MetricsFactory
     private var bridge: MQTTBridge?
 
     package var name: String { "MQTT bridge" }
 
-    package init(hub: Hub, settings: MQTTSettings) {
+    /// A bridge for `settings`, its metrics going to `metrics` (the daemon's, or nowhere).
+    package init(hub: Hub, settings: MQTTSettings, metrics: any MetricsFactory = NOOPMetricsHandler.instance) {
         self.hub = hub
         self.settings = settings
+        self.metrics = metrics
     }
 
     package func start() throws {
         let hub = self.hub
-        let settings = self.settings
+        let (settings, metrics) = (self.settings, self.metrics)
         let hostName = (try? Syscall.hostName().get()) ?? "localhost"
         bridge = try hub.eventLoop.submit {
-            let bridge = MQTTBridge(hub: hub, settings: settings, hostName: hostName)
+            let bridge = MQTTBridge(hub: hub, settings: settings, hostName: hostName, metrics: metrics)
             try bridge.start(hostName: hostName)
-            hub.bridgeCounters = { bridge.counters }
             return bridge
         }.wait()
     }
 
     package func stop() throws {
         guard let bridge else { return }
-        try hub.eventLoop.submit { [hub] in
-            hub.bridgeCounters = nil
-            bridge.detach()
-        }.wait()
+        try hub.eventLoop.submit { bridge.detach() }.wait()
         bridge.stop()
         self.bridge = nil
     }

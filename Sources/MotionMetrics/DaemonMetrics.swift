@@ -4,13 +4,14 @@ import MotionCore
 import MotionWire
 import Prometheus
 
-/// The daemon's metrics in Prometheus's text format, through swift-metrics on a registry of its own
-/// (not the process-wide `MetricsSystem`: the tests run several daemons in one process).
+/// The hub's metrics in Prometheus's text format, through swift-metrics on the daemon's registry
+/// (not the process-wide `MetricsSystem`: the tests run several daemons in one process), which the
+/// front ends (MQTT, DSU) report to themselves, as things happen.
 ///
-/// Nothing is counted on the sample path: each scrape takes a `MetricsSnapshot` of the totals the
-/// hub keeps anyway, and moves each counter on by what it grew since the last scrape.
+/// Nothing of the hub's is counted on the sample path: each scrape takes a `MetricsSnapshot` of the
+/// totals the hub keeps anyway, and moves each counter on by what it grew since the last scrape.
 final class DaemonMetrics {
-    private let registry = PrometheusCollectorRegistry()
+    private let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private var counters: [String: (counter: CoreMetrics.Counter, value: Int)] = [:]
     private var gauges: [String: CoreMetrics.Gauge] = [:]
@@ -18,11 +19,13 @@ final class DaemonMetrics {
     private var devicesSeen: Set<String> = []
     private var clientsSeen: Set<Int> = []
 
-    init() {
+    /// The hub's metrics on `registry`, with the front ends' there already.
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
         factory = PrometheusMetricsFactory(registry: registry)
     }
 
-    /// The metrics as of `snapshot`, in Prometheus's text exposition format.
+    /// The metrics as of `snapshot` (and the front ends' as they are), in Prometheus's text exposition format.
     func exposition(of snapshot: MetricsSnapshot) -> [UInt8] {
         gauge("motiond_uptime_seconds", snapshot.uptime)
         gauge("motiond_clients", Double(snapshot.clients))
@@ -77,19 +80,6 @@ final class DaemonMetrics {
         if let altitude = snapshot.altitude {
             gauge("motiond_pressure_kilopascals", altitude.pressure)
             gauge("motiond_altitude_meters", altitude.altitude)
-        }
-        if let mqtt = snapshot.mqtt {
-            gauge("motiond_mqtt_connected", mqtt.connected ? 1 : 0)
-            count("motiond_mqtt_connections_total", total: mqtt.connections)
-            count("motiond_mqtt_published_messages_total", total: mqtt.published)
-            count("motiond_mqtt_dropped_messages_total", total: mqtt.dropped)
-        }
-        if let dsu = snapshot.dsu {
-            gauge("motiond_dsu_clients", Double(dsu.clients))
-            count("motiond_dsu_datagrams_received_total", total: dsu.datagrams)
-            for (reason, total) in dsu.dropped { count("motiond_dsu_datagrams_dropped_total", ("reason", reason), total: total) }
-            count("motiond_dsu_packets_sent_total", total: dsu.packetsSent)
-            for (reason, total) in dsu.packetsDropped { count("motiond_dsu_packets_dropped_total", ("reason", reason), total: total) }
         }
         return registry.emitToBuffer()
     }
