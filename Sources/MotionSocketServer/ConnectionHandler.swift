@@ -22,6 +22,9 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private var unserved: ByteBuffer?
     /// Whether `serveUnserved` is running.
     private var serving = false
+    /// Whether the client's input ended (it shut its writing side) while requests still waited: the
+    /// hub is told once they are served, or it would close the connection before answering them.
+    private var inputEnded = false
 
     init(hub: Hub) { self.hub = hub }
 
@@ -94,6 +97,10 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             unserved = nil
             return false
         }
+        if inputEnded, unserved == nil {
+            inputEnded = false
+            hub.inputClosed(client)
+        }
         hub.pauseReadingIfCongested(client)
         return unserved == nil && hub.acceptsRequests(client)
     }
@@ -113,7 +120,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case ChannelEvent.inputClosed = event, let client {
-            hub.inputClosed(client)
+            if unserved == nil { hub.inputClosed(client) } else { inputEnded = true }
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -66,6 +66,25 @@ extension Hardware.Server {
         }
     }
 
+    /// `socat` with a file of requests: more than the client's queue holds (its requests then wait),
+    /// and its writing side shut at the end, read to the last answer. The end of its input, read
+    /// while requests still waited, must not close the connection before they are answered.
+    @Test func aClientThatPipelinesMoreThanItsQueueHoldsThenEndsItsInputGetsEveryAnswer() async throws {
+        let (_, server) = try await Self.startServerOnIMU()
+        try await server.whileServing {
+            let client = try TestClient.greeted(path: server.socketPath)
+            let count = 2_000
+            let requests = (1...count).map { #"{"class":"DEVICES","id":\#($0)}"# + "\n" }.joined()
+            _ = requests.utf8CString.withUnsafeBytes { write(client.fd, $0.baseAddress, $0.count - 1) }
+            shutdown(client.fd, Int32(SHUT_WR))
+            var ids: [Int64] = []
+            while let line = try? client.next(seconds: 5) {
+                if case .integer(let id)? = try? client.decode(DevicesReply.self, line).id { ids.append(id) }
+            }
+            #expect(ids == Array(1...Int64(count)), "\(ids.count) of \(count) answered, in order")
+        }
+    }
+
     /// Replies are never dropped, so a client that writes thousands of requests and reads nothing
     /// would grow its queue without bound (one 64 KB read of "x\n" asks for 32,768 error replies).
     /// Its requests wait once its queue is full (the rest of the read held, reading paused), and it is
