@@ -150,14 +150,11 @@ public enum Syscall {
     public static func makePeriodicTimer(period: Int64) -> Result<Int32, Errno> {
         let fd = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC))
         guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
+        let timer = OwnedDescriptor(fd)
         let interval = timespec(tv_sec: Int(period / 1_000_000_000), tv_nsec: Int(period % 1_000_000_000))
         var setting = itimerspec(it_interval: interval, it_value: interval)
-        guard timerfd_settime(fd, 0, &setting, nil) == 0 else {
-            let error = Errno(rawValue: errno)
-            _ = Glibc.close(fd)
-            return .failure(error)
-        }
-        return .success(fd)
+        guard timerfd_settime(timer.rawValue, 0, &setting, nil) == 0 else { return .failure(Errno(rawValue: errno)) }
+        return .success(timer.take())
     }
 
     /// `poll` on one descriptor for input, with a timeout in milliseconds (-1: forever).
