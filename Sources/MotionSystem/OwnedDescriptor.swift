@@ -33,3 +33,17 @@ public struct OwnedDescriptor: ~Copyable, Sendable {
         self.init(try Syscall.openWriteOnly(path).get())
     }
 }
+
+/// Descriptors with one owner, opened one by one (a sensor's channel files) and closed together when
+/// it goes; `rawValues` lends them, in the order added.
+public final class OwnedDescriptors {
+    /// The descriptors, lent.
+    public private(set) var rawValues: [Int32] = []
+
+    public init() {}
+
+    /// Owns `descriptor` from now on.
+    public func append(_ descriptor: consuming OwnedDescriptor) { rawValues.append(descriptor.take()) }
+
+    deinit { for descriptor in rawValues { _ = close(descriptor) } }
+}
