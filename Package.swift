@@ -28,7 +28,8 @@ let package = Package(
         .target(name: "MotionWire", dependencies: ["MotionCore"]),
         .target(name: "MotionClient", dependencies: ["MotionWire", "MotionCore", "MotionSystem"]),
         // The hub core: sensors run while someone listens, captures, fusion pipeline, fan-out, calibration
-        // keeping. No channel, bus, broker or file format: the front ends below are its clients.
+        // keeping. No socket, bus, broker or file format: the front ends below are its clients. NIOPosix
+        // for the pipe channels that read its captures' descriptors on the loop (docs/architecture.md).
         .target(
             name: "MotionHub",
             dependencies: [
@@ -88,12 +89,13 @@ let package = Package(
         .target(
             name: "MotionConfiguration",
             dependencies: ["MotionCore", "MotionWire", "MotionDevices", "MotionSystem", "CYAML", .product(name: "Logging", package: "swift-log")]),
-        // The composition: the hub and the front ends as Services of one ServiceGroup, logging, systemd.
+        // The composition: the hub and the front ends as Services of one ServiceGroup, logging (to the
+        // journal natively: sd-journal, so libsystemd), systemd.
         .target(
             name: "MotionDaemon",
             dependencies: [
                 "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionDSU", "MotionMetrics", "MotionConfiguration",
-                "MotionDevices", "MotionSystem", "MotionWire", "CConcurrencyHook",
+                "MotionDevices", "MotionSystem", "MotionWire", "CConcurrencyHook", "CSDBus",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -120,7 +122,7 @@ let package = Package(
             providers: [.apt(["libmosquitto-dev"])]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
         // The one syscall layer: thin typed wrappers on swift-system.
-        .target(name: "MotionSystem", dependencies: ["CLinux", "CSDBus", .product(name: "SystemPackage", package: "swift-system")]),
+        .target(name: "MotionSystem", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),
         .systemLibrary(name: "CLinux"),
 
         .executableTarget(

@@ -9,7 +9,7 @@ import Synchronization
 /// sensor's claimants.
 ///
 /// sd-bus is not to be used from two threads: the owner sets values and readiness from its own thread
-/// (`publish`, `markReady`), and the bus thread, woken through a pipe, announces them.
+/// (`publish`, `markReady`), and the bus thread, woken (`WakeableThread`), announces them.
 final class SensorProxyService: Sendable {
     typealias Properties = SensorProxyInterface.Properties
     typealias Object = SensorProxyInterface.Object
@@ -38,15 +38,13 @@ final class SensorProxyService: Sendable {
     /// before, so nothing would ever release them). Entries live only while a check is under way.
     private nonisolated(unsafe) var authorizing: [String: Int] = [:]
     private nonisolated(unsafe) var departedWhileAuthorizing: Set<String> = []
-    /// Wakes the bus thread to announce new values or to stop.
-    private let wake: (read: Int32, write: Int32)
     /// Told when a sensor's first claim comes (`true`) and its last goes (`false`), on the bus's thread.
     private let demand: @Sendable (ClaimBook.Sensor, Bool) -> Void
     /// Where claimants leaving, polkit's refusals, failed replies and a lost bus are told.
     private let logger: Logger
-    private let stopRequested = Atomic<Bool>(false)
-    /// The bus thread: `stop` joins it, so that it returns only once nothing more is handed to the owner.
-    private let thread = Mutex<OSThread?>(nil)
+    /// The bus thread, woken to announce new values or to stop: `stop` joins it, so that it returns
+    /// only once nothing more is handed to the owner.
+    private let thread: WakeableThread
     private let started = Atomic<Bool>(false)
     /// The connection; used by the bus thread only once `start` has run.
     private nonisolated(unsafe) let bus: Bus
@@ -59,17 +57,13 @@ final class SensorProxyService: Sendable {
     ) throws(BusError) {
         self.demand = demand
         self.logger = logger
-        guard case .success(let ends) = Syscall.makeWakePipe() else { throw BusError(call: "pipe", code: currentErrno()) }
         do {
-            bus = try Bus(address: address)
+            thread = try WakeableThread(name: "dbus")
         } catch {
-            Syscall.close(ends.0)
-            Syscall.close(ends.1)
-            throw error
+            throw BusError(call: "eventfd", code: error.rawValue)
         }
-        wake = (ends.0, ends.1)
-        // From here on a failure runs deinit, which closes both. The handlers hold the service
-        // weakly: the bus, which keeps them, is the service's.
+        bus = try Bus(address: address)
+        // The handlers hold the service weakly: the bus, which keeps them, is the service's.
         for object in SensorProxyInterface.objects {
             try bus.serve(path: object.path) { [weak self] call throws(BusError) in try self?.handle(call, to: object) ?? false }
         }
@@ -80,11 +74,6 @@ final class SensorProxyService: Sendable {
         try bus.requestName(SensorProxyInterface.busName)
     }
 
-    deinit {
-        Syscall.close(wake.read)
-        Syscall.close(wake.write)
-    }
-
     /// The senders (unique bus names) that hold a claim on `sensor`.
     func claimants(of sensor: ClaimBook.Sensor) -> Set<String> {
         shared.withLock { $0.claims.claimants(of: sensor) }
@@ -93,39 +82,36 @@ final class SensorProxyService: Sendable {
     /// Sets the properties' values; the bus thread tells the claimants what changed.
     func publish(_ values: Properties) {
         shared.withLock { $0.properties = values }
-        Syscall.wake(wake.write)
+        thread.wake()
     }
 
     /// Says that `sensor`'s first value is in the properties, or that it is absent: the claims
     /// waiting for it return.
     func markReady(_ sensor: ClaimBook.Sensor) {
         guard shared.withLock({ $0.ready.insert(sensor).inserted }) else { return }
-        Syscall.wake(wake.write)
+        thread.wake()
     }
 
     /// Serves the bus on a thread of its own until `stop`.
     func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = OSThread(name: "dbus") { [self] in
+        let failure = thread.start { [self] in
             announced = shared.withLock { $0.properties }
             do {
-                while !stopRequested.load(ordering: .relaxed) { try serveOnce() }
+                while !thread.isStopping { try serveOnce() }
             } catch {
                 logger.error("lost the system bus: D-Bus clients are no longer served (the socket still is)", metadata: ["error": "\(error)"])
             }
         }
-        if let failure = thread.start() {
-            return logger.error("cannot serve D-Bus", metadata: ["error": "\(BusError(call: "pthread_create", code: failure.rawValue))"])
+        if let failure {
+            logger.error("cannot serve D-Bus", metadata: ["error": "\(BusError(call: "pthread_create", code: failure.rawValue))"])
         }
-        self.thread.withLock { $0 = thread }
     }
 
     /// Ends the bus thread and waits for it (one turn of its loop; nothing in it blocks), so that no
     /// claim reaches the owner afterwards.
     func stop() {
-        guard !stopRequested.exchange(true, ordering: .relaxed) else { return }
-        Syscall.wake(wake.write)
-        thread.withLock { $0 }?.join()
+        thread.stop()
     }
 
     /// One turn of the bus thread: handles what arrived, then sleeps until the bus has something, the
@@ -135,9 +121,8 @@ final class SensorProxyService: Sendable {
         let waiting = try bus.waitingFor()
         let deadline = min(heldClaims.map(\.deadline).min() ?? .max, waiting.deadline ?? .max)
         let timeout = deadline == .max ? -1 : Int32(clamping: max(0, (deadline - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000))
-        switch Syscall.wait(for: waiting.events, on: waiting.descriptor, orWake: wake.read, timeoutMilliseconds: timeout) {
-        case .success((_, true)):
-            Syscall.drainWakePipe(wake.read)
+        switch thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: timeout) {
+        case .success(let wakeup) where wakeup.woken:
             announceChanges()
         case .success:
             break

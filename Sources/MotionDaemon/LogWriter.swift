@@ -18,7 +18,7 @@ public final class LogWriter: Sendable {
         var dropped = 0
         /// Whether the thread is writing a batch it took.
         var writing = false
-        /// Whether the thread waits for the pipe (and must be woken).
+        /// Whether the thread waits for lines (and must be woken).
         var idle = false
         /// Whether there is no writer thread: the caller writes.
         var writesDirectly = false
@@ -29,8 +29,8 @@ public final class LogWriter: Sendable {
     /// NUL bytes, rather than as lines written to `descriptor`.
     public let writesToJournal: Bool
     private let state = Mutex(State())
-    /// Wakes the writer thread when lines wait.
-    private let wake: (read: Int32, write: Int32)?
+    /// The writer thread, woken when lines wait (nil: none could be made).
+    private let thread: WakeableThread?
 
     /// The writer of standard error, shared by every handler: natively to the journal where systemd
     /// connected standard error to it (a service), so that metadata become fields.
@@ -41,9 +41,9 @@ public final class LogWriter: Sendable {
     public init(descriptor: Int32, toJournal: Bool = false) {
         self.descriptor = descriptor
         writesToJournal = toJournal
-        // Without a pipe or a thread (the process's limits reached), lines are written at once.
-        wake = try? Syscall.makeWakePipe().get()
-        if wake == nil || OSThread(name: "log writer", body: { [self] in run() }).start() != nil {
+        // Without a thread or its eventfd (the process's limits reached), lines are written at once.
+        thread = try? WakeableThread(name: "log writer")
+        if thread == nil || thread?.start({ [self] in run() }) != nil {
             state.withLock { $0.writesDirectly = true }
         }
     }
@@ -57,7 +57,7 @@ public final class LogWriter: Sendable {
             return (state.idle, false)
         }
         if direct { emit(line) }
-        if wakeWriter, let wake { Syscall.wake(wake.write) }
+        if wakeWriter { thread?.wake() }
     }
 
     /// Waits until every line queued so far is written, for at most `timeout` seconds (before the
@@ -88,14 +88,13 @@ public final class LogWriter: Sendable {
 
     private func run() {
         var batch: [[UInt8]] = []
-        guard let wake else { return }
+        guard let thread else { return }
         while true {
             while state.withLock({ state in
                 state.idle = state.lines.isEmpty && state.dropped == 0
                 return state.idle
             }) {
-                _ = Syscall.waitReadable(wake.read, timeoutMilliseconds: -1)
-                Syscall.drainWakePipe(wake.read)
+                _ = thread.wait(timeoutMilliseconds: -1)
             }
             let dropped = state.withLock { state in
                 swap(&batch, &state.lines)

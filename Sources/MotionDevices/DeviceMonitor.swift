@@ -1,6 +1,5 @@
 import CLibUdev
 import MotionCore
-import Synchronization
 import MotionSystem
 
 /// A change to the set of IIO devices, as udev reports it.
@@ -29,12 +28,10 @@ public struct DeviceChange: Sendable, Hashable {
 /// monitor's thread sleeps in `poll` with no timeout (no wake-ups).
 public final class DeviceMonitor: @unchecked Sendable {
     // @unchecked: udev and monitor pointers are touched only by the monitor thread after start;
-    // `stop()` only writes to the wake pipe and joins that thread.
+    // `stop()` only wakes and joins that thread.
     private let udev: Udev
     private let monitor: OpaquePointer
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
-    private let thread = Mutex<OSThread?>(nil)
+    private let thread: WakeableThread
 
     /// Starts listening for udev events of the `iio` subsystem.
     public init() throws(DeviceError) {
@@ -50,20 +47,16 @@ public final class DeviceMonitor: @unchecked Sendable {
             udev_monitor_unref(monitor)
             throw .udevFailed(operation: "udev_monitor_enable_receiving", errno: -status)
         }
-        switch Syscall.makeWakePipe() {
-        case .success(let (r, w)):
-            wakeRead = r
-            wakeWrite = w
-        case .failure(let e):
+        do {
+            thread = try WakeableThread(name: "udev monitor")
+        } catch {
             udev_monitor_unref(monitor)
-            throw .udevFailed(operation: "pipe", errno: e.rawValue)
+            throw .udevFailed(operation: "eventfd", errno: error.rawValue)
         }
     }
 
     deinit {
         udev_monitor_unref(monitor)
-        Syscall.close(wakeRead)
-        Syscall.close(wakeWrite)
     }
 
     /// Waits for the next change, at most `timeoutMilliseconds` (-1: until one comes or `stop()`).
@@ -71,18 +64,17 @@ public final class DeviceMonitor: @unchecked Sendable {
     public func nextChange(timeoutMilliseconds: Int32 = -1) throws(DeviceError) -> DeviceChange? {
         let fd = udev_monitor_get_fd(monitor)
         let deadline = Syscall.monotonicNanoseconds() + Int64(timeoutMilliseconds) * 1_000_000
-        while true {
+        while !thread.isStopping {
             var wait = timeoutMilliseconds
             if timeoutMilliseconds >= 0 {
                 wait = Int32(max(0, (deadline - Syscall.monotonicNanoseconds()) / 1_000_000))
             }
-            let ready: (Bool, Bool)
-            switch Syscall.waitReadable(fd, wakeRead, timeoutMilliseconds: wait) {
+            let ready: WakeableThread.Wakeup
+            switch thread.wait(on: fd, timeoutMilliseconds: wait) {
             case .success(let r): ready = r
             case .failure(let e): throw .udevFailed(operation: "poll", errno: e.rawValue)
             }
-            if ready.1 { return nil }
-            guard ready.0 else { return nil }
+            guard !ready.woken, ready.hasInput else { return nil }
             guard let device = udev_monitor_receive_device(monitor) else { continue }
             defer { udev_device_unref(device) }
             let described = Udev.describe(device)
@@ -98,13 +90,13 @@ public final class DeviceMonitor: @unchecked Sendable {
             }
             return DeviceChange(action: action, device: number, syspath: described.syspath)
         }
+        return nil
     }
 
     /// Wakes a thread blocked in `nextChange` so that it returns `nil`, and waits for the thread that
     /// `start(handler:)` made to end. Not to be called from `handler`.
     public func stop() {
-        Syscall.wake(wakeWrite)
-        thread.withLock { $0?.join(); $0 = nil }
+        thread.stop()
     }
 
     /// Calls `handler` with each change, on a thread of its own, until `stop()`. The thread is a plain
@@ -112,15 +104,13 @@ public final class DeviceMonitor: @unchecked Sendable {
     /// udev fails, `handler` gets the error last and the thread ends (devices are then no longer
     /// followed). Returns an error if the thread cannot be made (the process's thread limit).
     public func start(handler: @escaping @Sendable (Result<DeviceChange, DeviceError>) -> Void) -> DeviceError? {
-        let reader = OSThread(name: "udev monitor") { [self] in
+        let failure = thread.start { [self] in
             do throws(DeviceError) {
                 while let change = try nextChange() { handler(.success(change)) }
             } catch {
                 handler(.failure(error))
             }
         }
-        if let errno = reader.start() { return .udevFailed(operation: "pthread_create", errno: errno.rawValue) }
-        thread.withLock { $0 = reader }
-        return nil
+        return failure.map { .udevFailed(operation: "pthread_create", errno: $0.rawValue) }
     }
 }

@@ -10,7 +10,8 @@ import MotionSystem
 public final class PolledReader {
     private struct Sensor {
         var converter: SampleConverter
-        var descriptors: [Int32]
+        /// The channels' value files, closed when the sensor goes.
+        var files: OwnedDescriptors
         /// A magnetometer's: when its readings were taken (`ChangeInstant`). An accelerometer or a
         /// gyroscope read by polling is stamped at the read: its repeats (a device at rest whose counts
         /// hold) are samples the rate-bound detectors need.
@@ -38,20 +39,19 @@ public final class PolledReader {
                 guard let sensor = device.sensor(kind) else {
                     throw DeviceError.kindUnavailable(device: self.device, kind: kind.rawValue)
                 }
-                var descriptors: [Int32] = []
+                let files = OwnedDescriptors()
                 // Another machine's attributes are read through iiod, by name, at each reading.
                 for channel in sensor.channels where sysfs.network == nil {
                     let path = "\(sysfs.deviceDirectory(self.device))/\(channel.valueAttribute)"
                     switch Syscall.openReadOnly(path) {
                     case .success(let fd):
-                        descriptors.append(fd)
+                        files.append(OwnedDescriptor(fd))
                     case .failure(let e):
-                        descriptors.forEach(Syscall.close)
                         throw DeviceError.attributeUnreadable(device: self.device, attribute: channel.valueAttribute, errno: e.rawValue)
                     }
                 }
                 sensors.append(Sensor(
-                    converter: SampleConverter(sensor: sensor, device: device.number), descriptors: descriptors,
+                    converter: SampleConverter(sensor: sensor, device: device.number), files: files,
                     changes: kind == .magnetometer ? ChangeInstant() : nil))
             }
         } catch {
@@ -66,8 +66,7 @@ public final class PolledReader {
     }
 
     func close() {
-        for sensor in sensors { sensor.descriptors.forEach(Syscall.close) }
-        sensors.removeAll()
+        sensors.removeAll()  // and their files close
     }
 
     /// Reads every open sensor once, stamping the samples with `timestamp` (ns, CLOCK_MONOTONIC; a
@@ -79,7 +78,7 @@ public final class PolledReader {
             if sysfs.network != nil {
                 for (c, channel) in sensors[s].converter.channels.enumerated() { raw[Axis(rawValue: c)!] = try networkValue(channel.valueAttribute) }
             }
-            for (c, fd) in sensors[s].descriptors.enumerated() {
+            for (c, fd) in sensors[s].files.rawValues.enumerated() {
                 raw[Axis(rawValue: c)!] = try value(fd, attribute: sensors[s].converter.channels[c].valueAttribute)
             }
             var instant = (timestamp: timestamp, isRepeat: false)

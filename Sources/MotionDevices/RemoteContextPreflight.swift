@@ -23,12 +23,12 @@ struct RemoteContextPreflight {
     func check() throws(DeviceError) {
         let deadline = Syscall.monotonicNanoseconds() + Int64(Self.timeLimit * 1e9)
         let (host, port) = try address()
-        let socket: Int32
+        let connection: OwnedDescriptor
         switch Syscall.connectTCP(host: host, port: port, deadline: deadline) {
-        case .success(let fd): socket = fd
+        case .success(let fd): connection = OwnedDescriptor(fd)
         case .failure(let error): throw .networkContextUnavailable(uri: uri, errno: error.rawValue)
         }
-        defer { Syscall.close(socket) }
+        let socket = connection.rawValue
         let request = Array("PRINT\r\n".utf8)
         let sent = request.withUnsafeBytes { Syscall.send(socket, $0) }
         guard case .success(request.count) = sent else { throw .networkContextUnavailable(uri: uri, errno: ErrnoValue.timedOut) }

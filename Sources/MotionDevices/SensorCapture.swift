@@ -38,12 +38,11 @@ public final class SensorCapture: Sendable {
     private let sysfs: Sysfs
     private let policy: CapturePolicy
     private let state = Mutex(State())
-    private let wake: (read: Int32, write: Int32)
+    private let thread: WakeableThread
 
     private struct State: ~Copyable {
         var mode: CaptureMode = .polled
         var stopRequested = false
-        var thread: OSThread?
         var cancelBuffered: CancelHandle?
     }
 
@@ -80,9 +79,10 @@ public final class SensorCapture: Sendable {
         self.sysfs = sysfs
         // Up to 1 kHz, one scan per refill keeps latency at one sample period.
         policy = CapturePolicy(rate: self.rate, batch: Int(self.rate / 1000), remote: remote, firstDataTimeout: firstDataTimeout)
-        switch Syscall.makeWakePipe() {
-        case .success(let pipe): wake = pipe
-        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "pipe", errno: e.rawValue)
+        do {
+            thread = try WakeableThread(name: device.number.sysname)
+        } catch {
+            throw .bufferFailed(device: device.number.sysname, operation: "eventfd", errno: error.rawValue)
         }
         let initial = mode ?? device.captureMode
         state.withLock { $0.mode = initial }
@@ -90,8 +90,6 @@ public final class SensorCapture: Sendable {
 
     deinit {
         stop()
-        Syscall.close(wake.read)
-        Syscall.close(wake.write)
     }
 
     /// The mode the capture is reading in now.
@@ -100,13 +98,7 @@ public final class SensorCapture: Sendable {
     /// Starts reading; `handler` gets every event, on the capture's thread, in order.
     /// The per-sample path (read, decode, convert, call) allocates nothing.
     public func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
-        let thread = OSThread(name: device.number.sysname) { [self] in
-            run(handler)
-            endedByItself()
-        }
-        state.withLock { $0.thread = thread }  // before it runs, so that stop() can always join it
-        if let failure = thread.start() {
-            state.withLock { $0.thread = nil }
+        if let failure = thread.start({ [self] in run(handler) }) {
             handler(.ended(.bufferFailed(device: device.number.sysname, operation: "start a reader thread", errno: failure.rawValue)))
         }
     }
@@ -124,26 +116,11 @@ public final class SensorCapture: Sendable {
     }
 
     /// Stops reading, waits for the thread to end and the device's attributes to be put back.
+    /// If nobody is in `stop()` as the thread ends (the device went away, or only `requestStop` ran),
+    /// the thread frees itself, and the capture (which its body holds) goes when its owner lets it go.
     public func stop() {
         requestStop()
-        let thread = state.withLock { state in
-            let t = state.thread
-            state.thread = nil
-            return t
-        }
-        thread?.join()
-    }
-
-    /// The capture thread's last act. If nobody is in `stop()` to join it (the device went away, or
-    /// only `requestStop` ran), it detaches itself, so that its resources go when it returns and the
-    /// capture (which the thread's body holds) is freed when its owner lets it go.
-    private func endedByItself() {
-        let unjoined = state.withLock { state in
-            let t = state.thread
-            state.thread = nil
-            return t
-        }
-        unjoined?.detachFromCurrentThread()
+        thread.stop()
     }
 
     private func requestStop() {
@@ -152,7 +129,7 @@ public final class SensorCapture: Sendable {
             state.stopRequested = true
             state.cancelBuffered?.cancel()
         }
-        Syscall.wake(wake.write)
+        thread.requestStop()
     }
 
     private var stopRequested: Bool { state.withLock { $0.stopRequested } }
@@ -287,8 +264,8 @@ public final class SensorCapture: Sendable {
     private func sleep(until deadline: Int64) {
         let remaining = deadline - Syscall.monotonicNanoseconds()
         if remaining > 2_000_000 {
-            // Long waits block on the wake pipe so that stop() is immediate.
-            if case .success(true) = Syscall.waitReadable(wake.read, timeoutMilliseconds: Int32((remaining - 1_000_000) / 1_000_000)) {
+            // Long waits block on the thread's wake so that stop() is immediate.
+            if case .success(let wakeup) = thread.wait(timeoutMilliseconds: Int32((remaining - 1_000_000) / 1_000_000)), wakeup.woken {
                 return
             }
         }

@@ -20,20 +20,12 @@ struct Sysfs: Sendable {
     func read(device: String, attribute: String) -> Result<String, DeviceError> {
         if let network { return network.read(device: device, attribute: attribute) }
         let path = "\(deviceDirectory(device))/\(attribute)"
-        switch Syscall.openReadOnly(path) {
-        case .failure(let e):
-            return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.rawValue))
-        case .success(let fd):
-            defer { Syscall.close(fd) }
+        let read = Syscall.openReadOnly(path).flatMap { fd in
+            let file = OwnedDescriptor(fd)
             var bytes = [UInt8](repeating: 0, count: 4096)
-            let result = bytes.withUnsafeMutableBytes { Syscall.readFromStart(fd, into: $0) }
-            switch result {
-            case .failure(let e):
-                return .failure(.attributeUnreadable(device: device, attribute: attribute, errno: e.rawValue))
-            case .success(let n):
-                return .success(String(decoding: bytes[0..<n], as: UTF8.self))
-            }
+            return bytes.withUnsafeMutableBytes { Syscall.readFromStart(file.rawValue, into: $0) }.map { String(decoding: bytes[0..<$0], as: UTF8.self) }
         }
+        return read.mapError { .attributeUnreadable(device: device, attribute: attribute, errno: $0.rawValue) }
     }
 
     /// Reads an attribute that may be absent: `nil` when the file does not exist.
@@ -46,15 +38,11 @@ struct Sysfs: Sendable {
     func write(device: String, attribute: String, value: String) -> Result<Void, DeviceError> {
         if let network { return network.write(device: device, attribute: attribute, value: value) }
         let path = "\(deviceDirectory(device))/\(attribute)"
-        switch Syscall.openWriteOnly(path) {
-        case .failure(let e):
-            return .failure(.attributeUnwritable(device: device, attribute: attribute, errno: e.rawValue))
-        case .success(let fd):
-            defer { Syscall.close(fd) }
-            return Syscall.write(fd, Array((value + "\n").utf8)).mapError {
-                .attributeUnwritable(device: device, attribute: attribute, errno: $0.rawValue)
-            }
+        let written = Syscall.openWriteOnly(path).flatMap { fd in
+            let file = OwnedDescriptor(fd)
+            return Syscall.write(file.rawValue, Array((value + "\n").utf8))
         }
+        return written.mapError { .attributeUnwritable(device: device, attribute: attribute, errno: $0.rawValue) }
     }
 
     /// Whether an attribute file exists.

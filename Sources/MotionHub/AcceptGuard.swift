@@ -33,7 +33,7 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
     private let name: String
     private let limit: Int
     private let logger: Logger
-    private var spare: Int32?
+    private var spare: OwnedDescriptor?
     private var open = 0
     /// Whether the spare was given up for a connection that must be refused.
     private var starved = false
@@ -48,9 +48,12 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
         spare = Self.takeSpare()
     }
 
-    deinit { if let spare { Syscall.close(spare) } }
+    private static func takeSpare() -> OwnedDescriptor? { try? OwnedDescriptor(openingForReading: "/dev/null") }
 
-    private static func takeSpare() -> Int32? { try? Syscall.openReadOnly("/dev/null").get() }
+    /// Takes a spare again, if it has none.
+    private func keepSpare() {
+        if spare == nil { spare = Self.takeSpare() }
+    }
 
     /// Counts a new connection, or says why it is refused (the caller answers and closes it).
     package func admit(_ channel: any Channel) -> Refusal? {
@@ -58,7 +61,7 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
             starved = false
             refusedWhileOut? += 1
             // Its descriptor, once closed, becomes the spare again.
-            channel.closeFuture.whenComplete { [self] _ in spare = spare ?? Self.takeSpare() }
+            channel.closeFuture.whenComplete { [self] _ in keepSpare() }
             return .outOfDescriptors
         }
         guard open < limit else { return .tooManyConnections(limit: limit) }
@@ -69,7 +72,7 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
         open += 1
         channel.closeFuture.whenComplete { [self] _ in
             open -= 1
-            spare = spare ?? Self.takeSpare()  // a spare that could not be taken again is, once one frees
+            keepSpare()  // a spare that could not be taken again is, once one frees
         }
         return nil
     }
@@ -86,9 +89,8 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
         }
         // Without a spare (another thread took the freed descriptor first), the loop spins as it did
         // before the guard, until one of this listener's connections closes and a spare is taken again.
-        guard let spare else { return context.fireErrorCaught(error) }
-        Syscall.close(spare)
-        self.spare = nil
+        guard spare != nil else { return context.fireErrorCaught(error) }
+        spare = nil  // closed
         starved = true
     }
 }

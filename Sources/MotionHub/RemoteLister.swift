@@ -14,35 +14,35 @@ final class RemoteLister: Sendable {
     private let remote: NetworkDiscovery
     private let origin: DeviceOrigin
     private let interval: Double
-    /// Whether listings may still reach the hub's loop, and the wake pipe that ends the wait between
-    /// them (nil once the thread has closed it); behind one lock, so that `stop` never wakes a
-    /// descriptor the thread has closed, nor a listing reaches a loop that has shut down.
-    private let gate: Mutex<(open: Bool, wake: (read: Int32, write: Int32)?)>
+    /// Whether listings may still reach the hub's loop: behind a lock, so that none reaches a loop
+    /// that has shut down.
+    private let gate = Mutex(true)
+    /// The thread, which `stop` wakes but never waits for, or why it could not be made.
+    private let thread: Result<WakeableThread, Errno>
 
     init(hub: Hub, remote: NetworkDiscovery, origin: DeviceOrigin, interval: Double) {
         (self.hub, self.remote, self.origin, self.interval) = (hub, remote, origin, interval)
-        gate = Mutex((true, try? Syscall.makeWakePipe().get()))
+        thread = Result { () throws(Errno) in try WakeableThread(name: "remote lister") }
     }
 
     /// Starts the thread; a thread that cannot start is logged, and that remote is not listed.
     func start() {
-        let thread = OSThread(name: "remote lister") { [self] in run() }
-        if let error = thread.start(detached: true) {
-            hub.logger.error("cannot list a remote's devices", metadata: ["uri": "\(remote.uri)", "error": "\(error)"])
-            closeWakePipe()
-        }
+        let failure: Errno? =
+            switch thread {
+            case .success(let thread): thread.start { [self] in run(on: thread) }
+            case .failure(let error): error
+            }
+        guard let error = failure else { return }
+        hub.logger.error("cannot list a remote's devices", metadata: ["uri": "\(remote.uri)", "error": "\(error)"])
     }
 
     /// Closes the gate (no listing reaches the hub after this returns) and wakes the thread.
     func stop() {
-        gate.withLock { gate in
-            gate.open = false
-            if let wake = gate.wake { Syscall.wake(wake.write) }
-        }
+        gate.withLock { $0 = false }
+        if case .success(let thread) = thread { thread.requestStop() }
     }
 
-    private func run() {
-        defer { closeWakePipe() }
+    private func run(on thread: WakeableThread) {
         let (hub, origin) = (self.hub, self.origin)
         while true {
             let listing: DeviceListing
@@ -51,27 +51,14 @@ final class RemoteLister: Sendable {
             } catch {
                 listing = DeviceListing(devices: [], problems: [error])
             }
-            let delivered = gate.withLock { gate in
-                guard gate.open else { return false }
+            let delivered = gate.withLock { open in
+                guard open else { return false }
                 hub.eventLoop.execute { hub.apply(.success(listing), from: origin) }
                 return true
             }
             guard delivered else { return }
-            if let wakeRead = gate.withLock({ $0.wake?.read }) {
-                _ = Syscall.waitReadable(wakeRead, timeoutMilliseconds: Int32(interval * 1000))
-            } else {
-                Syscall.sleep(nanoseconds: Int64(interval * 1e9))  // no pipe to be woken by: the stop waits out the interval
-            }
-            guard gate.withLock({ $0.open }) else { return }
-        }
-    }
-
-    private func closeWakePipe() {
-        gate.withLock { gate in
-            guard let wake = gate.wake else { return }
-            Syscall.close(wake.read)
-            Syscall.close(wake.write)
-            gate.wake = nil
+            _ = thread.wait(timeoutMilliseconds: Int32(interval * 1000))
+            guard gate.withLock({ $0 }) else { return }
         }
     }
 }

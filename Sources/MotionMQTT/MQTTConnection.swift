@@ -17,7 +17,7 @@ import Glibc
 /// called from any thread and only queues for it.
 final class MQTTConnection: @unchecked Sendable {
     // @unchecked: libmosquitto locks its own state (the handle is marked threaded); `events` and the
-    // wake pipe are immutable; `stopRequested` is atomic; `failures` is only the network thread's.
+    // thread are immutable; `failures` is only the network thread's.
 
     /// A libmosquitto call that failed: which, and libmosquitto's reason.
     struct Failure: Error, CustomStringConvertible {
@@ -70,13 +70,12 @@ final class MQTTConnection: @unchecked Sendable {
 
     private let handle: OpaquePointer
     private let events: Events
-    private let wakeRead: Int32, wakeWrite: Int32
-    private let stopRequested = Atomic<Bool>(false)
+    private let thread: WakeableThread
     /// Connection attempts that failed since the last accepted one: the backoff's exponent.
     private var failures = 0
     /// Messages handed to libmosquitto so far (by the loop's thread).
     private let messagesQueued = Atomic<Int>(0)
-    private var thread: OSThread?
+    private var started = false
 
     private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
 
@@ -84,13 +83,12 @@ final class MQTTConnection: @unchecked Sendable {
     init(clientID: String, events: Events) throws(Failure) {
         _ = Self.libraryReady
         self.events = events
-        guard case .success(let (wakeRead, wakeWrite)) = Syscall.makeWakePipe() else {
-            throw Failure(operation: "pipe (the MQTT thread's wake-up)", code: MOSQ_ERR_ERRNO.rawValue)
+        do {
+            thread = try WakeableThread(name: "mqtt")
+        } catch {
+            throw Failure(operation: "eventfd (the MQTT thread's wake-up)", code: MOSQ_ERR_ERRNO.rawValue)
         }
-        (self.wakeRead, self.wakeWrite) = (wakeRead, wakeWrite)
         guard let handle = mosquitto_new(clientID, true, nil) else {
-            Syscall.close(wakeRead)
-            Syscall.close(wakeWrite)
             throw Failure(operation: "mosquitto_new", code: MOSQ_ERR_NOMEM.rawValue)
         }
         self.handle = handle
@@ -111,8 +109,6 @@ final class MQTTConnection: @unchecked Sendable {
 
     deinit {
         mosquitto_destroy(handle)
-        Syscall.close(wakeRead)
-        Syscall.close(wakeWrite)
     }
 
     private static func from(_ context: UnsafeMutableRawPointer?) -> MQTTConnection {
@@ -147,9 +143,10 @@ final class MQTTConnection: @unchecked Sendable {
         let code = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
         // Refused or unreachable now is retried by the thread; a wrong argument is not.
         if code == MOSQ_ERR_INVAL.rawValue { throw Failure(operation: "mosquitto_connect_async(\(host):\(port))", code: code) }
-        let thread = OSThread(name: "mqtt") { [self] in serve() }
-        if let error = thread.start() { throw Failure(operation: "pthread_create (the MQTT thread): \(error)", code: MOSQ_ERR_ERRNO.rawValue) }
-        self.thread = thread
+        if let error = thread.start({ [self] in serve() }) {
+            throw Failure(operation: "pthread_create (the MQTT thread): \(error)", code: MOSQ_ERR_ERRNO.rawValue)
+        }
+        started = true
     }
 
     /// `mosquitto_publish`: queues `payload` for the network thread, which writes it once woken
@@ -169,24 +166,22 @@ final class MQTTConnection: @unchecked Sendable {
     }
 
     /// Has the network thread write what was queued.
-    func wakeNetworkThread() { Syscall.wake(wakeWrite) }
+    func wakeNetworkThread() { thread.wake() }
 
     /// `mosquitto_disconnect`, then ends the network thread: what was queued is written first (so a
     /// status published just before goes out, and the will does not), for at most `goodbyeTimeout`.
     /// With no connection, the thread leaves its wait at once.
     func stop() {
-        guard let thread else { return }
-        self.thread = nil
+        guard started else { return }
+        started = false
         // DISCONNECT queued first: a thread that sees the stop finds it still to write.
         _ = mosquitto_disconnect(handle)
-        stopRequested.store(true, ordering: .releasing)
-        Syscall.wake(wakeWrite)
-        thread.join()
+        thread.stop()
     }
 
     // MARK: The network thread
 
-    private var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+    private var isStopping: Bool { thread.isStopping }
 
     /// Drives the connection until `stop`: reads, writes and keeps alive while it is up; waits its
     /// backoff and connects again whenever it is down, whatever brought it down.
@@ -209,13 +204,10 @@ final class MQTTConnection: @unchecked Sendable {
             }
             if watched?.socket != socket { watched = (socket, .now, messagesQueued.load(ordering: .relaxed)) }
             let events = Int16(POLLIN) | (mosquitto_want_write(handle) ? Int16(POLLOUT) : 0)
-            guard case .success(let (happened, woken)) = Syscall.wait(for: events, on: socket, orWake: wakeRead, timeoutMilliseconds: 1000)
-            else { continue }
-            let readable = happened & Int16(POLLIN | POLLHUP | POLLERR) != 0
-            if woken { Syscall.drainWakePipe(wakeRead) }
+            guard case .success(let wakeup) = thread.wait(for: events, on: socket, timeoutMilliseconds: 1000) else { continue }
             // An error closes the socket and calls `disconnected` (libmosquitto's own handling); the
             // next turn finds no socket and reconnects.
-            if readable {
+            if wakeup.readable {
                 guard mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { continue }
                 if let watched, let received = Syscall.bytesReceived(onTCPSocket: socket) {
                     let allowed = Allowance.bytes(
@@ -244,9 +236,7 @@ final class MQTTConnection: @unchecked Sendable {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return true }
             let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
-            if case .success((_, true)) = Syscall.waitReadable(wakeRead, wakeRead, timeoutMilliseconds: milliseconds) {
-                Syscall.drainWakePipe(wakeRead)
-            }
+            _ = thread.wait(timeoutMilliseconds: milliseconds)
         }
         return false
     }

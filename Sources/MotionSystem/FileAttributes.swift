@@ -7,6 +7,14 @@ import Musl
 #endif
 
 extension Syscall {
+    /// `fstat(descriptor)`'s device and inode: which file a descriptor is (systemd names the journal's
+    /// stream so, in `$JOURNAL_STREAM`); nil if `fstat` fails.
+    public static func identity(of descriptor: Int32) -> (device: UInt64, inode: UInt64)? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        return (UInt64(status.st_dev), UInt64(status.st_ino))
+    }
+
     /// What is at a path, without following a symbolic link there (`lstat`).
     public enum FileKind: Sendable, Equatable {
         case socket, directory, regular, other

@@ -43,9 +43,8 @@ public final class OSThread: @unchecked Sendable {
     /// Names the calling thread (`pthread_setname_np` needs `_GNU_SOURCE`, which Glibc's module lacks;
     /// /proc/thread-self/comm is the same name).
     private func nameCurrentThread() {
-        guard case .success(let fd) = Syscall.openWriteOnly("/proc/thread-self/comm") else { return }
-        _ = Syscall.write(fd, Array(name.utf8.prefix(15)))
-        Syscall.close(fd)
+        guard let comm = try? OwnedDescriptor(openingForWriting: "/proc/thread-self/comm") else { return }
+        _ = Syscall.write(comm.rawValue, Array(name.utf8.prefix(15)))
     }
 
     /// Called by the thread itself when nobody will `join` it: its resources are freed as it returns.

@@ -150,14 +150,11 @@ public enum Syscall {
     public static func makePeriodicTimer(period: Int64) -> Result<Int32, Errno> {
         let fd = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC))
         guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
+        let timer = OwnedDescriptor(fd)
         let interval = timespec(tv_sec: Int(period / 1_000_000_000), tv_nsec: Int(period % 1_000_000_000))
         var setting = itimerspec(it_interval: interval, it_value: interval)
-        guard timerfd_settime(fd, 0, &setting, nil) == 0 else {
-            let error = Errno(rawValue: errno)
-            _ = Glibc.close(fd)
-            return .failure(error)
-        }
-        return .success(fd)
+        guard timerfd_settime(timer.rawValue, 0, &setting, nil) == 0 else { return .failure(Errno(rawValue: errno)) }
+        return .success(timer.take())
     }
 
     /// `poll` on one descriptor for input, with a timeout in milliseconds (-1: forever).
@@ -190,52 +187,5 @@ public enum Syscall {
     /// `access(path, F_OK)`: whether a path exists.
     public static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0
-    }
-
-    /// `pipe()` then `fcntl` for `FD_CLOEXEC` and `O_NONBLOCK` (Glibc's module lacks `pipe2`): a wake-up channel for a thread blocked in poll. Non-blocking, so
-    /// that waking a thread that has not yet drained never blocks the waker (a full pipe already wakes).
-    /// Returns (read end, write end).
-    public static func makeWakePipe() -> Result<(Int32, Int32), Errno> {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { return .failure(Errno(rawValue: errno)) }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        }
-        return .success((fds[0], fds[1]))
-    }
-
-    /// Writes one byte to a wake pipe's write end.
-    public static func wake(_ writeEnd: Int32) {
-        var one: UInt8 = 1
-        _ = Glibc.write(writeEnd, &one, 1)
-    }
-
-    /// Reads a wake pipe's read end empty.
-    public static func drainWakePipe(_ readEnd: Int32) {
-        var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        while withUnsafeMutableBytes(of: &bytes, { Glibc.read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
-    }
-
-    /// `poll` on two descriptors for input; returns which became readable.
-    public static func waitReadable(_ a: Int32, _ b: Int32, timeoutMilliseconds: Int32) -> Result<(Bool, Bool), Errno> {
-        var fds = (pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0))
-        let polled = retryingInterrupts {
-            withUnsafeMutableBytes(of: &fds) { raw in poll(raw.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, timeoutMilliseconds) }
-        }
-        return polled.map { _ in ((fds.0.revents & Int16(POLLIN)) != 0, (fds.1.revents & Int16(POLLIN)) != 0) }
-    }
-
-    /// `poll` on `fd` for `events` (`POLLIN`, `POLLOUT`, as a library such as sd-bus asks) and on a
-    /// wake pipe's read end for input; returns what happened on `fd` (its `revents`: 0 for nothing,
-    /// `POLLHUP` and `POLLERR` besides those asked) and whether the pipe woke it.
-    public static func wait(
-        for events: Int16, on fd: Int32, orWake wakeRead: Int32, timeoutMilliseconds: Int32
-    ) -> Result<(happened: Int16, woken: Bool), Errno> {
-        var fds = (pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
-        let polled = retryingInterrupts {
-            withUnsafeMutableBytes(of: &fds) { raw in poll(raw.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, timeoutMilliseconds) }
-        }
-        return polled.map { _ in (fds.0.revents, (fds.1.revents & Int16(POLLIN)) != 0) }
     }
 }

@@ -26,7 +26,9 @@ extension Syscall {
                 last = Errno(rawValue: errno)
                 continue
             }
-            if Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen) == 0 { return .success(fd) }
+            // Closed when this attempt fails.
+            let connection = OwnedDescriptor(fd)
+            if Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen) == 0 { return .success(connection.take()) }
             last = Errno(rawValue: errno)
             if last.rawValue == EINPROGRESS {
                 switch waitWritable(fd, deadline: deadline) {
@@ -34,13 +36,12 @@ extension Syscall {
                     var status: Int32 = 0
                     var length = socklen_t(MemoryLayout<Int32>.size)
                     _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &status, &length)
-                    if status == 0 { return .success(fd) }
+                    if status == 0 { return .success(connection.take()) }
                     last = Errno(rawValue: status)
                 case .failure(let error):
                     last = error
                 }
             }
-            Glibc.close(fd)
         }
         return .failure(last)
     }

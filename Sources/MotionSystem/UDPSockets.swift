@@ -61,15 +61,12 @@ extension Syscall {
     public static func bindDatagramSocket(_ address: DatagramAddress, receiveBuffer: Int32) -> Result<Int32, Errno> {
         let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         return retryingInterrupts { socket(address.family, type, 0) }.flatMap { fd in
+            let bound = OwnedDescriptor(fd)
             var size = receiveBuffer
             // A smaller buffer than asked (net.core.rmem_max) is no reason not to serve.
-            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
-                let error = Errno(rawValue: errno)
-                Glibc.close(fd)
-                return .failure(error)
-            }
-            return .success(fd)
+            _ = setsockopt(bound.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else { return .failure(Errno(rawValue: errno)) }
+            return .success(bound.take())
         }
     }
 
@@ -103,8 +100,10 @@ public struct DatagramSendOutcome: Sendable, Equatable {
 /// `EHOSTUNREACH`, a destination the kernel refuses costs that message alone.
 public final class DatagramSender: @unchecked Sendable {
     // @unchecked: one thread at a time uses it (made by a part's start, then used on the event loop
-    // alone); `descriptor` and `capacity` never change.
-    public let descriptor: Int32
+    // alone); `owned` and `capacity` never change.
+    private let owned: OwnedDescriptor
+    /// The socket sent on, lent.
+    public var descriptor: Int32 { owned.rawValue }
     /// Destinations one `send` takes at most.
     public let capacity: Int
     private let messages: UnsafeMutablePointer<motiond_mmsghdr>
@@ -116,7 +115,7 @@ public final class DatagramSender: @unchecked Sendable {
 
     /// Sends on `descriptor` (now this sender's) to at most `capacity` destinations at a time.
     public init(descriptor: Int32, capacity: Int) {
-        self.descriptor = descriptor
+        owned = OwnedDescriptor(descriptor)
         self.capacity = max(1, capacity)
         messages = .allocate(capacity: self.capacity)
         messages.initialize(repeating: motiond_mmsghdr(), count: self.capacity)
@@ -130,7 +129,6 @@ public final class DatagramSender: @unchecked Sendable {
         messages.deallocate()
         addresses.deallocate()
         vectors.deallocate()
-        Glibc.close(descriptor)
     }
 
     /// Adds `address` to the next `send`; `false` (nothing added) when `capacity` are already.
@@ -203,7 +201,7 @@ extension Syscall {
         header.nlmsg_flags = UInt16(NLM_F_REQUEST)
         let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         return retryingInterrupts { socket(AF_NETLINK, type, NETLINK_SOCK_DIAG) }.flatMap { fd in
-            defer { Glibc.close(fd) }
+            let netlink = OwnedDescriptor(fd)
             return withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) { buffer in
                 let headerSize = MemoryLayout<nlmsghdr>.size
                 buffer.storeBytes(of: header, as: nlmsghdr.self)
@@ -219,7 +217,7 @@ extension Syscall {
                 }
                 if case .failure(let error) = sent { return .failure(error) }
                 // The kernel answers within the send: the reply is waiting.
-                let received = retryingInterrupts { recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) }
+                let received = retryingInterrupts { recv(netlink.rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) }
                 return received.flatMap { length in
                     guard length >= headerSize + 4 else { return .failure(.ioError) }
                     let reply = buffer.load(as: nlmsghdr.self)

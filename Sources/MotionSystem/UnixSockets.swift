@@ -1,3 +1,5 @@
+import CLinux
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -11,13 +13,10 @@ extension Syscall {
     public static func connectUnixStream(to path: String) -> Result<Int32, Errno> {
         withUnixAddress(path) { address, length in
             retryingInterrupts { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }.flatMap { fd in
+                let connection = OwnedDescriptor(fd)
                 // A connect interrupted by a signal goes on in the background (connect(2)): not retried.
-                guard Glibc.connect(fd, address, length) == 0 else {
-                    let error = Errno(rawValue: errno)
-                    Glibc.close(fd)
-                    return .failure(error)
-                }
-                return .success(fd)
+                guard Glibc.connect(connection.rawValue, address, length) == 0 else { return .failure(Errno(rawValue: errno)) }
+                return .success(connection.take())
             }
         }
     }
@@ -27,8 +26,8 @@ extension Syscall {
     public static func sendDatagram(_ bytes: [UInt8], toUnixSocket path: String) -> Result<Void, Errno> {
         withUnixAddress(path) { address, length in
             retryingInterrupts { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }.flatMap { fd in
-                defer { Glibc.close(fd) }
-                return retryingInterrupts { sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), address, length) }.flatMap { sent in
+                let sender = OwnedDescriptor(fd)
+                return retryingInterrupts { sendto(sender.rawValue, bytes, bytes.count, Int32(MSG_NOSIGNAL), address, length) }.flatMap { sent in
                     sent == bytes.count ? .success(()) : .failure(.messageTooLong)
                 }
             }
