@@ -116,14 +116,15 @@ import Testing
         let impostor = try ScriptedListener { peer in
             _ = peer.read(timeout: 5)
             peer.write(garbage)
-            peer.pause(seconds: 1)
+            peer.pause(seconds: 30)  // the connection stays open: the bridge is the one to leave it
         }
         let metrics = try freeLoopbackPort()
         let daemon = try Self.daemon(
             mqtt: "  broker: mqtt://127.0.0.1:\(impostor.port)\n  topic_prefix: garbage/\n  streams: [{stream: motion, interval: 0.1}]",
             arguments: ["--metrics", "127.0.0.1:\(metrics)"])
         try waitUntil(seconds: 10) { impostor.accepted >= 1 }
-        usleep(1_500_000)  // it read the garbage and gave up the connection
+        // It read the garbage and gave up the connection (a protocol error, not the broker leaving).
+        try waitUntil(seconds: 10) { daemon.log.contains("retrying") && daemon.log.contains("A network protocol error occurred") }
         impostor.close()
         let broker = try MosquittoBroker(port: impostor.port)
         let subscriber = try MQTTSubscriber(port: broker.port, topic: "garbage/motion")
