@@ -260,8 +260,7 @@ import Testing
               username: robot7
               password_file: \(directory)/wrong-password
             """)
-        let deadline = Date().addingTimeInterval(10)
-        while !daemon.log.contains("MQTT broker refused the connection") && Date() < deadline { usleep(50_000) }
+        _ = try? waitUntil(seconds: 10) { daemon.log.contains("MQTT broker refused the connection") }
         #expect(daemon.log.contains("reason=Connection Refused: not authorised."), "\(daemon.log)")
         let snapshot = try await MotionClient(socketPath: daemon.socket).snapshot(of: [.motion])
         #expect(snapshot.motion != nil)
