@@ -19,7 +19,7 @@ import TestSupport
         #expect(cosine > cos(3 * Double.pi / 180), "gravity \(motion.gravity) along the acceleration \(acceleration)")
         #expect(try client.devices().map(\.kinds) == [[.accelerometer, .gyroscope, .magnetometer]])
         #expect(try client.devices().first?.mode == "replayed")
-        usleep(300_000)
+        usleep(300_000)  // stays: the sensors are to be still running this long after the poll
         let sensor = try #require(try client.status().sensors.first, "the sensors stay warm after a poll")
         #expect(sensor.mode == "replayed" && abs((sensor.measuredRate ?? 0) - 285.714) < 3, "\(sensor)")
     }
@@ -61,9 +61,7 @@ import TestSupport
         let subscription = client.watch([.gyroscope], interval: 0.01) { result in
             if case .success(.gyroscope) = result { count.add(1, ordering: .relaxed) }
         }
-        let deadline = Date().addingTimeInterval(5)
-        while count.load(ordering: .relaxed) < 20 && Date() < deadline { usleep(10_000) }
-        #expect(count.load(ordering: .relaxed) >= 20)
+        try waitUntil { count.load(ordering: .relaxed) >= 20 }
         subscription.cancel()
         let after = count.load(ordering: .relaxed)
         // A witness on the same stream: once it has had 30 more samples, the cancelled one would
@@ -73,8 +71,7 @@ import TestSupport
             if case .success(.gyroscope) = result { witnessed.add(1, ordering: .relaxed) }
         }
         defer { witness.cancel() }
-        while witnessed.load(ordering: .relaxed) < 30 && Date() < deadline.addingTimeInterval(5) { usleep(10_000) }
-        #expect(witnessed.load(ordering: .relaxed) >= 30, "the stream went on")
+        #expect((try? waitUntil { witnessed.load(ordering: .relaxed) >= 30 }) != nil, "the stream went on")
         #expect(count.load(ordering: .relaxed) == after, "nothing after cancel")
     }
 
@@ -134,18 +131,14 @@ import TestSupport
             if let motion, motion.frame == .xMagneticNorthZVertical, motion.heading != nil { received.add(1, ordering: .relaxed) }
         }
         #expect(manager.isDeviceMotionActive)
-        let deadline = Date().addingTimeInterval(5)
-        while received.load(ordering: .relaxed) < 10 && Date() < deadline { usleep(10_000) }
-        #expect(received.load(ordering: .relaxed) >= 10)
+        try waitUntil { received.load(ordering: .relaxed) >= 10 }
         #expect(manager.deviceMotion?.frame == .xMagneticNorthZVertical, "the pull property follows the updates")
         manager.stopDeviceMotionUpdates()
         #expect(manager.deviceMotion == nil && !manager.isDeviceMotionActive)
 
         // Started without a handler: read the property.
         manager.startGyroUpdates()
-        let until = Date().addingTimeInterval(5)
-        while manager.gyroData == nil && Date() < until { usleep(10_000) }
-        #expect(manager.gyroData != nil)
+        try waitUntil { manager.gyroData != nil }
         manager.stopGyroUpdates()
     }
 }

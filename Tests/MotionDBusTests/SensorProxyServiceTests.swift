@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import TestSupport
 import Testing
@@ -14,10 +15,10 @@ import Testing
     /// are `values`), unless `ready` is false.
     static func serving(
         _ values: SensorProxyInterface.Properties, on bus: PrivateSystemBus, ready: Bool = true,
-        demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
+        logger: Logger = Logger(label: "motiond.dbus"), demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
     ) throws -> SensorProxyService {
         let served = Mutex<SensorProxyService?>(nil)
-        let service = try SensorProxyService(address: bus.address, demand: { sensor, claimed in
+        let service = try SensorProxyService(address: bus.address, logger: logger, demand: { sensor, claimed in
             demand(sensor, claimed)
             if claimed && ready { served.withLock { $0 }?.markReady(sensor) }
         })
@@ -69,18 +70,34 @@ import Testing
         #expect(unknown.contains("org.freedesktop.DBus.Error.UnknownProperty"), "\(unknown)")
     }
 
-    /// What a service asked of its owner: `accelerometer on`, `light off`…
+    /// What a service asked of its owner (`accelerometer on`, `light off`…), or what it logged.
     final class Demands: Sendable {
         private let list = Mutex<[String]>([])
         var seen: [String] { list.withLock { $0 } }
-        func add(_ sensor: ClaimBook.Sensor, _ on: Bool) { list.withLock { $0.append("\(sensor.rawValue) \(on ? "on" : "off")") } }
+        func add(_ sensor: ClaimBook.Sensor, _ on: Bool) { add("\(sensor.rawValue) \(on ? "on" : "off")") }
+        func add(_ line: String) { list.withLock { $0.append(line) } }
     }
 
     /// A service with an accelerometer, ready at once, whose demands are recorded.
-    static func servingAnAccelerometer(on bus: PrivateSystemBus, demands: Demands) throws -> SensorProxyService {
+    static func servingAnAccelerometer(
+        on bus: PrivateSystemBus, demands: Demands, logger: Logger = Logger(label: "motiond.dbus")
+    ) throws -> SensorProxyService {
         var values = SensorProxyInterface.Properties()
         values.hasAccelerometer = true
-        return try serving(values, on: bus) { sensor, on in demands.add(sensor, on) }
+        return try serving(values, on: bus, logger: logger) { sensor, on in demands.add(sensor, on) }
+    }
+
+    /// A logger whose messages (without their metadata) are added to `said`, for a test to wait on
+    /// what the service did.
+    static func logger(into said: Demands) -> Logger {
+        struct Handler: LogHandler {
+            let said: Demands
+            var logLevel = Logger.Level.trace
+            var metadata: Logger.Metadata = [:]
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? { get { metadata[key] } set { metadata[key] = newValue } }
+            func log(event: LogEvent) { said.add("\(event.message)") }
+        }
+        return Logger(label: "test") { _ in Handler(said: said) }
     }
 
     /// Debian's unmodified `monitor-sensor` claims the sensors; its claims are counted under its bus
@@ -101,6 +118,8 @@ import Testing
         kill(monitor.processIdentifier, SIGKILL)
         monitor.waitUntilExit()
         try waitUntil { sensors.allSatisfy { service.claimants(of: $0).isEmpty } }
+        // The owner is told after the claims are dropped: the three `off`s come a moment later.
+        _ = try? waitUntil { demands.seen.count >= 6 }
         let seen = demands.seen
         #expect(Set(seen.prefix(3)) == ["accelerometer on", "light on", "proximity on"], "\(seen)")
         #expect(Set(seen.dropFirst(3)) == ["accelerometer off", "light off", "proximity off"], "\(seen)")
@@ -114,7 +133,8 @@ import Testing
     @Test func aClaimWhoseCallerLeftBeforeTheAnswerIsNotKept() throws {
         let bus = try PrivateSystemBus()
         let demands = Demands()
-        let service = try Self.servingAnAccelerometer(on: bus, demands: demands)
+        let said = Demands()
+        let service = try Self.servingAnAccelerometer(on: bus, demands: demands, logger: Self.logger(into: said))
         defer { service.stop() }
         for _ in 0..<20 {
             // dbus-send without --print-reply sends the call and exits without waiting for the answer.
@@ -122,8 +142,13 @@ import Testing
                 "--type=method_call", "--dest=net.hadess.SensorProxy", "/net/hadess/SensorProxy", "net.hadess.SensorProxy.ClaimAccelerometer",
             ])
         }
-        usleep(1_000_000)
+        // Each claim ends in a line logged: its caller had left when polkit (here the bus) answered, or
+        // the claim was kept and dropped as its caller left. An empty claim book before all 20 have
+        // ended says nothing: the claims may not have arrived.
+        let ended = { said.seen.count { $0.hasPrefix("D-Bus claimant left") } }
+        let allEnded = (try? waitUntil { ended() == 20 }) != nil
         #expect(service.claimants(of: .accelerometer).isEmpty, "\(service.claimants(of: .accelerometer).count) departed callers hold a claim")
+        #expect(allEnded, "claims seen to end: \(ended()) of 20")
         let seen = demands.seen
         #expect(seen.last == nil || seen.last == "accelerometer off", "the accelerometer is not left on: \(seen)")
     }

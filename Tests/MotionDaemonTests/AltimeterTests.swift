@@ -98,9 +98,10 @@ extension Hardware {
         @Test func aNegativeOrAbsurdPressureIsDropped() async throws {
             let negative = try Self.device(3).replacingOccurrences(of: "in_pressure_input=89.875000", with: "in_pressure_input=-89.875000")
             try await Self.watchingAltitude(on: negative) { client, testbed, _ in
-                try await Task.sleep(for: .milliseconds(300))
+                // Each bad value is read by a poll before the next is written, or the test says nothing of it.
+                try testbed.waitForReads(of: "in_pressure_input", on: "iio:device0")
                 try testbed.setAttribute("iio:device0", "in_pressure_input", "2147483.647000\n")
-                try await Task.sleep(for: .milliseconds(300))
+                try testbed.waitForReads(of: "in_pressure_input", on: "iio:device0")
                 try testbed.setAttribute("iio:device0", "in_pressure_input", "89.875000\n")
                 let first = try client.decode(AltitudeMessage.self, try client.next("ALTITUDE"))
                 #expect(first.pressure == 89.875, "the first reading served is the first good one: \(first)")
@@ -115,7 +116,7 @@ extension Hardware {
                 var reading = try client.decode(AltitudeMessage.self, try client.next("ALTITUDE"))
                 while reading.precision == nil { reading = try client.decode(AltitudeMessage.self, try client.next("ALTITUDE")) }
                 try testbed.setAttribute("iio:device0", "in_pressure_raw", "1\n")
-                try await Task.sleep(for: .milliseconds(300))  // a reading or more of the glitch
+                try testbed.waitForReads(of: "in_pressure_raw", on: "iio:device0")  // a reading or more of the glitch
                 try testbed.setAttribute("iio:device0", "in_pressure_raw", "2871600\n")  // 45 counts less: 0.1 m higher
                 var served: [AltitudeMessage] = []
                 while served.last.map({ abs($0.pressure - 2_871_600 * 0.000024414) > 1e-6 }) ?? true {

@@ -23,7 +23,7 @@ import Testing
         let churn = Thread {
             for i in 0..<400 where !Thread.current.isCancelled {
                 try? churner.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":\#(i % 2 == 0 ? "0.001" : "0.002")}"#)
-                usleep(2_500)
+                usleep(2_500)  // stays: the churn's pace, 400 changes a second
             }
         }
         churn.start()

@@ -8,7 +8,7 @@ import Testing
         let path = NSTemporaryDirectory() + "motiond-deep-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
         try "declination: 1\n".write(toFile: path, atomically: true, encoding: .utf8)
         let daemon = try ReplayDaemon(arguments: ["--loop", "--config", path])
-        usleep(500_000)
+        usleep(500_000)  // stays: the start's allocations settle before the baseline; nothing says when
         let before = daemon.process.residentMegabytes
         try ("declination: " + String(repeating: "[", count: 9990) + String(repeating: "]", count: 9990) + "\n")
             .write(toFile: path, atomically: true, encoding: .utf8)

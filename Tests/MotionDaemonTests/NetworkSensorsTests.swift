@@ -52,7 +52,7 @@ extension Hardware {
             try waitUntil(seconds: 10) {
                 try? client.send(#"{"class":"DEVICES"}"#)
                 devices = (try? client.decode(DevicesReply.self, try client.next("DEVICES")).devices) ?? []
-                if devices.isEmpty { usleep(50_000) }
+                if devices.isEmpty { usleep(50_000) }  // the asking's pace, inside the wait
                 return !devices.isEmpty
             }
             return devices
@@ -187,7 +187,7 @@ extension Hardware {
             let (daemon, listening) = try Self.startTimed(port: board.port)
             #expect(listening < 2, "the socket listened after \(listening) s")
             try waitUntil(seconds: 10) { board.accepted > firstDripped }  // the dripped fetch is under way
-            usleep(1_000_000)
+            usleep(1_000_000)  // stays: the daemon is asked and stopped well into the drip, not at its start
             let client = try TestClient(path: daemon.socket)
             _ = try client.next("VERSION")
             let exit = daemon.secondsToExit(after: SIGTERM)

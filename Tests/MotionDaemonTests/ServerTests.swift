@@ -17,10 +17,10 @@ extension Hardware {
         static func socketPath() -> String { temporarySocketPath() }
 
         /// A testbed with the buffered IMU fixture and a started in-process server on a fresh socket.
-        static func startServerOnIMU() async throws -> (Testbed, MotionServer) {
+        static func startServerOnIMU(logger: Logger = Logger(label: "motiond")) async throws -> (Testbed, MotionServer) {
             let testbed = try Testbed()
             try testbed.add(fixture: "imu-buffered")
-            let server = MotionServer(socketPath: socketPath())
+            let server = MotionServer(socketPath: socketPath(), logger: logger)
             try await server.start()
             return (testbed, server)
         }
@@ -673,7 +673,8 @@ extension Hardware.Server {
 
 extension Hardware.Server {
     @Test func aClientFloodingRequestsWithoutReadingLosesNoReplyAndIsHeldBack() async throws {
-        let (testbed, server) = try await Self.startServerOnIMU()
+        let log = MessageLog()
+        let (testbed, server) = try await Self.startServerOnIMU(logger: Logger(label: "test") { _ in log })
         defer { withExtendedLifetime(testbed) {} }  // the fake device must outlive the server
         try await server.whileServing {
             let client = try TestClient.greeted(path: server.socketPath)
@@ -682,7 +683,9 @@ extension Hardware.Server {
             let count = 20_000
             let writer = Thread { for i in 0..<count { try? client.send(#"{"class":"STATUS","id":\#(i)}"#) } }
             writer.start()
-            sleep(3)  // read nothing for a while: far more replies than the socket and the queue hold
+            // Nothing read until the replies fill the socket and the queue, and the daemon stops reading
+            // the requests: without that, the order would hold trivially.
+            try waitUntil(seconds: 10) { log.contains("client reads its replies slowly: its requests wait") }
             var ids: [Int] = []
             while ids.count < count {
                 let reply = try client.decode(StatusReply.self, try client.next(seconds: 10))
@@ -715,6 +718,7 @@ final class MessageLog: LogHandler, @unchecked Sendable {
 
     /// How many messages starting with `prefix`, and with `detail` among their metadata, were logged.
     func count(_ prefix: String, about detail: String = "") -> Int {
-        messages.withLock { $0.count { $0.hasPrefix(prefix) && $0.contains(detail) } }
+        // Foundation's `contains("")` is false: no detail asked is no condition.
+        messages.withLock { $0.count { $0.hasPrefix(prefix) && (detail.isEmpty || $0.contains(detail)) } }
     }
 }

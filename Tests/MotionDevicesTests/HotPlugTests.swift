@@ -54,10 +54,11 @@ extension Hardware {
                 try events.waitUntil { log in log.all.contains { if case .ended = $0 { true } else { false } } }
             }
             for _ in 0..<5 { try cycle() }  // warm up: first-use allocations, libudev, libiio
-            usleep(100_000)
+            usleep(100_000)  // stays: the warm-up's threads end unjoined, and no count says when they all have
             let (fds, threads) = (count("/proc/self/fd"), count("/proc/self/task"))
             for _ in 0..<50 { try cycle() }
-            usleep(200_000)  // the last threads return
+            // The last threads return (or the wait ends, and the counts say what stayed).
+            _ = try? waitUntil(seconds: 2) { count("/proc/self/fd") <= fds + 2 && count("/proc/self/task") <= threads + 2 }
             #expect(count("/proc/self/fd") <= fds + 2, "descriptors: \(fds) before, \(count("/proc/self/fd")) after 50 cycles")
             #expect(count("/proc/self/task") <= threads + 2, "threads: \(threads) before, \(count("/proc/self/task")) after")
         }
@@ -71,8 +72,7 @@ extension Hardware {
                 "P: /devices/platform/usb/iio:device\(n)\nE: SUBSYSTEM=iio\nA: name=hotplugged\\n\nA: in_anglvel_x_raw=1\\n\n\n"
             }
             try testbed.add(device(5))
-            let deadline = Date().addingTimeInterval(2)
-            while seen.withLock({ $0.isEmpty }) && Date() < deadline { usleep(1000) }
+            _ = try? waitUntil(seconds: 2) { !seen.withLock { $0.isEmpty } }
             #expect(seen.withLock { $0.map(\.device) } == [DeviceNumber(5)], "the change came through the handler")
 
             // stop() wakes and joins the thread; on another thread, so that a regression fails here
@@ -86,8 +86,7 @@ extension Hardware {
             #expect(witness.start { result in if case .success(let change) = result { witnessed.withLock { $0.append(change) } } } == nil)
             defer { witness.stop() }
             try testbed.add(device(6))
-            let witnessDeadline = Date().addingTimeInterval(2)
-            while witnessed.withLock({ $0.isEmpty }) && Date() < witnessDeadline { usleep(1000) }
+            _ = try? waitUntil(seconds: 2) { !witnessed.withLock { $0.isEmpty } }
             #expect(witnessed.withLock { $0.map(\.device) } == [DeviceNumber(6)])
             #expect(seen.withLock { $0.count } == 1, "nothing is reported after stop()")
         }

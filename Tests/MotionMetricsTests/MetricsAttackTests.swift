@@ -47,7 +47,7 @@ import Testing
         let (daemon, port) = try Self.daemon()
         let idle = try (0..<16).map { _ in try connectLoopback(port: port) }
         defer { for fd in idle { close(fd) } }
-        usleep(200_000)
+        usleep(200_000)  // stays: the daemon admitting the 16 (and closing the probe's) shows nowhere outside it
         let refused = try httpRequest(port: port, path: "/metrics")
         #expect(refused.status == 503 && refused.body == "too many connections (16); try again later\n", "\(refused)")
 

@@ -75,7 +75,7 @@ import TestSupport
         let output = Pipe()
         process.standardOutput = output
         try process.run()
-        usleep(1_200_000)
+        usleep(1_200_000)  // stays: the lines printed over 1.2 s are what is measured
         process.terminate()
         process.waitUntilExit()
         let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
@@ -99,12 +99,19 @@ import TestSupport
         // A tmux server of the test's own (-L), so that no user's sessions are touched.
         func tmux(_ arguments: [String]) async throws -> String { try await runProgram("/usr/bin/tmux", ["-L", session] + arguments).output }
         _ = try await tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "20", "\(executable) watch --socket \(daemon.socket)"])
+        let attitude = { (screen: String) in screen.split(separator: "\n").first { $0.hasPrefix("attitude") } }
+        // The pane once `drawn` holds for it, or the last one seen after 10 s (for the expectations to show).
+        func screen(until drawn: (String) -> Bool) async throws -> String {
+            let deadline = Date().addingTimeInterval(10)
+            var screen = try await tmux(["capture-pane", "-p", "-t", session])
+            while !drawn(screen) && Date() < deadline { screen = try await tmux(["capture-pane", "-p", "-t", session]) }
+            return screen
+        }
         let first: String, second: String
         do {
-            try await Task.sleep(for: .milliseconds(1500))
-            first = try await tmux(["capture-pane", "-p", "-t", session])
-            try await Task.sleep(for: .milliseconds(1000))
-            second = try await tmux(["capture-pane", "-p", "-t", session])
+            // A view with its rate measured, then one whose values moved.
+            first = try await screen { $0.hasPrefix("motiond   rate ") && $0.contains(" Hz") && attitude($0) != nil }
+            second = try await screen { attitude($0) != attitude(first) }
         } catch {
             _ = try? await tmux(["kill-server"])
             throw error
@@ -116,7 +123,6 @@ import TestSupport
             #expect(screen.components(separatedBy: "attitude").count == 2, "one view, not a scroll of them")
         }
         #expect(first.contains(" Hz") || second.contains(" Hz"), "the real rate is shown")
-        let attitude = { (screen: String) in screen.split(separator: "\n").first { $0.hasPrefix("attitude") } }
         #expect(attitude(first) != nil && attitude(first) != attitude(second), "the values change:\n\(first)\n\(second)")
     }
 

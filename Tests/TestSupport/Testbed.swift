@@ -80,6 +80,27 @@ public final class Testbed {
         try String(contentsOfFile: "\(root)/sys/bus/iio/devices/\(device)/\(attribute)", encoding: .utf8)
     }
 
+    /// Waits until the code under test has read `attribute` of `device` twice from now (inotify's
+    /// `IN_ACCESS` on the testbed's file, said as a read ends): the second read began after the first
+    /// ended, so after the value there now was written. A polled sensor has seen that value then.
+    public func waitForReads(of attribute: String, on device: String, seconds: Double = 5) throws {
+        let watcher = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard watcher >= 0 else { throw TestbedError("inotify_init1: errno \(errno)") }
+        defer { close(watcher) }
+        guard inotify_add_watch(watcher, "\(root)/sys/bus/iio/devices/\(device)/\(attribute)", UInt32(IN_ACCESS)) >= 0 else {
+            throw TestbedError("inotify_add_watch on \(device)/\(attribute): errno \(errno)")
+        }
+        var reads = 0
+        var events = [UInt8](repeating: 0, count: 4096)
+        // Drained every millisecond: inotify merges an access into one not yet read, so reads are
+        // counted short, never over.
+        try waitUntil(seconds: seconds) {
+            let count = read(watcher, &events, events.count)
+            if count > 0 { reads += count / MemoryLayout<inotify_event>.size }
+            return reads >= 2
+        }
+    }
+
     /// Replaces an attribute file by a directory, so that reading it fails (EISDIR), as a read that
     /// fails in the driver does.
     public func breakAttribute(_ device: String, _ attribute: String) throws {
