@@ -1,7 +1,6 @@
 import MotionCore
 import MotionDevices
 import MotionFusion
-import MotionSystem
 import MotionWire
 
 /// Samples in, messages out: puts the captures' samples in one time order, fuses them, detects
@@ -49,18 +48,19 @@ final class MotionPipeline {
     var fusion: SensorFusion? { box?.fusion }
     private var orientation = OrientationDetector()
     private var tilt = TiltDetector()
-    private var stepDetector = StepDetector()
-    private var activityClassifier = ActivityClassifier()
     private var gestures = GestureRecognizer()
+    /// Steps, activity, floors and their history.
+    private var gait: GaitStage
     /// The steps and activities of the last week, and the count since the first start.
-    private(set) var history: GaitHistory
-    /// Changes to `history` since it was last saved.
-    private(set) var historyRevision = 0
+    var history: GaitHistory { gait.history }
+    /// Changes to `history`: the hub saves it when this moved.
+    var historyRevision: Int { gait.historyRevision }
     /// Metres per step; a new one applies to the distances sent from then on, the total's included.
-    var stepLength = LiveSettings.defaults.stepLength
+    var stepLength: Double {
+        get { gait.stepLength }
+        set { gait.stepLength = newValue }
+    }
     private var altimeter = AltitudeEstimator()
-    /// Floors on foot, while a pressure sensor runs with the pedometer.
-    private var floors: FloorCounter?
     private var hinge: HingeEstimator?
     /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
     private var baseAccelerometer: DeviceNumber?
@@ -96,8 +96,7 @@ final class MotionPipeline {
     init(fanout: StreamFanout, calibration: SavedState<SensorFusion.Calibration>, history: GaitHistory) {
         self.fanout = fanout
         self.calibration = calibration
-        self.history = history
-        latest.pedometer = pedometer(steps: history.totalSteps)
+        gait = GaitStage(history: history)
     }
 
     /// Follows a new capture plan: which capture paces the output, the hinge, and a fusion that uses
@@ -120,12 +119,8 @@ final class MotionPipeline {
             hinge = nil
         }
         if plan.captures.isEmpty {
-            // The step count outlives the sensors; the activity starts over with them (unknown
-            // until one has held 2 s), not as it was when they stopped.
-            let count = latest.pedometer
             latest = Snapshot(id: nil)
-            latest.pedometer = count
-            activityClassifier = ActivityClassifier()
+            gait.sensorsStopped()
         }
         func rate(_ kind: SensorKind) -> Double? { plan.captures.first { $0.kinds.contains(kind) }.map { deviceRate($0.device) ?? $0.rate } }
         if rate(.compass) == nil { compassHeading = nil }
@@ -215,8 +210,10 @@ final class MotionPipeline {
             let tiltState = tilt.update(gravity: acceleration)
             latest.tilt = TiltMessage(timestamp: t, tilt: tiltState)
             if tiltState != previousTilt { fanout.deliverEvent(.tilt, latest.tilt!) }
-            countSteps(sample.vector, at: t)
-            gestures.update(specificForce: sample.vector, timestamp: t, isWalking: stepDetector.isWalking) { deliver($0, at: t) }
+            let (pedometer, activity) = gait.update(specificForce: sample.vector, at: t)
+            if let pedometer { fanout.deliverEvent(.pedometer, pedometer) }
+            if let activity { fanout.deliverEvent(.activity, activity) }
+            gestures.update(specificForce: sample.vector, timestamp: t, isWalking: gait.isWalking) { deliver($0, at: t) }
         case .gyroscope:
             box?.fusion.update(sample)
             let message = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
@@ -247,14 +244,7 @@ final class MotionPipeline {
             compassHeading = sample.vector.x
         case .pressure:
             guard let reading = altimeter.update(pressure: sample.vector.x, timestamp: t) else { break }
-            if floors == nil { floors = FloorCounter() }
-            if floors!.update(altitude: reading.altitude, timestamp: t, isWalking: stepDetector.isWalking) {
-                var message = latestPedometer
-                message.floorsAscended = floors!.ascended
-                message.floorsDescended = floors!.descended
-                latest.pedometer = message
-                fanout.deliverEvent(.pedometer, message)
-            }
+            if let pedometer = gait.update(altitude: reading.altitude, at: t) { fanout.deliverEvent(.pedometer, pedometer) }
             let message = AltitudeMessage(timestamp: t, pressure: reading.pressure, altitude: reading.altitude, precision: reading.precision)
             latest.altitude = message
             fanout.deliver(.altitude, timestamp: t, period: period) { _ in .altitude(message) }
@@ -272,49 +262,11 @@ final class MotionPipeline {
         if abs(measured / box.fusion.magnetometerRate - 1) > 0.2 { box.fusion.setMagnetometerRate(measured) }
     }
 
-    /// The count `steps` (a step length each), before a cadence is known.
-    private func pedometer(steps: Int) -> PedometerMessage {
-        PedometerMessage(timestamp: 0, steps: steps, distance: Double(steps) * stepLength, cadence: nil, pace: nil)
-    }
-
-    /// Feeds the step detector and the activity classifier one specific force (m/s²); sends
-    /// `PEDOMETER` once per sample that counted steps, `ACTIVITY` at each change; both go into the history.
-    private func countSteps(_ specificForce: Vector3, at t: Int64) {
-        let before = stepDetector.steps
-        var last: Int64 = 0
-        stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
-        if stepDetector.steps != before {
-            history.add(steps: stepDetector.steps - before, at: Self.wallClock(last))
-            historyRevision += 1
-            let cadence = stepDetector.stepPeriod.map { 1 / $0 }
-            var message = pedometer(steps: history.totalSteps)
-            message.floorsAscended = floors?.ascended
-            message.floorsDescended = floors?.descended
-            message.timestamp = last
-            message.cadence = cadence
-            message.pace = cadence.map { 1 / ($0 * stepLength) }
-            latest.pedometer = message
-            fanout.deliverEvent(.pedometer, message)
-        }
-        if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector) {
-            history.add(HistoryReply.Activity(activity: change.kind, confidence: change.confidence, start: Double(Self.wallClock(change.start)) * 1e-9))
-            historyRevision += 1
-            let message = ActivityMessage(timestamp: t, activity: change.kind, confidence: change.confidence, start: change.start)
-            latest.activity = message
-            fanout.deliverEvent(.activity, message)
-        }
-    }
-
     /// Sends a gesture completed by the sample at `t`, and keeps it for polls.
     private func deliver(_ gesture: Gesture, at t: Int64) {
         let message = GestureMessage(timestamp: t, gesture: gesture)
         latest.gesture = message
         fanout.deliverEvent(.gesture, message)
-    }
-
-    /// The wall-clock time (ns of Unix time) of monotonic instant `t`: the two clocks' offset now.
-    private static func wallClock(_ t: Int64) -> Int64 {
-        t &+ (Syscall.realtimeNanoseconds() &- Syscall.monotonicNanoseconds())
     }
 
     /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).
@@ -335,9 +287,9 @@ final class MotionPipeline {
     }
 
     /// The step count now (0 steps before the first).
-    var latestPedometer: PedometerMessage { latest.pedometer ?? pedometer(steps: history.totalSteps) }
+    var latestPedometer: PedometerMessage { gait.pedometer }
     /// The activity reported last, while the accelerometer runs for it.
-    var latestActivity: ActivityMessage? { latest.activity }
+    var latestActivity: ActivityMessage? { gait.activity }
     /// The last altitude reading, while the pressure sensor runs.
     var latestAltitude: AltitudeMessage? { latest.altitude }
 
@@ -347,8 +299,8 @@ final class MotionPipeline {
         case .proximity: latest.proximity
         case .orientation: latest.orientation
         case .tilt: latest.tilt
-        case .pedometer: latest.pedometer
-        case .activity: latest.activity
+        case .pedometer: gait.pedometer
+        case .activity: gait.activity
         case .light: latest.light
         default: nil
         }
@@ -357,10 +309,11 @@ final class MotionPipeline {
     /// The snapshot for a poll, if every stream asked for has a value from a running sensor.
     func snapshot(for poll: Request.Poll) -> Snapshot? {
         var snapshot = Snapshot(id: poll.id)
-        func copy<M>(_ value: WritableKeyPath<Snapshot, M?>) -> Bool {
-            snapshot[keyPath: value] = latest[keyPath: value]
-            return snapshot[keyPath: value] != nil
+        func set<M>(_ field: WritableKeyPath<Snapshot, M?>, _ value: M?) -> Bool {
+            snapshot[keyPath: field] = value
+            return value != nil
         }
+        func copy<M>(_ field: WritableKeyPath<Snapshot, M?>) -> Bool { set(field, latest[keyPath: field]) }
         for stream in poll.streams {
             let present = switch stream {
             case .motion: fusedMotion(in: poll.frame ?? .xArbitraryZVertical).map { snapshot.motion = $0 } != nil
@@ -372,8 +325,8 @@ final class MotionPipeline {
             case .orientation: copy(\.orientation)
             case .tilt: copy(\.tilt)
             case .hinge: copy(\.hinge)
-            case .pedometer: copy(\.pedometer)
-            case .activity: copy(\.activity)
+            case .pedometer: set(\.pedometer, gait.pedometer)
+            case .activity: set(\.activity, gait.activity)
             case .altitude: copy(\.altitude)
             case .gesture: copy(\.gesture)
             }

@@ -1,0 +1,86 @@
+import MotionCore
+import MotionFusion
+import MotionSystem
+import MotionWire
+
+/// The pipeline's gait stage: steps, activity and floors on foot, from the accelerometer's specific
+/// force and the altimeter's altitudes, and the week's history they fill. It keeps its latest
+/// `PEDOMETER` and `ACTIVITY` (for polls and new watchers) and returns each event it makes, for the
+/// pipeline to send. No I/O: its tests drive it with samples.
+struct GaitStage {
+    private var stepDetector = StepDetector()
+    private var activityClassifier = ActivityClassifier()
+    /// Floors on foot, from the first altitude (a pressure sensor running with the pedometer).
+    private var floors: FloorCounter?
+    /// The steps and activities of the last week, and the count since the first start.
+    private(set) var history: GaitHistory
+    /// Changes to `history`: the hub saves it when this moved.
+    private(set) var historyRevision = 0
+    /// Metres per step; a new one applies to the distances sent from then on, the total's included.
+    var stepLength = LiveSettings.defaults.stepLength
+    /// The step count now (0 steps, and no cadence, before the first).
+    private(set) var pedometer: PedometerMessage
+    /// The activity reported last; `nil` until one has held 2 s since the sensors started.
+    private(set) var activity: ActivityMessage?
+    /// The wall-clock time (ns of Unix time) of a monotonic instant (ns), for the history.
+    private let wallClock: (Int64) -> Int64
+
+    /// A stage that goes on from `history`; `wallClock` turns monotonic instants into Unix time (the
+    /// two clocks' offset now, unless a test gives its own).
+    init(history: GaitHistory, wallClock: @escaping (Int64) -> Int64 = GaitStage.wallClockNow) {
+        self.history = history
+        self.wallClock = wallClock
+        pedometer = PedometerMessage(timestamp: 0, steps: history.totalSteps, distance: Double(history.totalSteps) * stepLength, cadence: nil, pace: nil)
+    }
+
+    /// Whether a walk is under way (the gestures and the floors ask).
+    var isWalking: Bool { stepDetector.isWalking }
+
+    /// The sensors stopped: the count stays; the activity starts over with them (unknown until one
+    /// has held 2 s), not as it was when they stopped.
+    mutating func sensorsStopped() {
+        activity = nil
+        activityClassifier = ActivityClassifier()
+    }
+
+    /// Takes one specific force (m/s²) at `t` (ns): returns a `PEDOMETER` if it counted steps and an
+    /// `ACTIVITY` if the activity changed; both go into the history.
+    mutating func update(specificForce: Vector3, at t: Int64) -> (pedometer: PedometerMessage?, activity: ActivityMessage?) {
+        var changed: (pedometer: PedometerMessage?, activity: ActivityMessage?) = (nil, nil)
+        let before = stepDetector.steps
+        var last: Int64 = 0
+        stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
+        if stepDetector.steps != before {
+            history.add(steps: stepDetector.steps - before, at: wallClock(last))
+            historyRevision += 1
+            let cadence = stepDetector.stepPeriod.map { 1 / $0 }
+            pedometer = PedometerMessage(
+                timestamp: last, steps: history.totalSteps, distance: Double(history.totalSteps) * stepLength, cadence: cadence,
+                pace: cadence.map { 1 / ($0 * stepLength) })
+            pedometer.floorsAscended = floors?.ascended
+            pedometer.floorsDescended = floors?.descended
+            changed.pedometer = pedometer
+        }
+        if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector) {
+            history.add(HistoryReply.Activity(activity: change.kind, confidence: change.confidence, start: Double(wallClock(change.start)) * 1e-9))
+            historyRevision += 1
+            activity = ActivityMessage(timestamp: t, activity: change.kind, confidence: change.confidence, start: change.start)
+            changed.activity = activity
+        }
+        return changed
+    }
+
+    /// Takes one altitude (m) at `t` (ns): returns a `PEDOMETER` if a floor was climbed or descended on foot.
+    mutating func update(altitude: Double, at t: Int64) -> PedometerMessage? {
+        if floors == nil { floors = FloorCounter() }
+        guard floors!.update(altitude: altitude, timestamp: t, isWalking: stepDetector.isWalking) else { return nil }
+        pedometer.floorsAscended = floors!.ascended
+        pedometer.floorsDescended = floors!.descended
+        return pedometer
+    }
+
+    /// The wall-clock time (ns of Unix time) of monotonic instant `t`: the two clocks' offset now.
+    static func wallClockNow(_ t: Int64) -> Int64 {
+        t &+ (Syscall.realtimeNanoseconds() &- Syscall.monotonicNanoseconds())
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import MotionCore
+import MotionFusion
+import MotionWire
+import Testing
+
+@testable import MotionHub
+
+/// The pipeline's gait stage driven directly, with samples: no socket, no hub. Its reference is the
+/// library's own detectors run on the same samples.
+@Suite struct GaitStageTests {
+    /// Monotonic instants as Unix time: a fixed offset (2026-11-27), so the history's minutes are known.
+    static let unixOffset: Int64 = 1_795_800_000_000_000_000
+
+    /// 20 s of a walk at 50 Hz: 1.8 steps/s, each a vertical jolt (a raised cosine of 3 m/s²) on
+    /// gravity, the device tilted 30°; specific force, m/s².
+    static let walk: [(t: Int64, force: Vector3)] = (0..<(20 * 50)).map { i in
+        let t = Double(i) / 50
+        let phase = (t * 1.8).truncatingRemainder(dividingBy: 1)
+        let jolt: Double = phase < 0.3 ? 1.5 * (1 - cos(2 * Double.pi * phase / 0.3)) : 0
+        let up = 9.81 + jolt
+        let tilt = 30 * Double.pi / 180
+        return (Int64(t * 1e9), Vector3(x: 0, y: up * sin(tilt), z: up * cos(tilt)))
+    }
+
+    static func stage() -> GaitStage {
+        GaitStage(history: GaitHistory(now: unixOffset), wallClock: { $0 + unixOffset })
+    }
+
+    @Test func aWalkSendsTheStepDetectorsCountAndFillsTheHistory() throws {
+        var stage = Self.stage()
+        var sent: [PedometerMessage] = []
+        for sample in Self.walk {
+            if let pedometer = stage.update(specificForce: sample.force, at: sample.t).pedometer { sent.append(pedometer) }
+        }
+        var detector = StepDetector()
+        for sample in Self.walk { detector.update(specificForce: sample.force, timestamp: sample.t) { _ in } }
+        #expect(detector.steps >= 25, "\(detector.steps) steps: the walk is one")
+        #expect(zip(sent, sent.dropFirst()).allSatisfy { $0.steps < $1.steps }, "one PEDOMETER per sample that counted, the count rising")
+        #expect(sent.last?.steps == detector.steps)
+        let last = try #require(sent.last)
+        #expect(abs(last.distance - Double(detector.steps) * stage.stepLength) < 1e-9)
+        #expect(abs(try #require(last.cadence) - 1.8) < 0.1, "1.8 steps/s")
+        #expect(stage.history.totalSteps == detector.steps && stage.historyRevision > 0)
+        let now = Self.unixOffset + 20_000_000_000
+        #expect(stage.history.steps(from: 1_795_800_000 - 60, to: 1_795_800_060, now: now) == detector.steps, "in the history's minute")
+        #expect(stage.activity?.activity == .walking)
+    }
+
+    /// 4 m climbed on foot is one floor (3 m each); the sensors stopping keeps the count, floors
+    /// included, and forgets the activity.
+    @Test func aFloorClimbedOnFootIsCountedAndOutlivesTheSensors() throws {
+        var stage = Self.stage()
+        var floors: [PedometerMessage] = []
+        for (index, sample) in Self.walk.enumerated() {
+            _ = stage.update(specificForce: sample.force, at: sample.t)
+            // The altimeter at 10 Hz, climbing 0.2 m/s.
+            if index % 5 == 0, let pedometer = stage.update(altitude: 0.2 * Double(sample.t) * 1e-9, at: sample.t) { floors.append(pedometer) }
+        }
+        var reference = FloorCounter()
+        var detector = StepDetector()
+        var counted = 0
+        for (index, sample) in Self.walk.enumerated() {
+            detector.update(specificForce: sample.force, timestamp: sample.t) { _ in }
+            if index % 5 == 0, reference.update(altitude: 0.2 * Double(sample.t) * 1e-9, timestamp: sample.t, isWalking: detector.isWalking) { counted += 1 }
+        }
+        #expect(counted == 1 && floors.count == 1 && floors.last?.floorsAscended == 1, "the library counted \(counted)")
+        let before = stage.pedometer
+        stage.sensorsStopped()
+        #expect(stage.pedometer == before && stage.pedometer.floorsAscended == 1)
+        #expect(stage.activity == nil)
+    }
+
+    @Test func aStageGoesOnFromTheSavedCount() {
+        var history = GaitHistory(now: Self.unixOffset)
+        history.add(steps: 1_000, at: Self.unixOffset - 60_000_000_000)
+        let stage = GaitStage(history: history, wallClock: { $0 + Self.unixOffset })
+        #expect(stage.pedometer.steps == 1_000 && abs(stage.pedometer.distance - 1_000 * LiveSettings.defaults.stepLength) < 1e-9)
+    }
+}
