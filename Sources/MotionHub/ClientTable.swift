@@ -138,13 +138,15 @@ final class ClientTable: @unchecked Sendable {
     /// An in-process front end takes the message now; its `flush` comes at the end of the batch.
     private func receive(_ message: AnyServerMessage, by receiver: any MessageSink, _ outbox: ClientOutbox, line: () -> ByteBuffer? = { nil }) {
         receiver.receive(message) { line() ?? encode(message) ?? ByteBuffer() }
-        if batching {
-            if !outbox.awaitsFlush {
-                outbox.awaitsFlush = true
-                awaitingFlush.append(outbox)
-            }
-        } else {
-            receiver.flush()
+        flushOrAwaitBatch(outbox)
+    }
+
+    /// Flushes the client now, or at the end of the batch running.
+    private func flushOrAwaitBatch(_ outbox: ClientOutbox) {
+        guard batching else { return flush(outbox) }
+        if !outbox.awaitsFlush {
+            outbox.awaitsFlush = true
+            awaitingFlush.append(outbox)
         }
     }
 
@@ -164,14 +166,7 @@ final class ClientTable: @unchecked Sendable {
             disconnect(outbox, because: "it is sent more than it reads (\(outbox.queue.count) lines, \(outbox.queue.bytes) bytes queued)")
             return
         }
-        if batching {
-            if !outbox.awaitsFlush {
-                outbox.awaitsFlush = true
-                awaitingFlush.append(outbox)
-            }
-        } else {
-            flush(outbox)
-        }
+        flushOrAwaitBatch(outbox)
     }
 
     /// Writes what the connection takes now; if replies or events are left waiting, makes sure a stuck
