@@ -23,10 +23,19 @@ import Testing
         init(asNobody: Bool = false, prepare: (String) throws -> Void) throws {
             try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
             try prepare(state)
-            let motiond = ReplayDaemon.products.appendingPathComponent("motiond").path
-            let arguments = ["--replay", ReplayDaemon.bundledRecording, "--loop", "--socket", socket, "--state-directory", state, "--config", "/dev/null"]
+            var motiond = ReplayDaemon.products.appendingPathComponent("motiond").path
+            var recording = ReplayDaemon.bundledRecording
             if asNobody {
-                for path in [directory, state] + (try FileManager.default.contentsOfDirectory(atPath: state).map { state + "/" + $0 }) {
+                // `nobody` may not reach the checkout (CI clones into a mktemp -d directory, mode 0700):
+                // the executable and the recording go in the test's own directory.
+                for (name, source) in [("motiond", motiond), ("recording.motionrec", recording)] {
+                    try FileManager.default.copyItem(atPath: source, toPath: directory + "/" + name)
+                }
+                (motiond, recording) = (directory + "/motiond", directory + "/recording.motionrec")
+            }
+            let arguments = ["--replay", recording, "--loop", "--socket", socket, "--state-directory", state, "--config", "/dev/null"]
+            if asNobody {
+                for path in [directory, state, motiond, recording] + (try FileManager.default.contentsOfDirectory(atPath: state).map { state + "/" + $0 }) {
                     #expect(lchown(path, 65534, 65534) == 0, "chown \(path)")
                 }
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
