@@ -12,10 +12,12 @@ import NIOPosix
 /// The DSU (cemuhook) server: emulators' requests in, one pad-data packet per IMU sample out, over
 /// UDP on the hub's event loop (docs/games.md).
 ///
-/// A client of the hub like a socket connection: it watches `motion` at the IMU's rate while some
-/// emulator holds a lease, and not otherwise, so the sensors sleep when no game asks. Samples come as
-/// values (`MessageSink`): each is encoded once, into a buffer reused, and sent to every client
-/// whose lease covers the slot, at most `sendBudget` of them, in one `sendmmsg`.
+/// A client of the hub like a socket connection: it watches `accelerometer` (the specific force a pad
+/// sends) and `motion` (for its rotation rate, the gyroscope's bias removed) at the IMU's rate while
+/// some emulator holds a lease, and not otherwise, so the sensors sleep when no game asks. Samples
+/// come as values (`MessageSink`): each motion, with the acceleration of its sample (sent just
+/// before it), is encoded once, into a buffer reused, and sent to every client whose lease covers
+/// the slot, at most `sendBudget` of them, in one `sendmmsg`.
 ///
 /// NIO reads the socket; the server sends on a descriptor of its own to the same socket
 /// (`DatagramSender`), because a NIO datagram channel closes itself on a send error other than
@@ -47,8 +49,10 @@ final class DSUServer: MessageSink {
     private var id: Hub.ClientID?
     /// The pad on the configured slot while the machine has an accelerometer.
     private var pad: DSUPad?
-    /// Whether the hub sends us `motion` (a lease is held and the IMU is there).
+    /// Whether the hub sends us `accelerometer` and `motion` (a lease is held and the IMU is there).
     private var watching = false
+    /// The latest acceleration, g, CoreMotion's sign: the pad's, sent with the motion that follows it.
+    private var acceleration = Vector3.zero
     private var packetNumber: UInt32 = 0
     private var lastTimestamp: UInt64 = 0
     /// The pad-data packet, its storage reused from sample to sample.
@@ -315,25 +319,26 @@ final class DSUServer: MessageSink {
         follow()
     }
 
-    /// Watches `motion` exactly while a client holds a lease on the pad's slot.
+    /// Watches `accelerometer` and `motion` exactly while a client holds a lease on the pad's slot.
     private func follow() {
         guard let id else { return }
         let wanted = pad.map { leases.anyHolds($0.slot, at: .now()) } ?? false
         guard wanted != watching else { return }
         watching = wanted
-        let request = Request.Watch(streams: [.motion], enable: wanted, interval: 1 / Self.rate)
+        let request = Request.Watch(streams: [.accelerometer, .motion], enable: wanted, interval: 1 / Self.rate)
         hub.handle(.watch(request), from: id)
     }
 
-    // MARK: MessageSink: motion as values; replies, and ENDED when the IMU goes
+    // MARK: MessageSink: samples as values; replies, and ENDED when the IMU goes
 
     func receive(_ message: AnyServerMessage, line: () -> ByteBuffer) {
         switch message {
+        case .accelerometer(let accelerometer): acceleration = accelerometer.acceleration
         case .motion(let motion): send(motion)
         case .ended(let ended):
             // The pad's state follows the devices (`devicesChanged`); here only the stream ended. The
-            // lease sweep asks for it again within a second while the IMU is listed.
-            logger.notice("DSU motion ended", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"])
+            // lease sweep asks for both streams again within a second while the IMU is listed.
+            if watching { logger.notice("DSU motion ended", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"]) }
             watching = false
         case .error(let error):
             logger.warning("DSU cannot serve the IMU", metadata: ["reason": "\(error.message)"])
@@ -341,7 +346,8 @@ final class DSUServer: MessageSink {
         }
     }
 
-    /// One pad-data packet of `motion`, to every client whose lease covers the pad's slot.
+    /// One pad-data packet of `motion`'s rotation rate and the latest acceleration, to every client
+    /// whose lease covers the pad's slot.
     private func send(_ motion: MotionMessage) {
         guard let pad else { return }
         let now = NIODeadline.now()
@@ -349,7 +355,7 @@ final class DSUServer: MessageSink {
         let microseconds = max(UInt64(clamping: motion.timestamp / 1000), lastTimestamp + 1)
         lastTimestamp = microseconds
         packetNumber &+= 1
-        let a = motion.gravity + motion.userAcceleration
+        let a = acceleration
         let ω = motion.rotationRate * (180 / .pi)
         writer.padData(
             into: &packet, pad: pad, packetNumber: packetNumber, timestamp: microseconds,

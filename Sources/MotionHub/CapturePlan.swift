@@ -53,11 +53,12 @@ struct CapturePlan: Sendable, Hashable {
     /// is worth something only when it is fresh); for the step detector's streams its rate, in
     /// batches.
     static func sampling(of demand: Demand) -> (rate: Double, latency: Double) {
-        if demand.stream.isGaitStream { return (gaitRate, gaitLatency) }
-        // Gestures are seen at the step detector's rate (a shake's swings need it), sent fresh.
-        if demand.stream == .gesture { return (gaitRate, eventLatency) }
-        if demand.stream.isEventStream { return (eventRate, eventLatency) }
-        return (1 / demand.interval, demand.latency)
+        switch demand.stream.descriptor.sampling {
+        case .asked: (1 / demand.interval, demand.latency)
+        case .events: (eventRate, eventLatency)
+        case .gait: (gaitRate, gaitLatency)
+        case .moments: (gaitRate, eventLatency)
+        }
     }
 
     /// The captures, by device number.
@@ -67,21 +68,6 @@ struct CapturePlan: Sendable, Hashable {
     /// The base's accelerometer, opened for the hinge only (its samples feed nothing else).
     private(set) var baseAccelerometer: DeviceNumber?
 
-    /// The kinds a stream needs; `optional` ones are used when present.
-    static func kinds(for stream: StreamKind) -> (required: Set<SensorKind>, optional: Set<SensorKind>) {
-        switch stream {
-        // A sensor hub's own compass gives the heading only where no magnetometer does (see `init`).
-        case .motion: ([.accelerometer], [.gyroscope, .magnetometer, .compass])
-        case .pedometer: ([.accelerometer], [.pressure])
-        case .accelerometer, .orientation, .tilt, .hinge, .activity, .gesture: ([.accelerometer], [])
-        case .gyroscope: ([.gyroscope], [])
-        case .magnetometer: ([.magnetometer], [])
-        case .proximity: ([.proximity], [])
-        case .light: ([.light], [])
-        case .altitude: ([.pressure], [])
-        }
-    }
-
     /// Why the streams in `unavailable` cannot be had, one sentence each: "motion needs an
     /// accelerometer, and this machine has none".
     static func reasons(for streams: Set<StreamKind>, devices: [DeviceDescriptor]) -> String {
@@ -90,7 +76,7 @@ struct CapturePlan: Sendable, Hashable {
             if stream == .hinge && available.contains(.accelerometer) {
                 return "hinge needs two accelerometers, one in the display and one in the base"
             }
-            let missing = kinds(for: stream).required.subtracting(available).map(\.rawValue).sorted()
+            let missing = stream.descriptor.required.subtracting(available).map(\.rawValue).sorted()
             return "\(stream.rawValue) needs a sensor this machine does not have: \(missing.joined(separator: ", "))"
         }.joined(separator: "; ")
     }
@@ -122,7 +108,7 @@ struct CapturePlan: Sendable, Hashable {
         }
         var latencies: [SensorKind: Double] = [:]
         for (stream, rate) in fastest {
-            let (required, optional) = Self.kinds(for: stream)
+            let (required, optional) = (stream.descriptor.required, stream.descriptor.optional)
             guard required.isSubset(of: available) else {
                 unavailable.insert(stream)
                 continue

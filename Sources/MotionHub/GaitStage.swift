@@ -4,12 +4,13 @@ import MotionSystem
 import MotionWire
 
 /// The pipeline's gait stage: steps, activity and floors on foot, from the accelerometer's specific
-/// force and the altimeter's altitudes, and the week's history they fill. It keeps its latest
-/// `PEDOMETER` and `ACTIVITY` (for polls and new watchers) and returns each event it makes, for the
-/// pipeline to send. No I/O: its tests drive it with samples.
+/// force and the pressure sensor's altitudes, and the week's history they fill. It keeps its latest
+/// `PEDOMETER`, `ACTIVITY` and `ALTITUDE` (for polls and new watchers) and returns each message it
+/// makes, for the pipeline to send. No I/O: its tests drive it with samples.
 struct GaitStage {
     private var stepDetector = StepDetector()
     private var activityClassifier = ActivityClassifier()
+    private var altimeter = AltitudeEstimator()
     /// Floors on foot, from the first altitude (a pressure sensor running with the pedometer).
     private var floors: FloorCounter?
     /// The steps and activities of the last week, and the count since the first start.
@@ -22,6 +23,13 @@ struct GaitStage {
     private(set) var pedometer: PedometerMessage
     /// The activity reported last; `nil` until one has held 2 s since the sensors started.
     private(set) var activity: ActivityMessage?
+    /// The last altitude, while the pressure sensor runs.
+    private(set) var altitude: AltitudeMessage?
+    /// The sea-level pressure the altitude is computed for, kPa.
+    var seaLevelPressure: Double {
+        get { altimeter.parameters.seaLevelPressure }
+        set { altimeter.parameters.seaLevelPressure = newValue }
+    }
     /// The wall-clock time (ns of Unix time) of a monotonic instant (ns), for the history.
     private let wallClock: (Int64) -> Int64
 
@@ -40,6 +48,7 @@ struct GaitStage {
     /// has held 2 s), not as it was when they stopped.
     mutating func sensorsStopped() {
         activity = nil
+        altitude = nil
         activityClassifier = ActivityClassifier()
     }
 
@@ -70,13 +79,26 @@ struct GaitStage {
         return changed
     }
 
-    /// Takes one altitude (m) at `t` (ns): returns a `PEDOMETER` if a floor was climbed or descended on foot.
-    mutating func update(altitude: Double, at t: Int64) -> PedometerMessage? {
+    /// Takes one pressure reading (kPa) at `t` (ns): returns its `ALTITUDE` (none for a reading the
+    /// altimeter refuses) and a `PEDOMETER` if a floor was climbed or descended on foot.
+    mutating func update(pressure: Double, at t: Int64) -> (altitude: AltitudeMessage?, pedometer: PedometerMessage?) {
+        guard let reading = altimeter.update(pressure: pressure, timestamp: t) else { return (nil, nil) }
+        altitude = AltitudeMessage(timestamp: t, pressure: reading.pressure, altitude: reading.altitude, precision: reading.precision)
         if floors == nil { floors = FloorCounter() }
-        guard floors!.update(altitude: altitude, timestamp: t, isWalking: stepDetector.isWalking) else { return nil }
+        guard floors!.update(altitude: reading.altitude, timestamp: t, isWalking: stepDetector.isWalking) else { return (altitude, nil) }
         pedometer.floorsAscended = floors!.ascended
         pedometer.floorsDescended = floors!.descended
-        return pedometer
+        return (altitude, pedometer)
+    }
+
+    /// The latest value of one of this stage's streams, for a poll or a new watcher.
+    func latest(_ stream: StreamKind) -> AnyServerMessage? {
+        switch stream {
+        case .pedometer: .pedometer(pedometer)
+        case .activity: activity.map { .activity($0) }
+        case .altitude: altitude.map { .altitude($0) }
+        default: nil
+        }
     }
 
     /// The wall-clock time (ns of Unix time) of monotonic instant `t`: the two clocks' offset now.

@@ -92,7 +92,7 @@ package final class Hub: @unchecked Sendable {
         // rest, so the state flips with ordinary use: the first calibration is a notice, the flips
         // after it are for debugging.
         var announced = false
-        pipeline.gyroscopeCalibrationChanged = { calibrated, sigma in
+        pipeline.fusion.gyroscopeCalibrationChanged = { calibrated, sigma in
             let metadata: Logger.Metadata = ["bias uncertainty": "±\((sigma * 180 / .pi * 1000).rounded() / 1000) °/s"]
             if calibrated && !announced {
                 announced = true
@@ -113,7 +113,7 @@ package final class Hub: @unchecked Sendable {
     /// Applies the settings that can change while running (a configuration reload).
     package func apply(_ settings: LiveSettings) {
         eventLoop.preconditionInEventLoop()
-        pipeline.declination = settings.declination
+        pipeline.fusion.declination = settings.declination
         pipeline.seaLevelPressure = settings.seaLevelPressure
         pipeline.stepLength = settings.stepLength
     }
@@ -126,7 +126,7 @@ package final class Hub: @unchecked Sendable {
     package func saveState() {
         eventLoop.preconditionInEventLoop()
         var wrote = false
-        if let fusion = pipeline.fusion { wrote = calibration.save(fusion.calibration) }
+        if let fusion = pipeline.fusion.fusion { wrote = calibration.save(fusion.calibration) }
         if historyNeedsSaving {
             historySavedRevision = pipeline.historyRevision
             wrote = history.save(pipeline.history.saved) || wrote
@@ -267,7 +267,7 @@ package final class Hub: @unchecked Sendable {
             let uptime = Double((NIODeadline.now() - startTime).nanoseconds) / 1e9
             reply(Replies.status(
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
-                fusion: pipeline.fusion, saved: calibration.value, unavailable: unavailable), to: id)
+                fusion: pipeline.fusion.fusion, saved: calibration.value, unavailable: unavailable), to: id)
         case .history(let query):
             reply(Replies.history(query, of: pipeline.history, stepLength: pipeline.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
         }
@@ -298,10 +298,10 @@ package final class Hub: @unchecked Sendable {
         }
         reply(Watching(id: watch.id, streams: watching), to: id)
         replan()
-        // Event streams start with the current state.
+        // Event streams start with their state.
         guard watch.enable != false else { return }
-        for stream in streams where stream.isEventStream {
-            if let current = pipeline.currentEvent(of: stream) { clients.send(current, to: id) }
+        for stream in streams {
+            if let current = pipeline.currentEvent(of: stream)?.message { clients.send(current, to: id) }
         }
     }
 
@@ -399,12 +399,12 @@ package final class Hub: @unchecked Sendable {
             sensors: captures.running.values.map { .init(device: $0.plan.device.sysname, rate: $0.capture.rate, measuredRate: $0.measuredRate) },
             droppedByClient: Dictionary(uniqueKeysWithValues: clients.outboxes.map { ($0.key, $0.value.queue.totalDropped) }),
             dropped: clients.totalDropped,
-            magneticFieldAccuracy: pipeline.fusion?.calibrator.accuracy,
-            gyroscopeBias: pipeline.fusion?.filter.gyroscopeBias ?? calibration.value?.gyroscopeBias,
-            gyroscopeBiasUncertainty: pipeline.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
+            magneticFieldAccuracy: pipeline.fusion.fusion?.calibrator.accuracy,
+            gyroscopeBias: pipeline.fusion.fusion?.filter.gyroscopeBias ?? calibration.value?.gyroscopeBias,
+            gyroscopeBiasUncertainty: pipeline.fusion.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
                 ?? calibration.value?.gyroscopeBiasSigma,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
-            steps: pipeline.latestPedometer.steps, activity: pipeline.latestActivity?.activity, altitude: pipeline.latestAltitude)
+            steps: pipeline.gaitMetrics.steps, activity: pipeline.gaitMetrics.activity?.activity, altitude: pipeline.gaitMetrics.altitude)
     }
 
     /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits
@@ -415,7 +415,7 @@ package final class Hub: @unchecked Sendable {
         pageOut?.cancel()
         heapRelease?.cancel()
         polls.stop()
-        calibration.saveNow(pipeline.fusion?.calibration)
+        calibration.saveNow(pipeline.fusion.fusion?.calibration)
         if historyNeedsSaving { history.saveNow(pipeline.history.saved) }
         captures.stopAll()
     }

@@ -34,7 +34,7 @@ public final class ReplaySource: SensorSource {
         var samples: [DeviceNumber: [SensorSample]] = [:]
         for sample in recorded {
             // Recording.read checked that a device of the header carries every sample's kind.
-            let number = deviceOf[SensorKind(sample.stream)!]!
+            let number = deviceOf[sample.stream.descriptor.rawSensor!]!
             samples[number, default: []].append(sample.sensorSample(device: number))
         }
         self.devices = devices.filter { samples[$0.number] != nil }
@@ -60,24 +60,10 @@ public final class ReplaySource: SensorSource {
     public func modeName(of device: DeviceDescriptor) -> String { "replayed" }
 }
 
-extension SensorKind {
-    /// The raw sensor behind a raw stream.
-    init?(_ stream: StreamKind) {
-        switch stream {
-        case .accelerometer: self = .accelerometer
-        case .gyroscope: self = .gyroscope
-        case .magnetometer: self = .magnetometer
-        case .proximity: self = .proximity
-        case .altitude: self = .pressure
-        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity, .gesture: return nil
-        }
-    }
-}
-
 extension Recording.Sample {
     /// The sample in the device layer's SI units (the inverse of what the hub sends on the wire).
     func sensorSample(device: DeviceNumber) -> SensorSample {
-        let kind = SensorKind(stream)!
+        let kind = stream.descriptor.rawSensor!
         let vector = kind == .accelerometer ? self.vector.specificForceFromAcceleration : self.vector
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: vector, isNear: near)
     }

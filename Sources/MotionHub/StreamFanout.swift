@@ -95,20 +95,19 @@ final class StreamFanout {
 
     /// Sends an event (it is never dropped) to every client watching its stream, its line encoded at
     /// most once.
-    func deliverEvent<M: ServerMessage>(_ stream: StreamKind, _ message: M) {
+    func deliverEvent(_ stream: StreamKind, _ message: AnyServerMessage) {
         guard !subscriptions[stream.index].isEmpty else { return }
-        let value = AnyServerMessage(message)
         var encoded: ByteBuffer?
         func line() -> ByteBuffer? {
-            if encoded == nil, let bytes = try? Wire.encode(message) { encoded = ByteBuffer(bytes: bytes) }
+            if encoded == nil, let value = message.message, let bytes = try? Wire.encode(value) { encoded = ByteBuffer(bytes: bytes) }
             return encoded
         }
-        for subscription in subscriptions[stream.index] { clients.deliver(value, line: line, to: subscription.outbox, kind: .kept) }
+        for subscription in subscriptions[stream.index] { clients.deliver(message, line: line, to: subscription.outbox, kind: .kept) }
     }
 
     /// Ends, with `ENDED` and its reason, every watch of a stream that needs one of `kinds`.
     func endStreams(needing kinds: Set<SensorKind>, reason: String) {
-        for stream in StreamKind.allCases where !CapturePlan.kinds(for: stream).required.isDisjoint(with: kinds) {
+        for stream in StreamKind.allCases where !stream.descriptor.required.isDisjoint(with: kinds) {
             for id in subscriptions[stream.index].map(\.id) {
                 setWatch(nil, of: stream, for: id)
                 clients.send(Ended(stream: stream, reason: reason), to: id)

@@ -169,3 +169,25 @@ public enum AnyServerMessage: Sendable, Hashable {
         }
     }
 }
+
+extension Snapshot {
+    /// Puts a stream's message in its field; a message of no stream (a reply, `DROPPED`) is no field.
+    public mutating func insert(_ message: AnyServerMessage) {
+        switch message {
+        case .motion(let m): motion = m
+        case .accelerometer(let m): accelerometer = m
+        case .gyroscope(let m): gyroscope = m
+        case .magnetometer(let m): magnetometer = m
+        case .proximity(let m): proximity = m
+        case .light(let m): light = m
+        case .orientation(let m): orientation = m
+        case .tilt(let m): tilt = m
+        case .hinge(let m): hinge = m
+        case .pedometer(let m): pedometer = m
+        case .activity(let m): activity = m
+        case .altitude(let m): altitude = m
+        case .gesture(let m): gesture = m
+        case .version, .error, .watching, .dropped, .ended, .snapshot, .devices, .status, .history, .unknown: break
+        }
+    }
+}

@@ -58,14 +58,6 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
         }
     }
 
-    /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
-    public var isEventStream: Bool {
-        switch self {
-        case .proximity, .light, .orientation, .tilt, .pedometer, .activity, .gesture: true
-        case .motion, .accelerometer, .gyroscope, .magnetometer, .hinge, .altitude: false
-        }
-    }
-
     /// Decodes a stream's name; one that is no stream is refused naming it and the streams there are
     /// (Swift's own message names the type, not the choices, and shows `""` as nothing at all).
     public init(from decoder: any Decoder) throws {
@@ -77,10 +69,64 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
         }
         self = kind
     }
+}
 
-    /// Whether the stream comes from the step detector (`pedometer`, `activity`): its accelerometer
-    /// runs at the detector's rate, read in batches, not at the other event streams' 4 Hz.
-    public var isGaitStream: Bool { self == .pedometer || self == .activity }
+/// The stream table: what each stream needs of the sensors and how they are sampled for it, in one
+/// place. A new stream adds its case, its `index` and its entry here; its message lives in
+/// Messages.swift and its values come from the hub's stage that makes them.
+extension StreamKind {
+    /// How a stream's sensors are sampled.
+    public enum Sampling: Sendable, Hashable {
+        /// At the interval its client asks for: a periodic stream.
+        case asked
+        /// At the event rate, each reading sent fresh: state at start, then each change.
+        case events
+        /// At the step detector's rate, read in batches (its counts are seconds late anyway).
+        case gait
+        /// Moments, not states (gestures): at the step detector's rate (a shake's swings need it), each
+        /// reading sent fresh; a new watcher gets nothing first.
+        case moments
+    }
+
+    /// One stream's entry in the table.
+    public struct Descriptor: Sendable {
+        /// The sensors it cannot go without.
+        public var required: Set<SensorKind>
+        /// The sensors it uses where the machine has them.
+        public var optional: Set<SensorKind> = []
+        public var sampling: Sampling
+        /// The sensor whose readings it carries as they are (what a recording holds), if it does.
+        public var rawSensor: SensorKind?
+    }
+
+    /// The stream's entry.
+    public var descriptor: Descriptor { Self.table[index] }
+
+    /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
+    public var isEventStream: Bool { descriptor.sampling != .asked }
+
+    /// Whether a new watcher gets the stream's state first: an event stream's, except a moment's.
+    public var startsWithState: Bool { isEventStream && descriptor.sampling != .moments }
+
+    private static let table = allCases.map(\.entry)
+
+    private var entry: Descriptor {
+        switch self {
+        // A sensor hub's own compass gives the heading only where no magnetometer does (CapturePlan).
+        case .motion: Descriptor(required: [.accelerometer], optional: [.gyroscope, .magnetometer, .compass], sampling: .asked)
+        case .accelerometer: Descriptor(required: [.accelerometer], sampling: .asked, rawSensor: .accelerometer)
+        case .gyroscope: Descriptor(required: [.gyroscope], sampling: .asked, rawSensor: .gyroscope)
+        case .magnetometer: Descriptor(required: [.magnetometer], sampling: .asked, rawSensor: .magnetometer)
+        case .proximity: Descriptor(required: [.proximity], sampling: .events, rawSensor: .proximity)
+        case .light: Descriptor(required: [.light], sampling: .events)
+        case .orientation, .tilt: Descriptor(required: [.accelerometer], sampling: .events)
+        case .hinge: Descriptor(required: [.accelerometer], sampling: .asked)
+        case .pedometer: Descriptor(required: [.accelerometer], optional: [.pressure], sampling: .gait)
+        case .activity: Descriptor(required: [.accelerometer], sampling: .gait)
+        case .altitude: Descriptor(required: [.pressure], sampling: .asked, rawSensor: .pressure)
+        case .gesture: Descriptor(required: [.accelerometer], sampling: .moments)
+        }
+    }
 }
 
 /// A request's `id`: any JSON number or string, copied into the reply.

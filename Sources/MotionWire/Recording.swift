@@ -132,15 +132,16 @@ public enum Recording {
         guard fields.count >= 4, let stream = StreamKind(rawValue: String(fields[0])), let t = Int64(fields[1]) else { return nil }
         let numbers = fields.dropFirst(2).compactMap { Double($0) }
         guard numbers.count == fields.count - 2, numbers.allSatisfy(\.isFinite) else { return nil }
-        switch stream {
+        // Raw sensor streams only, the pressure's under its own name above (light: not yet).
+        switch stream.descriptor.rawSensor {
         case .accelerometer, .gyroscope, .magnetometer:
             guard numbers.count == 3 else { return nil }
             return Sample(stream: stream, timestamp: t, vector: Vector3(x: numbers[0], y: numbers[1], z: numbers[2]))
         case .proximity:
             guard numbers.count == 2, numbers[1] == 0 || numbers[1] == 1 else { return nil }
             return Sample(stream: stream, timestamp: t, vector: Vector3(x: numbers[0], y: 0, z: 0), near: numbers[1] == 1)
-        case .motion, .orientation, .tilt, .hinge, .light, .pedometer, .activity, .altitude, .gesture:
-            return nil  // not raw sensor streams a recording holds (light: not yet)
+        default:
+            return nil
         }
     }
 }

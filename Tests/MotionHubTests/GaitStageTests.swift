@@ -47,28 +47,42 @@ import Testing
         #expect(stage.activity?.activity == .walking)
     }
 
-    /// 4 m climbed on foot is one floor (3 m each); the sensors stopping keeps the count, floors
-    /// included, and forgets the activity.
+    /// Pressure at `altitude` m in the standard atmosphere, kPa: p = 101.325 (1 − 2.25577e−5 h)^5.25588
+    /// (the ICAO standard atmosphere's troposphere, as NOAA's pressure-altitude formula writes it).
+    static func pressure(at altitude: Double) -> Double { 101.325 * pow(1 - 2.25577e-5 * altitude, 5.25588) }
+
+    /// 4 m climbed on foot is one floor (3 m each), the altitudes those of the standard atmosphere;
+    /// the sensors stopping keeps the count, floors included, and forgets the activity and altitude.
     @Test func aFloorClimbedOnFootIsCountedAndOutlivesTheSensors() throws {
         var stage = Self.stage()
         var floors: [PedometerMessage] = []
+        var altitudes: [AltitudeMessage] = []
+        // The pressure sensor at 10 Hz, climbing 0.2 m/s.
+        func climbed(_ t: Int64) -> Double { 0.2 * Double(t) * 1e-9 }
         for (index, sample) in Self.walk.enumerated() {
             _ = stage.update(specificForce: sample.force, at: sample.t)
-            // The altimeter at 10 Hz, climbing 0.2 m/s.
-            if index % 5 == 0, let pedometer = stage.update(altitude: 0.2 * Double(sample.t) * 1e-9, at: sample.t) { floors.append(pedometer) }
+            guard index % 5 == 0 else { continue }
+            let made = stage.update(pressure: Self.pressure(at: climbed(sample.t)), at: sample.t)
+            if let pedometer = made.pedometer { floors.append(pedometer) }
+            altitudes.append(try #require(made.altitude))
         }
+        var altimeter = AltitudeEstimator()
         var reference = FloorCounter()
         var detector = StepDetector()
         var counted = 0
         for (index, sample) in Self.walk.enumerated() {
             detector.update(specificForce: sample.force, timestamp: sample.t) { _ in }
-            if index % 5 == 0, reference.update(altitude: 0.2 * Double(sample.t) * 1e-9, timestamp: sample.t, isWalking: detector.isWalking) { counted += 1 }
+            guard index % 5 == 0, let reading = altimeter.update(pressure: Self.pressure(at: climbed(sample.t)), timestamp: sample.t) else { continue }
+            if reference.update(altitude: reading.altitude, timestamp: sample.t, isWalking: detector.isWalking) { counted += 1 }
         }
         #expect(counted == 1 && floors.count == 1 && floors.last?.floorsAscended == 1, "the library counted \(counted)")
+        let last = try #require(altitudes.last)
+        #expect(abs(last.altitude - climbed(last.timestamp)) < 0.5, "\(last.altitude) m at \(climbed(last.timestamp)) m")
+        #expect(stage.latest(.altitude) == .altitude(last))
         let before = stage.pedometer
         stage.sensorsStopped()
         #expect(stage.pedometer == before && stage.pedometer.floorsAscended == 1)
-        #expect(stage.activity == nil)
+        #expect(stage.activity == nil && stage.latest(.altitude) == nil && stage.latest(.pedometer) == .pedometer(before))
     }
 
     @Test func aStageGoesOnFromTheSavedCount() {

@@ -1,0 +1,99 @@
+import MotionCore
+import MotionDevices
+import MotionFusion
+import MotionWire
+
+/// The pipeline's event stage: the screen's orientation and tilt, gestures and a 2-in-1's hinge from
+/// the accelerometers, and the proximity and light sensors' changes. It keeps the latest of each for
+/// polls and new watchers, and hands each message it makes to `emit`; the pipeline sends. No I/O:
+/// its tests drive it with samples.
+struct EventStage {
+    private var orientationDetector = OrientationDetector()
+    private var tiltDetector = TiltDetector()
+    private var gestures = GestureRecognizer()
+    private var hingeEstimator: HingeEstimator?
+    /// The base's accelerometer while the hinge is watched: its samples feed only the hinge.
+    private(set) var baseAccelerometer: DeviceNumber?
+    /// Light sensors whose readings are raw counts, not lux (their driver gives no scale).
+    var vendorUnitLight: Set<DeviceNumber> = []
+    private var orientation: OrientationMessage?
+    private var tilt: TiltMessage?
+    private var hinge: HingeMessage?
+    private var gesture: GestureMessage?
+    private var proximity: ProximityMessage?
+    private var light: LightMessage?
+
+    /// Watches the hinge between the display's accelerometer and `base`'s (nil: no hinge), sampled at
+    /// `rate` Hz.
+    mutating func followHinge(base: DeviceNumber?, rate: @autoclosure () -> Double) {
+        baseAccelerometer = base
+        if base == nil {
+            hingeEstimator = nil
+        } else if hingeEstimator == nil {
+            hingeEstimator = HingeEstimator(rate: rate())
+        }
+    }
+
+    /// Every sensor stopped: no stream has a latest value until they run again.
+    mutating func sensorsStopped() {
+        (orientation, tilt, hinge, gesture, proximity, light) = (nil, nil, nil, nil, nil, nil)
+    }
+
+    /// Takes a sample: the display's accelerometer (`isWalking`: whether a walk is under way, which
+    /// a pick-up is not), the base's (the hinge only), a proximity or a light sensor's. Each message
+    /// made goes to `emit`: the hinge's angle with every display sample while it is watched, an
+    /// event only when its state changed.
+    mutating func take(_ sample: SensorSample, isWalking: Bool, emit: (AnyServerMessage) -> Void) {
+        let t = sample.timestamp
+        switch sample.kind {
+        case .accelerometer where sample.device == baseAccelerometer:
+            hingeEstimator?.update(base: sample.vector)
+        case .accelerometer:
+            if hingeEstimator != nil {
+                hingeEstimator!.update(display: sample.vector)
+                if let angle = hingeEstimator!.angle, let mode = hingeEstimator!.mode {
+                    hinge = HingeMessage(timestamp: t, angle: angle, mode: mode)
+                    emit(.hinge(hinge!))
+                }
+            }
+            let gravity = sample.vector.accelerationFromSpecificForce
+            let previous = orientationDetector.state
+            orientation = OrientationMessage(timestamp: t, orientation: orientationDetector.update(gravity: gravity))
+            if orientationDetector.state != previous { emit(.orientation(orientation!)) }
+            let previousTilt = tiltDetector.state
+            tilt = TiltMessage(timestamp: t, tilt: tiltDetector.update(gravity: gravity))
+            if tiltDetector.state != previousTilt { emit(.tilt(tilt!)) }
+            gestures.update(specificForce: sample.vector, timestamp: t, isWalking: isWalking) { made in
+                gesture = GestureMessage(timestamp: t, gesture: made)
+                emit(.gesture(gesture!))
+            }
+        case .proximity:
+            let message = ProximityMessage(timestamp: t, near: sample.isNear, value: sample.vector.x)
+            let changed = proximity?.near != message.near
+            proximity = message
+            if changed { emit(.proximity(message)) }
+        case .light:
+            let unit: LightMessage.Unit = vendorUnitLight.contains(sample.device) ? .vendor : .lux
+            let message = LightMessage(timestamp: t, illuminance: sample.vector.x, unit: unit)
+            let changed = light.map { $0.illuminance != message.illuminance || $0.unit != message.unit } ?? true
+            light = message
+            if changed { emit(.light(message)) }
+        case .gyroscope, .magnetometer, .compass, .pressure:
+            break
+        }
+    }
+
+    /// The latest value of one of this stage's streams: a poll's answer, or the state a new watcher
+    /// of an event stream gets first.
+    func latest(_ stream: StreamKind) -> AnyServerMessage? {
+        switch stream {
+        case .orientation: orientation.map { .orientation($0) }
+        case .tilt: tilt.map { .tilt($0) }
+        case .hinge: hinge.map { .hinge($0) }
+        case .gesture: gesture.map { .gesture($0) }
+        case .proximity: proximity.map { .proximity($0) }
+        case .light: light.map { .light($0) }
+        default: nil
+        }
+    }
+}
