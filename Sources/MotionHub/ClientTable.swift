@@ -150,8 +150,9 @@ final class ClientTable: @unchecked Sendable {
         }
     }
 
-    /// A message's protocol line: written by hand for the classes `LineWriter` knows, else by `Wire`.
-    private func encode(_ message: AnyServerMessage) -> ByteBuffer? {
+    /// A message's protocol line: written by hand for the classes `LineWriter` knows (the per-sample
+    /// ones, fast and allocation-free), else by `Wire`.
+    func encode(_ message: AnyServerMessage) -> ByteBuffer? {
         if lineWriter.write(message) { return ByteBuffer(bytes: lineWriter.bytes) }
         guard let body = message.message else { return nil }
         return Self.encode(body, logger: logger)

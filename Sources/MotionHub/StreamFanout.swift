@@ -30,8 +30,6 @@ final class StreamFanout {
     private var subscriptions: [[Subscription]] = Array(repeating: [], count: StreamKind.allCases.count)
     /// The streams each client watches, for requests (not the per-sample path).
     private var streamsOf: [ID: Set<StreamKind>] = [:]
-    /// Writes per-sample lines, its buffer reused.
-    private var lineWriter = LineWriter()
 
     init(clients: ClientTable) {
         self.clients = clients
@@ -82,8 +80,7 @@ final class StreamFanout {
         var lines = LinesByFrame()
         func line(_ frame: AttitudeReferenceFrame) -> ByteBuffer? {
             if let line = lines[frame] { return line }
-            guard lineWriter.write(message(frame)) else { return nil }
-            lines[frame] = ByteBuffer(bytes: lineWriter.bytes)
+            lines[frame] = clients.encode(message(frame))
             return lines[frame]
         }
         for subscription in subscriptions[stream.index] {
@@ -99,7 +96,7 @@ final class StreamFanout {
         guard !subscriptions[stream.index].isEmpty else { return }
         var encoded: ByteBuffer?
         func line() -> ByteBuffer? {
-            if encoded == nil, let value = message.message, let bytes = try? Wire.encode(value) { encoded = ByteBuffer(bytes: bytes) }
+            if encoded == nil { encoded = clients.encode(message) }
             return encoded
         }
         for subscription in subscriptions[stream.index] { clients.deliver(message, line: line, to: subscription.outbox, kind: .kept) }

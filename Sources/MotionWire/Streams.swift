@@ -1,0 +1,421 @@
+import FoundationEssentials
+import MotionCore
+
+// Every stream in one file: its name (`StreamKind`), its entry in the stream table (what it needs of the
+// sensors, how they are sampled), its message and its field of a `SNAPSHOT`. A new stream adds those
+// here, its case in `AnyServerMessage`, and its values in the hub's stage that makes them.
+
+/// The streams a client can watch or poll.
+public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Fused device motion.
+    case motion
+    /// Raw acceleration, g, CoreMotion's sign.
+    case accelerometer
+    /// Raw rotation rate, rad/s.
+    case gyroscope
+    /// Raw magnetic field, µT.
+    case magnetometer
+    /// Near/far events.
+    case proximity
+    /// Ambient light events (protocol 1.2).
+    case light
+    /// Screen orientation events.
+    case orientation
+    /// Screen tilt events.
+    case tilt
+    /// A 2-in-1's hinge angle and mode.
+    case hinge
+    /// Steps, distance, cadence and pace (protocol 1.4).
+    case pedometer
+    /// The motion activity: stationary, walking, running, unknown (protocol 1.4).
+    case activity
+    /// Pressure and the altitude it means (protocol 1.5).
+    case altitude
+    /// Shake, pick-up and significant-motion events (protocol 1.5).
+    case gesture
+
+    /// The stream's place in `allCases`, for tables indexed by stream.
+    public var index: Int {
+        switch self {
+        case .motion: 0
+        case .accelerometer: 1
+        case .gyroscope: 2
+        case .magnetometer: 3
+        case .proximity: 4
+        case .light: 5
+        case .orientation: 6
+        case .tilt: 7
+        case .hinge: 8
+        case .pedometer: 9
+        case .activity: 10
+        case .altitude: 11
+        case .gesture: 12
+        }
+    }
+
+    /// Decodes a stream's name; one that is no stream is refused naming it and the streams there are
+    /// (Swift's own message names the type, not the choices, and shows `""` as nothing at all).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let kind = StreamKind(rawValue: name) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "\"\(name.prefix(40))\" is not a stream; streams are \(Self.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        self = kind
+    }
+}
+
+/// The stream table: what each stream needs of the sensors and how they are sampled for it.
+extension StreamKind {
+    /// How a stream's sensors are sampled.
+    public enum Sampling: Sendable, Hashable {
+        /// At the interval its client asks for: a periodic stream.
+        case asked
+        /// At the event rate, each reading sent fresh: state at start, then each change.
+        case events
+        /// At the step detector's rate, read in batches (its counts are seconds late anyway).
+        case gait
+        /// Moments, not states (gestures): at the step detector's rate (a shake's swings need it), each
+        /// reading sent fresh; a new watcher gets nothing first.
+        case moments
+    }
+
+    /// One stream's entry in the table.
+    public struct Descriptor: Sendable {
+        /// The sensors it cannot go without.
+        public var required: Set<SensorKind>
+        /// The sensors it uses where the machine has them.
+        public var optional: Set<SensorKind> = []
+        public var sampling: Sampling
+        /// The sensor whose readings it carries as they are (what a recording holds), if it does.
+        public var rawSensor: SensorKind?
+    }
+
+    /// The stream's entry.
+    public var descriptor: Descriptor { Self.table[index] }
+
+    /// Whether the stream is an event stream (state at start, then each change) rather than periodic.
+    public var isEventStream: Bool { descriptor.sampling != .asked }
+
+    /// Whether a new watcher gets the stream's state first: an event stream's, except a moment's.
+    public var startsWithState: Bool { isEventStream && descriptor.sampling != .moments }
+
+    private static let table = allCases.map(\.entry)
+
+    private var entry: Descriptor {
+        switch self {
+        // A sensor hub's own compass gives the heading only where no magnetometer does (CapturePlan).
+        case .motion: Descriptor(required: [.accelerometer], optional: [.gyroscope, .magnetometer, .compass], sampling: .asked)
+        case .accelerometer: Descriptor(required: [.accelerometer], sampling: .asked, rawSensor: .accelerometer)
+        case .gyroscope: Descriptor(required: [.gyroscope], sampling: .asked, rawSensor: .gyroscope)
+        case .magnetometer: Descriptor(required: [.magnetometer], sampling: .asked, rawSensor: .magnetometer)
+        case .proximity: Descriptor(required: [.proximity], sampling: .events, rawSensor: .proximity)
+        case .light: Descriptor(required: [.light], sampling: .events)
+        case .orientation, .tilt: Descriptor(required: [.accelerometer], sampling: .events)
+        case .hinge: Descriptor(required: [.accelerometer], sampling: .asked)
+        case .pedometer: Descriptor(required: [.accelerometer], optional: [.pressure], sampling: .gait)
+        case .activity: Descriptor(required: [.accelerometer], sampling: .gait)
+        case .altitude: Descriptor(required: [.pressure], sampling: .asked, rawSensor: .pressure)
+        case .gesture: Descriptor(required: [.accelerometer], sampling: .moments)
+        }
+    }
+}
+
+/// The attitude part of `MOTION`.
+public struct AttitudeMessage: Codable, Sendable, Hashable {
+    /// Device → reference frame.
+    public var quaternion: Quaternion
+    /// Radians, CoreMotion's conventions.
+    public var roll: Double
+    public var pitch: Double
+    public var yaw: Double
+    /// CoreMotion's rotation matrix (reference → device); on the wire, nine numbers row by row.
+    public var rotationMatrix: Matrix3
+
+    public init(quaternion: Quaternion, roll: Double, pitch: Double, yaw: Double, rotationMatrix: Matrix3) {
+        self.quaternion = quaternion
+        self.roll = roll
+        self.pitch = pitch
+        self.yaw = yaw
+        self.rotationMatrix = rotationMatrix
+    }
+
+    enum CodingKeys: String, CodingKey { case quaternion, roll, pitch, yaw, rotationMatrix }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        quaternion = try container.decode(Quaternion.self, forKey: .quaternion)
+        roll = try container.decode(Double.self, forKey: .roll)
+        pitch = try container.decode(Double.self, forKey: .pitch)
+        yaw = try container.decode(Double.self, forKey: .yaw)
+        let elements = try container.decode([Double].self, forKey: .rotationMatrix)
+        guard elements.count == 9 else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .rotationMatrix, in: container, debugDescription: "a rotation matrix has 9 numbers, not \(elements.count)")
+        }
+        rotationMatrix = Matrix3(rowMajor: elements)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(quaternion, forKey: .quaternion)
+        try container.encode(roll, forKey: .roll)
+        try container.encode(pitch, forKey: .pitch)
+        try container.encode(yaw, forKey: .yaw)
+        try container.encode(rotationMatrix.rowMajor, forKey: .rotationMatrix)
+    }
+}
+
+/// The calibrated magnetic field of `MOTION`.
+public struct CalibratedFieldMessage: Codable, Sendable, Hashable {
+    /// µT, hard iron removed.
+    public var field: Vector3
+    public var accuracy: MagneticFieldAccuracy
+
+    public init(field: Vector3, accuracy: MagneticFieldAccuracy) {
+        self.field = field
+        self.accuracy = accuracy
+    }
+}
+
+/// `MOTION`: fused device motion.
+public struct MotionMessage: ServerMessage {
+    public static let className = "MOTION"
+    /// ns, CLOCK_MONOTONIC.
+    public var timestamp: Int64
+    public var frame: AttitudeReferenceFrame
+    public var attitude: AttitudeMessage
+    /// g, CoreMotion's sign.
+    public var gravity: Vector3
+    /// g.
+    public var userAcceleration: Vector3
+    /// rad/s, bias removed.
+    public var rotationRate: Vector3
+    public var magneticField: CalibratedFieldMessage
+    /// Degrees in [0, 360), north frames only.
+    public var heading: Double?
+    /// What the machine's sensors cannot give, field name → reason; absent when everything is there.
+    public var unavailable: UnavailableOutputs?
+
+    public init(
+        timestamp: Int64, frame: AttitudeReferenceFrame, attitude: AttitudeMessage, gravity: Vector3,
+        userAcceleration: Vector3, rotationRate: Vector3, magneticField: CalibratedFieldMessage, heading: Double?,
+        unavailable: UnavailableOutputs? = nil
+    ) {
+        self.unavailable = unavailable?.isEmpty == true ? nil : unavailable
+        self.timestamp = timestamp
+        self.frame = frame
+        self.attitude = attitude
+        self.gravity = gravity
+        self.userAcceleration = userAcceleration
+        self.rotationRate = rotationRate
+        self.magneticField = magneticField
+        self.heading = heading
+    }
+}
+
+/// `ACCELEROMETER`: raw acceleration, g, CoreMotion's sign.
+public struct AccelerometerMessage: ServerMessage {
+    public static let className = "ACCELEROMETER"
+    public var timestamp: Int64
+    public var acceleration: Vector3
+    public init(timestamp: Int64, acceleration: Vector3) {
+        self.timestamp = timestamp
+        self.acceleration = acceleration
+    }
+}
+
+/// `GYROSCOPE`: raw rotation rate, rad/s.
+public struct GyroscopeMessage: ServerMessage {
+    public static let className = "GYROSCOPE"
+    public var timestamp: Int64
+    public var rotationRate: Vector3
+    public init(timestamp: Int64, rotationRate: Vector3) {
+        self.timestamp = timestamp
+        self.rotationRate = rotationRate
+    }
+}
+
+/// `MAGNETOMETER`: raw magnetic field, µT.
+public struct MagnetometerMessage: ServerMessage {
+    public static let className = "MAGNETOMETER"
+    public var timestamp: Int64
+    public var magneticField: Vector3
+    public init(timestamp: Int64, magneticField: Vector3) {
+        self.timestamp = timestamp
+        self.magneticField = magneticField
+    }
+}
+
+/// `PROXIMITY`: near or far.
+public struct ProximityMessage: ServerMessage {
+    public static let className = "PROXIMITY"
+    public var timestamp: Int64
+    public var near: Bool
+    /// The raw reading.
+    public var value: Double
+    public init(timestamp: Int64, near: Bool, value: Double) {
+        self.timestamp = timestamp
+        self.near = near
+        self.value = value
+    }
+}
+
+/// `LIGHT`: ambient light (protocol 1.2).
+public struct LightMessage: ServerMessage {
+    public static let className = "LIGHT"
+    /// `lux`, or `vendor` where the driver gives no scale (the raw reading, comparable only with itself).
+    public enum Unit: String, Codable, Sendable, Hashable {
+        case lux, vendor
+    }
+    public var timestamp: Int64
+    /// In `unit`.
+    public var illuminance: Double
+    public var unit: Unit
+    public init(timestamp: Int64, illuminance: Double, unit: Unit) {
+        self.timestamp = timestamp
+        self.illuminance = illuminance
+        self.unit = unit
+    }
+}
+
+/// `ORIENTATION`: the screen orientation.
+public struct OrientationMessage: ServerMessage {
+    public static let className = "ORIENTATION"
+    public var timestamp: Int64
+    public var orientation: ScreenOrientation
+    public init(timestamp: Int64, orientation: ScreenOrientation) {
+        self.timestamp = timestamp
+        self.orientation = orientation
+    }
+}
+
+/// `TILT`: how far the screen leans back or forward (protocol 1.1).
+public struct TiltMessage: ServerMessage {
+    public static let className = "TILT"
+    public var timestamp: Int64
+    public var tilt: ScreenTilt
+    public init(timestamp: Int64, tilt: ScreenTilt) {
+        self.timestamp = timestamp
+        self.tilt = tilt
+    }
+}
+
+/// `PEDOMETER`: the steps counted since the daemon started (protocol 1.4).
+public struct PedometerMessage: ServerMessage {
+    public static let className = "PEDOMETER"
+    /// The last step's instant, ns.
+    public var timestamp: Int64
+    /// Steps since the daemon started.
+    public var steps: Int
+    /// Metres walked: the steps times the step length.
+    public var distance: Double
+    /// Steps per second; `nil` before the third step.
+    public var cadence: Double?
+    /// Seconds per metre; `nil` before the third step.
+    public var pace: Double?
+    /// Floors (about 3 m) climbed on foot since the pedometer started (protocol 1.5); `nil` without
+    /// a pressure sensor.
+    public var floorsAscended: Int?
+    /// Floors gone down on foot, as `floorsAscended`.
+    public var floorsDescended: Int?
+    public init(
+        timestamp: Int64, steps: Int, distance: Double, cadence: Double?, pace: Double?, floorsAscended: Int? = nil,
+        floorsDescended: Int? = nil
+    ) {
+        self.timestamp = timestamp
+        self.steps = steps
+        self.distance = distance
+        self.cadence = cadence
+        self.pace = pace
+        self.floorsAscended = floorsAscended
+        self.floorsDescended = floorsDescended
+    }
+}
+
+/// `GESTURE`: a gesture made with the device (protocol 1.5).
+public struct GestureMessage: ServerMessage {
+    public static let className = "GESTURE"
+    /// The sample that completed the gesture, ns.
+    public var timestamp: Int64
+    public var gesture: Gesture
+    public init(timestamp: Int64, gesture: Gesture) {
+        self.timestamp = timestamp
+        self.gesture = gesture
+    }
+}
+
+/// `ALTITUDE`: a pressure reading and the altitude it means in the standard atmosphere (protocol 1.5).
+public struct AltitudeMessage: ServerMessage {
+    public static let className = "ALTITUDE"
+    /// When the pressure was read, ns.
+    public var timestamp: Int64
+    /// The pressure read, kPa.
+    public var pressure: Double
+    /// The altitude at which the standard atmosphere, with the configured sea-level pressure, has
+    /// `pressure`, m (geopotential). Differences of it are the relative altitude.
+    public var altitude: Double
+    /// One standard deviation of the readings' noise, m; `nil` until the third reading.
+    public var precision: Double?
+    public init(timestamp: Int64, pressure: Double, altitude: Double, precision: Double?) {
+        self.timestamp = timestamp
+        self.pressure = pressure
+        self.altitude = altitude
+        self.precision = precision
+    }
+}
+
+/// `ACTIVITY`: what the person carrying the device does, how sure, since when (protocol 1.4).
+public struct ActivityMessage: ServerMessage {
+    public static let className = "ACTIVITY"
+    /// When it was decided, ns.
+    public var timestamp: Int64
+    /// What the person does.
+    public var activity: MotionActivityKind
+    /// How sure.
+    public var confidence: MotionActivityConfidence
+    /// When the activity began, ns.
+    public var start: Int64
+    public init(timestamp: Int64, activity: MotionActivityKind, confidence: MotionActivityConfidence, start: Int64) {
+        self.timestamp = timestamp
+        self.activity = activity
+        self.confidence = confidence
+        self.start = start
+    }
+}
+
+/// `HINGE`: a 2-in-1's hinge angle, degrees, and mode (protocol 1.1).
+public struct HingeMessage: ServerMessage {
+    public static let className = "HINGE"
+    public var timestamp: Int64
+    /// Degrees in [0, 360]: 0 shut, 180 flat, 360 folded back.
+    public var angle: Double
+    public var mode: HingeMode
+    public init(timestamp: Int64, angle: Double, mode: HingeMode) {
+        self.timestamp = timestamp
+        self.angle = angle
+        self.mode = mode
+    }
+}
+
+/// `SNAPSHOT`: the reply to `POLL`.
+public struct Snapshot: ServerMessage {
+    public static let className = "SNAPSHOT"
+    public var id: RequestID?
+    public var motion: MotionMessage?
+    public var accelerometer: AccelerometerMessage?
+    public var gyroscope: GyroscopeMessage?
+    public var magnetometer: MagnetometerMessage?
+    public var proximity: ProximityMessage?
+    public var light: LightMessage?
+    public var orientation: OrientationMessage?
+    public var tilt: TiltMessage?
+    public var hinge: HingeMessage?
+    public var pedometer: PedometerMessage?
+    public var activity: ActivityMessage?
+    public var altitude: AltitudeMessage?
+    public var gesture: GestureMessage?
+
+    public init(id: RequestID?) { self.id = id }
+}
