@@ -84,10 +84,15 @@ extension ValueType {
         }
     }
 
-    /// A mapping of a section's own settings.
-    static func section(_ manualName: String = "mapping") -> Self where Value: SettingsSection {
+    /// A mapping of a section's own settings; `orFirst`: or a scalar alone, the value of its first
+    /// setting, the others at their defaults (`dsu: 127.0.0.1:26760`, `- motion`).
+    static func section(_ manualName: String = "mapping", orFirst: Bool = false) -> Self where Value: SettingsSection {
         Self(manualName: manualName, manualEntries: Value.settings.map(\.manualEntry)) { node, place throws(Configuration.Invalid) in
-            try Value.read(node, at: place)
+            guard orFirst, case .scalar = node else { return try Value.read(node, at: place) }
+            var section = Value()
+            try Value.settings[0].read(&section, node, place)
+            try Value.settings[0].check(section, place)
+            return section
         }
     }
 }
