@@ -62,12 +62,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard client != nil else { return }  // refused: closing once told so
-        var buffer = unwrapInboundIn(data)
-        if unserved == nil {
-            unserved = buffer
-        } else {
-            unserved!.writeBuffer(&buffer)  // behind the requests still waiting
-        }
+        unserved.setOrWriteImmutableBuffer(unwrapInboundIn(data))  // behind the requests still waiting
         _ = serveUnserved()
     }
 
