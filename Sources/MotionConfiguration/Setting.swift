@@ -128,16 +128,15 @@ struct Setting<Section: Sendable>: Sendable {
         _ key: String, _ field: WritableKeyPath<Section, Value?> & Sendable, _ type: ValueType<Value>, default defaultValue: String?,
         reload: Reload = .restart, flag: Bool = false, summary: String, check: @escaping @Sendable (Value) -> String? = { _ in nil }
     ) -> Self {
-        Setting(
-            key: key, type: type.manualName, summary: summary, defaultValue: defaultValue, reload: reload, isFlag: flag, required: false,
-            manualEntries: type.manualEntries,
-            read: { section, node, place throws(Configuration.Invalid) in section[keyPath: field] = try type.read(node, place) },
-            check: { section, place throws(Configuration.Invalid) in
-                guard let value = section[keyPath: field] else { return }
-                if let problem = check(value) { throw place.invalid(problem) }
-            },
-            differs: { $0[keyPath: field] != $1[keyPath: field] },
-            take: { section, other in if let value = other[keyPath: field] { section[keyPath: field] = value } })
+        let optional = ValueType<Value?>(manualName: type.manualName, manualEntries: type.manualEntries) {
+            node, place throws(Configuration.Invalid) in try type.read(node, place)
+        }
+        var setting = value(key, field, optional, default: defaultValue, summary: summary, check: { $0.flatMap(check) })
+        setting.reload = reload
+        setting.isFlag = flag
+        // A flag not given leaves the file's value.
+        setting.take = { section, other in if let value = other[keyPath: field] { section[keyPath: field] = value } }
+        return setting
     }
 
     /// A setting held in a field with its default value; `required`: the section has none without it.
