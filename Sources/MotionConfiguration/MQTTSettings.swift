@@ -132,23 +132,17 @@ public struct MQTTSettings: Sendable, Equatable, SettingsSection {
         let (scheme, rest) = parts.count == 2 ? (String(parts[0]), parts[1]) : ("mqtt", broker[...])
         guard scheme == "mqtt" || scheme == "mqtts" else { return .failure(place.invalid("\"\(broker)\": the scheme is mqtt:// or mqtts://, not \(scheme)://")) }
         let usesTLS = scheme == "mqtts"
-        var host = rest.hasSuffix("/") ? rest.dropLast() : rest
+        let named = rest.hasSuffix("/") ? rest.dropLast() : rest
+        // host, host:port, [v6], [v6]:port: a port follows the bracket, else the last colon.
+        let close = named.hasPrefix("[") ? named.firstIndex(of: "]") : nil
+        let portStart = close.map { named.index(after: $0) } ?? named.lastIndex(of: ":") ?? named.endIndex
+        let after = named[portStart...]
         var port = usesTLS ? 8883 : 1883
-        // host, host:port, [v6], [v6]:port
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            let after = host[host.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let given = Int(after.dropFirst()), (1...65535).contains(given) else { return .failure(badPort) }
-                port = given
-            } else if !after.isEmpty {
-                return .failure(badPort)
-            }
-            host = host[host.index(after: host.startIndex)..<close]
-        } else if let colon = host.lastIndex(of: ":") {
-            guard let given = Int(host[host.index(after: colon)...]), (1...65535).contains(given) else { return .failure(badPort) }
+        if !after.isEmpty {
+            guard after.hasPrefix(":"), let given = Int(after.dropFirst()), (1...65535).contains(given) else { return .failure(badPort) }
             port = given
-            host = host[..<colon]
         }
+        let host = close.map { named[named.index(after: named.startIndex)..<$0] } ?? named[..<after.startIndex]
         guard !host.isEmpty, !host.contains("/") else { return .failure(place.invalid("\"\(broker)\" names no host (such as mqtt://localhost:1883)")) }
         return .success(Address(host: String(host), port: port, usesTLS: usesTLS))
     }
