@@ -170,8 +170,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     /// `detach` on it.
     func stop() {
         guard let connection else { return }
-        let connected = link.withLock { $0.connected }
-        if connected { _ = connection.publish(topic: statusTopic, text: Self.offline, qos: 1, retain: true) }
+        if link.withLock({ $0.connected }) { _ = connection.publish(topic: statusTopic, text: Self.offline, qos: 1, retain: true) }
         connection.stop()
     }
 
