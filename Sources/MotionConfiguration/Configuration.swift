@@ -133,14 +133,9 @@ public struct Configuration: Sendable, Equatable {
     /// The mount-matrix overrides, or what is wrong with one (a configuration read from a file was
     /// checked when read).
     public func mountMatrixOverrides() throws(Invalid) -> [MountMatrixOverride] {
-        var overrides: [MountMatrixOverride] = []
-        for (index, setting) in (mountMatrices ?? []).enumerated() {
-            switch setting.override() {
-            case .success(let override): overrides.append(override)
-            case .failure(let problem): throw Place(key: "mount_matrices").entry(index).invalid(problem.text)
-            }
+        try (mountMatrices ?? []).enumerated().map { index, setting throws(Invalid) in
+            try setting.override(at: Place(key: "mount_matrices").entry(index))
         }
-        return overrides
     }
 }
 
@@ -195,7 +190,7 @@ extension Configuration: SettingsSection {
             "metrics", \.metrics, .text("host:port"), default: "none", flag: true, summary: "Serve Prometheus metrics over HTTP at http://host:port/metrics.",
             check: { hostAndPort($0) == nil ? "\"\($0)\" is not host:port (such as 127.0.0.1:9464)" : nil }),
         .optional(
-            "dsu", \.dsu, DSUSettings.entry, default: "none", flag: true,
+            "dsu", \.dsu, .section("host:port, or mapping", orFirst: true), default: "none", flag: true,
             summary: "Serve the IMU to emulators over the DSU (cemuhook) protocol, UDP (games.md): host:port alone, or a mapping."),
         .optional(
             "network_sensors", \.networkSensors, .list(of: .text("URI"), "list of libiio URIs"), default: "none",
@@ -250,20 +245,16 @@ public struct MountMatrixSetting: Sendable, Equatable, SettingsSection {
     ]
 
     func checkTogether(at place: Place) throws(Configuration.Invalid) {
-        if case .failure(let problem) = override() { throw place.invalid(problem.text) }
+        _ = try override(at: place)
     }
 
-    /// The override it stands for, or why it is wrong.
-    func override() -> Result<MountMatrixOverride, Problem> {
+    /// The override it stands for; what is wrong with it is an error at `place`.
+    func override(at place: Place) throws(Configuration.Invalid) -> MountMatrixOverride {
         let matches: [MountMatrixOverride.Match] = [name.map { .name($0) }, label.map { .label($0) }, syspath.map { .syspath($0) }].compactMap { $0 }
-        guard matches.count == 1 else { return .failure(Problem(text: "names exactly one of name, label, syspath (it has \(matches.count))")) }
+        guard matches.count == 1 else { throw place.invalid("names exactly one of name, label, syspath (it has \(matches.count))") }
         guard let override = MountMatrixOverride(match: matches[0], matrix: matrix) else {
-            return .failure(Problem(text: "\"\(matrix)\" is not a rotation written \"x1, y1, z1; x2, y2, z2; x3, y3, z3\""))
+            throw place.invalid("\"\(matrix)\" is not a rotation written \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")
         }
-        return .success(override)
-    }
-
-    struct Problem: Error {
-        var text: String
+        return override
     }
 }

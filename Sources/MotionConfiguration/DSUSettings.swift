@@ -50,16 +50,6 @@ public struct DSUSettings: Sendable, Equatable, SettingsSection {
             summary: "Serve a request from this machine only if the sending socket's owner may connect to motiond's socket (root, or the socket's group)."),
     ]
 
-    /// A `host:port` alone (`dsu: 127.0.0.1:26760`, or the flag), or a mapping of the section's settings.
-    static let entry = ValueType<DSUSettings>(manualName: "host:port, or mapping", manualEntries: settings.map(\.manualEntry)) {
-        node, place throws(Configuration.Invalid) in
-        guard case .scalar = node else { return try read(node, at: place) }
-        var settings = DSUSettings()
-        try Self.settings[0].read(&settings, node, place)
-        try Self.settings[0].check(settings, place)
-        return settings
-    }
-
     /// The address to listen on, or what is wrong with `listen`.
     public func address() throws(Configuration.Invalid) -> (host: String, port: Int) {
         guard let address = Configuration.hostAndPort(listen) else {

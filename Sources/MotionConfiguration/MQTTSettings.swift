@@ -63,13 +63,6 @@ public struct MQTTSettings: Sendable, Equatable, SettingsSection {
         func checkTogether(at place: Place) throws(Configuration.Invalid) {
             if frame != nil && stream != .motion { throw place.invalid("frame is for the motion stream") }
         }
-
-        /// A stream name alone (`- motion`: every default), or a mapping of the stream's settings.
-        static let entry = ValueType<Stream>(manualName: "stream name, or mapping", manualEntries: settings.map(\.manualEntry)) {
-            node, place throws(Configuration.Invalid) in
-            guard case .scalar = node else { return try read(node, at: place) }
-            return Stream(stream: try ValueType.named(StreamKind.self, "stream name").read(node, place))
-        }
     }
 
     /// Where the broker is.
@@ -89,8 +82,8 @@ public struct MQTTSettings: Sendable, Equatable, SettingsSection {
         .value(
             "broker", \.broker, .text("mqtt://host[:port] or mqtts://host[:port]"), default: nil, required: true, summary: "The broker.",
             check: { broker in
-                if case .failure(let problem) = address(of: broker) { return problem.text }
-                return nil
+                guard case .failure(let invalid) = address(of: broker) else { return nil }
+                return invalid.problem
             }),
         .optional("client_id", \.clientID, .text("text"), default: "motiond-<hostname>", summary: "The MQTT client id."),
         .optional(
@@ -110,8 +103,8 @@ public struct MQTTSettings: Sendable, Equatable, SettingsSection {
         .optional("username", \.username, .text("text"), default: nil, summary: "The broker's user name."),
         .optional("password_file", \.passwordFile, .text("path"), default: nil, summary: "The file whose first line is the password."),
         .value(
-            "streams", \.streams, .list(of: Stream.entry, "list of stream names or mappings"), default: "motion every 0.1 s",
-            summary: "What is published.",
+            "streams", \.streams, .list(of: .section("stream name, or mapping", orFirst: true), "list of stream names or mappings"),
+            default: "motion every 0.1 s", summary: "What is published.",
             check: { streams in
                 guard !streams.isEmpty else { return "name at least one stream" }
                 var seen: Set<StreamKind> = []
@@ -129,40 +122,28 @@ public struct MQTTSettings: Sendable, Equatable, SettingsSection {
 
     /// The broker's address, or what is wrong with `broker`.
     public func address() throws(Configuration.Invalid) -> Address {
-        switch Self.address(of: broker) {
-        case .success(let address): return address
-        case .failure(let problem): throw Place(key: "mqtt.broker").invalid(problem.text)
-        }
+        try Self.address(of: broker).get()
     }
 
-    struct Problem: Error {
-        var text: String
-    }
-
-    private static func address(of broker: String) -> Result<Address, Problem> {
-        let badPort = Problem(text: "\"\(broker)\": the port is a number 1...65535")
+    private static func address(of broker: String) -> Result<Address, Configuration.Invalid> {
+        let place = Place(key: "mqtt.broker")
+        let badPort = place.invalid("\"\(broker)\": the port is a number 1...65535")
         let parts = broker.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
         let (scheme, rest) = parts.count == 2 ? (String(parts[0]), parts[1]) : ("mqtt", broker[...])
-        guard scheme == "mqtt" || scheme == "mqtts" else { return .failure(Problem(text: "\"\(broker)\": the scheme is mqtt:// or mqtts://, not \(scheme)://")) }
+        guard scheme == "mqtt" || scheme == "mqtts" else { return .failure(place.invalid("\"\(broker)\": the scheme is mqtt:// or mqtts://, not \(scheme)://")) }
         let usesTLS = scheme == "mqtts"
-        var host = rest.hasSuffix("/") ? rest.dropLast() : rest
+        let named = rest.hasSuffix("/") ? rest.dropLast() : rest
+        // host, host:port, [v6], [v6]:port: a port follows the bracket, else the last colon.
+        let close = named.hasPrefix("[") ? named.firstIndex(of: "]") : nil
+        let portStart = close.map { named.index(after: $0) } ?? named.lastIndex(of: ":") ?? named.endIndex
+        let after = named[portStart...]
         var port = usesTLS ? 8883 : 1883
-        // host, host:port, [v6], [v6]:port
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
-            let after = host[host.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let given = Int(after.dropFirst()), (1...65535).contains(given) else { return .failure(badPort) }
-                port = given
-            } else if !after.isEmpty {
-                return .failure(badPort)
-            }
-            host = host[host.index(after: host.startIndex)..<close]
-        } else if let colon = host.lastIndex(of: ":") {
-            guard let given = Int(host[host.index(after: colon)...]), (1...65535).contains(given) else { return .failure(badPort) }
+        if !after.isEmpty {
+            guard after.hasPrefix(":"), let given = Int(after.dropFirst()), (1...65535).contains(given) else { return .failure(badPort) }
             port = given
-            host = host[..<colon]
         }
-        guard !host.isEmpty, !host.contains("/") else { return .failure(Problem(text: "\"\(broker)\" names no host (such as mqtt://localhost:1883)")) }
+        let host = close.map { named[named.index(after: named.startIndex)..<$0] } ?? named[..<after.startIndex]
+        guard !host.isEmpty, !host.contains("/") else { return .failure(place.invalid("\"\(broker)\" names no host (such as mqtt://localhost:1883)")) }
         return .success(Address(host: String(host), port: port, usesTLS: usesTLS))
     }
 }

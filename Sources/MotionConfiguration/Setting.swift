@@ -84,10 +84,15 @@ extension ValueType {
         }
     }
 
-    /// A mapping of a section's own settings.
-    static func section(_ manualName: String = "mapping") -> Self where Value: SettingsSection {
+    /// A mapping of a section's own settings; `orFirst`: or a scalar alone, the value of its first
+    /// setting, the others at their defaults (`dsu: 127.0.0.1:26760`, `- motion`).
+    static func section(_ manualName: String = "mapping", orFirst: Bool = false) -> Self where Value: SettingsSection {
         Self(manualName: manualName, manualEntries: Value.settings.map(\.manualEntry)) { node, place throws(Configuration.Invalid) in
-            try Value.read(node, at: place)
+            guard orFirst, case .scalar = node else { return try Value.read(node, at: place) }
+            var section = Value()
+            try Value.settings[0].read(&section, node, place)
+            try Value.settings[0].check(section, place)
+            return section
         }
     }
 }
@@ -123,16 +128,15 @@ struct Setting<Section: Sendable>: Sendable {
         _ key: String, _ field: WritableKeyPath<Section, Value?> & Sendable, _ type: ValueType<Value>, default defaultValue: String?,
         reload: Reload = .restart, flag: Bool = false, summary: String, check: @escaping @Sendable (Value) -> String? = { _ in nil }
     ) -> Self {
-        Setting(
-            key: key, type: type.manualName, summary: summary, defaultValue: defaultValue, reload: reload, isFlag: flag, required: false,
-            manualEntries: type.manualEntries,
-            read: { section, node, place throws(Configuration.Invalid) in section[keyPath: field] = try type.read(node, place) },
-            check: { section, place throws(Configuration.Invalid) in
-                guard let value = section[keyPath: field] else { return }
-                if let problem = check(value) { throw place.invalid(problem) }
-            },
-            differs: { $0[keyPath: field] != $1[keyPath: field] },
-            take: { section, other in if let value = other[keyPath: field] { section[keyPath: field] = value } })
+        let optional = ValueType<Value?>(manualName: type.manualName, manualEntries: type.manualEntries) {
+            node, place throws(Configuration.Invalid) in try type.read(node, place)
+        }
+        var setting = value(key, field, optional, default: defaultValue, summary: summary, check: { $0.flatMap(check) })
+        setting.reload = reload
+        setting.isFlag = flag
+        // A flag not given leaves the file's value.
+        setting.take = { section, other in if let value = other[keyPath: field] { section[keyPath: field] = value } }
+        return setting
     }
 
     /// A setting held in a field with its default value; `required`: the section has none without it.

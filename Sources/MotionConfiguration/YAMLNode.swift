@@ -88,14 +88,12 @@ indirect enum YAMLNode {
                 let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
                 try refuseDuplicateKey(text, at: event.start_mark)
                 try add(.scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), size: 1, anchor: Self.string(scalar.anchor))
-            case YAML_SEQUENCE_START_EVENT:
+            case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
                 try spend(1)
                 try nest()
-                open.append(Open(isMapping: false, anchor: Self.string(event.data.sequence_start.anchor)))
-            case YAML_MAPPING_START_EVENT:
-                try spend(1)
-                try nest()
-                open.append(Open(isMapping: true, anchor: Self.string(event.data.mapping_start.anchor)))
+                let isMapping = event.type == YAML_MAPPING_START_EVENT
+                let anchor = isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor
+                open.append(Open(isMapping: isMapping, anchor: Self.string(anchor)))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let done = open.removeLast()
                 try add(done.isMapping ? .mapping(done.pairs) : .sequence(done.items), size: done.size, anchor: done.anchor, counted: true)

@@ -37,12 +37,7 @@ enum SensorProxyInterface {
         }
         let claims = methods.filter { $0.interface == object.interface }.map { #"<method name="\#($0.name)"/>"# }
         let children = object.path == main.path ? #"<node name="Compass"/>"# : ""
-        return introspection(interface: object.interface, members: (declared + claims).joined(separator: "\n"), children: children)
-    }
-
-    /// Upstream's introspection of an object, with the standard interfaces every D-Bus service has.
-    private static func introspection(interface: String, members: String, children: String) -> String {
-        """
+        return """
         <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
         <node>
@@ -78,8 +73,8 @@ enum SensorProxyInterface {
               <arg type="s" name="machine_uuid" direction="out"/>
             </method>
           </interface>
-          <interface name="\(interface)">
-        \(members.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+          <interface name="\(object.interface)">
+        \((declared + claims).map { "    " + $0 }.joined(separator: "\n"))
           </interface>
           \(children)
         </node>

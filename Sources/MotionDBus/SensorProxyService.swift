@@ -219,8 +219,7 @@ final class SensorProxyService: Sendable {
                 let sender = call.sender
             else { return false }
             try call.expect(signature: "")
-            guard method.claims else { return try perform(method, for: sender, call: call) }
-            try authorize(method, for: sender, call: call)
+            try method.claims ? authorize(method, for: sender, call: call) : perform(method, for: sender, call: call)
         default:
             return false
         }
@@ -228,7 +227,7 @@ final class SensorProxyService: Sendable {
     }
 
     /// Counts a claim or a release, and answers it: a release at once, a claim once its sensor is ready.
-    private func perform(_ method: SensorProxyInterface.Method, for sender: String, call: BusMessage) throws(BusError) -> Bool {
+    private func perform(_ method: SensorProxyInterface.Method, for sender: String, call: BusMessage) throws(BusError) {
         let (changed, ready) = shared.withLock { shared in
             let changed = method.claims ? shared.claims.claim(method.sensor, by: sender) : shared.claims.release(method.sensor, by: sender)
             // A sensor started anew gives a new first value; until then its claims wait.
@@ -241,7 +240,6 @@ final class SensorProxyService: Sendable {
         } else {
             try bus.send(bus.newReply(to: call))
         }
-        return true
     }
 
     /// Asks polkit, without waiting for it, whether `sender` may claim, and performs the claim if so
@@ -257,7 +255,7 @@ final class SensorProxyService: Sendable {
                 answering(call) { () throws(BusError) in
                     switch verdict {
                     case .allowed, .absent:
-                        _ = try perform(method, for: sender, call: call)
+                        try perform(method, for: sender, call: call)
                     case .refused:
                         try bus.replyError(to: call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "polkit does not allow \(Self.claimAction)")
                     case .failed(let name, let message):
@@ -269,7 +267,7 @@ final class SensorProxyService: Sendable {
         } catch {
             _ = stillOnTheBus(afterAuthorizing: sender)
             logger.warning("cannot ask polkit; the claim is allowed", metadata: ["error": "\(error)"])
-            _ = try perform(method, for: sender, call: call)
+            try perform(method, for: sender, call: call)
         }
     }
 

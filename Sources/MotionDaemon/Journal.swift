@@ -24,11 +24,8 @@ public enum Journal {
     public static func send(entry: [UInt8]) -> Result<Void, Errno> {
         entry.withUnsafeBytes { raw in
             guard let base = raw.baseAddress else { return .success(()) }
-            var vectors: [iovec] = []
-            var start = 0
-            for end in 0...raw.count where end == raw.count || raw[end] == 0 {
-                if end > start { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: base + start), iov_len: end - start)) }
-                start = end + 1
+            let vectors = raw.split(separator: 0).map { field in
+                iovec(iov_base: UnsafeMutableRawPointer(mutating: base + field.startIndex), iov_len: field.count)
             }
             let result = sd_journal_sendv(vectors, Int32(vectors.count))
             return result < 0 ? .failure(Errno(rawValue: -result)) : .success(())

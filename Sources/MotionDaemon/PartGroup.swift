@@ -23,11 +23,8 @@ package final class PartGroup: Sendable {
     /// that ends or fails shuts the group down.
     private func serviceGroup(gracefulShutdownSignals: [UnixSignal], others: [any Service]) -> (ServiceGroup, StartOrder) {
         let order = StartOrder(parts: parts.count)
-        let services = parts.enumerated().map { index, part in
-            ServiceGroupConfiguration.ServiceConfiguration(
-                service: PartService(part: part, index: index, order: order, logger: logger),
-                successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
-        } + others.map {
+        let partServices: [any Service] = parts.enumerated().map { PartService(part: $1, index: $0, order: order, logger: logger) }
+        let services = (partServices + others).map {
             ServiceGroupConfiguration.ServiceConfiguration(
                 service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
         }
@@ -49,10 +46,9 @@ package final class PartGroup: Sendable {
         let (group, order) = serviceGroup(gracefulShutdownSignals: [], others: [])
         let task = Task { try await group.run() }
         running.withLock { $0 = (group, task) }
-        guard await order.turn(of: parts.count) else {
+        if await !order.turn(of: parts.count) {
             running.withLock { $0 = nil }
             try await task.value
-            return
         }
     }
 

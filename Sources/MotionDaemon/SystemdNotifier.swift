@@ -17,11 +17,8 @@ struct SystemdNotifier: Sendable {
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         let forUs = environment["WATCHDOG_PID"].map { Int32($0) == Syscall.processID() } ?? true
-        if forUs, let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0 {
-            watchdogInterval = usec / 2e6
-        } else {
-            watchdogInterval = nil
-        }
+        let usec = environment["WATCHDOG_USEC"].flatMap(Double.init) ?? 0
+        watchdogInterval = forUs && usec > 0 ? usec / 2e6 : nil
     }
 
     /// Sends `state` (e.g. `READY=1`); returns false when not run by systemd or the send failed.

@@ -170,8 +170,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     /// `detach` on it.
     func stop() {
         guard let connection else { return }
-        let connected = link.withLock { $0.connected }
-        if connected { _ = connection.publish(topic: statusTopic, text: Self.offline, qos: 1, retain: true) }
+        if link.withLock({ $0.connected }) { _ = connection.publish(topic: statusTopic, text: Self.offline, qos: 1, retain: true) }
         connection.stop()
     }
 
@@ -233,11 +232,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
             if let (_, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
                 bytes.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0.dropLast()), stream: stream, on: connection) }
             }
-            line.withUnsafeReadableBytes { bytes in
-                // Without the line's newline: an MQTT message is one JSON value.
-                let payload = bytes.last == UInt8(ascii: "\n") ? UnsafeRawBufferPointer(rebasing: bytes.dropLast()) : bytes
-                send(payload, stream: stream, on: connection)
-            }
+            line.withUnsafeReadableBytes { send($0, stream: stream, on: connection) }
         }
     }
 
@@ -277,22 +272,14 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     }
 
     private func enqueue(_ line: ByteBuffer, of stream: StreamKind) {
-        guard settings.batch else {
-            push(line, of: stream)
-            return
-        }
+        // Without the line's newline: an MQTT message is one JSON value.
         let body = line.readableBytesView.last == UInt8(ascii: "\n") ? line.getSlice(at: line.readerIndex, length: line.readableBytes - 1)! : line
-        if var batch = batches[stream.index] {
-            batches[stream.index] = nil  // the buffer uniquely referenced while it grows
-            batch.writeInteger(UInt8(ascii: ","))
-            batch.writeImmutableBuffer(body)
-            batches[stream.index] = batch
-        } else {
-            var batch = ByteBuffer()
-            batch.writeInteger(UInt8(ascii: "["))
-            batch.writeImmutableBuffer(body)
-            batches[stream.index] = batch
-        }
+        guard settings.batch else { return push(body, of: stream) }
+        // Taken out of `batches`: the buffer uniquely referenced while it grows.
+        var batch = batches[stream.index].take() ?? ByteBuffer()
+        batch.writeInteger(UInt8(ascii: batch.readableBytes == 0 ? "[" : ","))
+        batch.writeImmutableBuffer(body)
+        batches[stream.index] = batch
     }
 
     /// Queues a message, counting the one it pushed out of a full queue.
@@ -305,8 +292,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     /// Closes the batches of one delivery.
     private func closeBatches() {
         for index in batches.indices {
-            guard var batch = batches[index] else { continue }
-            batches[index] = nil
+            guard var batch = batches[index].take() else { continue }
             batch.writeInteger(UInt8(ascii: "]"))
             push(batch, of: StreamKind.allCases[index])
         }

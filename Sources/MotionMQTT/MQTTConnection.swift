@@ -181,8 +181,6 @@ final class MQTTConnection: @unchecked Sendable {
 
     // MARK: The network thread
 
-    private var isStopping: Bool { thread.isStopping }
-
     /// Drives the connection until `stop`: reads, writes and keeps alive while it is up; waits its
     /// backoff and connects again whenever it is down, whatever brought it down.
     private func serve() {
@@ -190,14 +188,14 @@ final class MQTTConnection: @unchecked Sendable {
         /// The connection being watched for overrun: its socket, since when, and the messages queued before it.
         var watched: (socket: Int32, since: ContinuousClock.Instant, messagesBefore: Int)?
         while true {
-            if isStopping {
+            if thread.isStopping {
                 let deadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
                 goodbyeDeadline = deadline
                 guard mosquitto_socket(handle) >= 0, mosquitto_want_write(handle), .now < deadline else { return }
             }
             let socket = mosquitto_socket(handle)
             guard socket >= 0 else {
-                guard !isStopping, waitBeforeReconnecting() else { return }
+                guard !thread.isStopping, waitBeforeReconnecting() else { return }
                 watched = nil
                 _ = mosquitto_reconnect_async(handle)
                 continue
@@ -232,7 +230,7 @@ final class MQTTConnection: @unchecked Sendable {
         let delay = min(Self.reconnectDelay * (1 << min(failures, 16)), Self.maximumReconnectDelay)
         failures += 1
         let deadline = ContinuousClock.now + delay
-        while !isStopping {
+        while !thread.isStopping {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return true }
             let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1

@@ -22,10 +22,8 @@ package final class MQTTFrontEnd: DaemonPart, @unchecked Sendable {
     }
 
     package func start() throws {
-        let hub = self.hub
-        let (settings, metrics) = (self.settings, self.metrics)
         let hostName = (try? Syscall.hostName().get()) ?? "localhost"
-        bridge = try hub.eventLoop.submit {
+        bridge = try hub.eventLoop.submit { [hub, settings, metrics] in
             let bridge = MQTTBridge(hub: hub, settings: settings, hostName: hostName, metrics: metrics)
             try bridge.start(hostName: hostName)
             return bridge

@@ -33,14 +33,11 @@ final class DaemonMetrics {
             count("motiond_samples_read_total", ("sensor", kind.rawValue), total: snapshot.samplesRead[kind] ?? 0)
         }
         let running = Set(snapshot.sensors.map(\.device))
-        for sensor in snapshot.sensors {
-            gauge("motiond_sensor_rate_hertz", sensor.rate, ("device", sensor.device))
-            gauge("motiond_sensor_measured_rate_hertz", sensor.measuredRate ?? 0, ("device", sensor.device))
-        }
         // A sensor closed samples at 0 Hz.
-        for device in devicesSeen.subtracting(running) {
-            gauge("motiond_sensor_rate_hertz", 0, ("device", device))
-            gauge("motiond_sensor_measured_rate_hertz", 0, ("device", device))
+        let closed = devicesSeen.subtracting(running).map { ($0, 0.0, 0.0) }
+        for (device, rate, measuredRate) in snapshot.sensors.map({ ($0.device, $0.rate, $0.measuredRate ?? 0) }) + closed {
+            gauge("motiond_sensor_rate_hertz", rate, ("device", device))
+            gauge("motiond_sensor_measured_rate_hertz", measuredRate, ("device", device))
         }
         devicesSeen.formUnion(running)
         count("motiond_dropped_samples_total", total: snapshot.dropped)
@@ -48,9 +45,7 @@ final class DaemonMetrics {
             count("motiond_client_dropped_samples_total", ("client", "\(client)"), total: dropped)
         }
         for gone in clientsSeen.subtracting(snapshot.droppedByClient.keys) {
-            if let entry = counters.removeValue(forKey: Self.key("motiond_client_dropped_samples_total", ("client", "\(gone)"))) {
-                entry.counter.destroy()
-            }
+            counters.removeValue(forKey: Self.key("motiond_client_dropped_samples_total", ("client", "\(gone)")))?.counter.destroy()
         }
         clientsSeen = Set(snapshot.droppedByClient.keys)
         gauge("motiond_fusion_running", snapshot.magneticFieldAccuracy == nil ? 0 : 1)

@@ -23,7 +23,6 @@ final class MetricsServer {
 
     /// Listens on `host`:`port`; `exposition` makes the page, on `eventLoop`.
     init(host: String, port: Int, eventLoop: any EventLoop, logger: Logger = Logger(label: "motiond"), exposition: @escaping @Sendable () -> [UInt8]) throws {
-        let address = "\(host):\(port)"
         let acceptGuard = AcceptGuard(name: "metrics", limit: Self.maximumConnections, logger: logger)
         let bootstrap = ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -41,10 +40,9 @@ final class MetricsServer {
             }
         do {
             channel = try bootstrap.bind(host: host, port: port).wait()
-        } catch let error as IOError {
-            throw ListenError(address: address, reason: "\(Errno(rawValue: error.errnoCode))")
         } catch {
-            throw ListenError(address: address, reason: "\(error)")
+            let reason = (error as? IOError).map { "\(Errno(rawValue: $0.errnoCode))" } ?? "\(error)"
+            throw ListenError(address: "\(host):\(port)", reason: reason)
         }
     }
 

@@ -33,12 +33,8 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         sink.resume = { [weak self] in self?.serveUnserved() ?? false }
         guard let id = hub.connect(sink) else {
             let refusal = ErrorReply(id: nil, code: .unavailable, message: "too many clients (\(hub.maximumClients)); try again later")
-            let channel = context.channel
-            if let line = try? Wire.encode(refusal) {
-                channel.writeAndFlush(ByteBuffer(bytes: line)).whenComplete { _ in channel.close(promise: nil) }
-            } else {
-                channel.close(promise: nil)
-            }
+            if let line = try? Wire.encode(refusal) { sink.write(ByteBuffer(bytes: line)) }
+            sink.closeAfterWrites()
             return
         }
         client = id
@@ -62,12 +58,7 @@ final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard client != nil else { return }  // refused: closing once told so
-        var buffer = unwrapInboundIn(data)
-        if unserved == nil {
-            unserved = buffer
-        } else {
-            unserved!.writeBuffer(&buffer)  // behind the requests still waiting
-        }
+        unserved.setOrWriteImmutableBuffer(unwrapInboundIn(data))  // behind the requests still waiting
         _ = serveUnserved()
     }
 

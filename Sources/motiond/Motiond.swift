@@ -33,12 +33,7 @@ struct Motiond: AsyncParsableCommand {
         // clients should sleep), and a job hopping through it costs a thread wake-up.
         ConcurrencyOnNIO.install()
         do {
-            var command = try parseAsRoot()
-            if var asynchronous = command as? any AsyncParsableCommand {
-                try await asynchronous.run()
-            } else {
-                try command.run()
-            }
+            try await parse().run()
         } catch {
             LogWriter.standardError.flush()
             exit(withError: error)
@@ -89,12 +84,14 @@ struct Motiond: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let path = config ?? Self.defaultConfigurationPath
-        let flags: Configuration
+        let load: @Sendable () throws -> Configuration
         let settings: Configuration
         do {
-            flags = try self.flags()
-            settings = try Configuration.load(path: path, required: config != nil).overridden(by: flags)
+            let flags = try self.flags()
+            load = { [config] in
+                try Configuration.load(path: config ?? Self.defaultConfigurationPath, required: config != nil).overridden(by: flags)
+            }
+            settings = try load()
         } catch {
             throw ValidationError("\(error)")
         }
@@ -120,10 +117,8 @@ struct Motiond: AsyncParsableCommand {
             pagesOutWhenSettled: true, logger: logger)
         server.apply(settings)
         let reload = ConfigurationReload(
-            hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger
-        ) {
-            try Configuration.load(path: path, required: config != nil).overridden(by: flags)
-        }
+            hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger,
+            load: load)
         try await server.run(gracefulShutdownSignals: [.sigterm, .sigint], with: [reload])
     }
 
