@@ -132,8 +132,8 @@ final class SensorProxyBridge: MessageSink {
             service.markReady(sensor)
         case .ended(let ended):
             watching.remove(ended.stream)
-        case .version, .dropped, .accelerometer, .gyroscope, .magnetometer, .hinge, .pedometer, .activity, .altitude, .gesture, .snapshot, .devices, .status, .history, .unknown:
-            break  // nothing for D-Bus
+        default:
+            break  // nothing for D-Bus, which watches only iio-sensor-proxy's streams (a new stream is none)
         }
     }
 

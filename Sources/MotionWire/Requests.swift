@@ -153,9 +153,10 @@ public enum Request: Sendable, Hashable {
                     return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "POLL needs \"streams\""))
                 }
                 // Said at once: the snapshot would wait its 2 s for a state that never comes.
-                if poll.streams.contains(.gesture) {
+                if let moment = poll.streams.first(where: { $0.descriptor.sampling == .moments }) {
                     return .failure(ErrorReply(
-                        id: header.id, code: .invalidArgument, message: "a gesture is an event with no current state: WATCH gesture, not POLL"))
+                        id: header.id, code: .invalidArgument,
+                        message: "a \(moment.rawValue) is an event with no current state: WATCH \(moment.rawValue), not POLL"))
                 }
                 return .success(.poll(poll))
             case "HISTORY":
