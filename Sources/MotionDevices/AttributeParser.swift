@@ -156,3 +156,19 @@ extension StringProtocol where SubSequence == Substring {
         return Substring(s[first...last])
     }
 }
+
+extension DeviceDescriptor {
+    /// The rate the device itself is set to for a capture asking `requested` Hz: the lowest it offers
+    /// that is at least that (its highest if none is), or `requested` where it lists none.
+    public func hardwareRate(for requested: Double) -> Double {
+        availableRates?.rate(atLeast: requested) ?? requested
+    }
+
+    /// The rate a capture asking `requested` Hz delivers samples at, read in `mode`: a buffer's, the
+    /// device's own (`hardwareRate`); a poll's, what was asked, no faster than the device. An
+    /// orientation's 4 Hz on an accelerometer whose slowest rate is 15.62 Hz is then 4 reads a second,
+    /// not 16 (docs/protocol.md: polled sensors are read 4 times a second for event streams).
+    public func captureRate(for requested: Double, in mode: CaptureMode) -> Double {
+        mode == .buffered ? hardwareRate(for: requested) : min(requested, hardwareRate(for: requested))
+    }
+}

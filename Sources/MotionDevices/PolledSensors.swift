@@ -39,7 +39,7 @@ public final class PolledSensors: @unchecked Sendable {
         name = device.number.sysname
         sysfs = Sysfs()
         restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
-        problems = SensorCapture.configure(device, kinds: kinds, rate: device.availableRates?.rate(atLeast: rate) ?? rate, restorer: &restorer)
+        problems = SensorCapture.configure(device, kinds: kinds, rate: device.hardwareRate(for: rate), restorer: &restorer)
         do throws(DeviceError) {
             reader = try PolledReader(device: device, kinds: kinds, sysfs: sysfs)
         } catch {

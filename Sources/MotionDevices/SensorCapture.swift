@@ -23,7 +23,8 @@ public enum SensorEvent: Sendable {
 ///
 /// Buffered capture is tried first where the device offers it; if it cannot start, or no data comes
 /// within `firstDataTimeout`, the capture falls back to polling sysfs and says so. The device's
-/// `sampling_frequency` is set to the lowest offered rate at least the one asked for. Everything the
+/// `sampling_frequency` is set to the lowest offered rate at least the one asked for; a device polled
+/// from the start is read at the rate asked for (`DeviceDescriptor.captureRate`). Everything the
 /// capture changes on the device is put back when it ends.
 public final class SensorCapture: Sendable {
     /// The device read.
@@ -32,7 +33,7 @@ public final class SensorCapture: Sendable {
     public let kinds: [SensorKind]
     /// The rate asked for, Hz.
     public let requestedRate: Double
-    /// The rate the device was set to (or is polled at), Hz.
+    /// The rate samples come at, Hz: the device's for a buffer, the poll's otherwise.
     public let rate: Double
 
     private let sysfs: Sysfs
@@ -75,7 +76,7 @@ public final class SensorCapture: Sendable {
         self.device = device
         self.kinds = kinds
         self.requestedRate = rate
-        self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
+        self.rate = device.captureRate(for: rate, in: mode ?? device.captureMode)
         self.sysfs = sysfs
         // Up to 1 kHz, one scan per refill keeps latency at one sample period.
         policy = CapturePolicy(rate: self.rate, batch: Int(self.rate / 1000), remote: remote, firstDataTimeout: firstDataTimeout)
@@ -138,7 +139,7 @@ public final class SensorCapture: Sendable {
 
     private func run(_ handler: @Sendable (SensorEvent) -> Void) {
         var restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
-        for problem in Self.configure(device, kinds: kinds, rate: rate, restorer: &restorer) { handler(.readFailed(problem)) }
+        for problem in Self.configure(device, kinds: kinds, rate: device.hardwareRate(for: rate), restorer: &restorer) { handler(.readFailed(problem)) }
         defer { restorer.restoreAll() }
 
         var lifecycle = CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: mode)

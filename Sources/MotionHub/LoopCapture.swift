@@ -51,7 +51,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop, firstDataTimeout: Double? = nil) {
         self.device = device
         self.kinds = kinds
-        self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
+        self.rate = device.captureRate(for: rate, in: device.captureMode)
         batch = min(CapturePlan.largestBatch, max(1, Int((latency * self.rate).rounded(.down))))
         self.eventLoop = eventLoop
         policy = CapturePolicy(rate: self.rate, batch: batch, firstDataTimeout: firstDataTimeout)

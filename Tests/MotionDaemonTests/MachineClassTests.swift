@@ -239,6 +239,28 @@ extension Hardware {
             #expect(device.mountMatrixCorrection == nil)
         }
 
+        /// The phone's bma250e (bmc150-accel) offers 15.62, 31.26, 62.5 and 125 Hz
+        /// (`sampling_frequency_available`, as bmc150-accel-core.c's table lists them) and has no
+        /// buffer here: an orientation watcher needs 4 readings a second (docs/protocol.md), so the
+        /// chip is set to its slowest rate, 15.62 Hz, and read 4 times a second, not 16 (it was
+        /// polled at the chip's rate, on a thread of its own: 48 wake-ups a second at rest).
+        @Test func aPolledAccelerometerIsReadAtTheEventRateNotItsSlowestOwn() throws {
+            let session = try Session("phone")
+            let client = session.client
+            try session.testbed.setAttribute("iio:device0", "sampling_frequency", "125\n")
+            try client.send(#"{"class":"WATCH","streams":["orientation"]}"#)
+            _ = try client.next("WATCHING")
+            try waitUntil { (try? session.testbed.attribute("iio:device0", "sampling_frequency"))?.hasPrefix("15.62") == true }
+            var sensor: StatusReply.Sensor?
+            try waitUntil(seconds: 10) {
+                guard (try? client.send(#"{"class":"STATUS"}"#)) != nil, let line = try? client.next("STATUS") else { return false }
+                sensor = (try? client.decode(StatusReply.self, line))?.sensors.first
+                return sensor?.measuredRate != nil
+            }
+            #expect(sensor?.mode == "polled" && sensor?.rate == 4, "\(String(describing: sensor))")
+            #expect(abs((sensor?.measuredRate ?? 0) - 4) < 0.5, "read 4 times a second: \(String(describing: sensor))")
+        }
+
         /// A phone whose gyroscope goes away (unplugged, or its driver unbound) while motion is
         /// watched: motion goes on from the accelerometer and the magnetometer, and says the rotation
         /// rate is now unavailable, instead of falling silent.
