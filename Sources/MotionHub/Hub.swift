@@ -38,6 +38,10 @@ package final class Hub: @unchecked Sendable {
     private var heapRelease: Scheduled<Void>?
     /// The page-out due once the plan has held for `pageOutDelay`.
     private var pageOut: Scheduled<Void>?
+    /// How often the calibration and the step history are saved while sensors run (`savesState`).
+    private var stateSaveInterval: TimeAmount?
+    /// The periodic save, while sensors run: none at rest, so that a daemon nobody uses never wakes.
+    private var periodicSave: RepeatedTask?
     /// The capture plan followed last: the page-out waits for the sensors to settle, not for requests
     /// to stop coming (a POLL replans without changing what runs).
     private var followedPlan: CapturePlan?
@@ -116,6 +120,26 @@ package final class Hub: @unchecked Sendable {
         pipeline.fusion.declination = settings.declination
         pipeline.seaLevelPressure = settings.seaLevelPressure
         pipeline.stepLength = settings.stepLength
+    }
+
+    /// Saves the calibration and the step history every `interval` while sensors run, and once when
+    /// they stop; nothing runs at rest (what is learnt is learnt only while they run).
+    package func savesState(every interval: TimeAmount) {
+        eventLoop.preconditionInEventLoop()
+        stateSaveInterval = interval
+        replan()
+    }
+
+    /// Starts or ends the periodic save as sensors start or stop.
+    private func followSaving(_ plan: CapturePlan) {
+        guard let interval = stateSaveInterval else { return }
+        if !plan.captures.isEmpty, periodicSave == nil {
+            periodicSave = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [unowned self] _ in saveState() }
+        } else if plan.captures.isEmpty, let running = periodicSave {
+            running.cancel()
+            periodicSave = nil
+            saveState()
+        }
     }
 
     /// Whether the step history changed since it was given to be saved, or its last save did not reach
@@ -325,6 +349,7 @@ package final class Hub: @unchecked Sendable {
         let plan = CapturePlan(demands: demands, devices: devices)
         captures.follow(plan, on: devices)
         pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion }, deviceRate: captures.rate(of:))
+        followSaving(plan)
         if pagesOut, plan != followedPlan { pageOutOnceSettled() }
         followedPlan = plan
     }
@@ -412,6 +437,7 @@ package final class Hub: @unchecked Sendable {
     package func stopAll() {
         eventLoop.preconditionInEventLoop()
         stopped = true
+        periodicSave?.cancel()
         pageOut?.cancel()
         heapRelease?.cancel()
         polls.stop()

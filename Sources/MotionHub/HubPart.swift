@@ -3,17 +3,15 @@ import NIOCore
 
 /// The hub core as a part of the daemon: lists this machine's devices at start and follows them as
 /// they come and go (udev's hot-plug), lists other machines' off the start path and every so often,
-/// saves the calibration every `stateSaveInterval` seconds; at stop, closes every sensor and saves
-/// the calibration.
+/// has the hub save the calibration every `stateSaveInterval` seconds while sensors run; at stop,
+/// closes every sensor and saves the calibration.
 package final class HubPart: DaemonPart, @unchecked Sendable {
-    // @unchecked: `monitor`, `remoteListers` and `periodicTasks` are set by `start` and read by
+    // @unchecked: `monitor` and `remoteListers` are set by `start` and read by
     // `stop`, which the daemon's start order calls one after the other.
     package let hub: Hub
     private let stateSaveInterval: Double
     private var monitor: DeviceMonitor?
     private var remoteListers: [RemoteLister] = []
-    /// Cancelled at stop, before it waits for the work they started off the loop.
-    private var periodicTasks: [RepeatedTask] = []
 
     package var name: String { "hub" }
 
@@ -26,10 +24,11 @@ package final class HubPart: DaemonPart, @unchecked Sendable {
     package func start() throws {
         let hub = self.hub
         let listing = Result { try hub.source.listDevices() }  // off the loop: it blocks
-        try hub.eventLoop.submit { hub.apply(listing) }.wait()
         let interval = TimeAmount.nanoseconds(Int64(stateSaveInterval * 1e9))
-        let save = hub.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in hub.saveState() }
-        periodicTasks.append(save)
+        try hub.eventLoop.submit {
+            hub.apply(listing)
+            hub.savesState(every: interval)
+        }.wait()
         if hub.source.followsHotPlug { followHotPlug() }
         remoteListers = hub.source.remotes.enumerated().map { index, remote in
             RemoteLister(hub: hub, remote: remote, origin: .remote(index), interval: hub.source.relistInterval)
@@ -67,12 +66,7 @@ package final class HubPart: DaemonPart, @unchecked Sendable {
         monitor = nil
         for lister in remoteListers { lister.stop() }
         remoteListers = []
-        let periodicTasks = self.periodicTasks
-        self.periodicTasks = []
-        try hub.eventLoop.submit { [hub] in
-            for task in periodicTasks { task.cancel() }
-            hub.stopAll()
-        }.wait()
+        try hub.eventLoop.submit { [hub] in hub.stopAll() }.wait()
         hub.waitForOffLoopWork()
     }
 }

@@ -520,6 +520,33 @@ extension Hardware.Server {
         again.signal(SIGTERM)
     }
 
+    /// The times the kernel switched to any of the process's threads so far (its wake-ups, and the
+    /// switches a busy machine forced on it): the sum of each thread's `voluntary_ctxt_switches` and
+    /// `nonvoluntary_ctxt_switches` in /proc/PID/task/TID/status (proc(5)).
+    static func contextSwitches(of pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { total, task in
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+            return total + status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }.compactMap { Int($0.split(separator: "\t").last ?? "") }.reduce(0, +)
+        }
+    }
+
+    /// Nobody connected, no sensor open: the daemon sleeps, however often it saves while sensors run
+    /// (a save every 20 ms here): its save timer used to run at rest too, waking it every interval.
+    @Test func aDaemonNobodyUsesDoesNotWake() throws {
+        let testbed = try Testbed()
+        try testbed.add(fixture: "imu-buffered")
+        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state, "--state-save-interval", "0.02"])
+        let pid = daemon.process.processIdentifier
+        usleep(500_000)  // what the start-up and the test's own connection set going settles
+        let before = Self.contextSwitches(of: pid)
+        usleep(2_000_000)
+        let woke = Self.contextSwitches(of: pid) - before
+        #expect(woke <= 2, "\(woke) switches in 2 s at rest (measured 0; a save every 20 ms was 99)")
+        daemon.signal(SIGTERM)
+    }
+
     @Test func killingTheDaemonDuringStateWritesNeverLeavesABrokenFile() throws {
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")
