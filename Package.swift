@@ -117,9 +117,8 @@ let package = Package(
         .systemLibrary(
             name: "CYAML", pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]),
-        .systemLibrary(
-            name: "CMosquitto", pkgConfig: "libmosquitto",
-            providers: [.apt(["libmosquitto-dev"])]),
+        // libmosquitto's header, its library opened at run time (dlopen) once MQTT is configured.
+        .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "MotionDevices", dependencies: ["MotionCore", "MotionSystem", "CLibIIO", "CLibUdev"]),
         // The one syscall layer: thin typed wrappers on swift-system.
         .target(name: "MotionSystem", dependencies: ["CLinux", .product(name: "SystemPackage", package: "swift-system")]),

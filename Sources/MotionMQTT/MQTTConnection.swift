@@ -19,11 +19,13 @@ final class MQTTConnection: @unchecked Sendable {
     // @unchecked: libmosquitto locks its own state (the handle is marked threaded); `events` and the
     // thread are immutable; `failures` is only the network thread's.
 
-    /// A libmosquitto call that failed: which, and libmosquitto's reason.
+    /// A libmosquitto call that failed: which, and libmosquitto's reason (or `reason`, where the
+    /// library itself could not be loaded).
     struct Failure: Error, CustomStringConvertible {
         var operation: String
         var code: Int32
-        var description: String { "\(operation): \(String(cString: mosquitto_strerror(code)))" }
+        var reason: String?
+        var description: String { "\(operation): \(reason ?? String(cString: motiond_mosquitto_strerror(code)))" }
     }
 
     /// What the network thread reports; called on that thread.
@@ -77,38 +79,46 @@ final class MQTTConnection: @unchecked Sendable {
     private let messagesQueued = Atomic<Int>(0)
     private var started = false
 
-    private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
+    /// libmosquitto loaded (only now: a daemon without MQTT never maps it, nor libssl and libcrypto)
+    /// and initialised, once; or what kept it from loading.
+    private static let libraryProblem: String? = {
+        if let problem = motiond_mosquitto_load() { return String(cString: problem) }
+        _ = motiond_mosquitto_lib_init()
+        return nil
+    }()
 
     /// A connection that will identify itself as `clientID`, with a clean session.
     init(clientID: String, events: Events) throws(Failure) {
-        _ = Self.libraryReady
+        if let problem = Self.libraryProblem {
+            throw Failure(operation: "loading libmosquitto.so.1 (MQTT needs the libmosquitto1 package)", code: MOSQ_ERR_NOT_SUPPORTED.rawValue, reason: problem)
+        }
         self.events = events
         do {
             thread = try WakeableThread(name: "mqtt")
         } catch {
             throw Failure(operation: "eventfd (the MQTT thread's wake-up)", code: MOSQ_ERR_ERRNO.rawValue)
         }
-        guard let handle = mosquitto_new(clientID, true, nil) else {
+        guard let handle = motiond_mosquitto_new(clientID, true, nil) else {
             throw Failure(operation: "mosquitto_new", code: MOSQ_ERR_NOMEM.rawValue)
         }
         self.handle = handle
-        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
-        mosquitto_connect_callback_set(handle) { _, context, code in
+        motiond_mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        motiond_mosquitto_connect_callback_set(handle) { _, context, code in
             let connection = MQTTConnection.from(context)
             if code == 0 { connection.failures = 0 }
             connection.events.connected(code)
         }
-        mosquitto_disconnect_callback_set(handle) { _, context, code in MQTTConnection.from(context).events.disconnected(code) }
-        mosquitto_publish_callback_set(handle) { _, context, _ in MQTTConnection.from(context).events.published() }
-        try check("mosquitto_int_option(protocol 3.1.1)", mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311))
+        motiond_mosquitto_disconnect_callback_set(handle) { _, context, code in MQTTConnection.from(context).events.disconnected(code) }
+        motiond_mosquitto_publish_callback_set(handle) { _, context, _ in MQTTConnection.from(context).events.published() }
+        try check("motiond_mosquitto_int_option(protocol 3.1.1)", motiond_mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311))
         // Samples are small and late ones are worth less: no Nagle delay.
-        try check("mosquitto_int_option(TCP_NODELAY)", mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1))
+        try check("motiond_mosquitto_int_option(TCP_NODELAY)", motiond_mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1))
         // Packets queued from other threads wait for ours rather than being written by the caller.
-        try check("mosquitto_threaded_set", mosquitto_threaded_set(handle, true))
+        try check("mosquitto_threaded_set", motiond_mosquitto_threaded_set(handle, true))
     }
 
     deinit {
-        mosquitto_destroy(handle)
+        motiond_mosquitto_destroy(handle)
     }
 
     private static func from(_ context: UnsafeMutableRawPointer?) -> MQTTConnection {
@@ -121,28 +131,28 @@ final class MQTTConnection: @unchecked Sendable {
 
     /// `mosquitto_username_pw_set`.
     func setCredentials(username: String, password: String?) throws(Failure) {
-        try check("mosquitto_username_pw_set", mosquitto_username_pw_set(handle, username, password))
+        try check("mosquitto_username_pw_set", motiond_mosquitto_username_pw_set(handle, username, password))
     }
 
     /// `mosquitto_tls_set`: the broker's certificate is checked against `caFile`, else the system's
     /// authorities (`/etc/ssl/certs`); a client certificate and key when given.
     func setTLS(caFile: String?, certificateFile: String?, keyFile: String?) throws(Failure) {
         try check(
-            "mosquitto_tls_set", mosquitto_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, certificateFile, keyFile, nil))
+            "mosquitto_tls_set", motiond_mosquitto_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, certificateFile, keyFile, nil))
     }
 
     /// `mosquitto_will_set`: what the broker publishes if the connection dies without a goodbye.
     func setWill(topic: String, payload: String, qos: Int, retain: Bool) throws(Failure) {
         let bytes = Array(payload.utf8)
-        try check("mosquitto_will_set", mosquitto_will_set(handle, topic, Int32(bytes.count), bytes, Int32(qos), retain))
+        try check("mosquitto_will_set", motiond_mosquitto_will_set(handle, topic, Int32(bytes.count), bytes, Int32(qos), retain))
     }
 
     /// `mosquitto_connect_async`, then the network thread, which goes on connecting while the broker is
     /// away (a broker down at start is only the first such wait).
     func start(host: String, port: Int, keepalive: Int) throws(Failure) {
-        let code = mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
+        let code = motiond_mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive))
         // Refused or unreachable now is retried by the thread; a wrong argument is not.
-        if code == MOSQ_ERR_INVAL.rawValue { throw Failure(operation: "mosquitto_connect_async(\(host):\(port))", code: code) }
+        if code == MOSQ_ERR_INVAL.rawValue { throw Failure(operation: "motiond_mosquitto_connect_async(\(host):\(port))", code: code) }
         if let error = thread.start({ [self] in serve() }) {
             throw Failure(operation: "pthread_create (the MQTT thread): \(error)", code: MOSQ_ERR_ERRNO.rawValue)
         }
@@ -152,7 +162,7 @@ final class MQTTConnection: @unchecked Sendable {
     /// `mosquitto_publish`: queues `payload` for the network thread, which writes it once woken
     /// (`wakeNetworkThread`, once for all the messages queued together).
     func publish(topic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int, retain: Bool = false) -> Failure? {
-        let code = mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, Int32(qos), retain)
+        let code = motiond_mosquitto_publish(handle, nil, topic, Int32(payload.count), payload.baseAddress, Int32(qos), retain)
         guard code == MOSQ_ERR_SUCCESS.rawValue else { return Failure(operation: "mosquitto_publish", code: code) }
         messagesQueued.add(1, ordering: .relaxed)
         return nil
@@ -175,7 +185,7 @@ final class MQTTConnection: @unchecked Sendable {
         guard started else { return }
         started = false
         // DISCONNECT queued first: a thread that sees the stop finds it still to write.
-        _ = mosquitto_disconnect(handle)
+        _ = motiond_mosquitto_disconnect(handle)
         thread.stop()
     }
 
@@ -191,22 +201,22 @@ final class MQTTConnection: @unchecked Sendable {
             if thread.isStopping {
                 let deadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
                 goodbyeDeadline = deadline
-                guard mosquitto_socket(handle) >= 0, mosquitto_want_write(handle), .now < deadline else { return }
+                guard motiond_mosquitto_socket(handle) >= 0, motiond_mosquitto_want_write(handle), .now < deadline else { return }
             }
-            let socket = mosquitto_socket(handle)
+            let socket = motiond_mosquitto_socket(handle)
             guard socket >= 0 else {
                 guard !thread.isStopping, waitBeforeReconnecting() else { return }
                 watched = nil
-                _ = mosquitto_reconnect_async(handle)
+                _ = motiond_mosquitto_reconnect_async(handle)
                 continue
             }
             if watched?.socket != socket { watched = (socket, .now, messagesQueued.load(ordering: .relaxed)) }
-            let events = Int16(POLLIN) | (mosquitto_want_write(handle) ? Int16(POLLOUT) : 0)
+            let events = Int16(POLLIN) | (motiond_mosquitto_want_write(handle) ? Int16(POLLOUT) : 0)
             guard case .success(let wakeup) = thread.wait(for: events, on: socket, timeoutMilliseconds: 1000) else { continue }
             // An error closes the socket and calls `disconnected` (libmosquitto's own handling); the
             // next turn finds no socket and reconnects.
             if wakeup.readable {
-                guard mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { continue }
+                guard motiond_mosquitto_loop_read(handle, 1) == MOSQ_ERR_SUCCESS.rawValue else { continue }
                 if let watched, let received = Syscall.bytesReceived(onTCPSocket: socket) {
                     let allowed = Allowance.bytes(
                         messages: messagesQueued.load(ordering: .relaxed) - watched.messagesBefore,
@@ -218,10 +228,10 @@ final class MQTTConnection: @unchecked Sendable {
                     }
                 }
             }
-            if mosquitto_socket(handle) >= 0, mosquitto_want_write(handle), mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue {
+            if motiond_mosquitto_socket(handle) >= 0, motiond_mosquitto_want_write(handle), motiond_mosquitto_loop_write(handle, 1) != MOSQ_ERR_SUCCESS.rawValue {
                 continue
             }
-            _ = mosquitto_loop_misc(handle)  // keepalive: a ping, or closing a connection that stopped answering
+            _ = motiond_mosquitto_loop_misc(handle)  // keepalive: a ping, or closing a connection that stopped answering
         }
     }
 
@@ -240,5 +250,5 @@ final class MQTTConnection: @unchecked Sendable {
     }
 
     /// A broker's refusal of a connection, in words (`mosquitto_connack_string`).
-    static func refusal(_ code: Int32) -> String { String(cString: mosquitto_connack_string(code)) }
+    static func refusal(_ code: Int32) -> String { String(cString: motiond_mosquitto_connack_string(code)) }
 }

@@ -52,6 +52,27 @@ import Testing
         #expect(status.wait(seconds: 5) { !$0.isEmpty }.first?.payload == "offline")
     }
 
+    /// The libraries mapped into a process (/proc/PID/maps, proc(5)), by file name.
+    static func mappedLibraries(of pid: Int32) -> Set<String> {
+        // Read to its end: /proc's files have no size, and a read of one page stopped partway.
+        let maps = String(decoding: FileHandle(forReadingAtPath: "/proc/\(pid)/maps")?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        return Set(maps.split(separator: "\n").compactMap { $0.split(separator: "/").last.map(String.init) })
+    }
+
+    /// libmosquitto, and the libssl and libcrypto it links, are loaded only by a daemon that
+    /// publishes: one without `mqtt` maps none of them (they were 1.4 MB of its memory at rest).
+    @Test func onlyADaemonThatPublishesLoadsLibmosquitto() throws {
+        let quiet = try ReplayDaemon(arguments: ["--loop"])
+        let without = Self.mappedLibraries(of: quiet.process.processIdentifier)
+        #expect(without.contains { $0.hasPrefix("libc.so") }, "maps read: \(without.sorted())")
+        #expect(!without.contains { $0.hasPrefix("libmosquitto") || $0.hasPrefix("libcrypto") || $0.hasPrefix("libssl") }, "\(without.sorted())")
+        let broker = try MosquittoBroker()
+        let subscriber = try MQTTSubscriber(port: broker.port, topic: "motiond/+/status")
+        let publishing = try Self.daemon(mqtt: "  broker: mqtt://127.0.0.1:\(broker.port)")
+        try #require(subscriber.wait(seconds: 10) { !$0.isEmpty }.first?.payload == "online", "\(publishing.log)")
+        #expect(Self.mappedLibraries(of: publishing.process.processIdentifier).contains { $0.hasPrefix("libmosquitto.so") })
+    }
+
     /// The bridge's goodbye ends the fusion, which saves its calibration off the loop while shutdown
     /// goes on; with a save every 20 ms one is nearly always under way. A job that finished after the
     /// loop was gone was a fatal error of NIO's ("Cannot schedule tasks on an EventLoop that has already
