@@ -105,7 +105,8 @@ final class CaptureManager: @unchecked Sendable {
         let number = device.number
         do {
             let capture = try source.open(
-                device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate, latency: entry.latency, eventLoop: eventLoop)
+                device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate, latency: entry.latency,
+                restsWhenStill: entry.restsWhenStill, eventLoop: eventLoop)
             generations += 1
             let generation = generations
             running[number] = Running(plan: entry, capture: capture, generation: generation)

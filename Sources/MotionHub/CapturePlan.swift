@@ -19,6 +19,9 @@ struct CapturePlan: Sendable, Hashable {
         /// Seconds a sample may wait before it is read, so that the device delivers its scans in
         /// batches: as long as the most impatient client of its sensors lets wait (0: each at once).
         var latency = 0.0
+        /// Whether only event streams read it (an accelerometer for orientation and tilt): polled, it
+        /// is read more slowly while it lies still.
+        var restsWhenStill = false
     }
 
     /// What clients watch: a stream, its interval (seconds; ignored for event streams) and the
@@ -107,6 +110,8 @@ struct CapturePlan: Sendable, Hashable {
             patience[demand.stream] = min(patience[demand.stream] ?? .infinity, sampling.latency)
         }
         var latencies: [SensorKind: Double] = [:]
+        // Kinds some stream other than an event stream reads: they keep their rate at rest.
+        var sampled: Set<SensorKind> = []
         for (stream, rate) in fastest {
             let (required, optional) = (stream.descriptor.required, stream.descriptor.optional)
             guard required.isSubset(of: available) else {
@@ -115,6 +120,7 @@ struct CapturePlan: Sendable, Hashable {
             }
             var used = required.union(optional.intersection(available))
             if used.contains(.magnetometer) { used.remove(.compass) }
+            if stream.descriptor.sampling != .events { sampled.formUnion(used) }
             for kind in used {
                 // The pedometer's floors need the pressure a few times a second, not at the steps' rate.
                 let kindRate = stream == .pedometer && kind == .pressure ? min(rate, Self.eventRate) : rate
@@ -149,7 +155,9 @@ struct CapturePlan: Sendable, Hashable {
             }
         }
         captures = byDevice.map { number, kinds in
-            Capture(device: number, kinds: kinds, rate: kinds.map { rates[$0]! }.max()!, latency: kinds.map { latencies[$0] ?? 0 }.min()!)
+            Capture(
+                device: number, kinds: kinds, rate: kinds.map { rates[$0]! }.max()!, latency: kinds.map { latencies[$0] ?? 0 }.min()!,
+                restsWhenStill: kinds == [.accelerometer] && sampled.isDisjoint(with: kinds) && number != baseAccelerometer)
         }.sorted { $0.device < $1.device }
     }
 }

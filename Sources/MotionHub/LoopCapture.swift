@@ -23,6 +23,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     let rate: Double
     /// Scans per read of a buffer: as many as `latency` lets wait.
     let batch: Int
+    /// Whether only event streams read it: polled, it slows while still (`AdaptivePolling`).
+    let restsWhenStill: Bool
     private let eventLoop: any EventLoop
     private let policy: CapturePolicy
     private let state: Mutex<State>
@@ -47,8 +49,13 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     /// A capture of `kinds` of `device` at `rate` Hz (rounded up to what the device offers) on
     /// `eventLoop`, whose scans may wait up to `latency` seconds to be read together;
-    /// `firstDataTimeout` in seconds (default `CapturePolicy`'s).
-    init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop, firstDataTimeout: Double? = nil) {
+    /// `firstDataTimeout` in seconds (default `CapturePolicy`'s); `restsWhenStill`: only event streams
+    /// read it.
+    init(
+        device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop, firstDataTimeout: Double? = nil,
+        restsWhenStill: Bool = false
+    ) {
+        self.restsWhenStill = restsWhenStill
         self.device = device
         self.kinds = kinds
         self.rate = device.captureRate(for: rate, in: device.captureMode)
@@ -157,7 +164,12 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             }
             for problem in poller.problems { handler(.readFailed(problem)) }
             let reader = PollTicker(poller: poller, capture: self)
-            return register({ () throws(DeviceError) in try poller.makeTimer() }, reader: reader, readSize: 64).map { [self] attached in
+            let opened = register({ () throws(DeviceError) in
+                let timer = try poller.makeTimer()
+                reader.timer = timer
+                return timer
+            }, reader: reader, readSize: 64)
+            return opened.map { [self] attached in
                 if attached { lifecycle { $0.opened() } }
             }
         }.flatMapError { [self] error in
@@ -342,7 +354,9 @@ private final class ChannelEnd: ChannelInboundHandler, @unchecked Sendable {
 
 /// Reads polled sensors each time their timer's descriptor becomes readable: one read per wake-up,
 /// however many periods passed (a late loop skips, it does not burst). What a failed read means, and
-/// when presence is checked, the capture's lifecycle says.
+/// when presence is checked, the capture's lifecycle says. An accelerometer that only event streams
+/// read is polled more slowly while it lies still (`AdaptivePolling`), its timer set anew as it
+/// starts and stops moving.
 private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     // @unchecked: runs on its channel's event loop only.
     typealias InboundIn = ByteBuffer
@@ -351,12 +365,29 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     private weak var capture: LoopCapture?
     private let handler: @Sendable (SensorEvent) -> Void
     private var rejections: RejectionReport
+    /// The timer's descriptor (the channel owns it), set once it is made.
+    var timer: Int32 = -1
+    private var adaptive: AdaptivePolling?
+    /// The rate the timer runs at, Hz.
+    private var timerRate: Double
 
     init(poller: PolledSensors, capture: LoopCapture) {
         self.poller = poller
         self.capture = capture
         handler = capture.handler
         rejections = RejectionReport(device: poller.device.number.sysname, kinds: poller.kinds)
+        timerRate = poller.rate
+        if capture.restsWhenStill, poller.kinds == [.accelerometer] { adaptive = AdaptivePolling(movingRate: poller.rate) }
+    }
+
+    /// Follows the accelerometer's `sample` with the timer's rate, if it adapts.
+    private func adapt(to sample: SensorSample) {
+        guard adaptive != nil, sample.kind == .accelerometer else { return }
+        adaptive!.update(sample.vector, at: sample.timestamp)
+        let wanted = adaptive!.rate
+        guard wanted != timerRate, timer >= 0 else { return }
+        // A timer that cannot be set keeps its rate: the readings go on, only more often than needed.
+        if case .success = Syscall.setTimerPeriod(timer, period: Int64(1e9 / wanted)) { timerRate = wanted }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
@@ -366,7 +397,10 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
         let poller = poller
         if case .end(let reason) = capture.lifecycle({ $0.pollDue(deviceExists: poller.deviceExists) }) { return capture.failed(reason) }
         do throws(DeviceError) {
-            try poller.read { handler(.sample($0)) }
+            try poller.read { sample in
+                adapt(to: sample)
+                handler(.sample(sample))
+            }
             capture.lifecycle { $0.readSucceeded() }
         } catch {
             switch capture.lifecycle({ $0.readFailed(error, deviceExists: poller.deviceExists) }) {

@@ -45,7 +45,9 @@ public final class ReplaySource: SensorSource {
 
     public func listDevices() throws -> DeviceListing { DeviceListing(devices: devices, problems: []) }
 
-    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream {
+    public func open(
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
+    ) throws -> any SensorStream {
         let wanted = Set(kinds)
         return SamplePlayer(
             samples: (samples[device.number] ?? []).filter { wanted.contains($0.kind) }, device: device.number.sysname,

@@ -11,8 +11,11 @@ public protocol SensorSource: Sendable {
     var remotes: [NetworkDiscovery] { get }
     /// Prepares reading `kinds` of `device` at `rate` Hz or faster, its samples waiting up to `latency`
     /// seconds to be read together where the device can hold them; a stream may read on `eventLoop`
-    /// (the hub's) instead of a thread of its own.
-    func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream
+    /// (the hub's) instead of a thread of its own. `restsWhenStill`: only event streams need it, so
+    /// a polled accelerometer may be read more slowly while it lies still (`AdaptivePolling`).
+    func open(
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
+    ) throws -> any SensorStream
     /// Whether devices come and go (then udev's hot-plug events are followed).
     var followsHotPlug: Bool { get }
     /// How the device's sensors are read: `buffered`, `polled`, `network` or `replayed`.
@@ -75,12 +78,16 @@ public struct HardwareSource: SensorSource {
         try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices()
     }
 
-    public func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream {
+    public func open(
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
+    ) throws -> any SensorStream {
         if let remote = remotes.first(where: { $0.owns(device.number) }) { return try remote.open(device, kinds: kinds, rate: rate) }
         // A buffered device is read on the hub's loop (one wake-up per batch), and so is one polled
         // slowly; one polled fast has a thread of its own, so that slow sysfs reads never hold the loop.
         if device.captureMode == .buffered || LoopCapture.pollsOnLoop(rate: device.captureRate(for: rate, in: device.captureMode)) {
-            return LoopCapture(device: device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout)
+            return LoopCapture(
+                device: device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout,
+                restsWhenStill: restsWhenStill)
         }
         return try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)
     }

@@ -151,10 +151,15 @@ public enum Syscall {
         let fd = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC))
         guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
         let timer = OwnedDescriptor(fd)
+        if case .failure(let error) = setTimerPeriod(timer.rawValue, period: period) { return .failure(error) }
+        return .success(timer.take())
+    }
+
+    /// `timerfd_settime`: `fd`'s timer fires every `period` ns from one period from now.
+    public static func setTimerPeriod(_ fd: Int32, period: Int64) -> Result<Void, Errno> {
         let interval = timespec(tv_sec: Int(period / 1_000_000_000), tv_nsec: Int(period % 1_000_000_000))
         var setting = itimerspec(it_interval: interval, it_value: interval)
-        guard timerfd_settime(timer.rawValue, 0, &setting, nil) == 0 else { return .failure(Errno(rawValue: errno)) }
-        return .success(timer.take())
+        return timerfd_settime(fd, 0, &setting, nil) == 0 ? .success(()) : .failure(Errno(rawValue: errno))
     }
 
     /// `poll` on one descriptor for input, with a timeout in milliseconds (-1: forever).

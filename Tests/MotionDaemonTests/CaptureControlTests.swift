@@ -36,8 +36,10 @@ import MotionHub
         }
 
         func listDevices() throws -> DeviceListing { try replay.listDevices() }
-        func open(_ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop) throws -> any SensorStream {
-            Stream(try replay.open(device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop), self)
+        func open(
+            _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
+        ) throws -> any SensorStream {
+            Stream(try replay.open(device, kinds: kinds, rate: rate, latency: latency, restsWhenStill: restsWhenStill, eventLoop: eventLoop), self)
         }
         var followsHotPlug: Bool { false }
         func modeName(of device: DeviceDescriptor) -> String { replay.modeName(of: device) }

@@ -31,12 +31,24 @@ import Testing
         ])
     }
 
+    /// Event streams sample at the event rate and may wait the event latency; an accelerometer only
+    /// they read may rest when still (proximity keeps its rate: a hand near the screen is no motion
+    /// of the device).
     @Test func eventStreamsSampleAtTheEventRateAndMayWaitTheEventLatency() {
         let plan = CapturePlan(demands: [.init(stream: .proximity, interval: 5), .init(stream: .orientation, interval: 5)], devices: phone)
         #expect(plan.captures == [
-            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: CapturePlan.eventRate, latency: CapturePlan.eventLatency),
+            .init(device: DeviceNumber(0), kinds: [.accelerometer], rate: CapturePlan.eventRate, latency: CapturePlan.eventLatency, restsWhenStill: true),
             .init(device: DeviceNumber(3), kinds: [.proximity], rate: CapturePlan.eventRate, latency: CapturePlan.eventLatency),
         ])
+    }
+
+    /// A stream that samples (here `accelerometer` at 4 Hz, the same rate) keeps the accelerometer's
+    /// rate at rest, as do the step detector's streams and the hinge's.
+    @Test func anAccelerometerRestsOnlyWhenEventStreamsAloneReadIt() {
+        for other in [CapturePlan.Demand(stream: .accelerometer, interval: 0.25), .init(stream: .pedometer, interval: 1), .init(stream: .gesture, interval: 1)] {
+            let plan = CapturePlan(demands: [.init(stream: .orientation, interval: 5), other], devices: phone)
+            #expect(plan.captures.first { $0.kinds == [.accelerometer] }?.restsWhenStill == false, "\(other.stream)")
+        }
     }
 
     /// The step detector needs 25 Hz, not the event streams' 4 Hz, and its steps are seconds late

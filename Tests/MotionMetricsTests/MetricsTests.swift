@@ -60,18 +60,27 @@ import Testing
         #expect(try httpRequest("POST", port: port, path: "/metrics").status == 405)
     }
 
-    /// The pedometer and activity series say what a POLL of those streams says.
+    /// The pedometer and activity series say what a POLL of those streams says. The recording plays
+    /// on meanwhile, so the scrape is bracketed by two polls: it says what one of them says. A
+    /// watcher keeps the sensors running throughout (a poll's alone stop 5 s after it, and a loaded
+    /// machine answered the first that late: the scrape then found the sensors stopped).
     @Test func theStepsAndTheActivityAreScrapedAsPolled() async throws {
         let port = try freeLoopbackPort()
         let daemon = try ReplayDaemon(arguments: ["--loop", "--metrics", "127.0.0.1:\(port)"])
+        let watcher = try TestClient.greeted(path: daemon.socket)
+        try watcher.send(#"{"class":"WATCH","streams":["activity"]}"#)
+        _ = try watcher.next("WATCHING")
         let client = MotionClient(socketPath: daemon.socket)
-        let polled = try await client.snapshot(of: [.pedometer, .activity])
+        let before = try await client.snapshot(of: [.pedometer, .activity])
         let scraped = prometheusSamples(try httpRequest(port: port, path: "/metrics").body)
-        #expect(scraped["motiond_steps_total"] == Double(try #require(polled.pedometer).steps))
-        let activity = try #require(polled.activity).activity
-        for kind in MotionActivityKind.allCases {
-            #expect(scraped["motiond_activity{activity=\"\(kind.rawValue)\"}"] == (kind == activity ? 1 : 0), "\(kind)")
-        }
+        let after = try await client.snapshot(of: [.pedometer, .activity])
+        let steps = try #require(scraped["motiond_steps_total"])
+        let (first, last) = (try #require(before.pedometer).steps, try #require(after.pedometer).steps)
+        #expect(Double(first) <= steps && steps <= Double(last), "\(first) ≤ \(steps) ≤ \(last)")
+        let activities = [try #require(before.activity).activity, try #require(after.activity).activity]
+        let current = MotionActivityKind.allCases.filter { scraped["motiond_activity{activity=\"\($0.rawValue)\"}"] == 1 }
+        #expect(current.count == 1 && activities.contains(current[0]), "scraped \(current), polled \(activities)")
+        #expect(MotionActivityKind.allCases.allSatisfy { scraped["motiond_activity{activity=\"\($0.rawValue)\"}"] != nil }, "every kind is a series")
         #expect(scraped["motiond_altitude_meters"] == nil, "the recording has no pressure sensor")
     }
 
