@@ -11,7 +11,7 @@ final class FusionStage {
     /// The fusion, in a box of its own: its state is kilobytes, and an optional struct held in a
     /// property is copied whole by optional chaining, `!= nil` and `!` (a memmove per sample, 8 % of
     /// the batched profile); through a class reference it is read and updated in place.
-    private final class FusionBox {
+    fileprivate final class FusionBox {
         var fusion: SensorFusion
         /// Fixed for the fusion's life (it is made anew when the gyroscope comes or goes).
         let usesGyroscope: Bool
@@ -146,9 +146,17 @@ final class FusionStage {
         if abs(measured / box.fusion.magnetometerRate - 1) > 0.2 { box.fusion.setMagnetometerRate(measured) }
     }
 
+    /// A motion due: its sample's timestamp and period (ns), and the fusion that makes it, held so that
+    /// a replan while it is sent (a client leaving ends the fusion) cannot take the fusion away.
+    struct DueMotion {
+        var timestamp: Int64
+        var period: Int64
+        fileprivate let box: FusionBox
+    }
+
     /// The motion due (`pendingMotion`, with a fusion to make it), now no longer due; every 64th time
     /// it also looks whether the gyroscope's calibration changed.
-    func takePendingMotion() -> (timestamp: Int64, period: Int64)? {
+    func takePendingMotion() -> DueMotion? {
         guard let pending = pendingMotion, let box else { return nil }
         pendingMotion = nil
         motionsSinceCalibrationLook += 1
@@ -161,18 +169,20 @@ final class FusionStage {
                 gyroscopeCalibrationChanged(calibrated, sigma)
             }
         }
-        return pending
+        return DueMotion(timestamp: pending.timestamp, period: pending.period, box: box)
     }
 
     /// The motion now in `frame`, once the fusion has had the samples it needs.
     func motion(in frame: AttitudeReferenceFrame) -> MotionMessage? {
-        guard box != nil, accelerometer != nil, !box!.usesGyroscope || gyroscope != nil else { return nil }
-        return fusedMotion(in: frame)
+        guard let box, accelerometer != nil, !box.usesGyroscope || gyroscope != nil else { return nil }
+        return message(of: box, in: frame)
     }
 
-    /// The fusion's motion now in `frame`: while a fusion runs (as it does whenever a motion is due).
-    func fusedMotion(in frame: AttitudeReferenceFrame) -> MotionMessage {
-        let motion = box!.motion(in: frame)
+    /// The due motion in `frame`.
+    func motion(_ due: DueMotion, in frame: AttitudeReferenceFrame) -> MotionMessage { message(of: due.box, in: frame) }
+
+    private func message(of box: FusionBox, in frame: AttitudeReferenceFrame) -> MotionMessage {
+        let motion = box.motion(in: frame)
         let a = motion.attitude
         var message = MotionMessage(
             timestamp: motion.timestamp, frame: motion.referenceFrame,

@@ -26,7 +26,7 @@ package final class Hub: @unchecked Sendable {
     private let pipeline: MotionPipeline
     private let calibration: SavedState<SensorFusion.Calibration>
     private let history: SavedState<GaitHistory.Saved>
-    /// `pipeline.historyRevision` when the history was last saved.
+    /// `pipeline.gait.historyRevision` when the history was last saved.
     private var historySavedRevision = 0
     /// The blocking jobs handed to the thread pool, for shutdown to wait for.
     let offLoop: OffLoopWork
@@ -118,8 +118,8 @@ package final class Hub: @unchecked Sendable {
     package func apply(_ settings: LiveSettings) {
         eventLoop.preconditionInEventLoop()
         pipeline.fusion.declination = settings.declination
-        pipeline.seaLevelPressure = settings.seaLevelPressure
-        pipeline.stepLength = settings.stepLength
+        pipeline.gait.seaLevelPressure = settings.seaLevelPressure
+        pipeline.gait.stepLength = settings.stepLength
     }
 
     /// Saves the calibration and the step history every `interval` while sensors run, and once when
@@ -144,7 +144,7 @@ package final class Hub: @unchecked Sendable {
 
     /// Whether the step history changed since it was given to be saved, or its last save did not reach
     /// the disk (failed, or skipped behind another).
-    private var historyNeedsSaving: Bool { pipeline.historyRevision != historySavedRevision || !history.isSaved }
+    private var historyNeedsSaving: Bool { pipeline.gait.historyRevision != historySavedRevision || !history.isSaved }
 
     /// Saves the calibration, and the step history if it changed, in the background.
     package func saveState() {
@@ -152,8 +152,8 @@ package final class Hub: @unchecked Sendable {
         var wrote = false
         if let fusion = pipeline.fusion.fusion { wrote = calibration.save(fusion.calibration) }
         if historyNeedsSaving {
-            historySavedRevision = pipeline.historyRevision
-            wrote = history.save(pipeline.history.saved) || wrote
+            historySavedRevision = pipeline.gait.historyRevision
+            wrote = history.save(pipeline.gait.history.saved) || wrote
         }
         // The encoder's code a write brought back (3 MB of a screen-rotation daemon's 14.7) goes out
         // again once it is done, as at start-up.
@@ -197,7 +197,7 @@ package final class Hub: @unchecked Sendable {
             return
         }
         unavailable = CapturePlan.unavailable(on: devices)
-        pipeline.vendorUnitLight = Set(devices.filter { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }.map(\.number))
+        pipeline.events.vendorUnitLight = Set(devices.filter { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }.map(\.number))
         for gone in captures.stop(absentFrom: Set(devices.map(\.number))) {
             logger.notice("sensor removed", metadata: ["device": "\(gone.device)"])
             fanout.endStreams(needing: gone.kinds, reason: "\(gone.device) was removed")
@@ -293,7 +293,7 @@ package final class Hub: @unchecked Sendable {
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
                 fusion: pipeline.fusion.fusion, saved: calibration.value, unavailable: unavailable), to: id)
         case .history(let query):
-            reply(Replies.history(query, of: pipeline.history, stepLength: pipeline.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
+            reply(Replies.history(query, of: pipeline.gait.history, stepLength: pipeline.gait.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
         }
     }
 
@@ -429,7 +429,7 @@ package final class Hub: @unchecked Sendable {
             gyroscopeBiasUncertainty: pipeline.fusion.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
                 ?? calibration.value?.gyroscopeBiasSigma,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
-            steps: pipeline.gaitMetrics.steps, activity: pipeline.gaitMetrics.activity?.activity, altitude: pipeline.gaitMetrics.altitude)
+            steps: pipeline.gait.pedometer.steps, activity: pipeline.gait.activity?.activity, altitude: pipeline.gait.altitude)
     }
 
     /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits
@@ -442,7 +442,7 @@ package final class Hub: @unchecked Sendable {
         heapRelease?.cancel()
         polls.stop()
         calibration.saveNow(pipeline.fusion.fusion?.calibration)
-        if historyNeedsSaving { history.saveNow(pipeline.history.saved) }
+        if historyNeedsSaving { history.saveNow(pipeline.gait.history.saved) }
         captures.stopAll()
     }
 

@@ -12,30 +12,11 @@ final class MotionPipeline {
     /// The IMU's raw streams and `motion`.
     let fusion: FusionStage
     /// Orientation, tilt, gestures, the hinge, proximity and light.
-    private var events = EventStage()
+    var events = EventStage()
     /// Steps, activity, floors and altitude, and their history.
-    private var gait: GaitStage
+    var gait: GaitStage
     /// Called after each sample is taken: a waiting poll may be answerable now.
     var sampleFused: () -> Void = {}
-    /// The steps and activities of the last week, and the count since the first start.
-    var history: GaitHistory { gait.history }
-    /// Changes to `history`: the hub saves it when this moved.
-    var historyRevision: Int { gait.historyRevision }
-    /// Metres per step; a new one applies to the distances sent from then on, the total's included.
-    var stepLength: Double {
-        get { gait.stepLength }
-        set { gait.stepLength = newValue }
-    }
-    /// The sea-level pressure the altitude is computed for, kPa.
-    var seaLevelPressure: Double {
-        get { gait.seaLevelPressure }
-        set { gait.seaLevelPressure = newValue }
-    }
-    /// Light sensors whose readings are raw counts, not lux (their driver gives no scale).
-    var vendorUnitLight: Set<DeviceNumber> {
-        get { events.vendorUnitLight }
-        set { events.vendorUnitLight = newValue }
-    }
     /// The samples of all captures in one time order.
     private var merger = SampleMerger()
     /// Samples the merger let through, reused.
@@ -128,8 +109,8 @@ final class MotionPipeline {
 
     /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).
     func deliverPendingMotion() {
-        guard let (t, period) = fusion.takePendingMotion() else { return }
-        fanout.deliver(.motion, timestamp: t, period: period) { frame in .motion(fusion.fusedMotion(in: frame)) }
+        guard let due = fusion.takePendingMotion() else { return }
+        fanout.deliver(.motion, timestamp: due.timestamp, period: due.period) { frame in .motion(fusion.motion(due, in: frame)) }
     }
 
     /// The latest value of `stream` (`motion` in `frame`), from the stage that makes it.
@@ -141,9 +122,6 @@ final class MotionPipeline {
     func currentEvent(of stream: StreamKind) -> AnyServerMessage? {
         stream.startsWithState ? latest(stream) : nil
     }
-
-    /// The latest pedometer, activity and altitude, for metrics.
-    var gaitMetrics: (steps: Int, activity: ActivityMessage?, altitude: AltitudeMessage?) { (gait.pedometer.steps, gait.activity, gait.altitude) }
 
     /// The snapshot for a poll, if every stream asked for has a value from a running sensor.
     func snapshot(for poll: Request.Poll) -> Snapshot? {

@@ -22,7 +22,9 @@ public enum AnyServerMessage: Sendable, Hashable {
     case gesture(GestureMessage)
     case dropped(Dropped)
     case ended(Ended)
-    case snapshot(Snapshot)
+    /// Boxed: a snapshot holds every stream's message, and inline it would make every value of this
+    /// enum (one per sample sent) as large as all of them together.
+    indirect case snapshot(Snapshot)
     case devices(DevicesReply)
     case status(StatusReply)
     case history(HistoryReply)

@@ -79,6 +79,23 @@ import Testing
         #expect(stage.latest(.gyroscope, frame: .xArbitraryZVertical) == .gyroscope(GyroscopeMessage(timestamp: 0, rotationRate: gyroscope.vector)))
     }
 
+    /// A motion taken as due is made from the fusion it was due from, even if a replan meanwhile
+    /// ended the fusion (a client leaving while the motion is sent to the others): no fusion to read
+    /// was a crash.
+    @Test func aDueMotionOutlivesTheFusionEndingWhileItIsSent() throws {
+        let (stage, _) = Self.stage()
+        stage.follow(motionNeeded: true, rate: Self.imuRates)
+        var due: FusionStage.DueMotion?
+        for sample in Self.scans(seconds: 0.5, rate: 0.5) {
+            _ = stage.take(sample, period: 10_000_000)
+            due = stage.takePendingMotion() ?? due
+        }
+        let expected = try #require(stage.motion(in: .xArbitraryZVertical))
+        stage.follow(motionNeeded: false, rate: Self.imuRates)
+        #expect(stage.fusion == nil)
+        #expect(stage.motion(try #require(due), in: .xArbitraryZVertical) == expected)
+    }
+
     /// Nobody wanting motion ends the fusion: no motion is due or answered, the raw streams go on, and
     /// what it learnt is kept for the next one.
     @Test func nobodyWantingMotionEndsTheFusionAndKeepsWhatItLearnt() throws {
