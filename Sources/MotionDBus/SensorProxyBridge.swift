@@ -99,7 +99,7 @@ final class SensorProxyBridge: MessageSink {
 
     // MARK: MessageSink: what the hub sends, as values
 
-    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer) {
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer?) {
         switch message {
         case .orientation(let message):
             // Upstream has no face-up or face-down: lying flat keeps the orientation it had.

@@ -13,11 +13,27 @@ struct DSUMetrics {
     /// Datagrams dropped unanswered, by reason (`too_short`, `bad_crc`, `too_many_clients`…), made
     /// at a reason's first drop.
     private var dropped: [String: Counter] = [:]
-    /// Packets motiond did not send, by reason: `over_budget` (more clients than a sample's send
-    /// budget), `send_buffer_full` (its own socket's buffer), `send_error` (the kernel refused the
-    /// destination: a firewall's `EPERM`, an unreachable network). A receiver's full buffer drops in
-    /// the receiver's kernel, unseen.
-    private var packetsDropped: [String: Counter] = [:]
+    /// Why motiond did not send a packet. A receiver's full buffer drops in the receiver's kernel, unseen.
+    enum PacketDrop: Int, CaseIterable {
+        /// More clients than a sample's send budget.
+        case overBudget
+        /// Its own socket's buffer was full.
+        case sendBufferFull
+        /// The kernel refused the destination: a firewall's `EPERM`, an unreachable network.
+        case sendError
+
+        /// The metric's `reason`.
+        var label: String {
+            switch self {
+            case .overBudget: "over_budget"
+            case .sendBufferFull: "send_buffer_full"
+            case .sendError: "send_error"
+            }
+        }
+    }
+    /// Packets not sent, by `PacketDrop`'s raw value: looked up without hashing a string, as over
+    /// budget it is counted with every sample.
+    private var packetsDropped: [Counter?] = Array(repeating: nil, count: PacketDrop.allCases.count)
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -37,8 +53,12 @@ struct DSUMetrics {
         counter(reason, in: &dropped, label: "motiond_dsu_datagrams_dropped_total").increment()
     }
 
-    mutating func packetsDropped(_ count: Int, reason: String) {
-        counter(reason, in: &packetsDropped, label: "motiond_dsu_packets_dropped_total").increment(by: count)
+    mutating func packetsDropped(_ count: Int, reason: PacketDrop) {
+        if packetsDropped[reason.rawValue] == nil {
+            let dimensions = [("reason", reason.label)]
+            packetsDropped[reason.rawValue] = Counter(label: "motiond_dsu_packets_dropped_total", dimensions: dimensions, factory: factory)
+        }
+        packetsDropped[reason.rawValue]!.increment(by: count)
     }
 
     private func counter(_ reason: String, in counters: inout [String: Counter], label: String) -> Counter {

@@ -284,7 +284,7 @@ final class DSUServer: MessageSink {
     }
 
     private func countFailedSend(_ error: Errno?, bufferFull: Bool, count: Int = 1) {
-        metrics.packetsDropped(count, reason: bufferFull ? "send_buffer_full" : "send_error")
+        metrics.packetsDropped(count, reason: bufferFull ? .sendBufferFull : .sendError)
         if !bufferFull && !sendsFailing {
             sendsFailing = true
             logger.warning("DSU send refused by the kernel; that client's packets are dropped", metadata: ["error": "\(error.map { "\($0)" } ?? "?")"])
@@ -331,7 +331,7 @@ final class DSUServer: MessageSink {
 
     // MARK: MessageSink: samples as values; replies, and ENDED when the IMU goes
 
-    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer) {
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer?) {
         switch message {
         case .accelerometer(let accelerometer): acceleration = accelerometer.acceleration
         case .motion(let motion): send(motion)
@@ -373,7 +373,7 @@ final class DSUServer: MessageSink {
                 over += 1
             }
         }
-        if over > 0 { metrics.packetsDropped(over, reason: "over_budget") }
+        if over > 0 { metrics.packetsDropped(over, reason: .overBudget) }
         let outcome = packet.withUnsafeReadableBytes { sender.send($0) }
         metrics.sent(outcome.sent)
         if outcome.refused > 0 { countFailedSend(outcome.lastRefusal, bufferFull: false, count: outcome.refused) }

@@ -22,8 +22,9 @@ package protocol ClientSink: AnyObject {
 /// takes every message as a value, at once, with no queue, and never parses a line.
 package protocol MessageSink: AnyObject {
     /// One message for the client, on the hub's loop. `line` gives its protocol line, built at most
-    /// once and shared with every client that writes JSON (the MQTT bridge publishes it).
-    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer)
+    /// once and shared with every client that writes JSON (the MQTT bridge publishes it); `nil` for
+    /// one that cannot be encoded (a value JSON has no number for), which the hub logged.
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer?)
     /// The end of one delivery (a sample's fan-out, a read of requests): what batches sends now.
     func flush()
 }

@@ -137,7 +137,7 @@ final class ClientTable: @unchecked Sendable {
 
     /// An in-process front end takes the message now; its `flush` comes at the end of the batch.
     private func receive(_ message: AnyServerMessage, by receiver: any MessageSink, _ outbox: ClientOutbox, line: () -> ByteBuffer? = { nil }) {
-        receiver.receive(message) { line() ?? encode(message) ?? ByteBuffer() }
+        receiver.receive(message) { line() ?? encode(message) }
         flushOrAwaitBatch(outbox)
     }
 
@@ -156,10 +156,6 @@ final class ClientTable: @unchecked Sendable {
         if lineWriter.write(message) { return ByteBuffer(bytes: lineWriter.bytes) }
         guard let body = message.message else { return nil }
         return Self.encode(body, logger: logger)
-    }
-
-    func enqueue(_ line: ByteBuffer, to id: ID, kind: DeliveryQueue<ByteBuffer>.Kind) {
-        if let outbox = outboxes[id] { enqueue(line, to: outbox, kind: kind) }
     }
 
     func enqueue(_ line: ByteBuffer, to outbox: ClientOutbox, kind: DeliveryQueue<ByteBuffer>.Kind) {

@@ -17,8 +17,14 @@ struct GaitStage {
     private(set) var history: GaitHistory
     /// Changes to `history`: the hub saves it when this moved.
     private(set) var historyRevision = 0
-    /// Metres per step; a new one applies to the distances sent from then on, the total's included.
-    var stepLength = LiveSettings.defaults.stepLength
+    /// Metres per step; a new one applies at once to the distance and pace (polls and new watchers
+    /// get them), and to the distances sent from then on, the total's included.
+    var stepLength = LiveSettings.defaults.stepLength {
+        didSet {
+            pedometer.distance = Double(history.totalSteps) * stepLength
+            pedometer.pace = pedometer.cadence.map { 1 / ($0 * stepLength) }
+        }
+    }
     /// The step count now (0 steps, and no cadence, before the first).
     private(set) var pedometer: PedometerMessage
     /// The activity reported last; `nil` until one has held 2 s since the sensors started.

@@ -94,10 +94,11 @@ final class StreamFanout {
     /// most once.
     func deliverEvent(_ stream: StreamKind, _ message: AnyServerMessage) {
         guard !subscriptions[stream.index].isEmpty else { return }
-        var encoded: ByteBuffer?
+        // Encoded once, a failure included (it is logged once, not per watcher).
+        var encoded: ByteBuffer??
         func line() -> ByteBuffer? {
-            if encoded == nil { encoded = clients.encode(message) }
-            return encoded
+            if encoded == nil { encoded = .some(clients.encode(message)) }
+            return encoded!
         }
         for subscription in subscriptions[stream.index] { clients.deliver(message, line: line, to: subscription.outbox, kind: .kept) }
     }

@@ -252,8 +252,12 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
 
     // MARK: MessageSink: what the hub sends, as values (a stream's with its line, published as it is)
 
-    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer) {
-        if let stream = message.stream { return enqueue(line(), of: stream) }
+    func receive(_ message: AnyServerMessage, line: () -> ByteBuffer?) {
+        // A message that cannot be encoded is not published (an empty one would break a batch's array).
+        if let stream = message.stream {
+            if let line = line() { enqueue(line, of: stream) }
+            return
+        }
         switch message {
         case .watching(let message):
             watching = Set(message.streams.map(\.stream))
@@ -265,7 +269,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         case .ended(let ended):
             // Subscribers learn it too, on the stream's topic.
             watching.remove(ended.stream)
-            enqueue(line(), of: ended.stream)
+            if let line = line() { enqueue(line, of: ended.stream) }
         default:
             break  // VERSION; DROPPED never comes: the bridge takes every message at once
         }

@@ -18,8 +18,8 @@ public final class OSThread: @unchecked Sendable {
     }
 
     /// Starts the thread; on failure (EAGAIN: the process's thread limit) returns the errno and
-    /// the body never runs. A `detached` thread is never joined: its resources are freed as it returns.
-    public func start(detached: Bool = false) -> Errno? {
+    /// the body never runs.
+    public func start() -> Errno? {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self)
         let status = pthread_create(&thread, nil, { argument in
@@ -32,11 +32,7 @@ public final class OSThread: @unchecked Sendable {
             context.release()
             return Errno(rawValue: status)
         }
-        if detached {
-            pthread_detach(thread)
-        } else {
-            handle = thread
-        }
+        handle = thread
         return nil
     }
 

@@ -85,6 +85,17 @@ import Testing
         #expect(stage.activity == nil && stage.latest(.altitude) == nil && stage.latest(.pedometer) == .pedometer(before))
     }
 
+    /// A new step length (a height set on reload) changes the distance and pace a poll gets at once,
+    /// not from the next step: distance = steps × length, pace = 1 / (cadence × length).
+    @Test func aNewStepLengthAppliesToTheCountAtOnce() throws {
+        var stage = Self.stage()
+        for sample in Self.walk { _ = stage.update(specificForce: sample.force, at: sample.t) }
+        let cadence = try #require(stage.pedometer.cadence)
+        stage.stepLength = 0.9
+        #expect(abs(stage.pedometer.distance - Double(stage.pedometer.steps) * 0.9) < 1e-9)
+        #expect(abs(try #require(stage.pedometer.pace) - 1 / (cadence * 0.9)) < 1e-12)
+    }
+
     @Test func aStageGoesOnFromTheSavedCount() {
         var history = GaitHistory(now: Self.unixOffset)
         history.add(steps: 1_000, at: Self.unixOffset - 60_000_000_000)
