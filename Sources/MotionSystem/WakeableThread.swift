@@ -49,10 +49,14 @@ public final class WakeableThread: Sendable {
             // Nobody in `stop` to join it: it frees itself as it returns.
             thread.withLock { $0.take() }?.detachFromCurrentThread()
         }
-        thread.withLock { $0 = os }  // before it runs, so that `stop` can always join it
-        guard let failure = os.start() else { return nil }
-        thread.withLock { $0 = nil }
-        return failure
+        // Published and started under the lock: a `stop` meanwhile waits until the thread can be
+        // joined (its handle set), and the body's own `take` until it is published.
+        return thread.withLock { published in
+            published = os
+            guard let failure = os.start() else { return nil }
+            published = nil
+            return failure
+        }
     }
 
     /// Whether `requestStop` or `stop` ran.
