@@ -17,6 +17,8 @@ public struct Configuration: Sendable, Equatable {
     public var stateDirectory: String?
     /// Seconds between saves of the calibration.
     public var stateSaveInterval: Double?
+    /// Seconds between reads of a resting accelerometer that its motion events wake (docs/protocol.md, STATUS `rest`).
+    public var motionEventHeartbeat: Double?
     /// Least severe log level.
     public var logLevel: String?
     /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
@@ -161,6 +163,10 @@ extension Configuration: SettingsSection {
             // At least 10 ms: below it the timer alone keeps the loop busy (1e-9 s spun it at 100 %). At
             // most a day: what a crash may lose, and far inside what the loop's timer holds (ns in Int64).
             check: { (0.01...86_400).contains($0) ? nil : "must be 0.01...86400 seconds, not \($0)" }),
+        .optional(
+            "motion_event_heartbeat", \.motionEventHeartbeat, .number("seconds, 1 to 3600"), default: "30", flag: true,
+            summary: "How often an accelerometer that its own motion events wake is read while it lies still: a device whose events never come although it moved is polled instead from the first such read.",
+            check: { (1...3600).contains($0) ? nil : "must be 1...3600 seconds, not \($0)" }),
         .optional(
             "log_level", \.logLevel, .text("trace, debug, info, notice, warning, error, critical"), default: "info", reload: .live, flag: true,
             summary: "The least severe level logged.",

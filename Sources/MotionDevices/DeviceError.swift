@@ -1,3 +1,4 @@
+import MotionCore
 import MotionSystem
 
 /// What went wrong in the device layer, naming the device and the attribute or operation.
@@ -37,6 +38,14 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// libiio's context of all devices failed (one device it cannot read fails it whole): this
     /// device was described from its sysfs files and is read polled.
     case describedWithoutLibiio(device: String, errno: Int32)
+    /// The driver names no motion event in `events/` (most drivers have none: rotation-and-posture.md).
+    case noMotionEvents(device: String)
+    /// The motion events could not be had: opening the character device or its
+    /// `IIO_GET_EVENT_FD_IOCTL` failed (`ENODEV`: no event interface; `EBUSY`: another process holds it).
+    case eventsRefused(device: String, operation: String, errno: Int32)
+    /// The accelerometer moved by `change` m/s² between two heartbeat reads, and no motion event
+    /// has come since they were enabled: its interrupt is not wired, or does not fire.
+    case eventsSilent(device: String, change: Double)
 
     /// Whether it says the device is gone.
     public var isVanished: Bool {
@@ -73,6 +82,12 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(d): has no \(k)"
         case .implausibleReading(let d, let k, let n):
             "\(d): dropped \(n) \(k) reading\(n == 1 ? "" : "s") beyond what such a sensor can measure"
+        case .noMotionEvents(let d):
+            "\(d): its driver has no motion events"
+        case .eventsRefused(let d, let op, let e):
+            "\(d): motion events refused: \(op) failed (\(errnoName(e))\(e == ErrnoValue.busy ? ": another process reads its events" : ""))"
+        case .eventsSilent(let d, let change):
+            "\(d): moved by \(Int((change / Units.standardGravity * 1000).rounded())) mg between two heartbeat reads, and no motion event has come: its interrupt is not wired or does not fire"
         case .describedWithoutLibiio(let d, let e):
             "\(d): libiio cannot read this machine's IIO devices (\(errnoName(e)): one of them is odd); read polled from sysfs"
         }

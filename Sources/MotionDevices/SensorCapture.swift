@@ -12,6 +12,9 @@ public enum SensorEvent: Sendable {
     case readComplete
     /// The capture switched mode (buffered capture could not start, or gave no data in time).
     case captureModeChanged(CaptureMode, reason: DeviceError)
+    /// An accelerometer that only event streams read now learns of its moves this way; `reason`
+    /// says why a better way was refused or given up (nil: none was).
+    case restModeChanged(RestMode, reason: DeviceError?)
     /// One reading failed; the capture goes on.
     case readFailed(DeviceError)
     /// The capture is over: the device vanished (`deviceVanished`) or kept failing. Nothing follows.

@@ -396,6 +396,10 @@ package final class Hub: @unchecked Sendable {
             pipeline.add(sample, period: period, from: number)
         case .captureModeChanged(let mode, let reason):
             logger.notice("sensor capture mode changed", metadata: ["device": "\(number)", "mode": "\(mode)", "reason": "\(reason)"])
+        case .restModeChanged(let mode, let reason):
+            var metadata: Logger.Metadata = ["device": "\(number)", "mode": "\(mode.rawValue)"]
+            if let reason { metadata["reason"] = "\(reason)" }
+            logger.notice("accelerometer at rest woken by \(mode.rawValue)", metadata: metadata)
         case .readFailed(let error):
             errorCounts[DaemonError.readFailed.index] += 1
             logger.warning("sensor read failed", metadata: ["device": "\(number)", "error": "\(error)"])

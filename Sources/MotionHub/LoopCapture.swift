@@ -15,6 +15,10 @@ import Synchronization
 /// A buffer that cannot be opened, or gives no scan within `firstDataTimeout`, falls back to polling,
 /// as a buffered `SensorCapture` would: on the loop up to `loopPollingLimit`, else on a thread of its
 /// own (a sysfs read can block for a bus transfer). Events go to the handler on the loop.
+///
+/// An accelerometer that only event streams read (`restsWhenStill`) sleeps while it lies still: its
+/// chip's motion events wake it where the driver has them (`MotionEvents`, a second channel), else
+/// it is polled slowly at rest (`AdaptivePolling`).
 final class LoopCapture: SensorStream, @unchecked Sendable {
     // @unchecked: the mutable state is behind `state`; `handler` is set once before anything runs;
     // `handedOver` is touched on the loop only.
@@ -25,6 +29,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     let batch: Int
     /// Whether only event streams read it: polled, it slows while still (`AdaptivePolling`).
     let restsWhenStill: Bool
+    /// Seconds between reads at rest while the chip's motion events wake it.
+    let heartbeat: Double
     private let eventLoop: any EventLoop
     private let policy: CapturePolicy
     private let state: Mutex<State>
@@ -43,6 +49,12 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         var poller: PolledSensors?
         var channel: (any Channel)?
         var polledThread: SensorCapture?
+        /// The chip's motion events and the channel that reads them, while they wake the capture.
+        var events: MotionEvents?
+        var eventsChannel: (any Channel)?
+        /// How a capture that rests when still learns of a move, and why a better way was refused.
+        var restMode: RestMode?
+        var restNote: DeviceError?
         /// Settled once reading has begun or was given up: `stop` waits for it.
         var opening: EventLoopFuture<Void>?
     }
@@ -50,12 +62,13 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// A capture of `kinds` of `device` at `rate` Hz (rounded up to what the device offers) on
     /// `eventLoop`, whose scans may wait up to `latency` seconds to be read together;
     /// `firstDataTimeout` in seconds (default `CapturePolicy`'s); `restsWhenStill`: only event streams
-    /// read it.
+    /// read it; `heartbeat`: seconds between reads at rest while its motion events wake it.
     init(
         device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, eventLoop: any EventLoop, firstDataTimeout: Double? = nil,
-        restsWhenStill: Bool = false
+        restsWhenStill: Bool = false, heartbeat: Double = AdaptivePolling.heartbeat
     ) {
         self.restsWhenStill = restsWhenStill
+        self.heartbeat = heartbeat
         self.device = device
         self.kinds = kinds
         self.rate = device.captureRate(for: rate, in: device.captureMode)
@@ -75,6 +88,10 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     var modeName: String {
         state.withLock { $0.buffer != nil || ($0.poller == nil && $0.polledThread == nil) } ? CaptureMode.buffered.rawValue : CaptureMode.polled.rawValue
+    }
+
+    var restMode: (mode: RestMode, note: DeviceError?)? {
+        state.withLock { state in state.restMode.map { ($0, state.restNote) } }
     }
 
     /// Starts; `handler` gets every event on the event loop, each read's samples followed by `readComplete`.
@@ -108,7 +125,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         let reader = ScanReader(buffer: buffer, handler: handler) { [weak self] in self?.lifecycle { $0.readSucceeded() } }
         // Room for the kernel's four batches; it hands out whole scans only.
         let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
-        return register({ () throws(DeviceError) in try buffer.makeReadDescriptor() }, reader: reader, readSize: capacity).map { [self] attached in
+        return register({ () throws(DeviceError) in try buffer.makeReadDescriptor() }, reader: reader, readSize: capacity, keptAs: \.channel).map { [self] attached in
             guard attached else { return }
             lifecycle { $0.opened() }
             watch(buffer)
@@ -155,11 +172,23 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     private func openPoller() -> EventLoopFuture<Void> {
         let (device, kinds, rate) = (device, kinds, rate)
-        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
-            try PolledSensors(device: device, kinds: kinds, rate: rate)
-        }.flatMap { [self] poller -> EventLoopFuture<Void> in
+        let wantsEvents = restsWhenStill && kinds == [.accelerometer]
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { () throws -> OpenedPoller in
+            let poller = try PolledSensors(device: device, kinds: kinds, rate: rate)
+            var events: Result<MotionEvents, DeviceError>?
+            if wantsEvents {
+                do throws(DeviceError) {
+                    events = .success(try MotionEvents(device: device))
+                } catch {
+                    events = .failure(error)
+                }
+            }
+            return OpenedPoller(poller: poller, events: events)
+        }.flatMap { [self] opened -> EventLoopFuture<Void> in
+            let (poller, events) = (opened.poller, opened.events)
             guard keep({ $0.poller = poller }) else {
                 poller.close()
+                if case .success(let events) = events { events.close() }
                 return eventLoop.makeSucceededVoidFuture()
             }
             for problem in poller.problems { handler(.readFailed(problem)) }
@@ -168,9 +197,20 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
                 let timer = try poller.makeTimer()
                 reader.timer = timer
                 return timer
-            }, reader: reader, readSize: 64)
-            return opened.map { [self] attached in
-                if attached { lifecycle { $0.opened() } }
+            }, reader: reader, readSize: 64, keptAs: \.channel)
+            return opened.flatMap { [self] attached in
+                guard attached else {
+                    if case .success(let events) = events { events.close() }
+                    return eventLoop.makeSucceededVoidFuture()
+                }
+                lifecycle { $0.opened() }
+                switch events {
+                case nil: return eventLoop.makeSucceededVoidFuture()
+                case .failure(let refusal):
+                    restOn(.adaptivePolling, because: refusal)
+                    return eventLoop.makeSucceededVoidFuture()
+                case .success(let events): return wake(on: events, ticker: reader)
+                }
             }
         }.flatMapError { [self] error in
             let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "poll", errno: ErrnoValue.invalidArgument)
@@ -216,7 +256,10 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// Makes a channel of the loop's read the descriptor `open` gives, with `reader` as its handler
     /// and reads of `readSize` bytes; the channel's end (an error, or the descriptor closing by
     /// itself) ends the capture. Its future says whether the capture still wants it.
-    private func register(_ open: () throws(DeviceError) -> Int32, reader: any ChannelInboundHandler & Sendable, readSize: Int) -> EventLoopFuture<Bool> {
+    private func register(
+        _ open: () throws(DeviceError) -> Int32, reader: any ChannelInboundHandler & Sendable, readSize: Int,
+        keptAs slot: WritableKeyPath<State, (any Channel)?> & Sendable, end: (@Sendable (any Error) -> Void)? = nil
+    ) -> EventLoopFuture<Bool> {
         let descriptor: Int32
         do {
             descriptor = try open()
@@ -227,7 +270,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
             .channelInitializer { [weak self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers(reader, ChannelEnd { error in self?.failed(error, on: channel) })
+                    try channel.pipeline.syncOperations.addHandlers(reader, ChannelEnd { error in
+                        if let end { end(error) } else { self?.failed(error, on: channel) }
+                    })
                 }
             }
             .takingOwnershipOfDescriptor(input: descriptor)
@@ -236,7 +281,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
                 throw error
             }
             .map { [self] channel in
-                let wanted = keep { $0.channel = channel }
+                let wanted = keep { $0[keyPath: slot] = channel }
                 if !wanted { channel.close(promise: nil) }
                 return wanted
             }
@@ -267,13 +312,74 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             defer { (state.channel, state.buffer, state.poller) = (nil, nil, nil) }
             return (state.channel, state.buffer, state.poller)
         }
+        close(channel)
+        closeEvents()
+        buffer?.close()
+        poller?.close()
+    }
+
+    /// Closes `channel`, waiting for the loop when not on it.
+    private func close(_ channel: (any Channel)?) {
         if eventLoop.inEventLoop {
             channel?.close(promise: nil)
         } else {
             try? channel?.close().wait()
         }
-        buffer?.close()
-        poller?.close()
+    }
+
+    // MARK: Resting
+
+    /// Reads `events` through a channel of the loop's: each wakes `ticker`, which then polls fast
+    /// until the device is still again.
+    private func wake(on events: MotionEvents, ticker: PollTicker) -> EventLoopFuture<Void> {
+        guard keep({ $0.events = events }) else {
+            events.close()
+            return eventLoop.makeSucceededVoidFuture()
+        }
+        let reader = MotionEventReader(device: device.number.sysname, ticker: ticker)
+        let attached = register({ () throws(DeviceError) in
+            guard let descriptor = events.takeDescriptor() else {
+                throw .eventsRefused(device: device.number.sysname, operation: "read", errno: ErrnoValue.badDescriptor)
+            }
+            return descriptor
+        }, reader: reader, readSize: IIOEventRecord.size * 16, keptAs: \.eventsChannel) { [weak self, weak ticker] error in
+            let reason = error as? DeviceError ?? .eventsRefused(
+                device: events.device, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
+            self?.stopWaking(because: reason, ticker: ticker)
+        }
+        return attached.map { [self] wanted in
+            guard wanted else { return }
+            ticker.wakeOnEvents()
+            restOn(.motionEvents, because: nil)
+        }.flatMapError { [self] error in
+            closeEvents()
+            restOn(.adaptivePolling, because: error as? DeviceError ?? .eventsRefused(device: device.number.sysname, operation: "read", errno: ErrnoValue.invalidArgument))
+            return eventLoop.makeSucceededVoidFuture()
+        }
+    }
+
+    /// The events failed or never came although the device moved: it is polled slowly at rest instead.
+    fileprivate func stopWaking(because reason: DeviceError, ticker: PollTicker?) {
+        guard state.withLock({ $0.restMode == .motionEvents && !$0.stopped }) else { return }
+        closeEvents()
+        ticker?.pollAtRest()
+        restOn(.adaptivePolling, because: reason)
+    }
+
+    /// Says how the capture now learns of a move, and why a better way was refused.
+    private func restOn(_ mode: RestMode, because reason: DeviceError?) {
+        guard keep({ ($0.restMode, $0.restNote) = (mode, reason) }) else { return }
+        handler(.restModeChanged(mode, reason: reason))
+    }
+
+    /// Closes the events' channel and disables them.
+    private func closeEvents() {
+        let (channel, events) = state.withLock { state in
+            defer { (state.eventsChannel, state.events) = (nil, nil) }
+            return (state.eventsChannel, state.events)
+        }
+        close(channel)
+        events?.close()
     }
 
     /// Stops reading and puts the device back; waits for an opening under way (not on the loop, where
@@ -288,6 +394,12 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         closeReading()
         state.withLock { $0.polledThread }?.stop()
     }
+}
+
+/// A polled device opened off the loop, with its motion events where they were asked for.
+private struct OpenedPoller: Sendable {
+    let poller: PolledSensors
+    let events: Result<MotionEvents, DeviceError>?
 }
 
 /// Decodes what NIO reads from an IIO buffer's descriptor; the samples of each wake-up are followed
@@ -377,22 +489,52 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
         handler = capture.handler
         rejections = RejectionReport(device: poller.device.number.sysname, kinds: poller.kinds)
         timerRate = poller.rate
-        if capture.restsWhenStill, poller.kinds == [.accelerometer] { adaptive = AdaptivePolling(movingRate: poller.rate) }
+        if capture.restsWhenStill, poller.kinds == [.accelerometer] { adaptive = AdaptivePolling(movingRate: poller.rate, heartbeat: capture.heartbeat) }
     }
 
-    /// Follows the accelerometer's `sample` with the timer's rate, if it adapts.
+    /// Follows the accelerometer's `sample` with the timer's rate, if it adapts; gives up motion
+    /// events that let a move pass unannounced.
     private func adapt(to sample: SensorSample) {
         guard adaptive != nil, sample.kind == .accelerometer else { return }
         adaptive!.update(sample.vector, at: sample.timestamp)
-        let wanted = adaptive!.rate
-        guard wanted != timerRate, timer >= 0 else { return }
+        if let change = adaptive!.unannouncedChange {
+            capture?.stopWaking(because: .eventsSilent(device: poller.device.number.sysname, change: change), ticker: self)
+        }
+        retime()
+    }
+
+    /// Sets the timer to the rate the adaptive polling wants now.
+    private func retime() {
+        guard let wanted = adaptive?.rate, wanted != timerRate, timer >= 0 else { return }
         // A timer that cannot be set keeps its rate: the readings go on, only more often than needed.
         if case .success = Syscall.setTimerPeriod(timer, period: Int64(1e9 / wanted)) { timerRate = wanted }
     }
 
+    /// From now, the chip's motion events wake the capture: read now, for the reading later moves
+    /// are measured from.
+    func wakeOnEvents() {
+        adaptive?.wakeOnEvents(true)
+        poll()
+    }
+
+    /// The motion events are given up: polled slowly at rest from now (the reading under way goes on).
+    func pollAtRest() {
+        adaptive?.wakeOnEvents(false)
+        retime()
+    }
+
+    /// The chip said it moved: read now, and fast until it is still again.
+    func motionReported() {
+        adaptive?.motionReported(at: Syscall.monotonicNanoseconds())
+        poll()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    func channelReadComplete(context: ChannelHandlerContext) { poll() }
+
+    /// Reads the sensors once and hands the samples on.
+    private func poll() {
         guard let capture else { return }
         let poller = poller
         if case .end(let reason) = capture.lifecycle({ $0.pollDue(deviceExists: poller.deviceExists) }) { return capture.failed(reason) }
@@ -411,5 +553,39 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
         }
         rejections.report(total: poller.rejectedReadings, to: handler)
         handler(.readComplete)
+    }
+}
+
+/// Reads an accelerometer's motion events (`iio_event_data` records) and wakes the poller for each
+/// read that brought one of them: the samples themselves come from the poller's read.
+private final class MotionEventReader: ChannelInboundHandler, @unchecked Sendable {
+    // @unchecked: runs on its channel's event loop only.
+    typealias InboundIn = ByteBuffer
+
+    private let device: String
+    private weak var ticker: PollTicker?
+    private var moved = false
+
+    init(device: String, ticker: PollTicker) {
+        self.device = device
+        self.ticker = ticker
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        // Whole records only: the kernel hands out nothing less. Other devices' events cannot come here.
+        bytes.withUnsafeReadableBytes { raw in
+            var offset = 0
+            while let record = IIOEventRecord(UnsafeRawBufferPointer(rebasing: raw[offset...])) {
+                moved = moved || record.isAccelerometer
+                offset += IIOEventRecord.size
+            }
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard moved else { return }
+        moved = false
+        ticker?.motionReported()
     }
 }

@@ -51,9 +51,11 @@ enum Replies {
         fusion: SensorFusion?, saved: SensorFusion.Calibration?, unavailable: StatusReply.Unavailable?
     ) -> StatusReply {
         let sensors = captures.sorted { $0.plan.device < $1.plan.device }.map { running in
-            StatusReply.Sensor(
+            let rest = running.capture.restMode
+            return StatusReply.Sensor(
                 device: running.plan.device.sysname, kinds: running.plan.kinds.sorted { $0.rawValue < $1.rawValue },
-                mode: running.capture.modeName, rate: running.capture.rate, measuredRate: running.measuredRate)
+                mode: running.capture.modeName, rate: running.capture.rate, measuredRate: running.measuredRate,
+                rest: rest?.mode.rawValue, restNote: rest?.note.map { "\($0)" })
         }
         var calibration = fusion.map { f in
             StatusReply.Calibration(

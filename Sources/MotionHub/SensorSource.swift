@@ -24,6 +24,10 @@ public protocol SensorSource: Sendable {
     var relistInterval: Double { get }
 }
 
+extension SensorStream {
+    public var restMode: (mode: RestMode, note: DeviceError?)? { nil }
+}
+
 extension SensorSource {
     public var remotes: [NetworkDiscovery] { [] }
     public var relistInterval: Double { 10 }
@@ -43,6 +47,9 @@ public protocol SensorStream: AnyObject, Sendable {
     var rate: Double { get }
     /// How it reads: `buffered`, `polled` or `replayed`.
     var modeName: String { get }
+    /// For an accelerometer that only event streams read: how it learns of a move while it rests,
+    /// and why a better way was refused or given up (nil: it does not rest).
+    var restMode: (mode: RestMode, note: DeviceError?)? { get }
     /// Starts reading; `handler` gets every event, in order, on a thread of the stream's or on the
     /// event loop it was opened with. After each read's samples comes `.readComplete`: the hub hands
     /// samples on only then.
@@ -60,13 +67,20 @@ public struct HardwareSource: SensorSource {
     public var mountMatrixOverrides: [MountMatrixOverride]
     /// The other machines' sensors, each numbered from its own `firstNumber`.
     public let remotes: [NetworkDiscovery]
+    /// Seconds between reads of a resting accelerometer that its motion events wake.
+    public var motionEventHeartbeat: Double
 
     /// The first device number of the first remote: far above any local one.
     public static let firstRemoteNumber: Int32 = 10_000
 
     /// The machine's sensors, and those served by iiod at each of `networkSensors` (`ip:host[:port]`).
-    public init(firstDataTimeout: Double? = nil, mountMatrixOverrides: [MountMatrixOverride] = [], networkSensors: [String] = []) {
+    /// `motionEventHeartbeat`: seconds between reads of a resting accelerometer that its motion events wake.
+    public init(
+        firstDataTimeout: Double? = nil, mountMatrixOverrides: [MountMatrixOverride] = [], networkSensors: [String] = [],
+        motionEventHeartbeat: Double = AdaptivePolling.heartbeat
+    ) {
         self.firstDataTimeout = firstDataTimeout
+        self.motionEventHeartbeat = motionEventHeartbeat
         self.mountMatrixOverrides = mountMatrixOverrides
         remotes = networkSensors.enumerated().map { index, uri in
             NetworkDiscovery(
@@ -87,7 +101,7 @@ public struct HardwareSource: SensorSource {
         if device.captureMode == .buffered || LoopCapture.pollsOnLoop(rate: device.captureRate(for: rate, in: device.captureMode)) {
             return LoopCapture(
                 device: device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout,
-                restsWhenStill: restsWhenStill)
+                restsWhenStill: restsWhenStill, heartbeat: motionEventHeartbeat)
         }
         return try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)
     }

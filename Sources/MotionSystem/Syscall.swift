@@ -27,6 +27,7 @@ public enum ErrnoValue {
     public static let wouldBlock = EAGAIN
     public static let processOutOfDescriptors = EMFILE
     public static let systemOutOfDescriptors = ENFILE
+    public static let busy = EBUSY
 }
 
 /// The errno of the last failed C library call on this thread.
@@ -48,6 +49,7 @@ public func errnoName(_ code: Int32) -> String {
     case EBADF: "EBADF"
     case ENOMEM: "ENOMEM"
     case EFBIG: "EFBIG"
+    case ENOTTY: "ENOTTY"
     default: "errno \(code)"
     }
 }
@@ -187,6 +189,30 @@ public enum Syscall {
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return Int(wanted) }
         }
         return Int(limit.rlim_cur)
+    }
+
+    /// `ioctl(fd, IIO_GET_EVENT_FD_IOCTL, &descriptor)` on an open `/dev/iio:deviceN`: a new
+    /// descriptor (closed on exec) from which the device's enabled events are read as 16-byte
+    /// `struct iio_event_data` records (include/uapi/linux/iio/events.h). `ENODEV`: the device has no
+    /// event interface; `EBUSY`: another open file holds it.
+    public static func iioEventDescriptor(_ fd: Int32) -> Result<Int32, Errno> {
+        var descriptor: Int32 = -1
+        return retryingInterrupts { ioctl(fd, iioGetEventDescriptorRequest, &descriptor) }.map { _ in descriptor }
+    }
+
+    /// `_IOR('i', 0x90, int)` (include/uapi/linux/iio/events.h).
+    private static let iioGetEventDescriptorRequest = UInt(0x8004_6990)
+
+    /// The names in directory `path` (`.` and `..` left out), by `opendir` and `readdir`.
+    public static func directoryEntries(_ path: String) -> Result<[String], Errno> {
+        guard let directory = opendir(path) else { return .failure(Errno(rawValue: errno)) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return .success(names)
     }
 
     /// `access(path, F_OK)`: whether a path exists.

@@ -210,13 +210,22 @@ public struct StatusReply: ServerMessage {
         public var rate: Double
         /// Hz, as measured over the last seconds.
         public var measuredRate: Double?
+        /// How an accelerometer that only event streams read learns of a move while still:
+        /// `motion-events` or `adaptive-polling` (1.7; nil: the capture does not rest).
+        public var rest: String?
+        /// Why a better way to rest was refused or given up (1.7).
+        public var restNote: String?
 
-        public init(device: String, kinds: [SensorKind], mode: String, rate: Double, measuredRate: Double?) {
+        public init(
+            device: String, kinds: [SensorKind], mode: String, rate: Double, measuredRate: Double?, rest: String? = nil, restNote: String? = nil
+        ) {
             self.device = device
             self.kinds = kinds
             self.mode = mode
             self.rate = rate
             self.measuredRate = measuredRate
+            self.rest = rest
+            self.restNote = restNote
         }
     }
 

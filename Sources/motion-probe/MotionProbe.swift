@@ -55,6 +55,8 @@ struct MotionProbe: AsyncParsableCommand {
                 seen += 1
             case .captureModeChanged(let mode, let reason):
                 print("    now \(mode): \(reason)")
+            case .restModeChanged(let mode, let reason):
+                print("    at rest: \(mode.rawValue)\(reason.map { " (\($0))" } ?? "")")
             case .readFailed(let error):
                 print("    read failed: \(error)")
             case .readComplete:

@@ -21,6 +21,7 @@ struct Status: ParsableCommand {
         for sensor in status.sensors {
             let measured = sensor.measuredRate.map { ", measured \($0.formatted(digits: 1)) Hz" } ?? ""
             print("\(sensor.device): \(sensor.kinds.map(\.rawValue).joined(separator: ", ")) [\(sensor.mode)] at \(sensor.rate.formatted(digits: 1)) Hz\(measured)")
+            if let rest = sensor.rest { print("  at rest: woken by \(rest)\(sensor.restNote.map { " (\($0))" } ?? "")") }
         }
         for line in Self.describe(status.unavailable) { print(line) }
         if let c = status.calibration {

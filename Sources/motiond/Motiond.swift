@@ -51,6 +51,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("socket_group"))) var socketGroup: String?
     @Option(help: ArgumentHelp(Configuration.help("state_directory"))) var stateDirectory: String?
     @Option(help: ArgumentHelp(Configuration.help("state_save_interval"))) var stateSaveInterval: String?
+    @Option(help: ArgumentHelp(Configuration.help("motion_event_heartbeat"))) var motionEventHeartbeat: String?
     @Option(help: ArgumentHelp(Configuration.help("log_level"))) var logLevel: String?
     @Option(help: ArgumentHelp(Configuration.help("declination"))) var declination: String?
     @Option(help: ArgumentHelp(Configuration.help("sea_level_pressure"))) var seaLevelPressure: String?
@@ -77,7 +78,7 @@ struct Motiond: AsyncParsableCommand {
     func flags() throws(Configuration.Invalid) -> Configuration {
         try Configuration.flags([
             "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
-            "state_save_interval": stateSaveInterval, "log_level": logLevel, "declination": declination,
+            "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "log_level": logLevel, "declination": declination,
             "sea_level_pressure": seaLevelPressure, "height": height,
             "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
         ])
@@ -106,7 +107,9 @@ struct Motiond: AsyncParsableCommand {
                 throw ValidationError("cannot replay: \(error)")
             }
         } else {
-            source = HardwareSource(mountMatrixOverrides: try settings.mountMatrixOverrides(), networkSensors: settings.networkSensors ?? [])
+            source = HardwareSource(
+                mountMatrixOverrides: try settings.mountMatrixOverrides(), networkSensors: settings.networkSensors ?? [],
+                motionEventHeartbeat: settings.motionEventHeartbeat ?? AdaptivePolling.heartbeat)
         }
         let server = MotionServer(
             socketPath: settings.socket ?? Self.defaultSocket(),

@@ -213,6 +213,7 @@ extension Hardware {
                 #expect(output.contains(try Regex("70-motiond\\.rules:[0-9]+ GROUP \(gid)\n")), "\(output.suffix(1500))")
                 #expect(output.contains(try Regex("70-motiond\\.rules:[0-9]+ MODE 0660\n")))
                 #expect(output.contains("chgrp motiond"), "the sysfs attributes a capture writes go to the group")
+                #expect(output.contains("events/in_accel*_en"), "so do the enables of the motion events that wake a resting accelerometer")
             }
             let adc = try await udevTest("/sys/devices/platform/soc/adc/iio:device2")
             #expect(!adc.contains("motiond.service") && !adc.contains(":motiond:"), "an ADC is none of motiond's business: \(adc.suffix(1500))")

@@ -50,4 +50,86 @@ import Testing
         larger.update(Self.tilted(7), at: 1)
         #expect(!small.isMoving && larger.isMoving)
     }
+
+    /// Woken by the chip's events, a still device is read once a heartbeat; an event has it read at
+    /// the streams' rate until it has settled, as a move seen by a reading would.
+    @Test func eventsLetAStillDeviceSleepForAHeartbeatAndAnEventWakesIt() {
+        var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
+        polling.wakeOnEvents(true)
+        polling.update(Self.tilted(0), at: 0)
+        #expect(polling.rate == 1.0 / 30)
+        polling.motionReported(at: 10_000_000_000)
+        #expect(polling.isMoving && polling.rate == 4)
+        polling.update(Self.tilted(0), at: 10_250_000_000)
+        #expect(polling.isMoving, "still within 1.5 s of the event")
+        polling.update(Self.tilted(0), at: 11_600_000_000)
+        #expect(!polling.isMoving && polling.rate == 1.0 / 30 && polling.unannouncedChange == nil)
+    }
+
+    /// A quarter turn between two heartbeats with no event since they were armed: the events do
+    /// not work, and the change says by how much it moved (1 g · √2 for 90°).
+    @Test func aMoveNoEventAnnouncedWhileNoneEverCameIsReported() {
+        var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
+        polling.wakeOnEvents(true)
+        polling.update(Self.tilted(0), at: 0)
+        polling.update(Self.tilted(90), at: 30_000_000_000)
+        #expect(polling.unannouncedChange.map { abs($0 - Self.g * 2.0.squareRoot()) < 1e-9 } == true)
+    }
+
+    /// Once one event came, the interrupt works: a move too slow for the chip's threshold that only
+    /// a heartbeat saw is a move, not a fault.
+    @Test func aMoveWithoutAnEventAfterOneCameIsOnlyAMove() {
+        var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
+        polling.wakeOnEvents(true)
+        polling.update(Self.tilted(0), at: 0)
+        polling.motionReported(at: 1_000_000_000)
+        polling.update(Self.tilted(0), at: 1_250_000_000)
+        polling.update(Self.tilted(0), at: 3_000_000_000)
+        polling.update(Self.tilted(90), at: 33_000_000_000)
+        #expect(polling.unannouncedChange == nil && polling.isMoving)
+    }
+
+    /// Arming the events forgets the last reading: a turn made while they were being armed is no
+    /// event's to announce.
+    @Test func armingTheEventsStartsFromTheNextReading() {
+        var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
+        polling.update(Self.tilted(0), at: 0)
+        polling.wakeOnEvents(true)
+        polling.update(Self.tilted(90), at: 250_000_000)
+        #expect(polling.unannouncedChange == nil && !polling.isMoving)
+    }
+}
+
+/// The motion events' names and records, against the kernel's: attribute names as
+/// `industrialio-event.c` builds them from each driver's `iio_event_spec`, codes as the
+/// `IIO_EVENT_CODE` macro packs them (include/linux/iio/events.h).
+@Suite struct MotionEventsNamesTests {
+    /// Which `events/` entries enable a motion event, by driver (drivers/iio, Linux 6.12).
+    @Test(arguments: [
+        ("in_accel_x_roc_either_en", true),  // bmc150-accel: ROC, either, per axis
+        ("in_accel_z_thresh_either_en", true),  // kxcjk-1013: THRESH, either, per axis
+        ("in_accel_x&y&z_mag_rising_en", true),  // bmi323, bma400: any-motion
+        ("in_accel_x&y&z_mag_falling_en", false),  // bmi323: no-motion; mma8452: free fall
+        ("in_accel_roc_rising_en", true),  // inv_mpu6050: wake on motion, shared by type
+        ("in_accel_x_mag_adaptive_rising_en", true),  // adxl372 and the like
+        ("in_accel_gesture_singletap_en", false),  // taps are not moves of the screen
+        ("in_steps_change_en", false),
+        ("in_accel_x_roc_either_value", false),
+        ("in_anglvel_x_roc_either_en", false),
+        ("in_accel_x_y_roc_either_en", false),  // not a modifier the core writes
+    ])
+    func motionEnableAttributes(name: String, isMotion: Bool) {
+        #expect(MotionEvents.isMotionEnable(name) == isMotion)
+    }
+
+    /// `IIO_MOD_EVENT_CODE(IIO_ACCEL, 0, IIO_MOD_Y, IIO_EV_TYPE_ROC, IIO_EV_DIR_FALLING)` as
+    /// bmc150_accel_handle_roc_event pushes it, with its timestamp: 16 bytes, host order.
+    @Test func aRecordDecodesAsTheKernelPacksIt() {
+        let id = UInt64(2) << 56 | UInt64(2) << 48 | UInt64(2) << 40 | UInt64(3) << 32
+        let bytes = withUnsafeBytes(of: id, Array.init) + withUnsafeBytes(of: Int64(1234), Array.init)
+        let record = bytes.withUnsafeBytes { IIOEventRecord($0) }
+        #expect(record == IIOEventRecord(id: id, timestamp: 1234))
+        #expect(record?.type == 2 && record?.direction == 2 && record?.modifier == 2 && record?.isAccelerometer == true)
+        #expect(Array(bytes.prefix(15)).withUnsafeBytes { IIOEventRecord($0) } == nil)
+    }
 }

@@ -13,10 +13,22 @@ public final class DaemonProcess {
     /// The `motiond` built beside the tests.
     public static let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond").path
 
-    public init(socket: String, arguments: [String] = [], environment: [String: String] = [:], executable: String = DaemonProcess.executable) throws {
+    /// - Parameter inheriting: descriptor numbers the daemon starts with, each the file at its path
+    ///   opened for reading and writing (a FIFO the test writes to): Foundation's `Process` closes
+    ///   every other descriptor, so bash opens them and then becomes the daemon.
+    public init(
+        socket: String, arguments: [String] = [], environment: [String: String] = [:], executable: String = DaemonProcess.executable,
+        inheriting: [Int32: String] = [:]
+    ) throws {
         self.socket = socket
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["--socket", socket] + arguments
+        if inheriting.isEmpty {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = ["--socket", socket] + arguments
+        } else {
+            let opens = inheriting.sorted { $0.key < $1.key }.map { "\($0.key)<>'\($0.value)'" }.joined(separator: " ")
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", "exec \(opens); exec \"$@\"", "motiond", executable, "--socket", socket] + arguments
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardError = log
         try process.run()

@@ -84,20 +84,44 @@ public final class Testbed {
     /// `IN_ACCESS` on the testbed's file, said as a read ends): the second read began after the first
     /// ended, so after the value there now was written. A polled sensor has seen that value then.
     public func waitForReads(of attribute: String, on device: String, seconds: Double = 5) throws {
+        try countingReads(of: attribute, on: device) { _, drain in
+            var reads = 0
+            // Drained every millisecond: inotify merges an access into one not yet read, so reads are
+            // counted short, never over.
+            try waitUntil(seconds: seconds) {
+                reads += drain()
+                return reads >= 2
+            }
+        }
+    }
+
+    /// How many reads of `attribute` of `device` the code under test made in the next `seconds`,
+    /// drained as each is said: only reads closer together than this thread wakes would merge.
+    public func reads(of attribute: String, on device: String, during seconds: Double) throws -> Int {
+        try countingReads(of: attribute, on: device) { watcher, drain in
+            var reads = 0
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                var reader = pollfd(fd: watcher, events: Int16(POLLIN), revents: 0)
+                if poll(&reader, 1, Int32(max(1, end.timeIntervalSinceNow * 1000))) > 0 { reads += drain() }
+            }
+            return reads
+        }
+    }
+
+    /// Runs `body` with an inotify descriptor watching reads (`IN_ACCESS`) of `attribute` of `device`,
+    /// and a function that returns the reads said since it last ran.
+    private func countingReads<T>(of attribute: String, on device: String, _ body: (Int32, () -> Int) throws -> T) throws -> T {
         let watcher = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard watcher >= 0 else { throw TestbedError("inotify_init1: errno \(errno)") }
         defer { close(watcher) }
         guard inotify_add_watch(watcher, "\(root)/sys/bus/iio/devices/\(device)/\(attribute)", UInt32(IN_ACCESS)) >= 0 else {
             throw TestbedError("inotify_add_watch on \(device)/\(attribute): errno \(errno)")
         }
-        var reads = 0
         var events = [UInt8](repeating: 0, count: 4096)
-        // Drained every millisecond: inotify merges an access into one not yet read, so reads are
-        // counted short, never over.
-        try waitUntil(seconds: seconds) {
+        return try body(watcher) {
             let count = read(watcher, &events, events.count)
-            if count > 0 { reads += count / MemoryLayout<inotify_event>.size }
-            return reads >= 2
+            return count > 0 ? count / MemoryLayout<inotify_event>.size : 0
         }
     }
 
@@ -134,5 +158,81 @@ extension Testbed {
         var bytes: [UInt8] = []
         for v in accelerometer + gyroscope { bytes += withUnsafeBytes(of: Int16(v).littleEndian, Array.init) }
         return bytes + [0, 0, 0, 0] + withUnsafeBytes(of: time.littleEndian, Array.init)
+    }
+}
+
+/// Answers the ioctls a program makes on one emulated device node, from the test: umockdev's
+/// `IoctlBase` hands each to `answer` on the testbed's worker thread (rotation-and-posture.md, the
+/// pattern of umockdev's own `test_custom_ioctl`). Kept alive by its owner; detached when it goes.
+public final class IoctlHandler: @unchecked Sendable {
+    // @unchecked: `answer` is immutable; `requests` is behind its lock.
+    /// What to do with one request.
+    public enum Answer: Sendable {
+        /// Write this `int` where the argument points, and return 0 (an `_IOR(…, int)` request).
+        case integer(Int32)
+        /// Fail with this errno.
+        case failure(Int32)
+    }
+
+    private let base: UnsafeMutablePointer<UMockdevIoctlBase>
+    private let answer: @Sendable (UInt) -> Answer
+    private let lock = NSLock()
+    private var seen: [UInt] = []
+
+    init(answer: @escaping @Sendable (UInt) -> Answer) {
+        self.answer = answer
+        base = umockdev_ioctl_base_new()
+        let callback: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> gboolean = { _, client, context in
+            guard let client, let context else { return 0 }
+            let handler = Unmanaged<IoctlHandler>.fromOpaque(context).takeUnretainedValue()
+            handler.handle(client.assumingMemoryBound(to: UMockdevIoctlClient.self))
+            return 1
+        }
+        g_signal_connect_data(base, "handle-ioctl", unsafeBitCast(callback, to: GCallback.self), Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(0))
+    }
+
+    deinit {
+        // The testbed keeps its own reference to `base`: no call may reach a handler that is gone.
+        g_signal_handlers_disconnect_matched(base, G_SIGNAL_MATCH_DATA, 0, 0, nil, nil, Unmanaged.passUnretained(self).toOpaque())
+        g_object_unref(base)
+    }
+
+    /// The requests made so far, in order.
+    public var requests: [UInt] { lock.withLock { seen } }
+
+    fileprivate var pointer: UnsafeMutablePointer<UMockdevIoctlBase> { base }
+
+    private func handle(_ client: UnsafeMutablePointer<UMockdevIoctlClient>) {
+        let request = umockdev_ioctl_client_get_request(client)
+        lock.withLock { seen.append(request) }
+        switch answer(request) {
+        case .failure(let code):
+            umockdev_ioctl_client_complete(client, -1, code)
+        case .integer(let value):
+            var error: UnsafeMutablePointer<GError>? = nil
+            guard let target = umockdev_ioctl_data_resolve(umockdev_ioctl_client_get_arg(client), 0, 4, &error) else {
+                g_clear_error(&error)
+                return umockdev_ioctl_client_complete(client, -1, EFAULT)
+            }
+            var bytes = withUnsafeBytes(of: value, Array.init)
+            umockdev_ioctl_data_update(target, 0, &bytes, Int32(bytes.count))
+            umockdev_ioctl_client_complete(client, 0, 0)
+            g_object_unref(target)
+        }
+    }
+}
+
+extension Testbed {
+    /// Sends the program's ioctls on `node` (`/dev/iio:device0`) to `answer` from now on; the
+    /// handler answers while it lives.
+    public func handleIoctls(on node: String, answer: @escaping @Sendable (UInt) -> IoctlHandler.Answer) throws -> IoctlHandler {
+        let handler = IoctlHandler(answer: answer)
+        var error: UnsafeMutablePointer<GError>? = nil
+        if umockdev_testbed_attach_ioctl(pointer, node, handler.pointer, &error) == 0 {
+            let message = error.map { String(cString: $0.pointee.message) } ?? "unknown"
+            g_clear_error(&error)
+            throw TestbedError("umockdev_testbed_attach_ioctl \(node): \(message)")
+        }
+        return handler
     }
 }
