@@ -29,6 +29,10 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     let batch: Int
     /// Whether only event streams read it: polled, it slows while still (`AdaptivePolling`).
     let restsWhenStill: Bool
+    /// How it opens the device: polled for an accelerometer that rests when still, buffered or not (a
+    /// slow poll at rest, or its chip's motion events, cost fewer wake-ups than a buffer's batches at
+    /// the slowest rate it offers); else as the device is read best.
+    let startMode: CaptureMode
     /// Seconds between reads at rest while the chip's motion events wake it.
     let heartbeat: Double
     private let eventLoop: any EventLoop
@@ -69,13 +73,14 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     ) {
         self.restsWhenStill = restsWhenStill
         self.heartbeat = heartbeat
+        startMode = restsWhenStill && kinds == [.accelerometer] ? .polled : device.captureMode
         self.device = device
         self.kinds = kinds
-        self.rate = device.captureRate(for: rate, in: device.captureMode)
+        self.rate = device.captureRate(for: rate, in: startMode)
         batch = min(CapturePlan.largestBatch, max(1, Int((latency * self.rate).rounded(.down))))
         self.eventLoop = eventLoop
         policy = CapturePolicy(rate: self.rate, batch: batch, firstDataTimeout: firstDataTimeout)
-        state = Mutex(State(lifecycle: CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: device.captureMode)))
+        state = Mutex(State(lifecycle: CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: startMode)))
     }
 
     /// Runs `body` on the capture's lifecycle (from the loop, or the opening's thread).
@@ -87,7 +92,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     static func pollsOnLoop(rate: Double) -> Bool { rate <= loopPollingLimit }
 
     var modeName: String {
-        state.withLock { $0.buffer != nil || ($0.poller == nil && $0.polledThread == nil) } ? CaptureMode.buffered.rawValue : CaptureMode.polled.rawValue
+        state.withLock { state in
+            state.buffer != nil ? CaptureMode.buffered : state.poller != nil || state.polledThread != nil ? .polled : startMode
+        }.rawValue
     }
 
     var restMode: (mode: RestMode, note: DeviceError?)? {
@@ -97,7 +104,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// Starts; `handler` gets every event on the event loop, each read's samples followed by `readComplete`.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
-        let opened = device.captureMode == .buffered ? openBuffer() : openPoller()
+        let opened = startMode == .buffered ? openBuffer() : openPoller()
         state.withLock { $0.opening = opened }
     }
 
