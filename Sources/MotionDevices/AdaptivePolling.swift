@@ -4,6 +4,8 @@ import MotionCore
 public enum RestMode: String, Sendable, Hashable {
     /// The chip's motion events wake it (`MotionEvents`); at rest it reads once a heartbeat.
     case motionEvents = "motion-events"
+    /// An HID sensor hub reports only changes beyond its hysteresis, and was seen to (`HysteresisTrial`).
+    case hysteresis
     /// It polls slowly at rest and fast while moving (`AdaptivePolling`).
     case adaptivePolling = "adaptive-polling"
 }

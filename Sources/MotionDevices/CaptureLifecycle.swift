@@ -113,6 +113,13 @@ public struct CaptureLifecycle: Sendable, Equatable {
         return end(deviceExists() ? error : .deviceVanished(device: device))
     }
 
+    /// The owner found a better reason to poll a buffer that reads (an HID hub that ignores its
+    /// hysteresis, for an accelerometer only read for "did it move"): polled instead.
+    public mutating func pollInstead(because reason: DeviceError) -> Action {
+        guard phase == .buffered else { return .proceed }
+        return fallBack(reason)
+    }
+
     /// Stopped by its owner: over, and nothing more is told.
     public mutating func stop() { phase = .ended }
 

@@ -46,6 +46,9 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The accelerometer moved by `change` m/s² between two heartbeat reads, and no motion event
     /// has come since they were enabled: its interrupt is not wired, or does not fire.
     case eventsSilent(device: String, change: Double)
+    /// An HID sensor hub sent `after` reports a second at rest with its accelerometer's change
+    /// sensitivity raised, against `before` with it at 0: it ignores it (`HysteresisTrial`).
+    case hysteresisIgnored(device: String, before: Double, after: Double)
 
     /// Whether it says the device is gone.
     public var isVanished: Bool {
@@ -88,6 +91,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(d): motion events refused: \(op) failed (\(errnoName(e))\(e == ErrnoValue.busy ? ": another process reads its events" : ""))"
         case .eventsSilent(let d, let change):
             "\(d): moved by \(Int((change / Units.standardGravity * 1000).rounded())) mg between two heartbeat reads, and no motion event has come: its interrupt is not wired or does not fire"
+        case .hysteresisIgnored(let d, let before, let after):
+            "\(d): the sensor hub ignores its hysteresis: \(perSecond(before)) reports/s at rest with it at 0, \(perSecond(after)) with it raised"
         case .describedWithoutLibiio(let d, let e):
             "\(d): libiio cannot read this machine's IIO devices (\(errnoName(e)): one of them is odd); read polled from sysfs"
         }
@@ -102,6 +107,10 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         default: false
         }
     }
+}
+
+private func perSecond(_ rate: Double) -> String {
+    String(Double((rate * 10).rounded()) / 10)
 }
 
 private func quoted(_ s: String) -> String {

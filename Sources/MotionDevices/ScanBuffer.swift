@@ -88,6 +88,28 @@ public final class ScanBuffer: @unchecked Sendable {
     /// Whether the device is still there (a failed read of a vanished device means it was unplugged).
     public var deviceExists: Bool { sysfs.deviceExists(device.number.sysname) }
 
+    /// The accelerometer's change sensitivity attribute (`in_accel_hysteresis`), where the device
+    /// has one: an HID sensor hub's.
+    public var accelerometerHysteresis: String? {
+        kinds.contains(.accelerometer) ? Self.accelerometerHysteresis(of: device.number.sysname, sysfs: sysfs) : nil
+    }
+
+    /// Whether `device` has an accelerometer whose change sensitivity can be set (an HID sensor hub's).
+    public static func hasAccelerometerHysteresis(_ device: DeviceDescriptor) -> Bool {
+        device.kinds.contains(.accelerometer) && accelerometerHysteresis(of: device.number.sysname, sysfs: Sysfs()) != nil
+    }
+
+    private static func accelerometerHysteresis(of device: String, sysfs: Sysfs) -> String? {
+        SensorDrivers.driver(for: .accelerometer).hysteresisAttributes.first { !$0.hasSuffix("_relative") && sysfs.exists(device: device, attribute: $0) }
+    }
+
+    /// Sets the accelerometer's change sensitivity to `value` (m/s²; 0 reports every period), put
+    /// back at `close()`. Blocks for the write (a feature report to the hub): call it off an event loop.
+    public func setAccelerometerHysteresis(_ value: Double) throws(DeviceError) {
+        guard let attribute = accelerometerHysteresis else { throw .kindUnavailable(device: device.number.sysname, kind: "accelerometer hysteresis") }
+        try restorer.set(attribute, to: value == 0 ? "0" : String(value))
+    }
+
     /// Disables the buffer and puts back every attribute changed (idempotent).
     public func close() {
         reader.close()

@@ -31,11 +31,14 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     let restsWhenStill: Bool
     /// How it opens the device: polled for an accelerometer that rests when still, buffered or not (a
     /// slow poll at rest, or its chip's motion events, cost fewer wake-ups than a buffer's batches at
-    /// the slowest rate it offers); else as the device is read best.
+    /// the slowest rate it offers), except an HID sensor hub's, whose buffer may fall silent at rest
+    /// (`HysteresisTrial`); else as the device is read best.
     let startMode: CaptureMode
+    /// Whether the buffer is read while an `HysteresisTrial` finds out if the hub honours its hysteresis.
+    let triesHysteresis: Bool
     /// Seconds between reads at rest while the chip's motion events wake it.
     let heartbeat: Double
-    private let eventLoop: any EventLoop
+    fileprivate let eventLoop: any EventLoop
     private let policy: CapturePolicy
     private let state: Mutex<State>
     fileprivate private(set) var handler: @Sendable (SensorEvent) -> Void = { _ in }
@@ -59,6 +62,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         /// How a capture that rests when still learns of a move, and why a better way was refused.
         var restMode: RestMode?
         var restNote: DeviceError?
+        /// Why the buffer of a resting accelerometer was given up for polling: the rest note, rather
+        /// than the poller's own (a hub has no motion events).
+        var pollingReason: DeviceError?
         /// Settled once reading has begun or was given up: `stop` waits for it.
         var opening: EventLoopFuture<Void>?
     }
@@ -73,7 +79,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     ) {
         self.restsWhenStill = restsWhenStill
         self.heartbeat = heartbeat
-        startMode = restsWhenStill && kinds == [.accelerometer] ? .polled : device.captureMode
+        let restingAccelerometer = restsWhenStill && kinds == [.accelerometer]
+        triesHysteresis = restingAccelerometer && device.captureMode == .buffered && ScanBuffer.hasAccelerometerHysteresis(device)
+        startMode = restingAccelerometer && !triesHysteresis ? .polled : device.captureMode
         self.device = device
         self.kinds = kinds
         self.rate = device.captureRate(for: rate, in: startMode)
@@ -129,6 +137,14 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             return eventLoop.makeSucceededVoidFuture()
         }
         for problem in buffer.problems { handler(.readFailed(problem)) }
+        var handler = handler
+        if triesHysteresis {
+            let trial = HysteresisProbe(capture: self, buffer: buffer)
+            handler = { [handler] event in
+                if case .sample(let sample) = event { trial.observe(sample) }
+                handler(event)
+            }
+        }
         let reader = ScanReader(buffer: buffer, handler: handler) { [weak self] in self?.lifecycle { $0.readSucceeded() } }
         // Room for the kernel's four batches; it hands out whole scans only.
         let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
@@ -147,7 +163,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         eventLoop.scheduleTask(in: .nanoseconds(Int64((delay ?? policy.firstDataTimeout) * 1e9))) { [weak self] in
             guard let self, state.withLock({ $0.buffer === buffer }) else { return }
             switch lifecycle({ $0.checkDue(deviceExists: buffer.deviceExists) }) {
-            case .proceed, .report: watch(buffer, after: policy.checkInterval)
+            // A hub that keeps still at rest is checked once a heartbeat: each check is a wake-up.
+            case .proceed, .report: watch(buffer, after: restMode?.mode == .hysteresis ? heartbeat : policy.checkInterval)
             case let action: _ = follow(action)
             }
         }
@@ -214,7 +231,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
                 switch events {
                 case nil: return eventLoop.makeSucceededVoidFuture()
                 case .failure(let refusal):
-                    restOn(.adaptivePolling, because: refusal)
+                    let earlier = state.withLock { $0.pollingReason }
+                    restOn(.adaptivePolling, because: refusal == .noMotionEvents(device: device.number.sysname) ? earlier ?? refusal : refusal)
                     return eventLoop.makeSucceededVoidFuture()
                 case .success(let events): return wake(on: events, ticker: reader)
                 }
@@ -371,6 +389,17 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         closeEvents()
         ticker?.pollAtRest()
         restOn(.adaptivePolling, because: reason)
+    }
+
+    /// The hysteresis trial's verdict: a hub that honours it rests so; one that ignores it is polled.
+    fileprivate func hysteresisTried(_ result: Result<Void, DeviceError>) {
+        eventLoop.preconditionInEventLoop()
+        switch result {
+        case .success: restOn(.hysteresis, because: nil)
+        case .failure(let reason):
+            guard keep({ $0.pollingReason = reason }) else { return }
+            _ = follow(lifecycle { $0.pollInstead(because: reason) })
+        }
     }
 
     /// Says how the capture now learns of a move, and why a better way was refused.
@@ -594,5 +623,67 @@ private final class MotionEventReader: ChannelInboundHandler, @unchecked Sendabl
         guard moved else { return }
         moved = false
         ticker?.motionReported()
+    }
+}
+
+/// Runs an `HysteresisTrial` on a resting accelerometer's buffer, on the loop: counts its reports,
+/// raises the hub's sensitivity when the trial says, and tells the capture the verdict. The
+/// sensitivity is written off the loop (a feature report to the hub), and put back when the hub
+/// ignores it (else when the buffer closes).
+private final class HysteresisProbe: @unchecked Sendable {
+    // @unchecked: used on the capture's event loop only, but for the writes it sends off it.
+    private weak var capture: LoopCapture?
+    private let buffer: ScanBuffer
+    private var trial: HysteresisTrial?
+
+    init(capture: LoopCapture, buffer: ScanBuffer) {
+        self.capture = capture
+        self.buffer = buffer
+    }
+
+    /// Counts a report; the first starts the trial.
+    func observe(_ sample: SensorSample) {
+        guard sample.kind == .accelerometer else { return }
+        if trial == nil {
+            trial = HysteresisTrial(startingAt: Syscall.monotonicNanoseconds())
+            schedule(at: trial!.phaseEnd)
+        }
+        trial?.report(sample.vector, at: Syscall.monotonicNanoseconds())
+    }
+
+    private func schedule(at t: Int64) {
+        guard let loop = capture?.eventLoop else { return }
+        loop.scheduleTask(in: .nanoseconds(max(0, t - Syscall.monotonicNanoseconds()))) { [self] in advance() }
+    }
+
+    private func advance() {
+        guard let capture, trial != nil else { return }
+        switch trial!.step(at: Syscall.monotonicNanoseconds()) {
+        case .wait(let t): schedule(at: t)
+        case .raise(let t):
+            write(HysteresisTrial.sensitivity, on: capture) { [self] error in
+                if let error { return capture.hysteresisTried(.failure(error)) }
+                schedule(at: t)
+            }
+        case .verdict(let honoured, let before, let after):
+            trial = nil
+            if honoured { return capture.hysteresisTried(.success(())) }
+            let ignored = DeviceError.hysteresisIgnored(device: buffer.device.number.sysname, before: before, after: after)
+            write(0, on: capture) { _ in capture.hysteresisTried(.failure(ignored)) }
+        }
+    }
+
+    /// Sets the sensitivity off the loop, then calls `done` on it with the failure, if any.
+    private func write(_ value: Double, on capture: LoopCapture, done: @escaping @Sendable (DeviceError?) -> Void) {
+        let buffer = buffer
+        NIOThreadPool.singleton.runIfActive(eventLoop: capture.eventLoop) { () throws -> Void in
+            try buffer.setAccelerometerHysteresis(value)
+        }.whenComplete { result in
+            if case .failure(let error) = result {
+                done(error as? DeviceError ?? .attributeUnwritable(device: buffer.device.number.sysname, attribute: "in_accel_hysteresis", errno: ErrnoValue.invalidArgument))
+            } else {
+                done(nil)
+            }
+        }
     }
 }

@@ -133,3 +133,38 @@ import Testing
         #expect(Array(bytes.prefix(15)).withUnsafeBytes { IIOEventRecord($0) } == nil)
     }
 }
+
+/// The hub's hysteresis, judged from the report rates at rest before and after raising it.
+@Suite struct HysteresisTrialTests {
+    static let still = Vector3(x: 0, y: 0, z: Units.standardGravity)
+
+    /// Runs a trial with `before` and `after` reports a second at rest; returns its verdict.
+    static func verdict(before: Int, after: Int) -> HysteresisTrial.Step {
+        var trial = HysteresisTrial(startingAt: 0)
+        for i in 0..<(2 * before) { trial.report(still, at: Int64(i) * 1_000_000_000 / Int64(before)) }
+        guard case .raise(let next) = trial.step(at: 2_000_000_000) else { return .wait(until: -1) }
+        for i in 0..<(2 * after) { trial.report(still, at: 2_000_000_000 + Int64(i) * 1_000_000_000 / Int64(max(after, 1))) }
+        return trial.step(at: next)
+    }
+
+    @Test func aHubSilentOnceRaisedHonoursIt() {
+        #expect(Self.verdict(before: 10, after: 0) == .verdict(honoured: true, before: 10, after: 0))
+    }
+
+    @Test func aHubReportingAsOftenOnceRaisedIgnoresIt() {
+        #expect(Self.verdict(before: 10, after: 10) == .verdict(honoured: false, before: 10, after: 10))
+    }
+
+    /// One report a second once raised is a tenth of ten: honoured (a hub may send one as it applies it).
+    @Test func aTenthOfTheRateIsStillHonoured() {
+        #expect(Self.verdict(before: 10, after: 1) == .verdict(honoured: true, before: 10, after: 1))
+    }
+
+    /// A move (0.5 g) in the first phase starts it again: its reports are not counted as rest.
+    @Test func aMoveStartsThePhaseAgain() {
+        var trial = HysteresisTrial(startingAt: 0)
+        trial.report(Self.still, at: 0)
+        trial.report(Vector3(x: 0.5 * Units.standardGravity, y: 0, z: Units.standardGravity), at: 1_500_000_000)
+        #expect(trial.step(at: 2_000_000_000) == .wait(until: 3_500_000_000))
+    }
+}
