@@ -147,7 +147,7 @@ let package = Package(
         .executableTarget(
             name: "motionctl",
             dependencies: [
-                "MotionFusion", "MotionCore", "MotionClient", "MotionSystem",
+                "MotionFusion", "MotionCore", "MotionClient", "MotionSystem", "MotionDevices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

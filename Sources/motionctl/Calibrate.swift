@@ -2,9 +2,17 @@ import ArgumentParser
 import Foundation
 import MotionClient
 
-/// `motionctl calibrate`: the gyroscope's bias learnt while the machine lies still, with progress.
+/// `motionctl calibrate`: the gyroscope's bias (the default), or the accelerometer's mount matrix.
 struct Calibrate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        abstract: "Calibrate the gyroscope's bias (the default), or find the accelerometer's mount matrix (mount).",
+        subcommands: [CalibrateGyroscope.self, CalibrateMount.self], defaultSubcommand: CalibrateGyroscope.self)
+}
+
+/// `motionctl calibrate gyroscope`: the gyroscope's bias learnt while the machine lies still, with progress.
+struct CalibrateGyroscope: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gyroscope",
         abstract: "Learn the gyroscope's bias: set the machine down, keep it still, and wait for \"calibrated\".",
         discussion: """
             motiond learns the bias at every rest and keeps it across restarts; this command only runs the \

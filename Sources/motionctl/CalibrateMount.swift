@@ -1,0 +1,226 @@
+import ArgumentParser
+import Foundation
+import MotionClient
+import MotionCore
+import MotionDevices
+import MotionFusion
+import Synchronization
+
+/// `motionctl calibrate mount`: the accelerometer's mount matrix from three still poses, written to
+/// the hwdb where udev reads it, so that every reader of `ACCEL_MOUNT_MATRIX` (iio-sensor-proxy,
+/// motiond, Chromium) puts the screen the right way up.
+struct CalibrateMount: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Find the accelerometer's mount matrix from three poses and write it to the hwdb for every daemon.",
+        discussion: """
+            Hold the machine still in each pose asked for: upright facing you, on its right edge, lying screen \
+            up. The matrix is derived from the sensor's raw axes (a pose held at a slant, repeated or mirrored \
+            is refused), written to \(Self.localHwdb) under the key udev's 60-sensor.rules looks up, compiled \
+            with systemd-hwdb, applied with udevadm trigger, and printed ready to send upstream to systemd's \
+            60-sensor.hwdb. Without root it prints the entry and the commands to run.
+            """)
+
+    /// Where local hwdb entries go (udev reads /etc/udev/hwdb.d; 61- comes after systemd's 60-sensor.hwdb and wins).
+    static let localHwdb = "/etc/udev/hwdb.d/61-sensor-local.hwdb"
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "The accelerometer's device, such as iio:device0 (default: the display's, or the only one).")
+    var device: String?
+
+    @Flag(help: "Print the entry; write nothing.")
+    var dryRun = false
+
+    @Flag(help: "Remove the entry this command wrote for the device.")
+    var undo = false
+
+    @Option(help: "Seconds each pose is held still.")
+    var hold: Double = 1.0
+
+    @Option(help: "Seconds to wait for each pose.")
+    var timeout: Double = 60
+
+    @Option(help: ArgumentHelp("Write under this root instead of /, and do not trigger udev (for tests).", visibility: .hidden))
+    var root: String?
+
+    func run() throws {
+        let client = connection.client
+        let devices = try reportingErrors { try client.devices() }
+        let accelerometers = devices.filter { $0.kinds.contains(.accelerometer) }
+        guard let chosen = device.map({ name in accelerometers.first { $0.device == name } }) ?? accelerometers.first(where: { $0.location != "base" }) ?? accelerometers.first
+        else { fail(device.map { "\($0) is not an accelerometer motiond reads" } ?? "motiond reads no accelerometer") }
+        let syspath = URL(fileURLWithPath: "/sys/bus/iio/devices/\(chosen.device)").resolvingSymlinksInPath().path
+        let key: SensorHwdbKey
+        do {
+            key = try SensorHwdbKey.reading(syspath: syspath)
+        } catch {
+            fail("cannot build the hwdb key of \(chosen.device): \(error)")
+        }
+        let hwdb = HwdbFile(path: (root ?? "") + Self.localHwdb)
+        if undo { return try remove(key, from: hwdb, syspath: syspath) }
+        guard let frame = chosen.frameMatrix.map(Matrix3.init(rowMajor:)) else { fail("motiond does not say how it turns \(chosen.device)'s readings") }
+        let upright = try pose("Hold the screen upright in front of you, the right way up to read.", previous: nil, client: client, frame: frame)
+        let rightEdge = try pose("Turn it a quarter turn so that its right edge points up.", previous: upright, client: client, frame: frame)
+        let screenUp = try pose("Lay it flat on a table, screen up.", previous: rightEdge, client: client, frame: frame)
+        let matrix: Matrix3
+        switch MountMatrixSolver.matrix(upright: upright, rightEdgeUp: rightEdge, screenUp: screenUp) {
+        case .success(let m): matrix = m
+        case .failure(let refusal): fail("no mount matrix: \(refusal)")
+        }
+        let location = chosen.location.flatMap(SensorLocation.init(rawValue:))
+        let record = SensorHwdbRecord(key: key, matrix: matrix, location: devices.filter { $0.kinds.contains(.accelerometer) }.count > 1 ? location : nil)
+        print("\nACCEL_MOUNT_MATRIX=\(record.matrixValue) for \(chosen.device) (\(chosen.name)).")
+        print("The entry (for systemd's hwdb.d/60-sensor.hwdb upstream, widen the DMI part with * to the model's fields):\n")
+        print(record.text)
+        if dryRun { return }
+        guard root != nil || geteuid() == 0 else {
+            print("To apply it, as root: write the entry to \(Self.localHwdb), then run")
+            print("  systemd-hwdb update && udevadm trigger --action=change \(syspath)")
+            return
+        }
+        try install(record, in: hwdb, syspath: syspath)
+    }
+
+    /// Waits for a pose held still, showing how long it has been held; returns its mean raw reading
+    /// (specific force in the chip's axes, g).
+    private func pose(_ instruction: String, previous: Vector3?, client: MotionClient, frame: Matrix3) throws -> Vector3 {
+        print(instruction)
+        let held = Mutex<Vector3?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        var detector = StillPose(previous: previous)
+        detector.duration = hold
+        let detectorBox = Mutex(detector)
+        let progress = ProgressLine()
+        let subscription = client.watch([.accelerometer], interval: 0.05) { result in
+            guard case .success(.accelerometer(let message)) = result else { return }
+            // ACCELEROMETER is −specific force in motiond's frame (g); the chip's axes are frameᵀ of it.
+            let raw = frame.transposed * (message.acceleration * -1)
+            let state = detectorBox.withLock { $0.add(raw, at: Double(message.timestamp) * 1e-9) }
+            switch state {
+            case .holding(let fraction): progress.show(fraction, "hold still")
+            case .notTurned: progress.show(0, "waiting for the turn")
+            case .held(let mean):
+                guard held.withLock({ old in defer { old = old ?? mean }; return old == nil }) else { return }
+                progress.show(1, "held")
+                done.signal()
+            }
+        }
+        defer { subscription.cancel() }
+        guard done.wait(timeout: .now() + timeout) == .success, let mean = held.withLock({ $0 }) else {
+            print("")
+            fail("the pose was not held still within \(Int(timeout)) s")
+        }
+        print("")
+        return mean
+    }
+
+    /// Writes `record` in place of this key's earlier one, compiles the hwdb, checks that the key
+    /// finds it, and has udev apply it.
+    private func install(_ record: SensorHwdbRecord, in hwdb: HwdbFile, syspath: String) throws {
+        do {
+            try hwdb.replace(record.matches[0], with: record.text)
+        } catch {
+            fail("cannot write \(hwdb.path): \(error)")
+        }
+        try compile()
+        let found = run("systemd-hwdb", rootArguments + ["query", record.matches[0]])
+        guard found.output.contains("ACCEL_MOUNT_MATRIX=\(record.matrixValue)") else {
+            fail("the hwdb does not give the entry for its key after the update: \(found.output)\(found.errors)")
+        }
+        print("Written to \(hwdb.path); the hwdb gives it for this machine's key.")
+        guard root == nil else { return }
+        _ = run("udevadm", ["trigger", "--action=change", "--settle", syspath])
+        let properties = run("udevadm", ["info", "--query=property", "--path=\(syspath)"]).output
+        if properties.contains("ACCEL_MOUNT_MATRIX=\(record.matrixValue)") {
+            print("udev has applied it. Restart iio-sensor-proxy and motiond (or reboot) for them to read it.")
+        } else {
+            print("udev has not applied it yet: run `udevadm trigger --action=change \(syspath)`, or reboot.")
+        }
+    }
+
+    private func remove(_ key: SensorHwdbKey, from hwdb: HwdbFile, syspath: String) throws {
+        do {
+            guard try hwdb.replace(key.lookup, with: nil) else { return print("\(hwdb.path) has no entry of this command's for \(key.lookup)") }
+        } catch {
+            fail("cannot write \(hwdb.path): \(error)")
+        }
+        try compile()
+        if root == nil { _ = run("udevadm", ["trigger", "--action=change", "--settle", syspath]) }
+        print("Removed the entry for \(key.lookup).")
+    }
+
+    private var rootArguments: [String] { root.map { ["--root", $0] } ?? [] }
+
+    /// `systemd-hwdb update`: it exits 0 even on a malformed file (systemd 252), so what it says on
+    /// standard error is the failure.
+    private func compile() throws {
+        let update = run("systemd-hwdb", rootArguments + ["update"])
+        guard update.status == 0, update.errors.isEmpty else { fail("systemd-hwdb update: \(update.errors)") }
+    }
+
+    private func run(_ program: String, _ arguments: [String]) -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [program] + arguments
+        let (output, errors) = (Pipe(), Pipe())
+        process.standardOutput = output
+        process.standardError = errors
+        do { try process.run() } catch { fail("cannot run \(program): \(error)") }
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    private func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("motionctl: \(message)\n".utf8))
+        Foundation.exit(ExitStatus.failure)
+    }
+}
+
+/// The local hwdb file: records this command wrote follow a marker line naming their key, so that
+/// a new matrix replaces the old one and `--undo` removes it, and other records are left alone.
+struct HwdbFile {
+    let path: String
+
+    static func marker(_ key: String) -> String { "# motionctl calibrate mount: \(key)" }
+
+    /// Replaces the record after `key`'s marker by `text` (nil: removes it); returns whether there was one.
+    @discardableResult
+    func replace(_ key: String, with text: String?) throws -> Bool {
+        let old = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        var blocks = old.components(separatedBy: "\n\n").filter { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }
+        let marker = Self.marker(key)
+        let before = blocks.count
+        blocks.removeAll { $0.trimmingCharacters(in: .newlines).hasPrefix(marker) }
+        let hadOne = blocks.count < before
+        if let text { blocks.append(marker + "\n" + text.trimmingCharacters(in: .newlines)) }
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try (blocks.map { $0.trimmingCharacters(in: .newlines) }.joined(separator: "\n\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return hadOne
+    }
+}
+
+/// One terminal line rewritten with a bar; plain lines where the output is not a terminal.
+final class ProgressLine: @unchecked Sendable {
+    // @unchecked: `last` is behind the lock; it is written from the subscription's thread.
+    private let lock = NSLock()
+    private var last = ""
+    private let terminal = isatty(STDOUT_FILENO) == 1
+
+    func show(_ fraction: Double, _ text: String) {
+        let filled = max(0, min(20, Int(fraction * 20)))
+        let line = "[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 20 - filled))] \(text)"
+        lock.withLock {
+            guard line != last else { return }
+            last = line
+            if terminal {
+                print("\r\(line)   ", terminator: "")
+                fflush(nil)
+            } else if filled == 0 || filled == 20 {
+                print(line)
+            }
+        }
+    }
+}
