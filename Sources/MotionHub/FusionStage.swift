@@ -34,6 +34,15 @@ final class FusionStage {
     private var box: FusionBox?
     /// A copy of the fusion now, for what is not per sample (STATUS, saving the calibration).
     var fusion: SensorFusion? { box?.fusion }
+    /// Whether the gyroscope's axes agree with the accelerometer's, checked on the device's own turns
+    /// until a verdict (then nothing more is spent on it); nil: no verdict wanted (no gyroscope fused).
+    private var axisCheck: GyroscopeAxisCheck?
+    /// The accelerometer's last specific force, m/s², for the axis check.
+    private var lastSpecificForce: Vector3?
+    /// The axis check's verdict, once given (for STATUS).
+    private(set) var gyroscopeAxes: GyroscopeAxisCheck.Verdict?
+    /// Called once with the axis check's verdict.
+    var gyroscopeAxesChecked: (GyroscopeAxisCheck.Verdict) -> Void = { _ in }
     /// Called when the gyroscope becomes calibrated (true) or stops being so (false), for the log.
     var gyroscopeCalibrationChanged: (_ calibrated: Bool, _ uncertainty: Double) -> Void = { _, _ in }
     /// Whether the gyroscope counted as calibrated at the last look (nil: not looked yet).
@@ -87,6 +96,9 @@ final class FusionStage {
             if let saved = calibration.value { fresh.restore(saved) }
             box = FusionBox(fresh)
             pendingMotion = nil
+            // A gyroscope plugged in anew is checked anew.
+            axisCheck = fresh.usesGyroscope ? GyroscopeAxisCheck() : nil
+            if fresh.usesGyroscope { gyroscopeAxes = nil }
             magnetometerRate = MeasurementRate()
             magnetometerRateMeasured = false
         } else if let box, let accelerometerRate = rate(.accelerometer) {
@@ -111,12 +123,14 @@ final class FusionStage {
         switch sample.kind {
         case .accelerometer:
             box?.fusion.update(sample)
+            lastSpecificForce = sample.vector
             // Without a gyroscope, motion is made at the accelerometer's rate.
             if box?.usesGyroscope == false { pendingMotion = (t, period) }
             accelerometer = AccelerometerMessage(timestamp: t, acceleration: sample.vector.accelerationFromSpecificForce)
             return .accelerometer(accelerometer!)
         case .gyroscope:
             box?.fusion.update(sample)
+            if axisCheck != nil, let force = lastSpecificForce { checkAxes(force, sample.vector, at: t) }
             gyroscope = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
             // Motion is made at the gyroscope's rate, once the other samples of the same read (the
             // magnetometer's, often after the gyroscope's in a scan) are fused too.
@@ -134,6 +148,15 @@ final class FusionStage {
         case .proximity, .light, .pressure:
             return nil
         }
+    }
+
+    /// Feeds the axis check; its verdict is told once, and the check ends.
+    private func checkAxes(_ force: Vector3, _ rate: Vector3, at t: Int64) {
+        axisCheck!.update(specificForce: force, rotationRate: rate, at: t)
+        guard let verdict = axisCheck!.verdict else { return }
+        axisCheck = nil
+        gyroscopeAxes = verdict
+        gyroscopeAxesChecked(verdict)
     }
 
     /// Measures the magnetometer's own rate once per fusion (`MeasurementRate`) and, 20 % or more off

@@ -109,6 +109,10 @@ package final class Hub: @unchecked Sendable {
                 logger.debug("gyroscope bias uncertain again after motion", metadata: metadata)
             }
         }
+        pipeline.fusion.gyroscopeAxesChecked = { [unowned self] verdict in
+            guard case .disagree(let mending) = verdict else { return logger.info("the gyroscope's axes agree with the accelerometer's") }
+            logger.warning("the gyroscope's axes disagree with the accelerometer's: the attitude turns the wrong way", metadata: gyroscopeRemedy(mending))
+        }
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }
         }
@@ -291,7 +295,8 @@ package final class Hub: @unchecked Sendable {
             let uptime = Double((NIODeadline.now() - startTime).nanoseconds) / 1e9
             reply(Replies.status(
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
-                fusion: pipeline.fusion.fusion, saved: calibration.value, unavailable: unavailable), to: id)
+                fusion: pipeline.fusion.fusion, saved: calibration.value, unavailable: unavailable,
+                gyroscopeAxes: pipeline.fusion.gyroscopeAxes), to: id)
         case .history(let query):
             reply(Replies.history(query, of: pipeline.gait.history, stepLength: pipeline.gait.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
         }
@@ -414,6 +419,25 @@ package final class Hub: @unchecked Sendable {
             replan()
             if error.meansDeviceGone { devicesChanged() }
         }
+    }
+
+    /// What mends a gyroscope whose readings `mending` puts right (in motiond's frame): the mount
+    /// matrix for motiond.conf's `mount_matrices`, in Linux userspace's frame as the file takes it
+    /// (docs/frames.md: motiond's frame is that one turned half a turn about z).
+    func gyroscopeRemedy(_ mending: Matrix3) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["multiply its readings by": "\(mending.rowMajor.map { Int($0) })"]
+        if let gyroscope = devices.first(where: { $0.sensor(.gyroscope) != nil }), let sensor = gyroscope.sensor(.gyroscope) {
+            let matrix = DeviceFrame.fromLinuxUserspace * mending * sensor.deviceFrameMatrix
+            let rows = [matrix.row0, matrix.row1, matrix.row2].map { r in [r.x, r.y, r.z].map { String(Int($0.rounded())) }.joined(separator: ", ") }
+            metadata["device"] = "\(gyroscope.number)"
+            if gyroscope.sensor(.accelerometer) != nil {
+                // One chip, one matrix: a mount matrix there would turn the accelerometer too.
+                metadata["remedy"] = "the gyroscope shares \(gyroscope.number) with the accelerometer: its driver maps them differently; report it upstream"
+            } else {
+                metadata["motiond.conf"] = "mount_matrices: [{name: \(gyroscope.name), matrix: \"\(rows.joined(separator: "; "))\"}]"
+            }
+        }
+        return metadata
     }
 
     /// What the metrics report, now.

@@ -48,7 +48,8 @@ enum Replies {
     /// else `saved`, the calibration kept.
     static func status(
         id: RequestID?, uptime: Double, clients: Int, captures: some Collection<CaptureManager.Running>, dropped: Int,
-        fusion: SensorFusion?, saved: SensorFusion.Calibration?, unavailable: StatusReply.Unavailable?
+        fusion: SensorFusion?, saved: SensorFusion.Calibration?, unavailable: StatusReply.Unavailable?,
+        gyroscopeAxes: GyroscopeAxisCheck.Verdict? = nil
     ) -> StatusReply {
         let sensors = captures.sorted { $0.plan.device < $1.plan.device }.map { running in
             let rest = running.capture.restMode
@@ -69,8 +70,14 @@ enum Replies {
                 magnetometerOffset: saved.magnetometerOffset,
                 magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
         }
+        let axes = gyroscopeAxes.map { verdict in
+            switch verdict {
+            case .agree: StatusReply.GyroscopeAxes(agree: true, mendingMatrix: nil)
+            case .disagree(let mending): StatusReply.GyroscopeAxes(agree: false, mendingMatrix: mending.rowMajor)
+            }
+        }
         return StatusReply(
             id: id, uptime: uptime, clients: clients, sensors: sensors, dropped: dropped, calibration: calibration,
-            unavailable: unavailable)
+            unavailable: unavailable, gyroscopeAxes: axes)
     }
 }

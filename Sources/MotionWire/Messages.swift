@@ -270,6 +270,22 @@ public struct StatusReply: ServerMessage {
     public var calibration: Calibration?
     /// What this machine's sensors cannot give, and why (1.1); absent when it can give everything.
     public var unavailable: Unavailable?
+    /// Whether the gyroscope's axes agree with the accelerometer's, checked on the device's own turns
+    /// while motion is fused (1.7; absent until there is a verdict).
+    public var gyroscopeAxes: GyroscopeAxes?
+
+    /// The gyroscope axis check's verdict.
+    public struct GyroscopeAxes: Codable, Sendable, Hashable {
+        public var agree: Bool
+        /// Where they disagree: the matrix (row order, motiond's device frame) the gyroscope's readings
+        /// are to be multiplied by to agree.
+        public var mendingMatrix: [Double]?
+
+        public init(agree: Bool, mendingMatrix: [Double]?) {
+            self.agree = agree
+            self.mendingMatrix = mendingMatrix
+        }
+    }
 
     /// The streams and the parts of `MOTION` the machine's sensors cannot give.
     public struct Unavailable: Codable, Sendable, Hashable {
@@ -287,7 +303,7 @@ public struct StatusReply: ServerMessage {
 
     public init(
         id: RequestID?, uptime: Double, clients: Int, sensors: [Sensor], dropped: Int, calibration: Calibration?,
-        unavailable: Unavailable? = nil
+        unavailable: Unavailable? = nil, gyroscopeAxes: GyroscopeAxes? = nil
     ) {
         self.id = id
         self.uptime = uptime
@@ -296,6 +312,7 @@ public struct StatusReply: ServerMessage {
         self.dropped = dropped
         self.calibration = calibration
         self.unavailable = unavailable
+        self.gyroscopeAxes = gyroscopeAxes
     }
 }
 

@@ -24,6 +24,10 @@ struct Status: ParsableCommand {
             if let rest = sensor.rest { print("  at rest: woken by \(rest)\(sensor.restNote.map { " (\($0))" } ?? "")") }
         }
         for line in Self.describe(status.unavailable) { print(line) }
+        if let axes = status.gyroscopeAxes {
+            print(axes.agree ? "gyroscope axes: agree with the accelerometer's"
+                : "gyroscope axes: DISAGREE with the accelerometer's: multiply its readings by \(axes.mendingMatrix.map { $0.map { Int($0) } } ?? []) (the journal gives the mount matrix)")
+        }
         if let c = status.calibration {
             let b = c.gyroscopeBias, o = c.magnetometerOffset
             print("gyroscope bias: (\(b.x.formatted(digits: 5)), \(b.y.formatted(digits: 5)), \(b.z.formatted(digits: 5))) rad/s")

@@ -1,0 +1,42 @@
+import MotionCore
+import MotionFusion
+import Testing
+
+/// The gyroscope's axes against the accelerometer's, on simulated turns: the device's attitude q
+/// (body to world) advances by its body rate ω, the accelerometer reads the world's up (1 g) in the
+/// body frame, q⁻¹·up, and the gyroscope reads `mapping · ω` (a gyroscope mounted differently).
+@Suite struct GyroscopeAxisCheckTests {
+    /// Turns of 1.2 rad/s about the body's x, then y, then a slanted axis, 1.5 s each at 100 Hz,
+    /// starting tilted so that no turn is about the vertical alone.
+    static func verdict(mapping: Matrix3) -> GyroscopeAxisCheck.Verdict? {
+        var check = GyroscopeAxisCheck()
+        var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
+        let up = Vector3(x: 0, y: 0, z: Units.standardGravity)
+        var t: Int64 = 0
+        let axes = [Vector3(x: 1, y: 0, z: 0), Vector3(x: 0, y: 1, z: 0), Vector3(x: 0.6, y: -0.48, z: 0.64)]
+        for axis in axes {
+            let ω = axis * (1.2 / axis.length)
+            for _ in 0..<150 {
+                q = (q * Quaternion(angle: ω.length * 0.01, axis: ω * (1 / ω.length))).normalized
+                t += 10_000_000
+                check.update(specificForce: q.conjugate.rotate(up), rotationRate: mapping * ω, at: t)
+            }
+        }
+        return check.verdict
+    }
+
+    @Test func aGyroscopeMountedAsItsAccelerometerAgrees() {
+        #expect(Self.verdict(mapping: .identity) == .agree)
+    }
+
+    /// x and y swapped and z inverted (a turn of the axes), and z inverted alone (a mirror image):
+    /// the check gives the matrix that puts each back, the inverse of the mapping.
+    @Test(arguments: [
+        Matrix3(rowMajor: [0, 1, 0, 1, 0, 0, 0, 0, -1]),
+        Matrix3(rowMajor: [1, 0, 0, 0, 1, 0, 0, 0, -1]),
+        Matrix3(rowMajor: [0, -1, 0, 1, 0, 0, 0, 0, 1]),
+    ])
+    func aGyroscopeMappedDifferentlyIsCaughtWithTheMatrixThatMendsIt(mapping: Matrix3) {
+        #expect(Self.verdict(mapping: mapping) == .disagree(mapping.transposed))
+    }
+}
