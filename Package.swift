@@ -65,6 +65,14 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]),
         // The only target that links zlib (the DSU packets' CRC-32).
+        // Front end: a tablet-mode switch (uinput) from the hinge, where the kernel reports none.
+        .target(
+            name: "MotionTabletMode",
+            dependencies: [
+                "MotionHub", "MotionWire", "MotionCore", "MotionDevices", "MotionFusion",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(
             name: "MotionDSU",
             dependencies: [
@@ -94,8 +102,8 @@ let package = Package(
         .target(
             name: "MotionDaemon",
             dependencies: [
-                "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionDSU", "MotionMetrics", "MotionConfiguration",
-                "MotionDevices", "MotionSystem", "MotionWire", "CConcurrencyHook", "CSDBus",
+                "MotionHub", "MotionSocketServer", "MotionDBus", "MotionMQTT", "MotionDSU", "MotionMetrics", "MotionTabletMode",
+                "MotionConfiguration", "MotionDevices", "MotionSystem", "MotionWire", "CConcurrencyHook", "CSDBus",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -39,6 +39,8 @@ public struct Configuration: Sendable, Equatable {
     public var metrics: String?
     /// The DSU (cemuhook) server for emulators (docs/games.md); `nil`: none.
     public var dsu: DSUSettings?
+    /// `auto`: a tablet-mode switch from the hinge where the kernel reports none; `off`: never.
+    public var tabletMode: String?
 
     /// No settings: every default.
     public init() {}
@@ -167,6 +169,10 @@ extension Configuration: SettingsSection {
             "motion_event_heartbeat", \.motionEventHeartbeat, .number("seconds, 1 to 3600"), default: "30", flag: true,
             summary: "How often an accelerometer that its own motion events wake is read while it lies still: a device whose events never come although it moved is polled instead from the first such read.",
             check: { (1...3600).contains($0) ? nil : "must be 1...3600 seconds, not \($0)" }),
+        .optional(
+            "tablet_mode", \.tabletMode, .text("auto or off"), default: "auto", flag: true,
+            summary: "A SW_TABLET_MODE switch (uinput) from a convertible's hinge, so that the desktop turns the keyboard off when it is folded past 210°: auto where the machine has two accelerometers and the kernel reports no tablet mode itself; off never.",
+            check: { ["auto", "off"].contains($0) ? nil : "\"\($0)\" is not auto or off" }),
         .optional(
             "log_level", \.logLevel, .text("trace, debug, info, notice, warning, error, critical"), default: "info", reload: .live, flag: true,
             summary: "The least severe level logged.",

@@ -9,6 +9,7 @@ import MotionMetrics
 import MotionMQTT
 import MotionDSU
 import MotionSocketServer
+import MotionTabletMode
 import MotionSystem
 import MotionWire
 import NIOCore
@@ -48,6 +49,8 @@ public final class MotionServer: Sendable {
     ///   - maximumClients: connections served at once (default 1000); more are told so and closed.
     ///   - servesDBus: whether to serve iio-sensor-proxy's interface, `net.hadess.SensorProxy`, on the
     ///     system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else the standard one) as well (default false).
+    ///   - switchesTabletMode: whether to make a tablet-mode switch from the hinge where the kernel
+    ///     reports none (`TabletModeFrontEnd`; default false).
     ///   - mqtt: the broker to publish streams to (default none; docs/fleet.md).
     ///   - metrics: the host and port to serve Prometheus metrics on over HTTP, port 0 for any free one
     ///     (default nowhere; docs/fleet.md).
@@ -57,7 +60,7 @@ public final class MotionServer: Sendable {
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = Release.version,
-        servesDBus: Bool = false, mqtt: MQTTSettings? = nil, metrics: (host: String, port: Int)? = nil,
+        servesDBus: Bool = false, switchesTabletMode: Bool = false, mqtt: MQTTSettings? = nil, metrics: (host: String, port: Int)? = nil,
         dsu: DSUSettings? = nil, pagesOutWhenSettled: Bool = false, logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
@@ -84,6 +87,7 @@ public final class MotionServer: Sendable {
             SocketServer(hub: hub, group: loops, socketPath: socketPath, socketMode: socketMode, socketGroup: socketGroup),
         ]
         if servesDBus { parts.append(SensorProxyFrontEnd(hub: hub)) }
+        if switchesTabletMode { parts.append(TabletModeFrontEnd(hub: hub, logger: logger)) }
         if let mqtt { parts.append(MQTTFrontEnd(hub: hub, settings: mqtt, metrics: factory)) }
         if let dsu = self.dsu { parts.append(dsu) }
         if let metrics = self.metrics { parts.append(metrics) }

@@ -49,6 +49,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An HID sensor hub sent `after` reports a second at rest with its accelerometer's change
     /// sensitivity raised, against `before` with it at 0: it ignores it (`HysteresisTrial`).
     case hysteresisIgnored(device: String, before: Double, after: Double)
+    /// The tablet-mode switch's uinput device could not be made or written (`operation`: the step).
+    case uinputFailed(operation: String, errno: Int32)
 
     /// Whether it says the device is gone.
     public var isVanished: Bool {
@@ -93,6 +95,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(d): moved by \(Int((change / Units.standardGravity * 1000).rounded())) mg between two heartbeat reads, and no motion event has come: its interrupt is not wired or does not fire"
         case .hysteresisIgnored(let d, let before, let after):
             "\(d): the sensor hub ignores its hysteresis: \(perSecond(before)) reports/s at rest with it at 0, \(perSecond(after)) with it raised"
+        case .uinputFailed(let op, let e):
+            "uinput: \(op) failed (\(errnoName(e)))"
         case .describedWithoutLibiio(let d, let e):
             "\(d): libiio cannot read this machine's IIO devices (\(errnoName(e)): one of them is odd); read polled from sysfs"
         }

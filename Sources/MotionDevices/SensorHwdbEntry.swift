@@ -52,12 +52,7 @@ public struct SensorHwdbKey: Sendable, Hashable {
     }
 
     private static func readFile(_ path: String, device: String, attribute: String) throws(DeviceError) -> String {
-        let read = Syscall.openReadOnly(path).flatMap { fd in
-            let file = OwnedDescriptor(fd)
-            var bytes = [UInt8](repeating: 0, count: 4096)
-            return bytes.withUnsafeMutableBytes { Syscall.readFromStart(file.rawValue, into: $0) }.map { String(decoding: bytes[0..<$0], as: UTF8.self) }
-        }
-        switch read {
+        switch Sysfs().read(path: path) {
         case .success(let text): return text
         case .failure(let e): throw .attributeUnreadable(device: device, attribute: attribute, errno: e.rawValue)
         }

@@ -19,13 +19,16 @@ struct Sysfs: Sendable {
     /// Reads a whole attribute (at most 4 KiB, sysfs's page) as text.
     func read(device: String, attribute: String) -> Result<String, DeviceError> {
         if let network { return network.read(device: device, attribute: attribute) }
-        let path = "\(deviceDirectory(device))/\(attribute)"
-        let read = Syscall.openReadOnly(path).flatMap { fd in
+        return read(path: "\(deviceDirectory(device))/\(attribute)").mapError { .attributeUnreadable(device: device, attribute: attribute, errno: $0.rawValue) }
+    }
+
+    /// Reads a whole file of this machine's sysfs by its path (at most 4 KiB) as text.
+    func read(path: String) -> Result<String, Errno> {
+        Syscall.openReadOnly(path).flatMap { fd in
             let file = OwnedDescriptor(fd)
             var bytes = [UInt8](repeating: 0, count: 4096)
             return bytes.withUnsafeMutableBytes { Syscall.readFromStart(file.rawValue, into: $0) }.map { String(decoding: bytes[0..<$0], as: UTF8.self) }
         }
-        return read.mapError { .attributeUnreadable(device: device, attribute: attribute, errno: $0.rawValue) }
     }
 
     /// Reads an attribute that may be absent: `nil` when the file does not exist.

@@ -197,11 +197,31 @@ public enum Syscall {
     /// event interface; `EBUSY`: another open file holds it.
     public static func iioEventDescriptor(_ fd: Int32) -> Result<Int32, Errno> {
         var descriptor: Int32 = -1
-        return retryingInterrupts { ioctl(fd, iioGetEventDescriptorRequest, &descriptor) }.map { _ in descriptor }
+        return retryingInterrupts { Glibc.ioctl(fd, iioGetEventDescriptorRequest, &descriptor) }.map { _ in descriptor }
     }
 
     /// `_IOR('i', 0x90, int)` (include/uapi/linux/iio/events.h).
     private static let iioGetEventDescriptorRequest = UInt(0x8004_6990)
+
+    /// `open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)`: a character device to write events to (`/dev/uinput`).
+    public static func openDeviceForWriting(_ path: String) -> Result<Int32, Errno> {
+        retryingInterrupts { open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
+    }
+
+    /// `ioctl(fd, request, value)`: a request that takes an `int` by value (`UI_SET_EVBIT`).
+    public static func ioctl(_ fd: Int32, _ request: UInt, value: Int32) -> Result<Void, Errno> {
+        retryingInterrupts { Glibc.ioctl(fd, request, value) }.map { _ in }
+    }
+
+    /// `ioctl(fd, request, pointer)`: a request that reads or writes the bytes at `pointer` (`UI_DEV_SETUP`).
+    public static func ioctl(_ fd: Int32, _ request: UInt, pointer: UnsafeMutableRawPointer) -> Result<Void, Errno> {
+        retryingInterrupts { Glibc.ioctl(fd, request, pointer) }.map { _ in }
+    }
+
+    /// `ioctl(fd, request)`: a request without an argument (`UI_DEV_CREATE`).
+    public static func ioctl(_ fd: Int32, _ request: UInt) -> Result<Void, Errno> {
+        retryingInterrupts { Glibc.ioctl(fd, request) }.map { _ in }
+    }
 
     /// The names in directory `path` (`.` and `..` left out), by `opendir` and `readdir`.
     public static func directoryEntries(_ path: String) -> Result<[String], Errno> {

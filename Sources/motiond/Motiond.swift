@@ -52,6 +52,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("state_directory"))) var stateDirectory: String?
     @Option(help: ArgumentHelp(Configuration.help("state_save_interval"))) var stateSaveInterval: String?
     @Option(help: ArgumentHelp(Configuration.help("motion_event_heartbeat"))) var motionEventHeartbeat: String?
+    @Option(help: ArgumentHelp(Configuration.help("tablet_mode"))) var tabletMode: String?
     @Option(help: ArgumentHelp(Configuration.help("log_level"))) var logLevel: String?
     @Option(help: ArgumentHelp(Configuration.help("declination"))) var declination: String?
     @Option(help: ArgumentHelp(Configuration.help("sea_level_pressure"))) var seaLevelPressure: String?
@@ -78,7 +79,7 @@ struct Motiond: AsyncParsableCommand {
     func flags() throws(Configuration.Invalid) -> Configuration {
         try Configuration.flags([
             "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
-            "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "log_level": logLevel, "declination": declination,
+            "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode, "log_level": logLevel, "declination": declination,
             "sea_level_pressure": seaLevelPressure, "height": height,
             "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
         ])
@@ -116,7 +117,7 @@ struct Motiond: AsyncParsableCommand {
             stateDirectory: settings.stateDirectory ?? Self.defaultStateDirectory(),
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
-            servesDBus: settings.dbus ?? false, mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), dsu: settings.dsu,
+            servesDBus: settings.dbus ?? false, switchesTabletMode: settings.tabletMode != "off", mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), dsu: settings.dsu,
             pagesOutWhenSettled: true, logger: logger)
         server.apply(settings)
         let reload = ConfigurationReload(

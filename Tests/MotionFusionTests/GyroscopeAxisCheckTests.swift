@@ -40,3 +40,17 @@ import Testing
         #expect(Self.verdict(mapping: mapping) == .disagree(mapping.transposed))
     }
 }
+
+/// Tablet mode from the hinge angle: on at 210°, off at 190°, held while the display lies flat.
+@Suite struct TabletModePolicyTests {
+    @Test func theSwitchFollowsTheHingeWithAMarginAndHoldsWhileLyingFlat() {
+        var policy = TabletModePolicy()
+        let steps: [(angle: Double, flat: Bool, change: Bool?)] = [
+            (120, false, nil), (205, false, nil), (210, false, true), (250, false, nil), (195, false, nil), (190, false, false),
+            (300, true, nil), (150, true, nil), (300, false, true),
+        ]
+        for step in steps {
+            #expect(policy.update(angle: step.angle, displayFlat: step.flat) == step.change, "at \(step.angle)° flat \(step.flat)")
+        }
+    }
+}

@@ -172,23 +172,42 @@ public final class IoctlHandler: @unchecked Sendable {
         case integer(Int32)
         /// Fail with this errno.
         case failure(Int32)
+        /// Return 0, touching nothing (an `_IO` request, or one whose argument the test ignores).
+        case success
     }
 
     private let base: UnsafeMutablePointer<UMockdevIoctlBase>
     private let answer: @Sendable (UInt) -> Answer
     private let lock = NSLock()
     private var seen: [UInt] = []
+    private var written: [[UInt8]] = []
 
     init(answer: @escaping @Sendable (UInt) -> Answer) {
         self.answer = answer
         base = umockdev_ioctl_base_new()
+        // One callback for both signals: umockdev gives a write no request number (0).
         let callback: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> gboolean = { _, client, context in
             guard let client, let context else { return 0 }
             let handler = Unmanaged<IoctlHandler>.fromOpaque(context).takeUnretainedValue()
-            handler.handle(client.assumingMemoryBound(to: UMockdevIoctlClient.self))
+            let typed = client.assumingMemoryBound(to: UMockdevIoctlClient.self)
+            if umockdev_ioctl_client_get_request(typed) == 0 { handler.take(typed) } else { handler.handle(typed) }
             return 1
         }
-        g_signal_connect_data(base, "handle-ioctl", unsafeBitCast(callback, to: GCallback.self), Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(0))
+        for signal in ["handle-ioctl", "handle-write"] {
+            g_signal_connect_data(base, signal, unsafeBitCast(callback, to: GCallback.self), Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(0))
+        }
+    }
+
+    /// What the program wrote to the node, one element per `write`.
+    public var writes: [[UInt8]] { lock.withLock { written } }
+
+    /// Keeps a write to the node whole, in order.
+    private func take(_ client: UnsafeMutablePointer<UMockdevIoctlClient>) {
+        guard let data = umockdev_ioctl_client_get_arg(client) else { return umockdev_ioctl_client_complete(client, -1, EFAULT) }
+        let count = Int(data.pointee.data_len)
+        let bytes = count > 0 && data.pointee.data != nil ? Array(UnsafeBufferPointer(start: data.pointee.data, count: count)) : []
+        lock.withLock { written.append(bytes) }
+        umockdev_ioctl_client_complete(client, count, 0)
     }
 
     deinit {
@@ -208,6 +227,8 @@ public final class IoctlHandler: @unchecked Sendable {
         switch answer(request) {
         case .failure(let code):
             umockdev_ioctl_client_complete(client, -1, code)
+        case .success:
+            umockdev_ioctl_client_complete(client, 0, 0)
         case .integer(let value):
             var error: UnsafeMutablePointer<GError>? = nil
             guard let target = umockdev_ioctl_data_resolve(umockdev_ioctl_client_get_arg(client), 0, 4, &error) else {
