@@ -134,12 +134,15 @@ package final class Hub: @unchecked Sendable {
         replan()
     }
 
-    /// Starts or ends the periodic save as sensors start or stop.
+    /// Starts or ends the periodic save as sensors that learn (a fusion, the steps) start or stop.
     private func followSaving(_ plan: CapturePlan) {
         guard let interval = stateSaveInterval else { return }
-        if !plan.captures.isEmpty, periodicSave == nil {
+        // An accelerometer that rests when still serves only event streams: nothing it feeds learns
+        // (no fusion, no steps), so a save would only be a wake-up a minute of a screen at rest.
+        let learns = plan.captures.contains { !$0.restsWhenStill }
+        if learns, periodicSave == nil {
             periodicSave = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [unowned self] _ in saveState() }
-        } else if plan.captures.isEmpty, let running = periodicSave {
+        } else if !learns, let running = periodicSave {
             running.cancel()
             periodicSave = nil
             saveState()
