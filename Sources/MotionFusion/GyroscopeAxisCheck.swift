@@ -41,7 +41,9 @@ public struct GyroscopeAxisCheck: Sendable {
         case disagree(Matrix3)
     }
 
-    private var scores = [Double](repeating: 0, count: 48)
+    /// Inline, not an array: the check is updated through an optional at each gyroscope sample, and
+    /// an array's buffer shared with a copy would be copied (allocated) on write.
+    private var scores = InlineArray<48, Double>(repeating: 0)
     private var turned = 0.0
     private var lastUp: Vector3?
     private var lastTime: Int64?
@@ -70,7 +72,8 @@ public struct GyroscopeAxisCheck: Sendable {
         }
         turned += seen.length
         guard turned >= evidence else { return }
-        let best = scores.indices.max { scores[$0] < scores[$1] }!
+        var best = 0
+        for index in scores.indices where scores[index] > scores[best] { best = index }
         verdict = Self.candidates[best] == .identity ? .agree : .disagree(Self.candidates[best])
     }
 }
