@@ -391,6 +391,11 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         restOn(.adaptivePolling, because: reason)
     }
 
+    /// Whether the capture still reads `buffer` (not stopped, not fallen back to polling).
+    fileprivate func reads(_ buffer: ScanBuffer) -> Bool {
+        state.withLock { !$0.stopped && $0.buffer === buffer }
+    }
+
     /// The hysteresis trial's verdict: a hub that honours it rests so; one that ignores it is polled.
     fileprivate func hysteresisTried(_ result: Result<Void, DeviceError>) {
         eventLoop.preconditionInEventLoop()
@@ -657,7 +662,7 @@ private final class HysteresisProbe: @unchecked Sendable {
     }
 
     private func advance() {
-        guard let capture, trial != nil else { return }
+        guard let capture, trial != nil, capture.reads(buffer) else { return }
         switch trial!.step(at: Syscall.monotonicNanoseconds()) {
         case .wait(let t): schedule(at: t)
         case .raise(let t):
@@ -679,6 +684,11 @@ private final class HysteresisProbe: @unchecked Sendable {
         NIOThreadPool.singleton.runIfActive(eventLoop: capture.eventLoop) { () throws -> Void in
             try buffer.setAccelerometerHysteresis(value)
         }.whenComplete { result in
+            // Stopped while it wrote: the close has put the attributes back already, so this one too.
+            guard capture.reads(buffer) else {
+                NIOThreadPool.singleton.submit { _ in buffer.close() }
+                return
+            }
             if case .failure(let error) = result {
                 done(error as? DeviceError ?? .attributeUnwritable(device: buffer.device.number.sysname, attribute: "in_accel_hysteresis", errno: ErrnoValue.invalidArgument))
             } else {
