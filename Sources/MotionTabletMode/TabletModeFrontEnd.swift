@@ -31,6 +31,11 @@ package final class TabletModeFrontEnd: DaemonPart, @unchecked Sendable {
     }
 
     package func start() throws {
+        // No hinge (a display's and a base's accelerometer): no switch, not even one that stays off.
+        let hasHinge = try hub.eventLoop.submit { [hub] in
+            Set(hub.devices.filter { $0.kinds.contains(.accelerometer) }.map(\.location)).isSuperset(of: [.display, .base])
+        }.wait()
+        guard hasHinge else { return logger.info("tablet mode: no hinge (one accelerometer, or none)") }
         if TabletModeSwitch.kernelHasOne(sysRoot: sysRoot) {
             return logger.info("tablet mode: the kernel reports it already (an input device with SW_TABLET_MODE)")
         }

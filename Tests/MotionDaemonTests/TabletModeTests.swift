@@ -61,6 +61,19 @@ extension Hardware {
             #expect(uinput.requests.last == Self.destroy)
         }
 
+        /// A tablet with one accelerometer has no hinge: no switch is made, not even one left off
+        /// (libinput would take the machine for a convertible).
+        @Test func noSwitchWithoutAHinge() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "tablet-iio-sensor-proxy")
+            try testbed.add(fixture: "uinput")
+            let uinput = try testbed.handleIoctls(on: "/dev/uinput") { _ in .success }
+            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath())
+            #expect(daemon.waitForLog("tablet mode: no hinge"))
+            #expect(uinput.requests.isEmpty)
+            daemon.signal(SIGTERM)
+        }
+
         /// A kernel that reports tablet mode itself (an input device with SW_TABLET_MODE, as
         /// intel-hid's and the EC drivers' are): motiond makes no switch, and says why.
         @Test func noSwitchWhereTheKernelHasOne() throws {
