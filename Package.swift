@@ -86,7 +86,7 @@ let package = Package(
         .target(
             name: "MotionMetrics",
             dependencies: [
-                "MotionHub", "MotionCore", "MotionWire", "MotionSystem",
+                "MotionHub", "MotionCore", "MotionWire", "MotionDevices", "MotionSystem",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,7 +1,7 @@
 import MotionCore
 
 /// How a capture that serves only event streams learns that its accelerometer moved.
-public enum RestMode: String, Sendable, Hashable {
+public enum RestMode: String, Sendable, Hashable, CaseIterable {
     /// The chip's motion events wake it (`MotionEvents`); at rest it reads once a heartbeat.
     case motionEvents = "motion-events"
     /// An HID sensor hub reports only changes beyond its hysteresis, and was seen to (`HysteresisTrial`).

@@ -452,7 +452,9 @@ package final class Hub: @unchecked Sendable {
             uptime: Double((NIODeadline.now() - startTime).nanoseconds) / 1e9,
             clients: clients.count,
             samplesRead: Dictionary(uniqueKeysWithValues: zip(SensorKind.allCases, captures.samplesRead)),
-            sensors: captures.running.values.map { .init(device: $0.plan.device.sysname, rate: $0.capture.rate, measuredRate: $0.measuredRate) },
+            sensors: captures.running.values.map {
+                .init(device: $0.plan.device.sysname, rate: $0.capture.rate, measuredRate: $0.measuredRate, rest: $0.capture.restMode?.mode)
+            },
             droppedByClient: Dictionary(uniqueKeysWithValues: clients.outboxes.map { ($0.key, $0.value.queue.totalDropped) }),
             dropped: clients.totalDropped,
             magneticFieldAccuracy: pipeline.fusion.fusion?.calibrator.accuracy,

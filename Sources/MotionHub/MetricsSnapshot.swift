@@ -1,4 +1,5 @@
 import MotionCore
+import MotionDevices
 import MotionWire
 
 /// The kinds of error the daemon counts (metrics' `motiond_errors_total{kind}`).
@@ -27,6 +28,8 @@ package struct MetricsSnapshot: Sendable {
         package var rate: Double
         /// Samples per second per kind, measured from the samples' timestamps.
         package var measuredRate: Double?
+        /// How it learns that it moved while it lies still (`nil`: it does not rest).
+        package var rest: RestMode?
     }
 
     /// Seconds since start (monotonic clock).

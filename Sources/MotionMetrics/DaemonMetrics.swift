@@ -1,6 +1,7 @@
 import CoreMetrics
 import MotionHub
 import MotionCore
+import MotionDevices
 import MotionWire
 import Prometheus
 
@@ -39,13 +40,20 @@ final class DaemonMetrics {
             gauge("motiond_sensor_rate_hertz", rate, ("device", device))
             gauge("motiond_sensor_measured_rate_hertz", measuredRate, ("device", device))
         }
+        // One series per way of resting, 1 for the one the device rests in (all 0: it does not rest, or closed).
+        let rests = Dictionary(snapshot.sensors.map { ($0.device, $0.rest) }, uniquingKeysWith: { first, _ in first })
+        for device in devicesSeen.union(running) {
+            for mode in RestMode.allCases {
+                gauge("motiond_sensor_rest_mode", rests[device] == mode ? 1 : 0, ("device", device), ("mode", mode.rawValue))
+            }
+        }
         devicesSeen.formUnion(running)
         count("motiond_dropped_samples_total", total: snapshot.dropped)
         for (client, dropped) in snapshot.droppedByClient {
             count("motiond_client_dropped_samples_total", ("client", "\(client)"), total: dropped)
         }
         for gone in clientsSeen.subtracting(snapshot.droppedByClient.keys) {
-            counters.removeValue(forKey: Self.key("motiond_client_dropped_samples_total", ("client", "\(gone)")))?.counter.destroy()
+            counters.removeValue(forKey: Self.key("motiond_client_dropped_samples_total", [("client", "\(gone)")]))?.counter.destroy()
         }
         clientsSeen = Set(snapshot.droppedByClient.keys)
         gauge("motiond_fusion_running", snapshot.magneticFieldAccuracy == nil ? 0 : 1)
@@ -79,20 +87,20 @@ final class DaemonMetrics {
         return registry.emitToBuffer()
     }
 
-    private static func key(_ name: String, _ label: (String, String)?) -> String {
-        label.map { "\(name){\($0.0)=\($0.1)}" } ?? name
+    private static func key(_ name: String, _ labels: [(String, String)]) -> String {
+        labels.isEmpty ? name : "\(name){\(labels.map { "\($0.0)=\($0.1)" }.joined(separator: ","))}"
     }
 
-    private func gauge(_ name: String, _ value: Double, _ label: (String, String)? = nil) {
-        let key = Self.key(name, label)
-        let gauge = gauges[key] ?? CoreMetrics.Gauge(label: name, dimensions: label.map { [$0] } ?? [], factory: factory)
+    private func gauge(_ name: String, _ value: Double, _ labels: (String, String)...) {
+        let key = Self.key(name, labels)
+        let gauge = gauges[key] ?? CoreMetrics.Gauge(label: name, dimensions: labels, factory: factory)
         gauges[key] = gauge
         gauge.record(value)
     }
 
     /// Moves a counter on to `total`.
     private func count(_ name: String, _ label: (String, String)? = nil, total: Int) {
-        let key = Self.key(name, label)
+        let key = Self.key(name, label.map { [$0] } ?? [])
         let entry = counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: label.map { [$0] } ?? [], factory: factory), 0)
         if total > entry.value { entry.counter.increment(by: total - entry.value) }
         counters[key] = (entry.counter, max(total, entry.value))

@@ -130,13 +130,17 @@ extension Hardware {
 
         /// An interrupt line that is not wired: the attributes take `1` and no event ever comes. The
         /// first heartbeat read after a move finds it moved, the daemon says why it gives the events
-        /// up, disables them, and polls: the turn is reported then, not never.
+        /// up, disables them, and polls: the turn is reported then, not never. STATUS, the journal and
+        /// the metrics each say which way it rests, before and after.
         @Test func eventsThatNeverComeAreGivenUpAtTheFirstHeartbeatAfterAMove() throws {
-            let tablet = try Tablet(arguments: ["--motion-event-heartbeat", "1"]) {
+            let port = try freeLoopbackPort()
+            let tablet = try Tablet(arguments: ["--motion-event-heartbeat", "1", "--metrics", "127.0.0.1:\(port)"]) {
                 $0 == MotionEventsCapture.getEventDescriptor ? .integer(MotionEventsCapture.eventDescriptor) : .failure(ENOTTY)
             }
             let before = try tablet.watchOrientation()
             _ = try tablet.waitForRest("motion-events")
+            let resting = prometheusSamples(try httpRequest(port: port, path: "/metrics").body)
+            #expect(resting[Self.restSeries("motion-events")] == 1 && resting[Self.restSeries("adaptive-polling")] == 0, "\(resting)")
             try tablet.turnOntoItsEdge()
             let after = try tablet.client.decode(OrientationMessage.self, try tablet.client.next("ORIENTATION", seconds: 3))
             #expect(after.orientation != before.orientation)
@@ -144,7 +148,11 @@ extension Hardware {
             #expect(sensor.restNote?.contains("no motion event has come") == true, "\(String(describing: sensor.restNote))")
             #expect(try tablet.enableAttributes() == ["0", "0", "0"])
             #expect(tablet.daemon.waitForLog("woken by adaptive-polling"))
+            let demoted = prometheusSamples(try httpRequest(port: port, path: "/metrics").body)
+            #expect(demoted[Self.restSeries("motion-events")] == 0 && demoted[Self.restSeries("adaptive-polling")] == 1, "\(demoted)")
         }
+
+        static func restSeries(_ mode: String) -> String { #"motiond_sensor_rest_mode{device="iio:device0",mode="\#(mode)"}"# }
 
         /// `EBUSY` (another process, iio-sensor-proxy's successor or a second motiond, holds the
         /// device's events) and `ENODEV` (no event interface, iio_device_register_eventset): the
