@@ -379,7 +379,7 @@ package final class Hub: @unchecked Sendable {
         pageOut = eventLoop.scheduleTask(in: Self.pageOutDelay) { [self] in
             pageOut = nil
             guard !stopped else { return }
-            offLoop.run({ ResidentMemory.releaseReadOnlyFilePages() }, then: { [self] result in
+            offLoop.run({ ResidentMemory.releaseFilePages() }, then: { [self] result in
                 if case .success(.failure(let error)) = result {
                     logger.info("code pages stay resident", metadata: ["error": "\(error)"])
                 }

@@ -2,9 +2,9 @@ import Testing
 
 @testable import MotionSystem
 
-/// Which mappings `ResidentMemory` asks the kernel to reclaim: the clean pages of files (code and
-/// read-only data), never memory the process wrote (its heap, stacks, writable data), which
-/// reclaiming would have to swap, nor shared memory (a memfd).
+/// Which mappings `ResidentMemory` asks the kernel to reclaim: the private mappings of files (code,
+/// read-only data, and writable data, of which the kernel drops only the pages never written), never
+/// anonymous memory (the heap, stacks), which reclaiming would have to swap, nor shared memory (a memfd).
 @Suite struct ResidentMemoryTests {
     /// Lines in proc(5)'s `/proc/PID/maps` format, as a statically linked motiond has them.
     static let maps = """
@@ -20,13 +20,13 @@ import Testing
         7ffc2b1f6000-7ffc2b1f8000 r-xp 00000000 00:00 0                          [vdso]
         """
 
-    @Test func onlyTheReadOnlyMappingsOfFilesAreReclaimed() {
-        let mappings = ResidentMemory.readOnlyFileMappings(in: Self.maps)
-        #expect(mappings.map(\.start) == [0x55a8_4c97_1000, 0x55a8_4ca0_4000, 0x55a8_4d8e_d000, 0x7f94_b060_0000])
-        #expect(mappings.map(\.length) == [0x93000, 0xEE9000, 0x1D1000, 0x26000])
+    @Test func onlyThePrivateMappingsOfFilesAreReclaimed() {
+        let mappings = ResidentMemory.privateFileMappings(in: Self.maps)
+        #expect(mappings.map(\.start) == [0x55a8_4c97_1000, 0x55a8_4ca0_4000, 0x55a8_4d8e_d000, 0x55a8_4dab_e000, 0x7f94_b060_0000])
+        #expect(mappings.map(\.length) == [0x93000, 0xEE9000, 0x1D1000, 0x30000, 0x26000])
     }
 
     @Test func aGarbledLineIsSkipped() {
-        #expect(ResidentMemory.readOnlyFileMappings(in: "zz-10 r--p 0 fe:00 1 /x\n20-10 r--p 0 fe:00 1 /x\n\n").isEmpty)
+        #expect(ResidentMemory.privateFileMappings(in: "zz-10 r--p 0 fe:00 1 /x\n20-10 r--p 0 fe:00 1 /x\n\n").isEmpty)
     }
 }
