@@ -3,8 +3,9 @@ import MotionSystem
 
 /// What udev's 60-sensor.rules looks an IIO sensor up by in the hwdb, read from sysfs as the rules
 /// read it (systemd 252, identical upstream): `sensor:<label>:modalias:<parent's modalias>:<DMI
-/// modalias>` where the device has a `label`, else `sensor:modalias:…`, with no fallback from the
-/// first to the second. The parent is the nearest ancestor with a `modalias` (the rules'
+/// modalias>` where the device has a `label` (or is a Chromebook's `cros-ec-accel` with a `location`:
+/// `lid` is looked up as `accel-display`, `base` as `accel-base`), else `sensor:modalias:…`, with no
+/// fallback from the first to the second. The parent is the nearest ancestor with a `modalias` (the rules'
 /// `SUBSYSTEMS=="usb|i2c|platform"`: `acpi:BOSC0200:BOSC0200:`, `i2c:bmc150_accel`,
 /// `platform:HID-SENSOR-200073`); the DMI part is `/sys/class/dmi/id/modalias`. udev strips trailing
 /// whitespace from each value and turns every byte outside `[0-9A-Za-z#+-.:=@_/ $%?,]` into `_`
@@ -46,7 +47,17 @@ public struct SensorHwdbKey: Sendable, Hashable {
         guard let modalias else {
             throw .attributeUnreadable(device: device, attribute: "modalias of a parent", errno: ErrnoValue.noSuchFile)
         }
-        let label = Syscall.exists(syspath + "/label") ? try read(syspath + "/label", "label") : nil
+        var label = Syscall.exists(syspath + "/label") ? try read(syspath + "/label", "label") : nil
+        // A Chromebook's EC sensors have no label but a location, which the rules turn into one.
+        if label?.isEmpty ?? true, Syscall.exists(syspath + "/location"), Syscall.exists(syspath + "/name"),
+            ["cros-ec-accel", "cros-ec-accel-legacy"].contains(asUdevPassesIt(try read(syspath + "/name", "name")))
+        {
+            switch asUdevPassesIt(try read(syspath + "/location", "location")) {
+            case "lid": label = "accel-display"
+            case "base": label = "accel-base"
+            default: break
+            }
+        }
         let dmi = try read(sysRoot + "/class/dmi/id/modalias", "/sys/class/dmi/id/modalias")
         return SensorHwdbKey(label: label, modalias: modalias, dmi: dmi)
     }

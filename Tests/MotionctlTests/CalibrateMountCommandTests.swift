@@ -7,12 +7,129 @@ import Glibc
 #endif
 
 extension Hardware {
-    /// `motionctl calibrate mount` on a fake Chuwi Hi10 Pro (a BOSC0200 bmc150, its DMI as the kernel
-    /// writes it, no matrix from udev yet), the poses made by the fixture's raw counts (256 = 1 g).
-    /// Systemd's 60-sensor.hwdb ships `0, -1, 0; -1, 0, 0; 0, 0, 1` for this machine (line 298); by
-    /// iio-sensor-proxy's convention (upright reads (0, −1 g, 0) after the matrix) its chip reads
-    /// (1 g, 0, 0) upright, (0, 1 g, 0) on its right edge and (0, 0, −1 g) screen up.
+    /// `motionctl calibrate mount` on fake machines built from real entries of systemd's
+    /// 60-sensor.hwdb (Debian 12's copy, line numbers there): each machine's sensor under its parent
+    /// with the parent's modalias, its DMI modalias as the kernel writes it (dmi-id.c's field order,
+    /// filled with the fields its entry matches), no matrix from udev yet, and the poses made by its
+    /// raw counts. The poses are what its chip reads by iio-sensor-proxy's convention (upright reads
+    /// (0, −1 g, 0) after the shipped matrix, right edge up (−1 g, 0, 0), screen up (0, 0, −1 g)).
     @Suite struct CalibrateMountCommand {
+        struct Machine: CustomTestStringConvertible, Sendable {
+            var name: String
+            /// The shipped record's first match line.
+            var shippedMatch: String
+            /// Its `ACCEL_MOUNT_MATRIX`.
+            var shipped: [Int]
+            var parent: String
+            var parentSubsystem: String
+            var parentModalias: String
+            var driverName: String
+            /// Extra attributes of the IIO device (`label`, `location`).
+            var attributes: [String: String] = [:]
+            var dmi: String
+            /// Raw counts of 1 g.
+            var countsPerG: Int
+
+            var testDescription: String { name }
+
+            /// Whether udev looks it up by a label (its own, or the location a Chromebook's EC gives).
+            var labelled: Bool { attributes["label"] != nil || attributes["location"] != nil }
+
+            /// The umockdev description of the machine, lying flat screen up.
+            var fixture: String {
+                let scale = String(format: "%.9f", 9.80665 / Double(countsPerG))
+                let extra = attributes.sorted { $0.key < $1.key }.map { "A: \($0.key)=\($0.value)\\n\n" }.joined()
+                return """
+                    P: /devices/virtual/dmi/id
+                    E: SUBSYSTEM=dmi
+                    A: modalias=\(dmi)\\n
+
+                    P: \(parent)
+                    E: SUBSYSTEM=\(parentSubsystem)
+                    A: modalias=\(parentModalias)\\n
+
+                    P: \(parent)/iio:device0
+                    E: SUBSYSTEM=iio
+                    E: DEVTYPE=iio_device
+                    A: name=\(driverName)\\n
+                    \(extra)A: in_accel_x_raw=0\\n
+                    A: in_accel_y_raw=0\\n
+                    A: in_accel_z_raw=\(countsPerG)\\n
+                    A: in_accel_scale=\(scale)\\n
+
+                    """
+            }
+
+            /// Upright, right edge up, screen up: the raw counts the chip reads.
+            var poses: [[Int]] {
+                let m = shipped
+                let upright = [-m[3], -m[4], -m[5]].map { $0 * countsPerG }
+                let rightEdgeUp = [-m[0], -m[1], -m[2]].map { $0 * countsPerG }
+                // right edge up × upright, in g, times counts.
+                let r = rightEdgeUp, u = upright
+                let screenUp = [r[1] * u[2] - r[2] * u[1], r[2] * u[0] - r[0] * u[2], r[0] * u[1] - r[1] * u[0]].map { $0 / countsPerG }
+                return [upright, rightEdgeUp, screenUp]
+            }
+
+            var shippedValue: String {
+                stride(from: 0, to: 9, by: 3).map { shipped[$0..<$0 + 3].map(String.init).joined(separator: ", ") }.joined(separator: "; ")
+            }
+        }
+
+        /// Seven machines: different drivers, buses, matrices (all with the physical z row, determinant −1,
+        /// as 154 of the file's 203 are), DMI strings, and two with a label udev looks them up by.
+        static let machines: [Machine] = [
+            Machine(
+                name: "Chuwi Hi10 Pro (line 298)",
+                shippedMatch: "sensor:modalias:acpi:BOSC0200*:dmi:*:svn*CHUWIINNOVATIONANDTECHNOLOGY*:pnHi10protablet:*", shipped: [0, -1, 0, -1, 0, 0, 0, 0, 1],
+                parent: "/devices/pci0000:00/808622C1:04/i2c-4/i2c-BOSC0200:00", parentSubsystem: "i2c", parentModalias: "acpi:BOSC0200:BOSC0200:",
+                driverName: "bmc150_accel",
+                dmi: "dmi:bvnAmericanMegatrendsInc.:bvrP02A_C106.60E:bd11/19/2018:br5.12:svnCHUWIINNOVATIONANDTECHNOLOGY(SHENZHEN)CO.,LTD:pnHi10protablet:pvrDefaultstring:rvnCHUWIINNOVATIONANDTECHNOLOGY(SHENZHEN)CO.,LTD:rnHi10protablet:rvrDefaultstring:cvnDefaultstring:ct3:cvrDefaultstring:skuDefaultstring:",
+                countsPerG: 256),
+            Machine(
+                name: "Lenovo Miix 310 (line 758)",
+                shippedMatch: "sensor:modalias:acpi:KIOX000A*:dmi:bvnLENOVO:bvr1HCN4?WW:*:svnLENOVO:pn80SG:*", shipped: [0, 1, 0, 1, 0, 0, 0, 0, 1],
+                parent: "/devices/pci0000:00/808622C1:03/i2c-3/i2c-KIOX000A:00", parentSubsystem: "i2c", parentModalias: "acpi:KIOX000A:KIOX000A:",
+                driverName: "KIOX000A:00",
+                dmi: "dmi:bvnLENOVO:bvr1HCN44WW:bd06/02/2017:br1.44:efr1.44:svnLENOVO:pn80SG:pvrMIIX310-10ICR:rvnLENOVO:rnLNVNB161216:rvrSDK0K09938WIN:cvnLENOVO:ct32:cvrMIIX310-10ICR:skuLENOVO_MT_80SG_BU_idea_FM_MIIX310-10ICR:",
+                countsPerG: 1024),
+            Machine(
+                name: "Asus T100TA (line 151)",
+                shippedMatch: "sensor:modalias:acpi:INVN6500*:dmi:*svnASUSTeK*:*pnT100TA:*", shipped: [1, 0, 0, 0, -1, 0, 0, 0, 1],
+                parent: "/devices/pci0000:00/80860F41:03/i2c-3/i2c-INVN6500:00", parentSubsystem: "i2c", parentModalias: "acpi:INVN6500:INVN6500:",
+                driverName: "mpu6500",
+                dmi: "dmi:bvnAmericanMegatrendsInc.:bvrT100TA.314:bd08/13/2014:svnASUSTeKCOMPUTERINC.:pnT100TA:pvr1.0:rvnASUSTeKCOMPUTERINC.:rnT100TA:rvr1.0:cvnASUSTeKCOMPUTERINC.:ct10:cvr0.1:",
+                countsPerG: 16384),
+            Machine(
+                name: "Asus Transformer Mini T103HAF, an HID sensor hub (line 159)",
+                shippedMatch: "sensor:modalias:platform:HID-SENSOR-200073*:dmi:*svn*ASUSTeK*:pnT103HAF:*", shipped: [0, -1, 0, 1, 0, 0, 0, 0, -1],
+                parent: "/devices/pci0000:00/0000:00:12.0/{33AECD58-B679-4E54-9BD9-A04D34F0C226}/001F:8087:0AC2.0001/HID-SENSOR-200073.2.auto",
+                parentSubsystem: "platform", parentModalias: "platform:HID-SENSOR-200073", driverName: "accel_3d",
+                dmi: "dmi:bvnAmericanMegatrendsInc.:bvrT103HAF.306:bd03/15/2018:br5.12:svnASUSTeKCOMPUTERINC.:pnT103HAF:pvr1.0:rvnASUSTeKCOMPUTERINC.:rnT103HAF:rvr1.0:cvnASUSTeKCOMPUTERINC.:ct31:cvr1.0:",
+                countsPerG: 1000),
+            Machine(
+                name: "Lenovo Miix3-830 (line 745)",
+                shippedMatch: "sensor:modalias:acpi:SMO8500*:dmi:bvnLENOVO:*:pvrLenovoMIIX3-830:*", shipped: [-1, 0, 0, 0, 1, 0, 0, 0, 1],
+                parent: "/devices/pci0000:00/80860F41:04/i2c-4/i2c-SMO8500:00", parentSubsystem: "i2c", parentModalias: "acpi:SMO8500:SMO8500:",
+                driverName: "SMO8500:00",
+                dmi: "dmi:bvnLENOVO:bvrA3CN30WW:bd12/03/2014:br0.30:svnLENOVO:pn80JU:pvrLenovoMIIX3-830:rvnLENOVO:rnLenovoMIIX3-830:rvr31900059WIN:cvnLENOVO:ct11:cvrLenovoMIIX3-830:",
+                countsPerG: 1024),
+            Machine(
+                name: "Lenovo Yoga 300-11IBR's display, labelled (line 778)",
+                shippedMatch: "sensor:modalias:acpi:DUAL250E*:dmi:*:svnLENOVO:*:pvrLenovoYoga300-11IBR:*", shipped: [0, -1, 0, -1, 0, 0, 0, 0, 1],
+                parent: "/devices/pci0000:00/808622C1:02/i2c-2/i2c-DUAL250E:00", parentSubsystem: "i2c", parentModalias: "acpi:DUAL250E:DUAL250E:",
+                driverName: "bmc150_accel", attributes: ["label": "accel-display"],
+                dmi: "dmi:bvnLENOVO:bvrA3CN31WW:bd05/16/2016:br1.31:svnLENOVO:pn80M1:pvrLenovoYoga300-11IBR:rvnLENOVO:rnRenoirH:rvrNODPK:cvnLENOVO:ct10:cvrLenovoYoga300-11IBR:",
+                countsPerG: 256),
+            Machine(
+                name: "a Chromebook's lid sensor, located by its EC (line 557)",
+                shippedMatch: "sensor:modalias:platform:cros-ec-accel:*", shipped: [-1, 0, 0, 0, -1, 0, 0, 0, -1],
+                parent: "/devices/pci0000:00/0000:00:1f.0/PNP0C09:00/GOOG0004:00/cros-ec-dev.1.auto/cros-ec-accel.0",
+                parentSubsystem: "platform", parentModalias: "platform:cros-ec-accel", driverName: "cros-ec-accel", attributes: ["location": "lid"],
+                dmi: "dmi:bvncoreboot:bvrGoogle_Eve.9584.230.0:bd08/26/2019:br4.0:svnGoogle:pnEve:pvr1.0:rvnGoogle:rnEve:rvr1.0:cvnGoogle:ct9:cvr:",
+                countsPerG: 1024),
+        ]
+
         /// Holds each pose for `seconds`, one after the other, on a thread of its own.
         static func makePoses(_ poses: [[Int]], on testbed: Testbed, seconds: Double) -> Thread {
             let file = testbed.root + "/sys/bus/iio/devices/iio:device0/in_accel_"
@@ -28,11 +145,11 @@ extension Hardware {
             return thread
         }
 
-        /// Runs the wizard with the poses made; then, if `undo`, `--undo` (the daemon still running).
-        /// `written`: the local hwdb file between the two.
-        static func wizard(poses: [[Int]], root: String, undo: Bool = false) async throws -> (run: ProgramRun, written: String?, undo: ProgramRun?) {
+        /// Runs the wizard on `machine` with `poses` made; then, if `undo`, `--undo` (the daemon still
+        /// running). `written`: the local hwdb file between the two.
+        static func wizard(on machine: Machine, poses: [[Int]], root: String, undo: Bool = false) async throws -> (run: ProgramRun, written: String?, undo: ProgramRun?) {
             let testbed = try Testbed()
-            try testbed.add(fixture: "tablet-chuwi-hi10-pro")
+            try testbed.add(machine.fixture)
             let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
             let daemon = try DaemonProcess(socket: socket)
             defer { _ = daemon.secondsToExit(after: SIGTERM) }
@@ -44,22 +161,30 @@ extension Hardware {
             return (run, written, undo ? try await runProgram(motionctl, arguments + ["--undo"]) : nil)
         }
 
-        /// The three poses give the shipped matrix; the entry is written where udev reads it, under
-        /// the key the shipped record matches, compiled by the real systemd-hwdb, and found by it;
-        /// `--undo` removes it again.
-        @Test func theWizardWritesTheMatrixSystemdShipsForThisMachine() async throws {
+        /// The three poses give the shipped matrix; the entry is written where udev reads it, under the
+        /// key udev looks this machine up by (the shipped record, compiled alone by the real
+        /// systemd-hwdb, matches it: the plain form, for a labelled sensor, which udev looks up by its
+        /// label only, and whose record therefore carries both), and the real systemd-hwdb finds the
+        /// wizard's entry for it; `--undo` removes it again.
+        @Test(arguments: CalibrateMountCommand.machines)
+        func theWizardWritesTheMatrixSystemdShipsUnderTheKeyUdevLooksUp(machine: Machine) async throws {
             let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
             defer { try? FileManager.default.removeItem(atPath: root) }
-            let (run, written, undo) = try await Self.wizard(poses: [[256, 0, 0], [0, 256, 0], [0, 0, -256]], root: root, undo: true)
+            let (run, written, undo) = try await Self.wizard(on: machine, poses: machine.poses, root: root, undo: true)
             #expect(run.status == 0, "\(run.output) \(run.errors)")
-            #expect(run.output.contains("ACCEL_MOUNT_MATRIX=0, -1, 0; -1, 0, 0; 0, 0, 1"), "\(run.output)")
-            let key = "sensor:modalias:acpi:BOSC0200:BOSC0200::dmi:bvnAmericanMegatrendsInc.:bvrP02A_C106.60E:bd11/19/2018:br5.12:svnCHUWIINNOVATIONANDTECHNOLOGY_SHENZHEN_CO.,LTD:pnHi10protablet:pvrDefaultstring:rvnCHUWIINNOVATIONANDTECHNOLOGY_SHENZHEN_CO.,LTD:rnHi10protablet:rvrDefaultstring:cvnDefaultstring:ct3:cvrDefaultstring:skuDefaultstring:"
-            #expect(written?.contains(key + "\n ACCEL_MOUNT_MATRIX=0, -1, 0; -1, 0, 0; 0, 0, 1\n") == true, "\(String(describing: written))")
+            #expect(run.output.contains("ACCEL_MOUNT_MATRIX=\(machine.shippedValue)"), "\(run.output)")
+            let entry = try #require(written, "nothing written")
+            // The key udev looks up, then, for a labelled sensor, the plain form 60-sensor.hwdb's records are written for.
+            let keys = entry.split(separator: "\n").filter { $0.hasPrefix("sensor:") }.map(String.init)
+            let key = try #require(keys.first)
+            #expect(entry.contains("\n ACCEL_MOUNT_MATRIX=\(machine.shippedValue)\n"), "\(entry)")
             // The wizard queried the real systemd-hwdb for its key before saying so.
             #expect(run.output.contains("the hwdb gives it for this machine's key"))
-            // The shipped record matches the same key (so it is the one udev looks up).
-            #expect(try String(contentsOfFile: "/usr/lib/udev/hwdb.d/60-sensor.hwdb", encoding: .utf8).contains(
-                "sensor:modalias:acpi:BOSC0200*:dmi:*:svn*CHUWIINNOVATIONANDTECHNOLOGY*:pnHi10protablet:*\n ACCEL_MOUNT_MATRIX=0, -1, 0; -1, 0, 0; 0, 0, 1"))
+            #expect(keys.count == (machine.labelled ? 2 : 1), "\(keys)")
+            // The shipped record matches the key the wizard wrote (its plain form for a labelled sensor):
+            // the wizard's key is this machine's.
+            let shipped = try await Hwdb.lookUp(keys.last!, in: ["lib/udev/hwdb.d/60-sensor.hwdb": try Hwdb.shippedRecord(startingWith: machine.shippedMatch)])
+            #expect(shipped.updateStatus == 0 && shipped.properties.contains("ACCEL_MOUNT_MATRIX=\(machine.shippedValue)"), "\(keys): \(shipped.properties)")
 
             #expect(undo?.status == 0 && undo?.output.contains("Removed the entry") == true, "\(String(describing: undo))")
             #expect(try !String(contentsOfFile: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", encoding: .utf8).contains("ACCEL_MOUNT_MATRIX"))
@@ -71,8 +196,30 @@ extension Hardware {
         @Test func aMirroredPoseIsRefusedAndNothingIsWritten() async throws {
             let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
             defer { try? FileManager.default.removeItem(atPath: root) }
-            let (run, _, _) = try await Self.wizard(poses: [[256, 0, 0], [0, -256, 0], [0, 0, -256]], root: root)
+            let chuwi = Self.machines[0]
+            let poses = chuwi.poses
+            let (run, _, _) = try await Self.wizard(on: chuwi, poses: [poses[0], poses[1].map { -$0 }, poses[2]], root: root)
             #expect(run.status == 1 && run.errors.contains("mirror image"), "\(run.output) \(run.errors)")
+            #expect(!FileManager.default.fileExists(atPath: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb"))
+        }
+
+        /// A hand that never holds still: the wizard waits for a still pose, says so, and gives up at
+        /// its timeout with nothing written.
+        @Test func aPoseThatIsNeverStillIsRefusedAndNothingIsWritten() async throws {
+            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let chuwi = Self.machines[0]
+            // Upright, shaken by ±0.3 g every 0.3 s for longer than the wizard waits.
+            let shaking = (0..<40).map { i in i % 2 == 0 ? [256, 77, 0] : [256, -77, 0] }
+            let testbed = try Testbed()
+            try testbed.add(chuwi.fixture)
+            let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+            let daemon = try DaemonProcess(socket: socket)
+            defer { _ = daemon.secondsToExit(after: SIGTERM) }
+            _ = Self.makePoses(shaking, on: testbed, seconds: 0.3)
+            let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
+            let run = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "1", "--timeout", "4"])
+            #expect(run.status == 1 && run.errors.contains("the pose was not held still within 4 s"), "\(run.output) \(run.errors)")
             #expect(!FileManager.default.fileExists(atPath: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb"))
         }
     }
