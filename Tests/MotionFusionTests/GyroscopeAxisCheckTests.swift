@@ -1,5 +1,5 @@
 import MotionCore
-import MotionFusion
+@testable import MotionFusion
 import Testing
 
 /// The gyroscope's axes against the accelerometer's, on simulated turns: the device's attitude q
@@ -38,6 +38,30 @@ import Testing
     ])
     func aGyroscopeMappedDifferentlyIsCaughtWithTheMatrixThatMendsIt(mapping: Matrix3) {
         #expect(Self.verdict(mapping: mapping) == .disagree(mapping.transposed))
+    }
+
+    /// The matrix the check proposes, put between the gyroscope and the fusion, has the fused
+    /// attitude follow a quarter turn about the vertical. The mapping cycles the axes (its gyroscope
+    /// x reads the turn about z): unmended, the fusion takes the turn for a roll, and the mapping
+    /// itself in place of its inverse would take it for a pitch.
+    @Test func theMatrixItProposesHasTheFusedAttitudeFollowATurn() throws {
+        let mapping = Matrix3(rowMajor: [0, 0, 1, 1, 0, 0, 0, 1, 0])
+        guard case .disagree(let mending) = try #require(Self.verdict(mapping: mapping)) else {
+            Issue.record("the mapping was not caught")
+            return
+        }
+        func yawTurned(gyroscope: Matrix3) -> Double {
+            var simulation = Simulation(useMagnetometer: false)
+            simulation.gyroscopeMapping = gyroscope
+            // Lying screen up, it turns 90° to the left about the vertical.
+            simulation.hold(.identity, seconds: 1)
+            let before = simulation.fusion.deviceMotion().attitude.yaw
+            simulation.rotate(from: .identity, rate: Vector3(x: 0, y: 0, z: 1), seconds: .pi / 2)
+            return degrees(wrapAngle(simulation.fusion.deviceMotion().attitude.yaw - before))
+        }
+        #expect(abs(yawTurned(gyroscope: mending * mapping) - 90) < 2)
+        #expect(abs(yawTurned(gyroscope: mapping) - 90) > 45, "unmended")
+        #expect(abs(yawTurned(gyroscope: mapping * mapping) - 90) > 45, "mended the wrong way round")
     }
 }
 

@@ -12,6 +12,8 @@ struct Simulation {
     var gyroscopeBias = Vector3.zero
     /// The gyroscope's sensitivity per axis: it reads the true rate × this (1: exact).
     var gyroscopeSensitivity = Vector3(x: 1, y: 1, z: 1)
+    /// How the gyroscope is mounted against the accelerometer: it reads this times the rate (identity: alike).
+    var gyroscopeMapping = Matrix3.identity
     var magnetometerOffset = Vector3.zero
     var fusion: SensorFusion
     private(set) var time: Int64 = 0
@@ -45,7 +47,7 @@ struct Simulation {
             let toDevice = q.conjugate
             let force = toDevice.rotate(Vector3(x: 0, y: 0, z: Units.standardGravity))
             let field = toDevice.rotate(earthField + extraField) + magnetometerOffset
-            let read = Vector3(x: omega.x * gyroscopeSensitivity.x, y: omega.y * gyroscopeSensitivity.y, z: omega.z * gyroscopeSensitivity.z)
+            let read = gyroscopeMapping * Vector3(x: omega.x * gyroscopeSensitivity.x, y: omega.y * gyroscopeSensitivity.y, z: omega.z * gyroscopeSensitivity.z)
             feed(.gyroscope, read + gyroscopeBias + noise.vector(noiseLevel * 0.003))
             feed(.accelerometer, force + noise.vector(noiseLevel * 0.05))
             if useMagnetometer { feed(.magnetometer, field + noise.vector(noiseLevel * 0.5)) }
