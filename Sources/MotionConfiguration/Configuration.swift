@@ -23,6 +23,9 @@ public struct Configuration: Sendable, Equatable {
     public var logLevel: String?
     /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
     public var declination: Double?
+    /// Where the machine is, `latitude, longitude[, altitude]` (degrees, m), for the World Magnetic
+    /// Model's declination.
+    public var location: String?
     /// The pressure at sea level for the altitude, kPa (docs/protocol.md, `ALTITUDE`).
     public var seaLevelPressure: Double?
     /// The height of the person carrying the device, m: a walking step is 0.415 × it (docs/activity.md).
@@ -178,9 +181,14 @@ extension Configuration: SettingsSection {
             summary: "The least severe level logged.",
             check: { Logger.Level(rawValue: $0) == nil ? "\"\($0)\" is not one of trace, debug, info, notice, warning, error, critical" : nil }),
         .optional(
-            "declination", \.declination, .number("degrees, -180 to 180"), default: manual(LiveSettings.defaults.declination), reload: .live, flag: true,
+            "declination", \.declination, .number("degrees, -180 to 180"), default: "the World Magnetic Model's at location, else 0", reload: .live, flag: true,
             summary: "Magnetic declination east of true north, for the xTrueNorthZVertical frame.",
             check: { (-180...180).contains($0) ? nil : "\($0) is outside -180...180 degrees" }),
+        .optional(
+            "location", \.location, .text("\"latitude, longitude\" or \"latitude, longitude, altitude\": degrees north, degrees east, m"),
+            default: "none", reload: .live, flag: true,
+            summary: "Where the machine is: the xTrueNorthZVertical frame then turns by the World Magnetic Model's declination there (WMM2025, for the date), unless declination is set.",
+            check: { GeographicLocation(parsing: $0) == nil ? "\"\($0)\" is not \"latitude, longitude[, altitude]\" with latitude -90...90, longitude -180...180 degrees, altitude -1000...100000 m" : nil }),
         .optional(
             "sea_level_pressure", \.seaLevelPressure, .number("kPa, 30 to 120"), default: manual(LiveSettings.defaults.seaLevelPressure), reload: .live, flag: true,
             summary: "The sea-level pressure the altitude stream is computed for: the standard atmosphere's, or the local QNH (in kPa: 1013.2 hPa is 101.32).",
@@ -214,7 +222,8 @@ extension Configuration: SettingsSection {
     public var live: LiveSettings {
         let defaults = LiveSettings.defaults
         return LiveSettings(
-            declination: declination ?? defaults.declination, seaLevelPressure: seaLevelPressure ?? defaults.seaLevelPressure,
+            declination: declination ?? defaults.declination, location: location.flatMap(GeographicLocation.init(parsing:)) ?? defaults.location,
+            seaLevelPressure: seaLevelPressure ?? defaults.seaLevelPressure,
             height: height ?? defaults.height)
     }
 

@@ -1,6 +1,7 @@
 import MotionCore
 import MotionDevices
 import MotionFusion
+import MotionSystem
 import MotionWire
 
 /// The pipeline's fusion stage: the IMU's raw streams (accelerometer, gyroscope, magnetometer) as
@@ -62,14 +63,34 @@ final class FusionStage {
     private var accelerometer: AccelerometerMessage?
     private var gyroscope: GyroscopeMessage?
     private var magnetometer: MagnetometerMessage?
-    /// Magnetic declination, degrees east of true north.
-    var declination = LiveSettings.defaults.declination {
+    /// The declination and the place configured (`LiveSettings`): the declination used is the one
+    /// set, else the World Magnetic Model's at the place for the date (computed again when a fusion
+    /// starts, so a daemon that runs for months follows the field's drift), else 0.
+    var declinationSetting: (degrees: Double?, location: GeographicLocation?) = (nil, nil) {
+        didSet { updateDeclination() }
+    }
+    /// Magnetic declination in use, degrees east of true north.
+    private(set) var declination = 0.0 {
         didSet { box?.fusion.declination = declination * .pi / 180 }
     }
+    /// The World Magnetic Model's field at the configured place, as last computed (nil: no place).
+    private(set) var geomagneticField: GeomagneticField?
+    /// Now, seconds since 1970 (the date the model is computed for).
+    private let unixTime: () -> Double
 
     /// A stage whose fusions start from, and give back, what `calibration` keeps.
-    init(calibration: SavedState<SensorFusion.Calibration>) {
+    init(calibration: SavedState<SensorFusion.Calibration>, unixTime: @escaping () -> Double = { Double(Syscall.realtimeNanoseconds()) * 1e-9 }) {
         self.calibration = calibration
+        self.unixTime = unixTime
+    }
+
+    private func updateDeclination() {
+        geomagneticField = declinationSetting.location.map { place in
+            WorldMagneticModel.wmm2025.field(
+                latitude: place.latitude, longitude: place.longitude, altitude: place.altitude,
+                decimalYear: WorldMagneticModel.decimalYear(unixTime: unixTime()))
+        }
+        declination = declinationSetting.degrees ?? geomagneticField?.declination ?? 0
     }
 
     /// Follows the sensors there are: `rate` of each kind running (Hz; nil: not running), and whether
@@ -90,6 +111,7 @@ final class FusionStage {
         // is watched makes a new one, which keeps the calibration learnt so far.
         if motionNeeded, let accelerometerRate = rate(.accelerometer), box?.usesGyroscope != (rate(.gyroscope) != nil) {
             if let box { calibration.keep(box.fusion.calibration) }
+            if declinationSetting.location != nil { updateDeclination() }
             var fresh = SensorFusion(
                 gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
                 declination: declination)  // degrees here; the property is in radians

@@ -121,7 +121,7 @@ package final class Hub: @unchecked Sendable {
     /// Applies the settings that can change while running (a configuration reload).
     package func apply(_ settings: LiveSettings) {
         eventLoop.preconditionInEventLoop()
-        pipeline.fusion.declination = settings.declination
+        pipeline.fusion.declinationSetting = (settings.declination, settings.location)
         pipeline.gait.seaLevelPressure = settings.seaLevelPressure
         pipeline.gait.stepLength = settings.stepLength
     }
@@ -299,7 +299,8 @@ package final class Hub: @unchecked Sendable {
             reply(Replies.status(
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
                 fusion: pipeline.fusion.fusion, saved: calibration.value, unavailable: unavailable,
-                gyroscopeAxes: pipeline.fusion.gyroscopeAxes), to: id)
+                gyroscopeAxes: pipeline.fusion.gyroscopeAxes,
+                geomagnetic: pipeline.fusion.geomagneticField.map { .init($0, applied: pipeline.fusion.declinationSetting.degrees == nil) }), to: id)
         case .history(let query):
             reply(Replies.history(query, of: pipeline.gait.history, stepLength: pipeline.gait.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
         }

@@ -49,7 +49,7 @@ enum Replies {
     static func status(
         id: RequestID?, uptime: Double, clients: Int, captures: some Collection<CaptureManager.Running>, dropped: Int,
         fusion: SensorFusion?, saved: SensorFusion.Calibration?, unavailable: StatusReply.Unavailable?,
-        gyroscopeAxes: GyroscopeAxisCheck.Verdict? = nil
+        gyroscopeAxes: GyroscopeAxisCheck.Verdict? = nil, geomagnetic: StatusReply.Geomagnetic? = nil
     ) -> StatusReply {
         let sensors = captures.sorted { $0.plan.device < $1.plan.device }.map { running in
             let rest = running.capture.restMode
@@ -78,6 +78,20 @@ enum Replies {
         }
         return StatusReply(
             id: id, uptime: uptime, clients: clients, sensors: sensors, dropped: dropped, calibration: calibration,
-            unavailable: unavailable, gyroscopeAxes: axes)
+            unavailable: unavailable, gyroscopeAxes: axes, geomagnetic: geomagnetic)
+    }
+}
+
+extension StatusReply.Geomagnetic {
+    /// STATUS's account of the model's `field`; `applied`: whether its declination is the one in use.
+    init(_ field: GeomagneticField, applied: Bool) {
+        let zone: String = switch field.compassZone {
+        case .normal: "normal"
+        case .caution: "caution"
+        case .blackout: "blackout"
+        }
+        self.init(
+            model: WorldMagneticModel.wmm2025.name, declination: field.declination, inclination: field.inclination,
+            field: field.totalIntensityInMicrotesla, valid: field.isWithinValidity, zone: zone, applied: applied)
     }
 }

@@ -274,6 +274,34 @@ public struct StatusReply: ServerMessage {
     /// while motion is fused (1.7; absent until there is a verdict).
     public var gyroscopeAxes: GyroscopeAxes?
 
+    /// The Earth's field where the machine is (its `location`), from the World Magnetic Model, as of
+    /// the last fusion's start (1.8; absent without a location).
+    public var geomagnetic: Geomagnetic?
+
+    /// The World Magnetic Model's field at the configured place.
+    public struct Geomagnetic: Codable, Sendable, Hashable {
+        /// The model, such as `WMM-2025`.
+        public var model: String
+        /// Degrees east of true north.
+        public var declination: Double
+        /// Degrees below the horizontal.
+        public var inclination: Double
+        /// The total intensity, µT.
+        public var field: Double
+        /// Whether the date is inside the model's five years.
+        public var valid: Bool
+        /// NOAA's compass zones by the horizontal intensity: `normal`, `caution` (under 6 µT) or
+        /// `blackout` (under 2 µT: a compass heading means nothing there).
+        public var zone: String
+        /// Whether its declination is the one `xTrueNorthZVertical` turns by (false: motiond.conf sets one).
+        public var applied: Bool
+
+        public init(model: String, declination: Double, inclination: Double, field: Double, valid: Bool, zone: String, applied: Bool) {
+            (self.model, self.declination, self.inclination, self.field, self.valid, self.zone, self.applied) =
+                (model, declination, inclination, field, valid, zone, applied)
+        }
+    }
+
     /// The gyroscope axis check's verdict.
     public struct GyroscopeAxes: Codable, Sendable, Hashable {
         public var agree: Bool
@@ -303,7 +331,7 @@ public struct StatusReply: ServerMessage {
 
     public init(
         id: RequestID?, uptime: Double, clients: Int, sensors: [Sensor], dropped: Int, calibration: Calibration?,
-        unavailable: Unavailable? = nil, gyroscopeAxes: GyroscopeAxes? = nil
+        unavailable: Unavailable? = nil, gyroscopeAxes: GyroscopeAxes? = nil, geomagnetic: Geomagnetic? = nil
     ) {
         self.id = id
         self.uptime = uptime
@@ -313,6 +341,7 @@ public struct StatusReply: ServerMessage {
         self.calibration = calibration
         self.unavailable = unavailable
         self.gyroscopeAxes = gyroscopeAxes
+        self.geomagnetic = geomagnetic
     }
 }
 

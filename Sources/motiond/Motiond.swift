@@ -55,6 +55,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("tablet_mode"))) var tabletMode: String?
     @Option(help: ArgumentHelp(Configuration.help("log_level"))) var logLevel: String?
     @Option(help: ArgumentHelp(Configuration.help("declination"))) var declination: String?
+    @Option(help: ArgumentHelp(Configuration.help("location"))) var location: String?
     @Option(help: ArgumentHelp(Configuration.help("sea_level_pressure"))) var seaLevelPressure: String?
     @Option(help: ArgumentHelp(Configuration.help("height"))) var height: String?
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("dbus"))) var dbus: Bool?
@@ -79,7 +80,7 @@ struct Motiond: AsyncParsableCommand {
     func flags() throws(Configuration.Invalid) -> Configuration {
         try Configuration.flags([
             "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
-            "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode, "log_level": logLevel, "declination": declination,
+            "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode, "log_level": logLevel, "declination": declination, "location": location,
             "sea_level_pressure": seaLevelPressure, "height": height,
             "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
         ])

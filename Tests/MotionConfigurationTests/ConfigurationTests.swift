@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import MotionConfiguration
+import MotionCore
 
 @Suite struct ConfigurationTests {
     func file(_ text: String) throws -> String {
@@ -117,6 +118,16 @@ import Testing
         #expect(try Configuration.load(path: file(two), required: true).mountMatrices?.map(\.name) == ["a", "b"])
     }
 
+    /// A place is written as latitude and longitude, with the altitude if one likes; the live settings carry it.
+    @Test func aLocationIsReadWithOrWithoutItsAltitude() throws {
+        let berlin = try Configuration.load(path: file("location: \"52.52, 13.40, 34\"\n"), required: true)
+        #expect(berlin.live.location == GeographicLocation(latitude: 52.52, longitude: 13.40, altitude: 34))
+        #expect(berlin.live.declination == nil, "the model's, not 0")
+        let sydney = try Configuration.load(path: file("location: \"-33.87,151.21\"\n"), required: true)
+        #expect(sydney.live.location == GeographicLocation(latitude: -33.87, longitude: 151.21))
+        #expect(Configuration().live.location == nil)
+    }
+
     @Test func theSampleConfigurationIsValidAndAllDefaults() throws {
         let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/motiond.conf").standardized.path
         #expect(try Configuration.load(path: sample, required: true) == Configuration())
@@ -136,6 +147,9 @@ import Testing
         ("log_level: loud", "log_level"),
         ("declination: 400", "declination"),
         ("declination: east", "declination"),
+        ("location: \"95, 13\"", "location"),  // no latitude beyond the pole
+        ("location: \"52.5\"", "location"),
+        ("location: \"52.5, 13.4, high\"", "location"),
         ("socket: [1, 2]", "socket"),
         ("socket: /a\n  bad: indentation", "2:6"),  // a syntax error gives line and column
     ])
@@ -201,7 +215,7 @@ import Testing
         #expect { try Configuration.flags(["dsu": "nowhere"]) } throws: { "\($0)".contains("--dsu: \"nowhere\" is not host:port") }
         // Of two bad flags, the one first in the table is named, whatever the order given.
         #expect { try Configuration.flags(["metrics": "nowhere", "socket_mode": "999"]) } throws: { "\($0)".hasPrefix("command line: --socket-mode:") }
-        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "motion_event_heartbeat", "tablet_mode", "log_level", "declination", "sea_level_pressure", "height", "dbus", "metrics", "dsu"])
+        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "motion_event_heartbeat", "tablet_mode", "log_level", "declination", "location", "sea_level_pressure", "height", "dbus", "metrics", "dsu"])
     }
 
     /// Only the settings declared live apply on reload; every other key that differs is named as
@@ -212,7 +226,7 @@ import Testing
             ("socket", { $0.socket = "/x" }), ("socket_mode", { $0.socketMode = "0600" }), ("socket_group", { $0.socketGroup = "g" }),
             ("state_directory", { $0.stateDirectory = "/s" }), ("state_save_interval", { $0.stateSaveInterval = 5 }),
             ("motion_event_heartbeat", { $0.motionEventHeartbeat = 10 }), ("tablet_mode", { $0.tabletMode = "off" }),
-            ("log_level", { $0.logLevel = "debug" }), ("declination", { $0.declination = 2 }),
+            ("log_level", { $0.logLevel = "debug" }), ("declination", { $0.declination = 2 }), ("location", { $0.location = "1, 2" }),
             ("sea_level_pressure", { $0.seaLevelPressure = 102 }), ("height", { $0.height = 1.8 }),
             ("mount_matrices", { $0.mountMatrices = [] }), ("dbus", { $0.dbus = true }), ("mqtt", { $0.mqtt = MQTTSettings(broker: "mqtt://x") }),
             ("metrics", { $0.metrics = "127.0.0.1:1" }), ("network_sensors", { $0.networkSensors = ["ip:a"] }),
@@ -222,7 +236,7 @@ import Testing
         for (key, change) in changed {
             var next = base
             change(&next)
-            let live = ["log_level", "declination", "sea_level_pressure", "height"].contains(key)
+            let live = ["log_level", "declination", "location", "sea_level_pressure", "height"].contains(key)
             #expect(next.restartOnlyDifferences(from: base) == (live ? [] : [key]), "\(key)")
         }
     }
