@@ -429,3 +429,39 @@ def test_what_a_peer_can_cost_is_bounded(view):
             s.close()
     wait_for("the page again", lambda: status(view) == 200, 5)
     # A peer that says nothing is dropped after the request timeout (10 s).
+
+
+def first_status(url):
+    """The first `status` event of the page's event stream: how motionctl finds motiond."""
+    base, token = url.split("?token=")
+    with urllib.request.urlopen(base + "events?token=" + token, timeout=10) as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        event = None
+        for line in response:
+            line = line.decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "status":
+                return json.loads(line[6:])
+
+
+@pytest.mark.parametrize("case", ["no daemon", "not in the group"])
+def test_the_page_says_plainly_why_there_is_nothing_to_show(case, daemon, directory):
+    command = [binary("motionctl"), "view", "--no-open", "--socket", daemon.socket]
+    if case == "no daemon":
+        command[-1] = os.path.join(directory, "nothing-here.sock")
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("needs root, to run motionctl as a user outside the socket's group")
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = process.stdout.readline().strip()
+        status = wait_for("a status saying why", lambda: (s := first_status(url)) and s["state"] != "connected" and s, 10)
+    finally:
+        process.terminate()
+        process.wait(10)
+    if case == "no daemon":
+        assert status["state"] == "absent" and "motiond is not running" in status["message"], status
+    else:
+        assert status["state"] == "denied" and "motion` group" in status["message"], status
