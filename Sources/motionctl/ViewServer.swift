@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Any local user can reach a loopback port, so the token (128 random bits, in the printed URL) is
 /// asked of every request: in the query (`?token=`), or in the cookie the page's response sets.
-/// Without it: 403; another method than GET or HEAD: 405; another path: 404. What a peer can cost is
+/// Without it: 403; another method than GET: 405; another path: 404. What a peer can cost is
 /// bounded: `maximumConnections` at once, `maximumRequestBytes` read from a connection, a request
 /// complete within `requestTimeout`, one request a connection, and an event stream that does not read
 /// loses batches (never queues more than the write buffer's high mark) and is closed after `stallLimit`.
@@ -179,9 +179,7 @@ private final class ViewHandler: ChannelInboundHandler {
         guard let shown = Self.token(query: query, cookie: request.headers["Cookie"], port: context.localAddress?.port ?? 0),
             Self.equal(shown, token)
         else { return send(.forbidden, "a token is needed: open the URL motionctl view printed\n", request, context) }
-        guard request.method == .GET || request.method == .HEAD else {
-            return send(.methodNotAllowed, "GET only\n", request, context, extra: [("Allow", "GET, HEAD")])
-        }
+        guard request.method == .GET else { return send(.methodNotAllowed, "GET only\n", request, context, extra: [("Allow", "GET")]) }
         if path == "/events" {
             guard fanout.count < ViewServer.maximumEventStreams else {
                 return send(.serviceUnavailable, "too many pages open (\(ViewServer.maximumEventStreams))\n", request, context)
@@ -215,7 +213,7 @@ private final class ViewHandler: ChannelInboundHandler {
         headers.add(name: "Connection", value: "close")
         for (name, value) in extra { headers.add(name: name, value: value) }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
-        if request.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }

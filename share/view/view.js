@@ -156,7 +156,7 @@
     constructor(name, colors, kind, stream) {
       this.name = name;
       this.canvas = $('plot-' + name);
-      this.context = this.canvas.getContext('2d');
+      this.context = sharp(this.canvas);
       this.colors = colors;
       this.kind = kind;        // the sensor kind whose real rate STATUS gives
       this.stream = stream;    // the stream whose drops are counted
@@ -201,7 +201,7 @@
       if (!this.dirty) return;
       this.dirty = false;
       const { canvas, context: g } = this;
-      const w = canvas.width, h = canvas.height;
+      const w = canvas.logicalWidth, h = canvas.logicalHeight;
       g.clearRect(0, 0, w, h);
       g.fillStyle = '#111419';
       g.fillRect(0, 0, w, h);
@@ -244,6 +244,21 @@
         g.stroke();
       }
     }
+  }
+
+  /// The canvas's 2D context, with as many pixels as the screen has (a laptop's 2× display), drawn on
+  /// in the page's own units: the canvas's `logicalWidth` and `logicalHeight`.
+  function sharp(canvas) {
+    const ratio = Math.min(2, window.devicePixelRatio || 1);
+    canvas.logicalWidth = canvas.width;
+    canvas.logicalHeight = canvas.height;
+    canvas.style.width = canvas.width + 'px';
+    canvas.style.height = canvas.height + 'px';
+    canvas.width = Math.round(canvas.logicalWidth * ratio);
+    canvas.height = Math.round(canvas.logicalHeight * ratio);
+    const context = canvas.getContext('2d');
+    context.scale(ratio, ratio);
+    return context;
   }
 
   function format(v) {
@@ -290,8 +305,8 @@
       if (now - this.lastDraw < 200) return;  // 5 a second is smooth enough for a slow turn
       this.lastDraw = now;
       const c = this.center();
-      const g = this.canvas.getContext('2d');
-      const w = this.canvas.width, r = w / 2 - 10;
+      const g = this.context || (this.context = sharp(this.canvas));
+      const w = this.canvas.logicalWidth, r = w / 2 - 10;
       g.clearRect(0, 0, w, w);
       g.strokeStyle = '#39414c';
       g.beginPath(); g.arc(w / 2, w / 2, r, 0, 2 * Math.PI); g.stroke();
@@ -386,8 +401,8 @@
   const model = makeModel($('model'));
 
   function makeModel(canvas) {
-    const g = canvas.getContext('2d');
-    const W = canvas.width, H = canvas.height;
+    const g = sharp(canvas);
+    const W = canvas.logicalWidth, H = canvas.logicalHeight;
     // The eye, in the reference frame (z up): south-east of the device, a little above it.
     const eye = [3.2, -3.4, 2.0];
     const forward = normalize(scale(eye, -1));
