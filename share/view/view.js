@@ -202,7 +202,6 @@
       this.dirty = false;
       const { canvas, context: g } = this;
       const w = canvas.logicalWidth, h = canvas.logicalHeight;
-      g.clearRect(0, 0, w, h);
       g.fillStyle = '#111419';
       g.fillRect(0, 0, w, h);
       const n = this.times.length;
@@ -256,7 +255,8 @@
     canvas.style.height = canvas.height + 'px';
     canvas.width = Math.round(canvas.logicalWidth * ratio);
     canvas.height = Math.round(canvas.logicalHeight * ratio);
-    const context = canvas.getContext('2d');
+    // Opaque: the browser composites it without blending it over what is behind.
+    const context = canvas.getContext('2d', { alpha: false });
     context.scale(ratio, ratio);
     return context;
   }
@@ -307,7 +307,8 @@
       const c = this.center();
       const g = this.context || (this.context = sharp(this.canvas));
       const w = this.canvas.logicalWidth, r = w / 2 - 10;
-      g.clearRect(0, 0, w, w);
+      g.fillStyle = '#1d2128';
+      g.fillRect(0, 0, w, w);
       g.strokeStyle = '#39414c';
       g.beginPath(); g.arc(w / 2, w / 2, r, 0, 2 * Math.PI); g.stroke();
       g.beginPath(); g.ellipse(w / 2, w / 2 + r * 0.1, r, r * 0.3, 0, 0, 2 * Math.PI); g.stroke();
