@@ -428,7 +428,6 @@ def test_what_a_peer_can_cost_is_bounded(view):
         for s in held:
             s.close()
     wait_for("the page again", lambda: status(view) == 200, 5)
-    # A peer that says nothing is dropped after the request timeout (10 s).
 
 
 def first_status(url):
