@@ -38,7 +38,10 @@
   source.addEventListener('status', (event) => {
     const status = JSON.parse(event.data);
     view.status = status;
-    if (status.state === 'connected') say('live: ' + status.message, 'ok');
+    if (status.state === 'connected') {
+      note = '';  // a new daemon: what the old one said no longer holds
+      say('live: ' + status.message, 'ok');
+    }
     else say(status.message, 'bad');
   });
   source.onmessage = (event) => {
@@ -76,12 +79,12 @@
         break;
       case 'ORIENTATION': show('orientation', m.orientation); break;
       case 'TILT': show('tilt', m.tilt); break;
-      case 'PROXIMITY': show('proximity', (m.near ? 'near' : 'far') + ' (' + m.value + ')'); break;
-      case 'LIGHT': show('light', m.illuminance.toFixed(1) + ' ' + m.unit); break;
-      case 'PEDOMETER': show('steps', m.steps + ' (' + m.distance.toFixed(1) + ' m)'); break;
+      case 'PROXIMITY': show('proximity', (m.near ? 'near' : 'far') + ' (' + fixed(m.value, 0) + ')'); break;
+      case 'LIGHT': show('light', fixed(m.illuminance, 1) + ' ' + m.unit); break;
+      case 'PEDOMETER': show('steps', m.steps + ' (' + fixed(m.distance, 1) + ' m)'); break;
       case 'ACTIVITY': show('activity', m.activity + ' (' + m.confidence + ')'); break;
       case 'GESTURE': show('gesture', m.gesture + ' at ' + new Date().toLocaleTimeString()); break;
-      case 'HINGE': show('hinge', m.angle.toFixed(0) + '° ' + m.mode); break;
+      case 'HINGE': show('hinge', fixed(m.angle, 0) + '° ' + m.mode); break;
       case 'STATUS': takeStatus(m); break;
       case 'DROPPED': dropped[m.stream] = (dropped[m.stream] || 0) + m.count; break;
       case 'ENDED': note = m.stream + ' ended: ' + m.reason; break;
@@ -89,7 +92,10 @@
     }
   }
 
-  /// Sets a text only when it changes: each change costs the browser a layout and a paint.
+  // A number as text; motiond sends a number it could not compute as null.
+  function fixed(value, digits) { return value == null ? '–' : value.toFixed(digits); }
+
+  // Sets a text only when it changes: each change costs the browser a layout and a paint.
   function setText(id, text) {
     const element = $(id);
     if (element.textContent === text) return false;
@@ -97,8 +103,8 @@
     return true;
   }
 
-  /// An event's new value, highlighted for a second: a class set and a timer, not a CSS animation,
-  /// which would restyle and repaint the page at the display's rate for its whole second.
+  // An event's new value, highlighted for a second: a class set and a timer, not a CSS animation,
+  // which would restyle and repaint the page at the display's rate for its whole second.
   function show(id, text) {
     if (!setText(id, text)) return;
     const element = $(id);
@@ -117,15 +123,15 @@
     if (!(m.unavailable || {}).rotation_rate) plots.rotation.push(t, [m.rotation_rate.x, m.rotation_rate.y, m.rotation_rate.z]);
   }
 
-  /// The texts that follow the samples, a few times a second: more is unreadable, and costs.
+  // The texts that follow the samples, a few times a second: more is unreadable, and costs.
   function readouts() {
     const m = lastMotion;
     if (m) {
       const unavailable = m.unavailable || {};
-      const deg = (r) => (r * 180 / Math.PI).toFixed(1).padStart(7) + '°';
+      const deg = (r) => (r == null ? '–' : (r * 180 / Math.PI).toFixed(1)).padStart(7) + '°';
       setText('frame', m.frame);
       setText('angles', 'roll ' + deg(m.attitude.roll) + '   pitch ' + deg(m.attitude.pitch) +
-        '   yaw ' + (unavailable.yaw ? '      –' : deg(m.attitude.yaw)) + (m.heading != null ? '   heading ' + m.heading.toFixed(1) + '°' : ''));
+        '   yaw ' + (unavailable.yaw ? '      –' : deg(m.attitude.yaw)) + (m.heading != null ? '   heading ' + fixed(m.heading, 1) + '°' : ''));
       if (!note) setText('model-note', Object.values(unavailable).join('; '));
     }
     if (note) setText('model-note', note);
@@ -143,7 +149,7 @@
       '\ndropped by motiond: ' + (m.dropped || 0) + (Object.keys(dropped).length ? ', here: ' + JSON.stringify(dropped) : ''));
   }
 
-  /// The rate a sensor of `kind` really delivers, by STATUS.
+  // The rate a sensor of `kind` really delivers, by STATUS.
   function sensorRate(kind) {
     const sensor = sensors.find((s) => s.kinds.includes(kind));
     return sensor && sensor.measured_rate != null ? sensor.measured_rate.toFixed(1) + ' Hz' : '–';
@@ -168,6 +174,7 @@
     }
 
     push(t, values) {
+      if (values.some((v) => v == null)) return;  // not computed: a gap, not a zero
       // A restarted daemon (or a replay starting over) has a new clock: start afresh.
       if (this.times.length && t < this.times[this.times.length - 1]) { this.times = []; this.values = []; }
       this.times.push(t);
@@ -179,7 +186,7 @@
       this.dirty = true;
     }
 
-    /// Samples a second over the last second, as received.
+    // Samples a second over the last second, as received.
     shownRate() {
       const n = this.times.length;
       if (n < 2) return 0;
@@ -245,8 +252,8 @@
     }
   }
 
-  /// The canvas's 2D context, with as many pixels as the screen has (a laptop's 2× display), drawn on
-  /// in the page's own units: the canvas's `logicalWidth` and `logicalHeight`.
+  // The canvas's 2D context, with as many pixels as the screen has (a laptop's 2× display), drawn on
+  // in the page's own units: the canvas's `logicalWidth` and `logicalHeight`.
   function sharp(canvas) {
     const ratio = Math.min(2, window.devicePixelRatio || 1);
     canvas.logicalWidth = canvas.width;
@@ -290,12 +297,13 @@
 
     push(field) {
       const v = [field.x, field.y, field.z];
+      if (v.some((k) => k == null)) return;
       for (let i = 0; i < 3; i++) { this.min[i] = Math.min(this.min[i], v[i]); this.max[i] = Math.max(this.max[i], v[i]); }
       this.raw.push(v);
       if (this.raw.length > 1500) this.raw.shift();
     },
 
-    /// The hard-iron offset: motiond's once it has one, else the middle of the ranges seen.
+    // The hard-iron offset: motiond's once it has one, else the middle of the ranges seen.
     center() {
       if (magnetOffset && (magnetOffset.x || magnetOffset.y || magnetOffset.z)) return [magnetOffset.x, magnetOffset.y, magnetOffset.z];
       return this.min.map((low, i) => (low + this.max[i]) / 2);
@@ -359,7 +367,7 @@
       else this.offset = Math.min(this.offset, offset) * 0.1 + this.offset * 0.9;
     },
 
-    /// The attitude at the wall time `wall` (s), and its sample time in ns.
+    // The attitude at the wall time `wall` (s), and its sample time in ns.
     at(wall) {
       const s = this.samples;
       if (!s.length) return null;
@@ -529,7 +537,7 @@
     };
   }
 
-  /// `v` turned by the unit quaternion `q` = [w, x, y, z]: device coordinates into the reference frame's.
+  // `v` turned by the unit quaternion `q` = [w, x, y, z]: device coordinates into the reference frame's.
   function rotate(q, v) {
     const [w, x, y, z] = q;
     const t = [2 * (y * v[2] - z * v[1]), 2 * (z * v[0] - x * v[2]), 2 * (x * v[1] - y * v[0])];
