@@ -2,14 +2,16 @@
 against `motionctl view` on a motiond that replays the bundled recording (README.md's test command).
 
 Expects `.build/debug/motiond` and `.build/debug/motionctl` (`swift build --build-tests` builds them);
-needs `chromium`, `libjs-three` and `python3-websocket` (scripts/install-debian-packages --tests).
+needs `chromium` and `python3-websocket` (scripts/install-debian-packages --tests).
 """
 
+import base64
 import json
 import math
 import os
 import pathlib
 import shutil
+import select
 import signal
 import socket
 import struct
@@ -208,7 +210,7 @@ class Browser:
 
     def screenshot(self, path):
         data = self.call("Page.captureScreenshot", format="png")["data"]
-        png = __import__("base64").b64decode(data)
+        png = base64.b64decode(data)
         pathlib.Path(path).write_bytes(png)
         return png
 
@@ -276,6 +278,16 @@ def region(png, box):
     return colours
 
 
+def printed_url(process):
+    """The URL `motionctl view` prints first, within 10 s."""
+    ready, _, _ = select.select([process.stdout], [], [], 10)
+    url = process.stdout.readline().strip() if ready else ""
+    if not (url.startswith("http://127.0.0.1:") and "?token=" in url):
+        process.kill()
+        pytest.fail(f"motionctl view printed no URL (exit status {process.poll()}): {url!r}")
+    return url
+
+
 # ---- the fixtures: one motiond, one motionctl view, one browser for the whole file --------------
 
 
@@ -299,8 +311,7 @@ def view(directory, daemon):
     log = open(os.path.join(directory, "motionctl.log"), "w")
     process = subprocess.Popen([binary("motionctl"), "view", "--no-open", "--socket", daemon.socket],
                                stdout=subprocess.PIPE, stderr=log, text=True)
-    url = process.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:") and "?token=" in url, url
+    url = printed_url(process)
     yield url
     process.terminate()
     process.wait(10)
@@ -455,7 +466,7 @@ def test_the_page_says_plainly_why_there_is_nothing_to_show(case, daemon, direct
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        url = process.stdout.readline().strip()
+        url = printed_url(process)
         status = wait_for("a status saying why", lambda: (s := first_status(url)) and s["state"] != "connected" and s, 10)
     finally:
         process.terminate()
