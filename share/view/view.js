@@ -237,7 +237,7 @@
       g.font = '11px ui-monospace, monospace';
       g.fillText(format(hi), w - 46, 12);
       g.fillText(format(lo), w - 46, h - 4);
-      g.lineWidth = 1.5;
+      g.lineWidth = 1;
       for (let series = 0; series < this.colors.length; series++) {
         g.strokeStyle = this.colors[series];
         g.beginPath();
@@ -470,7 +470,7 @@
       points.forEach((p, i) => (i ? g.lineTo(p[0], p[1]) : g.moveTo(p[0], p[1])));
       g.closePath();
       g.fill();
-      if (stroke) { g.strokeStyle = stroke; g.lineWidth = 1.2; g.stroke(); }
+      if (stroke) { g.strokeStyle = stroke; g.lineWidth = 1; g.stroke(); }
     }
 
     let shown = null;  // [quaternion, gravity, acceleration] last drawn
@@ -516,15 +516,15 @@
             }
           } });
         }
-        for (const axis of axes) arrow(items, world(axis.from), world(axis.to), axis.color, axis.label, 2.5);
+        for (const axis of axes) arrow(items, world(axis.from), world(axis.to), axis.color, axis.label, 2);
         const origin = world(beside);
         const tip = (v) => {
           const length = Math.hypot(v.x, v.y, v.z) || 1;
           const k = 0.8 * Math.min(2, length) / length;
           return add(origin, world([v.x * k, v.y * k, v.z * k]));
         };
-        if (lastGravity) arrow(items, origin, tip(lastGravity), '#d0d0d0', '', 2.5);
-        if (lastAccel) arrow(items, add(origin, world([0, 0.06, 0])), add(world([0, 0.06, 0]), tip(lastAccel)), '#ffa040', '', 2.5);
+        if (lastGravity) arrow(items, origin, tip(lastGravity), '#d0d0d0', '', 2);
+        if (lastAccel) arrow(items, add(origin, world([0, 0.06, 0])), add(world([0, 0.06, 0]), tip(lastAccel)), '#ffa040', '', 2);
         items.sort((a, b) => b.depth - a.depth);
         for (const item of items) item.draw();
 
