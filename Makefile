@@ -29,7 +29,9 @@ SWIFT_BUILD_FLAGS ?= -c release --static-swift-stdlib -Xlinker -z -Xlinker now
 
 BINARIES = motiond motionctl
 DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md docs/dbus.md docs/fleet.md docs/python.md \
-       docs/activity.md docs/games.md
+       docs/activity.md docs/games.md docs/view.md
+# `motionctl view`'s page, which motionctl finds at ../share/motiond/view beside itself.
+VIEW = share/view/index.html share/view/view.js share/view/view.css
 
 .PHONY: all build install install-files uninstall switch-to-motiond switch-to-iio-sensor-proxy deb
 
@@ -79,6 +81,8 @@ install-files:
 	# IP sockets for the MQTT bridge, the metrics and network_sensors (docs/fleet.md): inert until linked in.
 	sed 's|/usr/local/share/motiond|$(DATADIR)|' systemd/motiond-network.conf > $(DESTDIR)$(DATADIR)/network.conf
 	chmod 0644 $(DESTDIR)$(DATADIR)/network.conf
+	install -d $(DESTDIR)$(DATADIR)/view
+	install -m 0644 $(VIEW) $(DESTDIR)$(DATADIR)/view/
 
 # motiond takes iio-sensor-proxy's place on the bus (docs/dbus.md); the second target undoes it.
 switch-to-motiond:
@@ -103,6 +107,7 @@ endif
 	rm -rf $(DESTDIR)$(DOCDIR)
 	rm -f $(DESTDIR)$(DBUSPOLICYDIR)/motiond.conf $(DESTDIR)$(POLKITACTIONDIR)/net.hadess.SensorProxy.motiond.policy
 	rm -f $(DESTDIR)$(DATADIR)/sensorproxy.conf $(DESTDIR)$(DATADIR)/network.conf
+	rm -rf $(DESTDIR)$(DATADIR)/view
 	-rmdir $(DESTDIR)$(DATADIR) 2>/dev/null
 	# The configuration is removed only if it is still the sample.
 	-cmp -s systemd/motiond.conf $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf && rm -f $(DESTDIR)$(SYSCONFDIR)/motiond/motiond.conf

@@ -157,6 +157,10 @@ let package = Package(
             dependencies: [
                 "MotionFusion", "MotionCore", "MotionClient", "MotionSystem", "MotionDevices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `motionctl view`'s web server.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
 
         // Test support: umockdev's testbed API, used only by the tests.

@@ -76,12 +76,16 @@ import TestSupport
             "/usr/share/doc/motiond/python.md",
             "/usr/share/doc/motiond/recording.md",
             "/usr/share/doc/motiond/security.md",
+            "/usr/share/doc/motiond/view.md",
             "/usr/share/man/man1/motionctl.1",
             "/usr/share/man/man5/motiond.conf.5",
             "/usr/share/man/man8/motiond-sensorproxy.8",
             "/usr/share/man/man8/motiond.8",
             "/usr/share/motiond/network.conf",
             "/usr/share/motiond/sensorproxy.conf",
+            "/usr/share/motiond/view/index.html",
+            "/usr/share/motiond/view/view.css",
+            "/usr/share/motiond/view/view.js",
             "/usr/share/polkit-1/actions/net.hadess.SensorProxy.motiond.policy",
         ])
         let unit = try String(contentsOfFile: destination + "/usr/lib/systemd/system/motiond.service", encoding: .utf8)

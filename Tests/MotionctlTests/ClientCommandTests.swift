@@ -14,7 +14,7 @@ import TestSupport
             : try await runProgram(executable, arguments, environment: environment)
     }
 
-    @Test(arguments: ["watch", "get", "devices", "status", "calibrate", "record", "fuse"])
+    @Test(arguments: ["watch", "get", "devices", "status", "calibrate", "record", "fuse", "view"])
     func everyCommandExplainsItself(command: String) async throws {
         let run = try await motionctl([command, "--help"])
         #expect(run.status == 0)

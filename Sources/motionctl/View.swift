@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import MotionClient
+
+/// `motionctl view`: the live values in a browser (docs/view.md).
+struct View: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the device turning in 3D, plots of its sensors, its events and the compass's calibration, live, in a browser.",
+        discussion: """
+            Serves one page on 127.0.0.1, at a random port, to whoever has the token in the URL it prints, \
+            and opens it if a browser is there. It runs until Ctrl-C; the page follows motiond across its restarts.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "The attitude's reference frame: xArbitraryZVertical, xArbitraryCorrectedZVertical, xMagneticNorthZVertical, xTrueNorthZVertical.")
+    var frame: AttitudeReferenceFrame = .xArbitraryZVertical
+
+    @Option(help: "The page's directory (default: ../share/motiond/view beside motionctl, else /usr/share/motiond/view).")
+    var assets: String?
+
+    @Flag(help: "Only print the URL; do not open a browser.")
+    var noOpen = false
+
+    func run() async throws {
+        guard let directory = assets ?? Self.assetDirectories().first(where: { FileManager.default.fileExists(atPath: $0 + "/index.html") }) else {
+            FileHandle.standardError.write(Data("motionctl: the page's files are not installed (looked in \(Self.assetDirectories().joined(separator: ", ")))\n".utf8))
+            throw ExitCode(ExitStatus.failure)
+        }
+        let server: ViewServer
+        do {
+            server = try ViewServer(assets: try ViewAssets(directory: directory))
+        } catch {
+            FileHandle.standardError.write(Data("motionctl: cannot serve the page from \(directory): \(error.localizedDescription)\n".utf8))
+            throw ExitCode(ExitStatus.failure)
+        }
+        let feed = ViewFeed(socketPath: connection.client.socketPath, frame: frame)
+        feed.start(publish: { server.publish($0) }, report: { server.report($0) })
+        FileHandle.standardOutput.write(Data("\(server.url)\n".utf8))
+        if !noOpen { Self.open(server.url) }
+        try await server.wait()
+    }
+
+    /// Where the page's files are looked for, in order: installed beside motionctl, by the package,
+    /// then the source tree motionctl was built from (a developer's `swift run`).
+    static func assetDirectories(sourceFile: String = #filePath) -> [String] {
+        var directories: [String] = []
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let bin = URL(fileURLWithPath: executable).deletingLastPathComponent()
+            directories.append(bin.deletingLastPathComponent().appendingPathComponent("share/motiond/view").path)
+        }
+        directories.append("/usr/share/motiond/view")
+        let repository = URL(fileURLWithPath: sourceFile).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        directories.append(repository.appendingPathComponent("share/view").path)
+        return directories
+    }
+
+    /// Opens `url` in the user's browser, if there is a display to show it on.
+    private static func open(_ url: String) {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["xdg-open", url]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+    }
+}

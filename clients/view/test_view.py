@@ -1,0 +1,477 @@
+"""`motionctl view` in a real browser: Debian's chromium, headless, driven over the DevTools protocol,
+against `motionctl view` on a motiond that replays the bundled recording (README.md's test command).
+
+Expects `.build/debug/motiond` and `.build/debug/motionctl` (`swift build --build-tests` builds them);
+needs `chromium` and `python3-websocket` (scripts/install-debian-packages --tests).
+"""
+
+import base64
+import json
+import math
+import os
+import pathlib
+import shutil
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zlib
+
+import pytest
+import websocket
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RECORDING = ROOT / "Recordings" / "broad-04-slow-rotation.motionrec"
+BUILD = ROOT / ".build" / "debug"
+
+
+def binary(name):
+    path = BUILD / name
+    if not path.exists():
+        pytest.fail(f"no {name} at {path}: run `swift build --build-tests` first")
+    return str(path)
+
+
+def wait_for(what, condition, timeout=20.0):
+    """Polls `condition` until it gives something true; fails naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+# ---- motiond, restartable, and its motion read independently -----------------------------------
+
+
+class Daemon:
+    """`motiond --replay … --loop` on a socket of its own; `stop` and `start` again on the same path."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.socket = os.path.join(directory, "motiond.sock")
+        self.process = None
+
+    def start(self):
+        log = open(os.path.join(self.directory, "motiond.log"), "a")
+        self.process = subprocess.Popen(
+            [binary("motiond"), "--replay", str(RECORDING), "--loop", "--socket", self.socket,
+             "--state-directory", os.path.join(self.directory, "state"), "--log-level", "warning"],
+            stderr=log)
+        wait_for("motiond's socket", self.accepts, 10)
+
+    def accepts(self):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(self.socket)
+                return True
+            except OSError:
+                return False
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(10)
+
+
+class MotionLog:
+    """Every `MOTION` of motiond's (each sample: the interval is the shortest), by timestamp, read
+    on a connection of the test's own: what the page's drawn attitude is checked against."""
+
+    def __init__(self, path):
+        self.samples = {}
+        self.lock = threading.Lock()
+        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.connection.connect(path)
+        self.connection.sendall(b'{"class":"WATCH","streams":["motion"],"interval":0.001}\n')
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        pending = b""
+        while True:
+            try:
+                data = self.connection.recv(1 << 16)
+            except OSError:
+                return
+            if not data:
+                return
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                message = json.loads(line)
+                if message.get("class") == "MOTION":
+                    q = message["attitude"]["quaternion"]
+                    with self.lock:
+                        self.samples[message["timestamp"]] = (q["w"], q["x"], q["y"], q["z"])
+
+    def nearest(self, timestamp):
+        with self.lock:
+            if not self.samples:
+                return None, None
+            key = min(self.samples, key=lambda t: abs(t - timestamp))
+            return key, self.samples[key]
+
+    def close(self):
+        self.connection.close()
+
+
+def degrees_between(a, b):
+    dot = abs(sum(x * y for x, y in zip(a, b)))
+    return math.degrees(2 * math.acos(min(1.0, dot)))
+
+
+# ---- chromium over the DevTools protocol --------------------------------------------------------
+
+
+class Browser:
+    """Headless chromium and one page of it, spoken to over the DevTools protocol (a websocket)."""
+
+    # What the test listens to: the console and exceptions, logged errors, requests, screenshots.
+    domains = ("Runtime", "Log", "Network", "Page")
+
+    def __init__(self, directory):
+        self.profile = os.path.join(directory, "chromium")
+        arguments = [
+            shutil.which("chromium") or pytest.fail("no chromium: apt install chromium"),
+            "--headless=new", "--remote-debugging-port=0", "--user-data-dir=" + self.profile,
+            "--window-size=1400,1000", "--no-first-run", "--no-default-browser-check",
+            "about:blank",
+        ]
+        if os.geteuid() == 0:
+            arguments.insert(1, "--no-sandbox")  # chromium's sandbox refuses root
+        self.log = open(os.path.join(directory, "chromium.log"), "w")
+        self.process = subprocess.Popen(arguments, stdout=self.log, stderr=subprocess.STDOUT)
+        port_file = os.path.join(self.profile, "DevToolsActivePort")
+        wait_for("chromium's DevTools port", lambda: os.path.exists(port_file) and open(port_file).read().count("\n") >= 1, 30)
+        port = int(open(port_file).read().split("\n")[0])
+        targets = wait_for("chromium's page", lambda: [t for t in self.targets(port) if t["type"] == "page"], 10)
+        self.socket = websocket.create_connection(targets[0]["webSocketDebuggerUrl"], suppress_origin=True, timeout=30)
+        self.next_id = 0
+        self.events = []
+        for domain in self.domains:
+            self.call(domain + ".enable")
+
+    @staticmethod
+    def targets(port):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as response:
+                return json.load(response)
+        except OSError:
+            return []
+
+    def call(self, method, **params):
+        self.next_id += 1
+        ident = self.next_id
+        self.socket.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+            if "method" in message:
+                self.events.append(message)
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def state(self):
+        return json.loads(self.evaluate("JSON.stringify(window.motionView || null)"))
+
+    def errors(self):
+        """The page's console errors, uncaught exceptions and logged errors so far."""
+        self.call("Runtime.evaluate", expression="0")  # takes in the events sent meanwhile
+        found = []
+        for event in self.events:
+            method, params = event["method"], event["params"]
+            if method == "Runtime.consoleAPICalled" and params["type"] in ("error", "assert"):
+                found.append(params)
+            elif method == "Runtime.exceptionThrown":
+                found.append(params)
+            elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+                found.append(params["entry"])
+        return found
+
+    def requested(self):
+        self.call("Runtime.evaluate", expression="0")
+        return [e["params"]["request"]["url"] for e in self.events if e["method"] == "Network.requestWillBeSent"]
+
+    def screenshot(self, path):
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        png = base64.b64decode(data)
+        pathlib.Path(path).write_bytes(png)
+        return png
+
+    def close(self):
+        try:
+            self.socket.close()
+        finally:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            self.log.close()
+
+
+def png_pixels(png):
+    """(width, height, rows of RGB(A) bytes) of an 8-bit, non-interlaced PNG: chromium's screenshots."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    position, idat, header = 8, b"", None
+    while position < len(png):
+        length, kind = struct.unpack(">I4s", png[position:position + 8])
+        body = png[position + 8:position + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        position += 12 + length
+    width, height, depth, color, _, _, interlace = header
+    assert depth == 8 and interlace == 0 and color in (2, 6)
+    channels = 3 if color == 2 else 4
+    stride = width * channels
+    raw = zlib.decompress(idat)
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        row = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = row[i - channels] if i >= channels else 0
+            up = previous[i]
+            corner = previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                row[i] = (row[i] + left) & 255
+            elif kind == 2:
+                row[i] = (row[i] + up) & 255
+            elif kind == 3:
+                row[i] = (row[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                row[i] = (row[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
+        rows.append(bytes(row))
+        previous = row
+    return width, height, channels, rows
+
+
+def region(png, box):
+    """The RGB colours of the pixels of `box` (x, y, width, height), every second pixel."""
+    width, height, channels, rows = png_pixels(png)
+    x0, y0, w, h = (int(v) for v in box)
+    colours = []
+    for y in range(y0, min(height, y0 + h), 2):
+        row = rows[y]
+        for x in range(x0, min(width, x0 + w), 2):
+            colours.append(tuple(row[x * channels:x * channels + 3]))
+    return colours
+
+
+def printed_url(process):
+    """The URL `motionctl view` prints first, within 10 s."""
+    ready, _, _ = select.select([process.stdout], [], [], 10)
+    url = process.stdout.readline().strip() if ready else ""
+    if not (url.startswith("http://127.0.0.1:") and "?token=" in url):
+        process.kill()
+        pytest.fail(f"motionctl view printed no URL (exit status {process.poll()}): {url!r}")
+    return url
+
+
+# ---- the fixtures: one motiond, one motionctl view, one browser for the whole file --------------
+
+
+@pytest.fixture(scope="module")
+def directory():
+    with tempfile.TemporaryDirectory(prefix="motionctl-view-") as path:
+        yield path
+
+
+@pytest.fixture(scope="module")
+def daemon(directory):
+    daemon = Daemon(directory)
+    daemon.start()
+    yield daemon
+    daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def view(directory, daemon):
+    """`motionctl view --no-open` on the daemon's socket, and the URL it printed."""
+    log = open(os.path.join(directory, "motionctl.log"), "w")
+    process = subprocess.Popen([binary("motionctl"), "view", "--no-open", "--socket", daemon.socket],
+                               stdout=subprocess.PIPE, stderr=log, text=True)
+    url = printed_url(process)
+    yield url
+    process.terminate()
+    process.wait(10)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(directory, view):
+    browser = Browser(directory)
+    browser.call("Page.navigate", url=view)
+    wait_for("the page's state", lambda: browser.state())
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="module")
+def motion_log(daemon):
+    log = MotionLog(daemon.socket)
+    yield log
+    log.close()
+
+
+# ---- the tests ----------------------------------------------------------------------------------
+
+
+def test_the_page_loads_with_no_error_and_asks_only_the_loopback(browser):
+    state = wait_for("a drawn attitude", lambda: (s := browser.state()) and s["frames"] > 10 and s)
+    assert state["status"]["state"] == "connected", state["status"]
+    assert browser.errors() == []
+    urls = browser.requested()
+    assert any(url.endswith("/events") for url in urls), urls
+    assert {urllib.parse.urlsplit(url).hostname for url in urls} == {"127.0.0.1"}, urls
+
+
+def test_the_model_follows_the_attitude(browser, motion_log, directory):
+    wait_for("the test's own motion samples", lambda: motion_log.samples)
+    def drawn_and_motionds():
+        state = browser.state()
+        timestamp, expected = motion_log.nearest(state["timestamp"])
+        return timestamp is not None and abs(timestamp - state["timestamp"]) < 5e6 and (state["quaternion"], expected)
+
+    worst = 0.0
+    for _ in range(8):
+        drawn, expected = wait_for("motiond's sample at the time the page draws", drawn_and_motionds)
+        worst = max(worst, degrees_between(drawn, expected))
+        time.sleep(0.3)
+    assert worst < 3, f"the model is {worst:.1f}° off motiond's attitude"
+
+    # Seen: the model's canvas has a picture, and it changes as the recording turns.
+    box = browser.evaluate("(r => [r.x, r.y, r.width, r.height])(document.getElementById('model').getBoundingClientRect())")
+    first = browser.screenshot(os.path.join(directory, "view-1.png"))
+    before = browser.state()
+    wait_for("the model to turn by 5°", lambda: degrees_between(browser.state()["quaternion"], before["quaternion"]) > 5, 30)
+    second = browser.screenshot(os.path.join(directory, "view-2.png"))
+    a, b = region(first, box), region(second, box)
+    assert len(set(a)) > 20, "the model's canvas is blank"
+    changed = sum(1 for p, q in zip(a, b) if p != q)
+    assert changed > len(a) // 100, "the model looks the same after a turn"
+
+
+def test_the_plots_advance(browser):
+    before = browser.state()["plotsSamples"]
+    wait_for("new samples on the plots", lambda: all(
+        browser.state()["plotsSamples"][name] > before[name] + 20 for name in ("acceleration", "rotation", "magnetic")))
+
+
+def test_a_restart_of_motiond_is_survived(browser, daemon, motion_log):
+    daemon.stop()
+    wait_for("the page to say motiond is gone", lambda: browser.state()["status"]["state"] != "connected")
+    text = browser.evaluate("document.getElementById('banner').textContent")
+    assert "motiond" in text and daemon.socket in text, text
+    daemon.start()
+    wait_for("the page to say motiond is back", lambda: browser.state()["status"]["state"] == "connected")
+    before = browser.state()
+    wait_for("values flowing again", lambda: (s := browser.state())["frames"] > before["frames"] + 10
+             and s["plotsSamples"]["acceleration"] > before["plotsSamples"]["acceleration"] + 20)
+    assert browser.errors() == []
+
+
+def status(url, method="GET", headers=None):
+    request = urllib.request.Request(url, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return None  # closed without an answer
+
+
+def test_a_request_without_the_token_is_refused(view):
+    base, token = view.split("?token=")
+    for path in ("", "view.js", "view.css", "events", "nothing"):
+        assert status(base + path) == 403, path
+        assert status(base + path + "?token=" + "0" * 32) == 403, path
+    assert status(base + "?token=" + token[:-1]) == 403
+    assert status(base + "view.js", headers={"Cookie": f"motionctl-view-{urllib.parse.urlsplit(base).port}={'f' * 32}"}) == 403
+    assert status(view) == 200
+    assert status(base + "view.js?token=" + token) == 200
+    assert status(base + "nothing?token=" + token) == 404
+    assert status(view, method="POST") == 405
+
+
+def test_what_a_peer_can_cost_is_bounded(view):
+    parts = urllib.parse.urlsplit(view)
+    # A head longer than the limit: the connection is closed, nothing is answered.
+    with socket.create_connection((parts.hostname, parts.port), timeout=5) as s:
+        try:
+            s.sendall(b"GET /" + b"a" * 40000 + b" HTTP/1.1\r\n\r\n")
+            assert s.recv(100) == b""
+        except ConnectionResetError:
+            pass
+    # Many connections at once: those beyond the limit are closed at once, and the page still loads.
+    held = [socket.create_connection((parts.hostname, parts.port), timeout=5) for _ in range(40)]
+    try:
+        closed = 0
+        for s in held:
+            s.settimeout(0.5)
+            try:
+                closed += s.recv(1) == b""
+            except (socket.timeout, ConnectionResetError):
+                pass
+        assert closed >= 8
+    finally:
+        for s in held:
+            s.close()
+    wait_for("the page again", lambda: status(view) == 200, 5)
+
+
+def first_status(url):
+    """The first `status` event of the page's event stream: how motionctl finds motiond."""
+    base, token = url.split("?token=")
+    with urllib.request.urlopen(base + "events?token=" + token, timeout=10) as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        event = None
+        for line in response:
+            line = line.decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "status":
+                return json.loads(line[6:])
+
+
+@pytest.mark.parametrize("case", ["no daemon", "not in the group"])
+def test_the_page_says_plainly_why_there_is_nothing_to_show(case, daemon, directory):
+    command = [binary("motionctl"), "view", "--no-open", "--socket", daemon.socket]
+    if case == "no daemon":
+        command[-1] = os.path.join(directory, "nothing-here.sock")
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("needs root, to run motionctl as a user outside the socket's group")
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = printed_url(process)
+        status = wait_for("a status saying why", lambda: (s := first_status(url)) and s["state"] != "connected" and s, 10)
+    finally:
+        process.terminate()
+        process.wait(10)
+    if case == "no daemon":
+        assert status["state"] == "absent" and "motiond is not running" in status["message"], status
+    else:
+        assert status["state"] == "denied" and "motion` group" in status["message"], status
