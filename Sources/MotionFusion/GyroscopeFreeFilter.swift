@@ -16,7 +16,15 @@ import MotionCore
 /// Parameters:
 /// - `gravityTau` 0.2 s: time constant of the low-pass on the specific force (a turn of the screen
 ///   is reported within about 0.3 s, as a desktop's rotation needs);
-/// - `headingTau` 0.5 s: time constant of the heading (a compass needle's settling).
+/// - `headingTau` 0.5 s: time constant of the heading (a compass needle's settling);
+/// - `turnThreshold` 8° and `turnTau` 0.05 s: a heading that stays that far from the field's on two
+///   samples in a row, on the same side and not rejected as disturbed, is a turn, not noise (a consumer
+///   magnetometer's heading wanders by 1–2° a sample), and is followed with the short time constant
+///   until it is within a quarter of the threshold. A quarter turn is followed within 0.5 s, where
+///   the heading's low-pass alone took seconds.
+///
+/// Each gain is made for the time since the previous magnetometer sample, not for a nominal rate: a
+/// still chip polled for changes only delivers a few a second.
 ///
 /// Frames as `OrientationFilter`'s: device frame in, device → earth (z up; x East, y North with a
 /// magnetometer, else the heading is 0) out.
@@ -27,6 +35,10 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         public var gravityTau = 0.2
         /// Time constant of the heading, s (default 0.5).
         public var headingTau = 0.5
+        /// A heading error this large, on two samples in a row, is a turn, rad (default 8°).
+        public var turnThreshold = 8 * Double.pi / 180
+        /// Time constant of the heading while it follows a turn, s (default 0.05).
+        public var turnTau = 0.05
         var magnetic = MagneticDisturbanceDetector.Parameters()
 
         /// The defaults.
@@ -38,9 +50,14 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
     /// The accelerometer's rate the filter is made for, Hz.
     public var accelerometerRate: Double { 1 / specificForce.period }
     private var up = Vector3(x: 0, y: 0, z: 1)
-    private let headingGain: Double
     private var heading = 0.0
     private var hasHeading = false
+    /// The previous magnetometer sample's time, ns.
+    private var lastFieldTime: Int64?
+    /// The side of the heading the field's was on at the previous sample, far enough for a turn (−1, 0, +1).
+    private var turnSide = 0
+    /// Whether the heading follows a turn.
+    private var followingTurn = false
     private var magnetic: MagneticDisturbanceDetector
     private let magnetometerPeriod: Double
 
@@ -49,7 +66,6 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         self.parameters = parameters
         specificForce = LowPassFilter(tau: parameters.gravityTau, period: 1 / accelerometerRate)
         magnetometerPeriod = 1 / (magnetometerRate ?? accelerometerRate)
-        headingGain = firstOrderGain(tau: parameters.headingTau, period: magnetometerPeriod)
         magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
     }
 
@@ -90,9 +106,14 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         up = mean * (1 / length)
     }
 
-    /// One magnetometer sample: the calibrated field, µT.
-    public mutating func update(magnetometer field: Vector3) {
+    /// One magnetometer sample: the calibrated field, µT, at `timestamp` ns.
+    public mutating func update(magnetometer field: Vector3, timestamp: Int64) {
         guard field.squaredLength > 0 else { return }
+        // Seconds since the previous sample (the nominal period for the first, and after a gap of
+        // more than a second, which says nothing of how long the field has held).
+        let elapsed = lastFieldTime.map { Double(timestamp &- $0) * 1e-9 } ?? magnetometerPeriod
+        lastFieldTime = timestamp
+        let period = elapsed > 0 && elapsed <= 1 ? elapsed : magnetometerPeriod
         let fieldEarth = tilt.rotate(field)
         // Horizontal field points North (+y of ENU): the heading that turns it there.
         let measured = atan2(fieldEarth.x, fieldEarth.y)
@@ -103,7 +124,7 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         }
         // No gyroscope tells whether the device turns, so a new steady field is accepted after the
         // detector's `newFieldTime` whether or not it turned (as if it always did).
-        var gain = headingGain * magnetic.update(fieldEarth: fieldEarth, rotationRate: .greatestFiniteMagnitude, period: magnetometerPeriod)
+        var trust = magnetic.update(fieldEarth: fieldEarth, rotationRate: .greatestFiniteMagnitude, period: period)
         // The detector judges a low-passed field; without a gyroscope to hold the heading, the few
         // samples before its verdict would already swing it, so each sample is judged on its own too.
         let norm = fieldEarth.length
@@ -112,8 +133,21 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
             abs(norm - magnetic.referenceNorm) > parameters.magnetic.normThreshold * magnetic.referenceNorm
                 || abs(dip - magnetic.referenceDip) > parameters.magnetic.dipThreshold
         {
-            gain = 0
+            trust = 0
         }
-        heading = wrapAngle(heading + gain * wrapAngle(measured - heading))
+        let error = wrapAngle(measured - heading)
+        // A field the detector rejects outright is no evidence of a turn (it still half-trusts the
+        // first field until it has learnt it, 5 s: a turn then counts).
+        if trust > 0 {
+            let side = abs(error) > parameters.turnThreshold ? (error > 0 ? 1 : -1) : 0
+            if side != 0, side == turnSide { followingTurn = true }
+            if abs(error) < parameters.turnThreshold / 4 { followingTurn = false }
+            turnSide = side
+        }
+        // A turn is followed at its own pace: the detector's half trust is for corrections of a field
+        // it has not learnt yet, not for a heading already judged to have turned.
+        let gain = followingTurn && trust > 0
+            ? firstOrderGain(tau: parameters.turnTau, period: period) : trust * firstOrderGain(tau: parameters.headingTau, period: period)
+        heading = wrapAngle(heading + gain * error)
     }
 }

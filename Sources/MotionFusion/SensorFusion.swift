@@ -201,7 +201,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             magneticField = calibrator.currentFieldFits
                 ? softIron.calibrate(hardIronCorrected) : softIron.matrix * hardIronCorrected
             if gyroscopeFree != nil {
-                gyroscopeFree!.update(magnetometer: magneticField)
+                gyroscopeFree!.update(magnetometer: magneticField, timestamp: sample.timestamp)
                 if correctedFrameOffset == nil { correctedFrameOffset = gyroscopeFree!.headingCorrection }
                 return
             }

@@ -134,6 +134,42 @@ extension Hardware {
             #expect((motion.magneticField.field - Vector3(x: -19, y: 0, z: -46)).length < 0.5, "\(motion.magneticField.field)")
         }
 
+        /// (c) turned: the same tablet, still, turned in an instant a quarter turn to the left (its
+        /// top edge from east to north: the field in Linux userspace's frame goes from (19, 0, −46)
+        /// to (0, −19, −46) µT), then still again. The compass, with no gyroscope to tell it the
+        /// device turned, reaches the new heading (0°) within 3° in 0.5 s; the heading at rest before
+        /// the turn wanders less than 0.5° (the polled values repeat exactly, as a still chip's do).
+        @Test func aCompassWithoutAGyroscopeFollowsAQuarterTurnWithinHalfASecond() throws {
+            let session = try Session("tablet-accelerometer-magnetometer")
+            let client = session.client
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.02,"frame":"xMagneticNorthZVertical"}"#)
+            _ = try client.next("WATCHING")
+            var atRest: [Double] = []
+            let settled = Date().addingTimeInterval(2)
+            while Date() < settled {
+                let motion = try client.decode(MotionMessage.self, try client.next("MOTION"))
+                if let heading = motion.heading { atRest.append(heading) }
+            }
+            let early = atRest.suffix(25)
+            #expect(early.allSatisfy { abs($0 - 90) < 0.5 }, "at rest: \(early)")
+            try session.testbed.setAttribute("iio:device1", "in_magn_x_raw", "0\n")
+            try session.testbed.setAttribute("iio:device1", "in_magn_y_raw", "-190\n")
+            let turned = Date()
+            var reached: Double?
+            var after: [(Double, Double)] = []
+            while Date().timeIntervalSince(turned) < 3 {
+                let motion = try client.decode(MotionMessage.self, try client.next("MOTION"))
+                guard let heading = motion.heading else { continue }
+                let since = Date().timeIntervalSince(turned)
+                after.append((since, heading))
+                if reached == nil, abs(remainder(heading, 360)) < 3 { reached = since }
+            }
+            let within = try #require(reached, "never within 3° of 0°: \(after.map { "\($0.0.formatted(.number.precision(.fractionLength(2)))) s \($0.1.formatted(.number.precision(.fractionLength(1))))°" })")
+            #expect(within < 0.5, "\(within) s")
+            // And it stays there.
+            #expect(after.filter { $0.0 > within + 0.5 }.allSatisfy { abs(remainder($0.1, 360)) < 3 })
+        }
+
         /// (d) A phone: an IMU (mpu6050) read through its buffer at 100 Hz and a magnetometer (af8133j)
         /// polled at 25 Hz, each with its device tree's `in_mount_matrix`: the IMU's chip turned 90°
         /// (`0, 1, 0; -1, 0, 0; 0, 0, 1`), the magnetometer's as in sun50i-a64-pinephone-1.2b.dts
