@@ -34,6 +34,8 @@ public enum MountMatrixSolver {
         case mirrored
         /// A reading has no direction (all zero).
         case noReading(pose: String)
+        /// The check pose (left edge up) reads `angle` degrees from where the matrix puts it.
+        case checkFailed(angle: Double)
 
         public var description: String {
             switch self {
@@ -45,6 +47,8 @@ public enum MountMatrixSolver {
                 "the three poses are a mirror image of any real turn: was the right edge up (not the left), and the screen up (not down)?"
             case .noReading(let pose):
                 "the \(pose) reading is zero"
+            case .checkFailed(let angle):
+                "the check pose (left edge up) reads \(Int(angle.rounded()))° away from where the matrix puts it: one of the poses was not the one asked for; start again"
             }
         }
     }
@@ -63,6 +67,16 @@ public enum MountMatrixSolver {
         let (r, u, f) = (axes[0].axis, axes[1].axis, axes[2].axis)
         guard r.cross(u).dot(f) > 0 else { return .failure(.mirrored) }
         return .success(Matrix3(row0: r * -1, row1: u * -1, row2: f * -1))
+    }
+
+    /// Checks `matrix` on a fourth pose, the left edge up, which the three it came from do not
+    /// decide: the matrix must put it opposite the right edge (+1 g along x by iio-sensor-proxy's
+    /// convention, right edge up reading −1 g), within the poses' tolerance. Nil: it agrees.
+    public static func check(_ matrix: Matrix3, leftEdgeUp: Vector3) -> Refusal? {
+        guard leftEdgeUp.length > 0 else { return .noReading(pose: "left-edge-up") }
+        let seen = matrix * leftEdgeUp
+        let angle = acos(max(-1, min(1, seen.x / seen.length)))
+        return angle <= tolerance ? nil : .checkFailed(angle: angle * 180 / .pi)
     }
 
     /// The signed unit axis of the chip nearest `v`, and the angle between them, rad.

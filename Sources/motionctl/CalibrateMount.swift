@@ -12,10 +12,10 @@ import Synchronization
 struct CalibrateMount: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
-        abstract: "Find the accelerometer's mount matrix from three poses and write it to the hwdb for every daemon.",
+        abstract: "Find the accelerometer's mount matrix from three poses and a check, and write it to the hwdb for every daemon.",
         discussion: """
             Hold the machine still in each pose asked for: upright facing you, on its right edge, lying screen \
-            up. The matrix is derived from the sensor's raw axes (a pose held at a slant, repeated or mirrored \
+            up, then on its left edge to check. The matrix is derived from the sensor's raw axes (a pose held at a slant, repeated or mirrored \
             is refused), written to \(Self.localHwdb) under the key udev's 60-sensor.rules looks up, compiled \
             with systemd-hwdb, applied with udevadm trigger, and printed ready to send upstream to systemd's \
             60-sensor.hwdb. Without root it prints the entry and the commands to run.
@@ -68,6 +68,8 @@ struct CalibrateMount: ParsableCommand {
         case .success(let m): matrix = m
         case .failure(let refusal): fail("no mount matrix: \(refusal)")
         }
+        let leftEdge = try pose("To check: stand it on its left edge.", previous: screenUp, client: client, frame: frame)
+        if let refusal = MountMatrixSolver.check(matrix, leftEdgeUp: leftEdge) { fail("no mount matrix: \(refusal)") }
         let location = chosen.location.flatMap(SensorLocation.init(rawValue:))
         let record = SensorHwdbRecord(key: key, matrix: matrix, location: devices.filter { $0.kinds.contains(.accelerometer) }.count > 1 ? location : nil)
         print("\nACCEL_MOUNT_MATRIX=\(record.matrixValue) for \(chosen.device) (\(chosen.name)).")

@@ -35,7 +35,15 @@ import Testing
     ] as [(String, [Double])])
     func theWizardDerivesTheShippedMatrix(machine: String, shipped: [Double]) {
         let m = Matrix3(rowMajor: shipped)
-        #expect(Self.solve(Self.poses(for: m, noise: Vector3(x: 0.3, y: -0.2, z: 0.3))) == .success(m), "\(machine)")
+        let poses = Self.poses(for: m, noise: Vector3(x: 0.3, y: -0.2, z: 0.3))
+        #expect(Self.solve(poses) == .success(m), "\(machine)")
+        // The check pose, the left edge up, agrees; the screen down in its place does not.
+        #expect(MountMatrixSolver.check(m, leftEdgeUp: poses.rightEdgeUp * -1) == nil, "\(machine)")
+        guard case .checkFailed(let angle) = MountMatrixSolver.check(m, leftEdgeUp: poses.screenUp * -1) else {
+            Issue.record("\(machine): the screen down passed for the left edge")
+            return
+        }
+        #expect(abs(angle - 90) < 3, "\(machine): \(angle)°, a quarter turn give or take the tremor")
     }
 
     /// HP Pro Tablet 408 (line 635) ships `0, 1, 0; -1, 0, 0; 0, 0, 1`, determinant +1: its z row

@@ -60,7 +60,7 @@ extension Hardware {
                     """
             }
 
-            /// Upright, right edge up, screen up: the raw counts the chip reads.
+            /// Upright, right edge up, screen up, and the check, left edge up: the raw counts the chip reads.
             var poses: [[Int]] {
                 let m = shipped
                 let upright = [-m[3], -m[4], -m[5]].map { $0 * countsPerG }
@@ -68,7 +68,7 @@ extension Hardware {
                 // right edge up × upright, in g, times counts.
                 let r = rightEdgeUp, u = upright
                 let screenUp = [r[1] * u[2] - r[2] * u[1], r[2] * u[0] - r[0] * u[2], r[0] * u[1] - r[1] * u[0]].map { $0 / countsPerG }
-                return [upright, rightEdgeUp, screenUp]
+                return [upright, rightEdgeUp, screenUp, rightEdgeUp.map { -$0 }]
             }
 
             var shippedValue: String {
@@ -161,7 +161,7 @@ extension Hardware {
             return (run, written, undo ? try await runProgram(motionctl, arguments + ["--undo"]) : nil)
         }
 
-        /// The three poses give the shipped matrix; the entry is written where udev reads it, under the
+        /// The three poses give the shipped matrix, and the fourth agrees; the entry is written where udev reads it, under the
         /// key udev looks this machine up by (the shipped record, compiled alone by the real
         /// systemd-hwdb, matches it: the plain form, for a labelled sensor, which udev looks up by its
         /// label only, and whose record therefore carries both), and the real systemd-hwdb finds the
@@ -200,6 +200,18 @@ extension Hardware {
             let poses = chuwi.poses
             let (run, _, _) = try await Self.wizard(on: chuwi, poses: [poses[0], poses[1].map { -$0 }, poses[2]], root: root)
             #expect(run.status == 1 && run.errors.contains("mirror image"), "\(run.output) \(run.errors)")
+            #expect(!FileManager.default.fileExists(atPath: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb"))
+        }
+
+        /// A check pose that is not the left edge (the screen down instead): the matrix is refused, and
+        /// nothing is written.
+        @Test func aCheckPoseTheMatrixDoesNotPredictIsRefusedAndNothingIsWritten() async throws {
+            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let chuwi = Self.machines[0]
+            let poses = chuwi.poses
+            let (run, _, _) = try await Self.wizard(on: chuwi, poses: [poses[0], poses[1], poses[2], poses[2].map { -$0 }], root: root)
+            #expect(run.status == 1 && run.errors.contains("the check pose (left edge up) reads 90° away"), "\(run.output) \(run.errors)")
             #expect(!FileManager.default.fileExists(atPath: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb"))
         }
 
