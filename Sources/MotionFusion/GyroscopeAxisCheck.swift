@@ -4,8 +4,10 @@ import MotionCore
 /// the device turns without accelerating, the "up" the accelerometer reads turns in the device's
 /// frame as `dû/dt = û × ω` (a vector fixed in the world, seen from a frame turning at ω). For each
 /// of the 48 signed permutations of the axes (turns and mirror images: a gyroscope with one axis
-/// inverted is a mirror image of its accelerometer) the check sums how well
-/// `û × Pω` predicts the change of û seen; the gyroscope agrees when the identity predicts best.
+/// inverted is a mirror image of its accelerometer) the check sums the squared error of `û × Pω`
+/// as the prediction of the change of û seen; the gyroscope agrees when the identity predicts best.
+/// (A sum of agreements, `seen · (û × Pω)`, was fooled: a P that predicts larger changes wins it
+/// though it points worse, and a gyroscope mounted right was taken for one with z inverted.)
 /// A gyroscope mapped differently from its accelerometer (hhd's users flip axes "until they match")
 /// turns the attitude the wrong way; this finds the matrix `P` that makes them agree.
 ///
@@ -43,7 +45,7 @@ public struct GyroscopeAxisCheck: Sendable {
 
     /// Inline, not an array: the check is updated through an optional at each gyroscope sample, and
     /// an array's buffer shared with a copy would be copied (allocated) on write.
-    private var scores = InlineArray<48, Double>(repeating: 0)
+    private var errors = InlineArray<48, Double>(repeating: 0)
     private var turned = 0.0
     private var lastUp: Vector3?
     private var lastTime: Int64?
@@ -68,12 +70,12 @@ public struct GyroscopeAxisCheck: Sendable {
         let seen = up - last
         guard dt < 0.1 else { return }  // a gap: the change is no derivative
         for (index, p) in Self.candidates.enumerated() {
-            scores[index] += seen.dot(last.cross(p * ω) * dt)
+            errors[index] += (seen - last.cross(p * ω) * dt).squaredLength
         }
         turned += seen.length
         guard turned >= evidence else { return }
         var best = 0
-        for index in scores.indices where scores[index] > scores[best] { best = index }
+        for index in errors.indices where errors[index] < errors[best] { best = index }
         verdict = Self.candidates[best] == .identity ? .agree : .disagree(Self.candidates[best])
     }
 }

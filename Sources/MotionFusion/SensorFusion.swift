@@ -26,6 +26,9 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     private var specificForce = Vector3.zero
     private var rotationRate = Vector3.zero
     private var magneticField = Vector3.zero
+    /// The last magnetometer sample with its hard- and soft-iron offsets taken out, µT, device frame
+    /// (nil before the first).
+    public var calibratedMagneticField: Vector3? { hasMagnetometer ? magneticField : nil }
     private var hasMagnetometer = false
     /// Whether a magnetometer rate was given: one runs, though it may not have sampled yet.
     private var expectsMagnetometer = false

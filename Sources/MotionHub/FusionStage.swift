@@ -44,6 +44,13 @@ final class FusionStage {
     private(set) var gyroscopeAxes: GyroscopeAxisCheck.Verdict?
     /// Called once with the axis check's verdict.
     var gyroscopeAxesChecked: (GyroscopeAxisCheck.Verdict) -> Void = { _ in }
+    /// Whether the magnetometer's axes agree with the gyroscope's, checked once the gyroscope's agree
+    /// with the accelerometer's, on the calibrated field, until a verdict; nil: none wanted.
+    private var magnetometerCheck: MagnetometerAxisCheck?
+    /// Its verdict, once given (for STATUS).
+    private(set) var magnetometerAxes: GyroscopeAxisCheck.Verdict?
+    /// Called once with its verdict.
+    var magnetometerAxesChecked: (GyroscopeAxisCheck.Verdict) -> Void = { _ in }
     /// Called when the gyroscope becomes calibrated (true) or stops being so (false), for the log.
     var gyroscopeCalibrationChanged: (_ calibrated: Bool, _ uncertainty: Double) -> Void = { _, _ in }
     /// Whether the gyroscope counted as calibrated at the last look (nil: not looked yet).
@@ -121,6 +128,9 @@ final class FusionStage {
             // A gyroscope plugged in anew is checked anew.
             axisCheck = fresh.usesGyroscope ? GyroscopeAxisCheck() : nil
             if fresh.usesGyroscope { gyroscopeAxes = nil }
+            magnetometerCheck = fresh.usesGyroscope && rate(.magnetometer) != nil ? MagnetometerAxisCheck() : nil
+            magnetometerCheck?.fieldPointsDown = geomagneticField.map { $0.inclination > 0 }
+            if magnetometerCheck != nil { magnetometerAxes = nil }
             magnetometerRate = MeasurementRate()
             magnetometerRateMeasured = false
         } else if let box, let accelerometerRate = rate(.accelerometer) {
@@ -162,6 +172,7 @@ final class FusionStage {
             box?.fusion.update(sample)
             // A polled magnetometer's measurement read again (`ChangeInstant`) says nothing of its rate.
             if !sample.isRepeat { followMagnetometerRate(at: t) }
+            if magnetometerCheck != nil, gyroscopeAxes == .agree { checkMagnetometerAxes(at: t) }
             magnetometer = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             return .magnetometer(magnetometer!)
         case .compass:
@@ -179,6 +190,19 @@ final class FusionStage {
         axisCheck = nil
         gyroscopeAxes = verdict
         gyroscopeAxesChecked(verdict)
+    }
+
+    /// Feeds the magnetometer check with the calibrated field (once the calibration fits: a field
+    /// still carrying its offset does not turn as the device does); its verdict is told once.
+    private func checkMagnetometerAxes(at t: Int64) {
+        guard let box, box.fusion.calibrator.accuracy >= .medium, let field = box.fusion.calibratedMagneticField,
+            let rate = gyroscope?.rotationRate, let force = lastSpecificForce
+        else { return }
+        magnetometerCheck!.update(field: field, rotationRate: rate, specificForce: force, at: t)
+        guard let verdict = magnetometerCheck!.verdict else { return }
+        magnetometerCheck = nil
+        magnetometerAxes = verdict
+        magnetometerAxesChecked(verdict)
     }
 
     /// Measures the magnetometer's own rate once per fusion (`MeasurementRate`) and, 20 % or more off

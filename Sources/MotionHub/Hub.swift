@@ -111,7 +111,11 @@ package final class Hub: @unchecked Sendable {
         }
         pipeline.fusion.gyroscopeAxesChecked = { [unowned self] verdict in
             guard case .disagree(let mending) = verdict else { return logger.info("the gyroscope's axes agree with the accelerometer's") }
-            logger.warning("the gyroscope's axes disagree with the accelerometer's: the attitude turns the wrong way", metadata: gyroscopeRemedy(mending))
+            logger.warning("the gyroscope's axes disagree with the accelerometer's: the attitude turns the wrong way", metadata: remedy(mending, for: .gyroscope))
+        }
+        pipeline.fusion.magnetometerAxesChecked = { [unowned self] verdict in
+            guard case .disagree(let mending) = verdict else { return logger.info("the magnetometer's axes agree with the gyroscope's") }
+            logger.warning("the magnetometer's axes disagree with the gyroscope's: the heading turns the wrong way", metadata: remedy(mending, for: .magnetometer))
         }
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }
@@ -299,7 +303,7 @@ package final class Hub: @unchecked Sendable {
             reply(Replies.status(
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
                 fusion: pipeline.fusion.fusion, saved: calibration.value, unavailable: unavailable,
-                gyroscopeAxes: pipeline.fusion.gyroscopeAxes,
+                gyroscopeAxes: pipeline.fusion.gyroscopeAxes, magnetometerAxes: pipeline.fusion.magnetometerAxes,
                 geomagnetic: pipeline.fusion.geomagneticField.map { .init($0, applied: pipeline.fusion.declinationSetting.degrees == nil) }), to: id)
         case .history(let query):
             reply(Replies.history(query, of: pipeline.gait.history, stepLength: pipeline.gait.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
@@ -425,20 +429,20 @@ package final class Hub: @unchecked Sendable {
         }
     }
 
-    /// What mends a gyroscope whose readings `mending` puts right (in motiond's frame): the mount
-    /// matrix for motiond.conf's `mount_matrices`, in Linux userspace's frame as the file takes it
-    /// (docs/frames.md: motiond's frame is that one turned half a turn about z).
-    func gyroscopeRemedy(_ mending: Matrix3) -> Logger.Metadata {
+    /// What mends a gyroscope or magnetometer whose readings `mending` puts right (in motiond's
+    /// frame): the mount matrix for motiond.conf's `mount_matrices`, in Linux userspace's frame as the
+    /// file takes it (docs/frames.md: motiond's frame is that one turned half a turn about z).
+    func remedy(_ mending: Matrix3, for kind: SensorKind) -> Logger.Metadata {
         var metadata: Logger.Metadata = ["multiply its readings by": "\(mending.rowMajor.map { Int($0) })"]
-        if let gyroscope = devices.first(where: { $0.sensor(.gyroscope) != nil }), let sensor = gyroscope.sensor(.gyroscope) {
+        if let device = devices.first(where: { $0.sensor(kind) != nil }), let sensor = device.sensor(kind) {
             let matrix = DeviceFrame.fromLinuxUserspace * mending * sensor.deviceFrameMatrix
             let rows = [matrix.row0, matrix.row1, matrix.row2].map { r in [r.x, r.y, r.z].map { String(Int($0.rounded())) }.joined(separator: ", ") }
-            metadata["device"] = "\(gyroscope.number)"
-            if gyroscope.sensor(.accelerometer) != nil {
-                // One chip, one matrix: a mount matrix there would turn the accelerometer too.
-                metadata["remedy"] = "the gyroscope shares \(gyroscope.number) with the accelerometer: its driver maps them differently; report it upstream"
+            metadata["device"] = "\(device.number)"
+            if let other = [SensorKind.accelerometer, .gyroscope].first(where: { $0 != kind && device.sensor($0) != nil }) {
+                // One chip, one matrix: a mount matrix there would turn the other sensor too.
+                metadata["remedy"] = "the \(kind) shares \(device.number) with the \(other): its driver maps them differently; report it upstream"
             } else {
-                metadata["motiond.conf"] = "mount_matrices: [{name: \(gyroscope.name), matrix: \"\(rows.joined(separator: "; "))\"}]"
+                metadata["motiond.conf"] = "mount_matrices: [{name: \(device.name), matrix: \"\(rows.joined(separator: "; "))\"}]"
             }
         }
         return metadata

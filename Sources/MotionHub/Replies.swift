@@ -49,7 +49,8 @@ enum Replies {
     static func status(
         id: RequestID?, uptime: Double, clients: Int, captures: some Collection<CaptureManager.Running>, dropped: Int,
         fusion: SensorFusion?, saved: SensorFusion.Calibration?, unavailable: StatusReply.Unavailable?,
-        gyroscopeAxes: GyroscopeAxisCheck.Verdict? = nil, geomagnetic: StatusReply.Geomagnetic? = nil
+        gyroscopeAxes: GyroscopeAxisCheck.Verdict? = nil, magnetometerAxes: GyroscopeAxisCheck.Verdict? = nil,
+        geomagnetic: StatusReply.Geomagnetic? = nil
     ) -> StatusReply {
         let sensors = captures.sorted { $0.plan.device < $1.plan.device }.map { running in
             let rest = running.capture.restMode
@@ -70,15 +71,17 @@ enum Replies {
                 magnetometerOffset: saved.magnetometerOffset,
                 magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
         }
-        let axes = gyroscopeAxes.map { verdict in
-            switch verdict {
-            case .agree: StatusReply.GyroscopeAxes(agree: true, mendingMatrix: nil)
-            case .disagree(let mending): StatusReply.GyroscopeAxes(agree: false, mendingMatrix: mending.rowMajor)
+        func axes(_ verdict: GyroscopeAxisCheck.Verdict?) -> StatusReply.GyroscopeAxes? {
+            verdict.map { verdict in
+                switch verdict {
+                case .agree: StatusReply.GyroscopeAxes(agree: true, mendingMatrix: nil)
+                case .disagree(let mending): StatusReply.GyroscopeAxes(agree: false, mendingMatrix: mending.rowMajor)
+                }
             }
         }
         return StatusReply(
             id: id, uptime: uptime, clients: clients, sensors: sensors, dropped: dropped, calibration: calibration,
-            unavailable: unavailable, gyroscopeAxes: axes, geomagnetic: geomagnetic)
+            unavailable: unavailable, gyroscopeAxes: axes(gyroscopeAxes), magnetometerAxes: axes(magnetometerAxes), geomagnetic: geomagnetic)
     }
 }
 

@@ -274,6 +274,10 @@ public struct StatusReply: ServerMessage {
     /// while motion is fused (1.7; absent until there is a verdict).
     public var gyroscopeAxes: GyroscopeAxes?
 
+    /// Whether the magnetometer's axes agree with the gyroscope's, checked once the gyroscope's agree
+    /// with the accelerometer's (1.8; absent until there is a verdict): `mendingMatrix` its readings'.
+    public var magnetometerAxes: GyroscopeAxes?
+
     /// The Earth's field where the machine is (its `location`), from the World Magnetic Model, as of
     /// the last fusion's start (1.8; absent without a location).
     public var geomagnetic: Geomagnetic?
@@ -331,7 +335,7 @@ public struct StatusReply: ServerMessage {
 
     public init(
         id: RequestID?, uptime: Double, clients: Int, sensors: [Sensor], dropped: Int, calibration: Calibration?,
-        unavailable: Unavailable? = nil, gyroscopeAxes: GyroscopeAxes? = nil, geomagnetic: Geomagnetic? = nil
+        unavailable: Unavailable? = nil, gyroscopeAxes: GyroscopeAxes? = nil, magnetometerAxes: GyroscopeAxes? = nil, geomagnetic: Geomagnetic? = nil
     ) {
         self.id = id
         self.uptime = uptime
@@ -341,6 +345,7 @@ public struct StatusReply: ServerMessage {
         self.calibration = calibration
         self.unavailable = unavailable
         self.gyroscopeAxes = gyroscopeAxes
+        self.magnetometerAxes = magnetometerAxes
         self.geomagnetic = geomagnetic
     }
 }

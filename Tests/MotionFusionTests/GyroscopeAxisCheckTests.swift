@@ -29,6 +29,25 @@ import Testing
         #expect(Self.verdict(mapping: .identity) == .agree)
     }
 
+    /// Turns about slanted axes, each mostly about x or y with a little z: summed agreement took a
+    /// gyroscope mounted right for one with z inverted here (that candidate predicts larger
+    /// changes); the squared error of the prediction does not.
+    @Test func turnsAboutSlantedAxesDoNotFoolIt() {
+        var check = GyroscopeAxisCheck()
+        var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
+        let up = Vector3(x: 0, y: 0, z: Units.standardGravity)
+        var t: Int64 = 0
+        for axis in [Vector3(x: 1, y: 0, z: 0.1), Vector3(x: 0.43, y: 0.9, z: -0.13), Vector3(x: -0.5, y: 0.8, z: 0.36)] {
+            let ω = axis * (1.2 / axis.length)
+            for _ in 0..<150 where check.verdict == nil {
+                q = (q * Quaternion(angle: ω.length * 0.01, axis: ω * (1 / ω.length))).normalized
+                t += 10_000_000
+                check.update(specificForce: q.conjugate.rotate(up), rotationRate: ω, at: t)
+            }
+        }
+        #expect(check.verdict == .agree)
+    }
+
     /// x and y swapped and z inverted (a turn of the axes), and z inverted alone (a mirror image):
     /// the check gives the matrix that puts each back, the inverse of the mapping.
     @Test(arguments: [

@@ -53,6 +53,40 @@ import Testing
         #expect(abs(motion.attitude.yaw - 1.495) < 0.05, "yaw \(motion.attitude.yaw) rad")
     }
 
+    /// The magnetometer's axes are checked once the gyroscope's agree: an IMU turned about three
+    /// axes, its magnetometer (a separate chip, read at 100 Hz) x and z inverted (a half turn about
+    /// y). Once its calibration fits, the stage says it disagrees, with the matrix that mends it,
+    /// once; a magnetometer mounted alike is said to agree.
+    @Test(arguments: [Matrix3(rowMajor: [-1, 0, 0, 0, 1, 0, 0, 0, -1]), .identity])
+    func theMagnetometersAxesAreCheckedAgainstTheGyroscopes(mapping: Matrix3) throws {
+        let (stage, _) = Self.stage()
+        var told: [GyroscopeAxisCheck.Verdict] = []
+        stage.magnetometerAxesChecked = { told.append($0) }
+        stage.follow(motionNeeded: true) { _ in 100 }
+        var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
+        let earth = Vector3(x: 0, y: 19, z: -46)
+        var t: Int64 = 0
+        let magnetometer = DeviceNumber(1)
+        // Turns about many axes (the calibration needs directions all round, the checks 3 rad each).
+        let axes = [Vector3(x: 1, y: 0, z: 0), Vector3(x: 0, y: 1, z: 0), Vector3(x: 0.6, y: -0.48, z: 0.64), Vector3(x: 0, y: 0, z: 1)]
+        for round in 0..<12 {
+            let axis = axes[round % axes.count]
+            let ω = axis * (1.2 / axis.length)
+            for _ in 0..<150 {
+                q = (q * Quaternion(angle: ω.length * 0.01, axis: ω * (1 / ω.length))).normalized
+                t += 10_000_000
+                let toDevice = q.conjugate
+                _ = stage.take(SensorSample(kind: .accelerometer, device: Self.imu, timestamp: t, vector: toDevice.rotate(Vector3(x: 0, y: 0, z: Units.standardGravity))), period: 10_000_000)
+                _ = stage.take(SensorSample(kind: .gyroscope, device: Self.imu, timestamp: t, vector: ω), period: 10_000_000)
+                _ = stage.take(SensorSample(kind: .magnetometer, device: magnetometer, timestamp: t + 1_000_000, vector: mapping * toDevice.rotate(earth)), period: 10_000_000)
+                _ = stage.takePendingMotion()
+            }
+        }
+        #expect(stage.gyroscopeAxes == .agree)
+        #expect(told == [mapping == .identity ? .agree : .disagree(mapping.transposed)], "\(told)")
+        #expect(stage.magnetometerAxes == told.first)
+    }
+
     /// Without a gyroscope, a motion is due with each accelerometer sample, its rotation rate one the
     /// machine cannot give.
     @Test func withoutAGyroscopeMotionIsMadeAtTheAccelerometersRate() throws {
