@@ -5,8 +5,8 @@ import MotionClient
 /// `motionctl calibrate`: the gyroscope's bias (the default), or the accelerometer's mount matrix.
 struct Calibrate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Calibrate the gyroscope's bias (the default), or find the accelerometer's mount matrix (mount).",
-        subcommands: [CalibrateGyroscope.self, CalibrateMount.self], defaultSubcommand: CalibrateGyroscope.self)
+        abstract: "Calibrate the gyroscope's bias (the default) or the compass (magnetometer), or find the accelerometer's mount matrix (mount).",
+        subcommands: [CalibrateGyroscope.self, CalibrateMagnetometer.self, CalibrateMount.self], defaultSubcommand: CalibrateGyroscope.self)
 }
 
 /// `motionctl calibrate gyroscope`: the gyroscope's bias learnt while the machine lies still, with progress.
@@ -31,6 +31,7 @@ struct CalibrateGyroscope: ParsableCommand {
         let watch = client.watch([.motion], interval: 0.1) { _ in }
         defer { watch.cancel() }
         print("Set the machine down on a table and keep it still.")
+        let progress = ProgressLine()
         let start = Date()
         let target = StatusReply.Calibration.calibratedUncertainty * 180 / .pi
         while Date().timeIntervalSince(start) < timeout {
@@ -45,18 +46,21 @@ struct CalibrateGyroscope: ParsableCommand {
             }
             let degrees = sigma * 180 / .pi
             let done = calibration.gyroscopeCalibrated == true
-            // One line, rewritten: the uncertainty falling toward the target.
-            let filled = done ? 20 : max(0, min(19, Int(20 * target / degrees)))
-            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: 20 - filled)
-            print("\r[\(bar)] bias known within ±\(degrees.formatted(digits: 3)) °/s (target \(target.formatted(digits: 2)))", terminator: "")
-            fflush(nil)  // all streams: the line has no newline yet
+            // The bias is a mean of the rate at rest: its uncertainty falls as 1/√t, so the time still
+            // needed is the time so far × ((σ / target)² − 1).
+            let elapsed = Date().timeIntervalSince(start)
+            let needed = done ? 0 : elapsed * (pow(degrees / target, 2) - 1)
+            progress.show(
+                done ? 1 : min(0.99, target / degrees),
+                "bias known within ±\(degrees.formatted(digits: 3)) °/s (target \(target.formatted(digits: 2))), about \(Int(needed.rounded())) s to go")
             if done {
+                progress.finish()
                 let b = calibration.gyroscopeBias * (180 / .pi)
-                print("\ncalibrated: bias (\(b.x.formatted(digits: 3)), \(b.y.formatted(digits: 3)), \(b.z.formatted(digits: 3))) °/s; motiond keeps it across restarts")
+                print("calibrated: bias (\(b.x.formatted(digits: 3)), \(b.y.formatted(digits: 3)), \(b.z.formatted(digits: 3))) °/s; motiond keeps it across restarts")
                 return
             }
         }
-        print("")
+        progress.finish()
         FileHandle.standardError.write(Data("motionctl: not calibrated within \(timeout.formatted(digits: 0)) s: was the machine still?\n".utf8))
         throw ExitCode(ExitStatus.failure)
     }

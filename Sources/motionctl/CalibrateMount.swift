@@ -203,26 +203,3 @@ struct HwdbFile {
         return hadOne
     }
 }
-
-/// One terminal line rewritten with a bar; plain lines where the output is not a terminal.
-final class ProgressLine: @unchecked Sendable {
-    // @unchecked: `last` is behind the lock; it is written from the subscription's thread.
-    private let lock = NSLock()
-    private var last = ""
-    private let terminal = isatty(STDOUT_FILENO) == 1
-
-    func show(_ fraction: Double, _ text: String) {
-        let filled = max(0, min(20, Int(fraction * 20)))
-        let line = "[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 20 - filled))] \(text)"
-        lock.withLock {
-            guard line != last else { return }
-            last = line
-            if terminal {
-                print("\r\(line)   ", terminator: "")
-                fflush(nil)
-            } else if filled == 0 || filled == 20 {
-                print(line)
-            }
-        }
-    }
-}

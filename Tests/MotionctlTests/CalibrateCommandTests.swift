@@ -41,3 +41,20 @@ extension Hardware {
         }
     }
 }
+
+/// `motionctl calibrate magnetometer` on the bundled recording (BROAD's IMU turned slowly through
+/// many directions), played 4 times as fast: plain progress lines (the output is no terminal) of the
+/// directions seen, rising, until motiond's accuracy is high enough; then the offset.
+@Suite struct CalibrateMagnetometerCommand {
+    @Test func theCompassIsCalibratedOnTheRecordingWithProgressShown() async throws {
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--speed", "4"])
+        let run = try await runProgram(
+            ReplayDaemon.products.appendingPathComponent("motionctl").path, ["calibrate", "magnetometer", "--socket", daemon.socket, "--timeout", "60"])
+        #expect(run.status == 0 && run.output.contains("calibrated: offset"), "\(run.output) \(run.errors)")
+        let seen = run.output.split(separator: "\n").compactMap { line in
+            line.firstRange(of: "] ").flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) }
+        }
+        #expect(seen.count >= 3 && seen == seen.sorted() && (seen.last ?? 0) >= 50, "\(run.output)")
+        #expect(!run.output.contains("\r"), "plain lines where the output is no terminal")
+    }
+}

@@ -1,0 +1,83 @@
+import ArgumentParser
+import Foundation
+import MotionClient
+import MotionCore
+import Synchronization
+
+/// `motionctl calibrate magnetometer`: the compass's calibration, with the directions the field has
+/// been seen from, until motiond's accuracy is high (or medium, from half the directions).
+struct CalibrateMagnetometer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "magnetometer",
+        abstract: "Calibrate the compass: turn the machine slowly through every direction until the accuracy is high enough.",
+        discussion: """
+            motiond learns the magnetometer's offsets (the machine's own magnetism) from the directions the \
+            field is seen from, and keeps them across restarts; this command runs the fusion and shows the \
+            share of directions seen (72 equal areas of the sphere) and the accuracy, until it is high, or \
+            medium with half the directions seen. It exits 0 then, 1 if that did not happen within --timeout.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "Seconds to wait for the calibration.")
+    var timeout: Double = 120
+
+    func run() throws {
+        let client = connection.client
+        let coverage = Mutex(DirectionCoverage())
+        let offset = Mutex(Vector3.zero)
+        // The fusion runs while someone watches motion; the raw field gives the directions.
+        let watch = client.watch([.motion, .magnetometer], interval: 0.05) { result in
+            guard case .success(.magnetometer(let message)) = result else { return }
+            let centre = offset.withLock { $0 }
+            coverage.withLock { $0.add(message.magneticField - centre) }
+        }
+        defer { watch.cancel() }
+        print("Turn the machine slowly through every direction: screen up, down, and each edge up, away from metal.")
+        let progress = ProgressLine()
+        let start = Date()
+        while Date().timeIntervalSince(start) < timeout {
+            Thread.sleep(forTimeInterval: 0.5)
+            let status = try reportingErrors { try client.status() }
+            if status.unavailable?.streams["magnetometer"] != nil {
+                FileHandle.standardError.write(Data("motionctl: this machine has no magnetometer: there is nothing to calibrate\n".utf8))
+                throw ExitCode(ExitStatus.failure)
+            }
+            guard let calibration = status.calibration else { continue }
+            offset.withLock { $0 = calibration.magnetometerOffset }
+            let seen = coverage.withLock { $0.fraction }
+            let accuracy = calibration.magneticFieldAccuracy
+            progress.show(seen, "\(Int((seen * 100).rounded())) % of directions seen, accuracy \(accuracy.rawValue)")
+            // High, or medium with the field seen from half the directions: the offsets then rest on a
+            // fit all round, not on an arc.
+            if accuracy == .high || (accuracy == .medium && seen >= 0.5) {
+                progress.finish()
+                let o = calibration.magnetometerOffset
+                print("calibrated: offset (\(o.x.formatted(digits: 1)), \(o.y.formatted(digits: 1)), \(o.z.formatted(digits: 1))) µT; motiond keeps it across restarts")
+                return
+            }
+        }
+        progress.finish()
+        FileHandle.standardError.write(Data("motionctl: the accuracy was not high enough within \(timeout.formatted(digits: 0)) s: turn it through more directions, away from metal\n".utf8))
+        throw ExitCode(ExitStatus.failure)
+    }
+}
+
+/// The share of directions a field has been seen from: 72 areas of equal size on the sphere (6
+/// bands of equal height, as Archimedes' hat-box theorem makes them equal, times 12 sectors).
+struct DirectionCoverage {
+    private var seen = Set<Int>()
+
+    /// The fraction of the 72 areas seen, 0…1.
+    var fraction: Double { Double(seen.count) / 72 }
+
+    /// Takes a field with its offset removed (any unit).
+    mutating func add(_ v: Vector3) {
+        let length = v.length
+        guard length > 0 else { return }
+        let u = v * (1 / length)
+        let band = min(5, Int((u.z + 1) / 2 * 6))
+        let sector = min(11, Int((atan2(u.y, u.x) + .pi) / (2 * .pi) * 12))
+        seen.insert(band * 12 + sector)
+    }
+}
