@@ -31,7 +31,7 @@ struct View: AsyncParsableCommand {
         do {
             server = try ViewServer(assets: try ViewAssets(directory: directory))
         } catch {
-            FileHandle.standardError.write(Data("motionctl: cannot serve the page from \(directory): \(error.localizedDescription)\n".utf8))
+            FileHandle.standardError.write(Data("motionctl: cannot serve the page from \(directory): \(error)\n".utf8))
             throw ExitCode(ExitStatus.failure)
         }
         let feed = ViewFeed(socketPath: connection.client.socketPath, frame: frame)
@@ -50,18 +50,30 @@ struct View: AsyncParsableCommand {
             directories.append(bin.deletingLastPathComponent().appendingPathComponent("share/motiond/view").path)
         }
         directories.append("/usr/share/motiond/view")
+        #if DEBUG
+        // Only a developer's build: a release build's source directory may be anyone's to write.
         let repository = URL(fileURLWithPath: sourceFile).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         directories.append(repository.appendingPathComponent("share/view").path)
+        #endif
         return directories
     }
 
-    /// Opens `url` in the user's browser, if there is a display to show it on.
+    /// Opens `url` in the user's browser, if there is a display to show it on. Not with the URL in
+    /// the browser's command line, which every local user can read (`ps`): through a page of the
+    /// user's own (mode 0600, in `$XDG_RUNTIME_DIR` or a private temporary directory) that goes on to it.
     private static func open(_ url: String) {
         let environment = ProcessInfo.processInfo.environment
         guard environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil else { return }
+        let base = environment["XDG_RUNTIME_DIR"] ?? NSTemporaryDirectory()
+        let directory = base + "/motionctl-view-\(getpid())"
+        let page = directory + "/open.html"
+        let html = #"<!DOCTYPE html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=\#(url)"><a href="\#(url)">motionctl view</a>"#
+        guard (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])) != nil,
+            FileManager.default.createFile(atPath: page, contents: Data(html.utf8), attributes: [.posixPermissions: 0o600])
+        else { return }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["xdg-open", url]
+        process.arguments = ["xdg-open", page]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try? process.run()

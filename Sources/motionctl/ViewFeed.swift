@@ -61,7 +61,8 @@ final class ViewFeed: Sendable {
                 if Date() >= nextStatus {
                     try connection.send(.status(id: .integer(statusID)))
                     statusID += 1
-                    nextStatus += 1
+                    // Once a second from now: after a pause (a stopped process), no burst to catch up.
+                    nextStatus = max(nextStatus + 1, Date())
                 }
                 // Sleep, then take all that came meanwhile: one wake-up a batch, not one a line.
                 nextBatch = max(nextBatch + 1 / Self.batchesPerSecond, Date())
@@ -107,6 +108,11 @@ final class ViewFeed: Sendable {
         return watches
     }
 
+    /// The name of the group that owns `path` (the socket's: its members may connect), if known.
+    static func group(of path: String) -> String? {
+        (try? FileManager.default.attributesOfItem(atPath: path))?[.groupOwnerAccountName] as? String
+    }
+
     /// What the page says about `error`.
     static func state(of error: MotionClientError, socket: String) -> State {
         switch error {
@@ -115,7 +121,9 @@ final class ViewFeed: Sendable {
         case .permissionDenied:
             State(
                 state: "denied", socket: socket,
-                message: "permission denied on \(socket): add yourself to the `motion` group (`sudo usermod -aG motion $USER`, then log in again)")
+                message: "permission denied on \(socket): "
+                    + (Self.group(of: socket).map { "add yourself to its group `\($0)` (`sudo usermod -aG \($0) $USER`, then log in again)" }
+                        ?? "add yourself to its group (the installed service's is `motion`: `sudo usermod -aG motion $USER`, then log in again)"))
         case .connectionLost:
             State(state: "absent", socket: socket, message: "motiond went away (\(socket)); waiting for it to come back")
         default:

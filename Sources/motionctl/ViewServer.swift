@@ -8,11 +8,15 @@ import Synchronization
 /// (`/events`), on 127.0.0.1 only, at a port the kernel picks, to whoever shows the token.
 ///
 /// Any local user can reach a loopback port, so the token (128 random bits, in the printed URL) is
-/// asked of every request: in the query (`?token=`), or in the cookie the page's response sets.
-/// Without it: 403; another method than GET: 405; another path: 404. What a peer can cost is
-/// bounded: `maximumConnections` at once, `maximumRequestBytes` read from a connection, a request
-/// complete within `requestTimeout`, one request a connection, and an event stream that does not read
-/// loses batches (never queues more than the write buffer's high mark) and is closed after `stallLimit`.
+/// asked of every request, as the first part of its path (`/<token>/`, `/<token>/view.js`,
+/// `/<token>/events`: the page's relative URLs carry it, and no cookie does, which browsers would send
+/// to every port of 127.0.0.1). Without it, or with a Host that is not this server's (a page of
+/// another site rebound to 127.0.0.1): 403; another method than GET: 405; another path: 404. What a
+/// peer can cost is bounded: `maximumConnections` at once (at the limit, the oldest that has not
+/// shown the token yet makes room, so nobody without the token can keep the page out),
+/// `maximumRequestBytes` read from a connection, a request complete within `requestTimeout`, one
+/// request a connection, and an event stream that does not read loses batches (never queues more
+/// than the write buffer's high mark) and is closed after `stallLimit`.
 final class ViewServer: Sendable {
     /// Connections at once: a page takes one for its events and a few for its files.
     static let maximumConnections = 32
@@ -20,8 +24,9 @@ final class ViewServer: Sendable {
     static let maximumEventStreams = 8
     /// All a connection may send: a GET's head, a browser's headers.
     static let maximumRequestBytes = 16 * 1024
-    /// The time a request has to arrive whole, and a response to be taken.
-    static let requestTimeout = TimeAmount.seconds(10)
+    /// The time a request has to arrive whole, and a response to be taken: a browser sends its
+    /// request as it connects.
+    static let requestTimeout = TimeAmount.seconds(3)
     /// How long an event stream may leave its batches unread before it is closed.
     static let stallLimit = TimeAmount.seconds(10)
 
@@ -30,7 +35,7 @@ final class ViewServer: Sendable {
     /// The port the kernel gave.
     let port: Int
     /// The page's address, token included.
-    var url: String { "http://127.0.0.1:\(port)/?token=\(token)" }
+    var url: String { "http://127.0.0.1:\(port)/\(token)/" }
 
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
@@ -44,21 +49,21 @@ final class ViewServer: Sendable {
         let loop = group.next()
         let fanout = EventFanout(eventLoop: loop)
         self.fanout = fanout
-        let open = ConnectionCount()
+        let connections = ConnectionTable(eventLoop: loop)
         let token = token
         let bootstrap = ServerBootstrap(group: loop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 * 1024, high: 256 * 1024))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard open.admit() else {
+                    guard connections.admit(channel) else {
                         channel.close(promise: nil)
                         return
                     }
-                    channel.closeFuture.whenComplete { _ in open.leave() }
                     try channel.pipeline.syncOperations.addHandler(ByteLimit(limit: Self.maximumRequestBytes))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(ViewHandler(token: token, assets: assets, fanout: fanout))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ViewHandler(token: token, assets: assets, fanout: fanout, shown: { connections.showedToken(channel) }))
                 }
             }
         do {
@@ -90,17 +95,39 @@ final class ViewServer: Sendable {
     }
 }
 
-/// Connections open at once; the next beyond the limit is closed at once.
-private final class ConnectionCount: Sendable {
-    private let count = Atomic<Int>(0)
+/// The connections open, on the server's loop: at most `maximumConnections`; at the limit, the
+/// oldest that has not shown the token is closed to make room, and only if every one has shown it is
+/// the newcomer refused. Confined to the loop (the child initializer and close futures run there).
+private final class ConnectionTable: @unchecked Sendable {
+    private let eventLoop: any EventLoop
+    /// Those that have not shown the token yet, oldest first.
+    private var waiting: [ObjectIdentifier: (channel: any Channel, since: NIODeadline)] = [:]
+    private var count = 0
 
-    func admit() -> Bool {
-        if count.add(1, ordering: .relaxed).newValue <= ViewServer.maximumConnections { return true }
-        count.subtract(1, ordering: .relaxed)
-        return false
+    init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func admit(_ channel: any Channel) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        if count >= ViewServer.maximumConnections {
+            guard let oldest = waiting.min(by: { $0.value.since < $1.value.since }) else { return false }
+            waiting[oldest.key] = nil
+            oldest.value.channel.close(promise: nil)
+        }
+        count += 1
+        let key = ObjectIdentifier(channel)
+        waiting[key] = (channel, .now())
+        channel.closeFuture.assumeIsolated().whenComplete { [self] _ in
+            count -= 1
+            waiting[key] = nil
+        }
+        return true
     }
 
-    func leave() { count.subtract(1, ordering: .relaxed) }
+    /// `channel` showed the token: it is no longer one to close for room.
+    func showedToken(_ channel: any Channel) {
+        eventLoop.preconditionInEventLoop()
+        waiting[ObjectIdentifier(channel)] = nil
+    }
 }
 
 /// The page's files, read once at start: the server serves these and nothing else of the disk.
@@ -108,13 +135,27 @@ struct ViewAssets: Sendable {
     /// A file's type and bytes, by its path in the URL.
     var files: [String: (type: String, bytes: [UInt8])]
 
-    /// The page's files in `directory`.
-    init(directory: String) throws {
-        func read(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
+    /// What is wrong with the page's files: which, and why.
+    struct Unreadable: Error, CustomStringConvertible {
+        var path: String
+        var reason: String
+        var description: String { "cannot read \(path): \(reason)" }
+    }
+
+    /// The page's files in `directory`, by their paths under the token.
+    init(directory: String) throws(Unreadable) {
+        func read(_ name: String) throws(Unreadable) -> [UInt8] {
+            let path = directory + "/" + name
+            do {
+                return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            } catch {
+                throw Unreadable(path: path, reason: (error as NSError).localizedFailureReason ?? error.localizedDescription)
+            }
+        }
         files = [
-            "/": ("text/html; charset=utf-8", try read(directory + "/index.html")),
-            "/view.js": ("text/javascript; charset=utf-8", try read(directory + "/view.js")),
-            "/view.css": ("text/css; charset=utf-8", try read(directory + "/view.css")),
+            "": ("text/html; charset=utf-8", try read("index.html")),
+            "view.js": ("text/javascript; charset=utf-8", try read("view.js")),
+            "view.css": ("text/css; charset=utf-8", try read("view.css")),
         ]
     }
 }
@@ -146,14 +187,17 @@ private final class ViewHandler: ChannelInboundHandler {
     private let token: String
     private let assets: ViewAssets
     private let fanout: EventFanout
+    /// Tells the connection table that this connection showed the token.
+    private let shown: () -> Void
     private var request: HTTPRequestHead?
     private var answered = false
     private var timeout: Scheduled<Void>?
 
-    init(token: String, assets: ViewAssets, fanout: EventFanout) {
+    init(token: String, assets: ViewAssets, fanout: EventFanout, shown: @escaping () -> Void) {
         self.token = token
         self.assets = assets
         self.fanout = fanout
+        self.shown = shown
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -175,12 +219,18 @@ private final class ViewHandler: ChannelInboundHandler {
     }
 
     private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) {
-        let (path, query) = Self.split(request.uri)
-        guard let shown = Self.token(query: query, cookie: request.headers["Cookie"], port: context.localAddress?.port ?? 0),
-            Self.equal(shown, token)
+        let port = context.localAddress?.port ?? 0
+        // The path is /<token>/<file>: a query, if any, is not part of it.
+        let path = request.uri.prefix { $0 != "?" }
+        let parts = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].isEmpty, let rest = parts.last,
+            let slash = rest.firstIndex(of: "/"), Self.equal(rest[..<slash], token),
+            Self.isThisServer(host: request.headers["Host"], port: port)
         else { return send(.forbidden, "a token is needed: open the URL motionctl view printed\n", request, context) }
+        shown()
         guard request.method == .GET else { return send(.methodNotAllowed, "GET only\n", request, context, extra: [("Allow", "GET")]) }
-        if path == "/events" {
+        let file = rest[rest.index(after: slash)...]
+        if file == "events" {
             guard fanout.count < ViewServer.maximumEventStreams else {
                 return send(.serviceUnavailable, "too many pages open (\(ViewServer.maximumEventStreams))\n", request, context)
             }
@@ -191,13 +241,15 @@ private final class ViewHandler: ChannelInboundHandler {
             fanout.add(context.channel)
             return
         }
-        guard let file = assets.files[String(path)] else {
-            return send(.notFound, "not found\n", request, context)
-        }
-        var extra: [(String, String)] = []
-        // The page's files then come with the cookie, without the token in their URLs.
-        if path == "/" { extra.append(("Set-Cookie", "\(Self.cookieName(port: context.localAddress?.port ?? 0))=\(token); Path=/; HttpOnly; SameSite=Strict")) }
-        send(.ok, file.bytes, type: file.type, request, context, extra: extra)
+        guard let asset = assets.files[String(file)] else { return send(.notFound, "not found\n", request, context) }
+        send(.ok, asset.bytes, type: asset.type, request, context, extra: [])
+    }
+
+    /// Whether the request was addressed to this server by the name the printed URL gives, or
+    /// `localhost`: a page of another site that a rebound name points at 127.0.0.1 carries its own.
+    private static func isThisServer(host: [String], port: Int) -> Bool {
+        guard host.count == 1, let value = host.first else { return false }
+        return value == "127.0.0.1:\(port)" || value == "localhost:\(port)"
     }
 
     private func send(_ status: HTTPResponseStatus, _ text: String, _ request: HTTPRequestHead, _ context: ChannelHandlerContext, extra: [(String, String)] = []) {
@@ -226,27 +278,6 @@ private final class ViewHandler: ChannelInboundHandler {
         ("Referrer-Policy", "no-referrer"),
     ])
 
-    /// Cookies are per host, not per port: two views at once each keep their own.
-    private static func cookieName(port: Int) -> String { "motionctl-view-\(port)" }
-
-    private static func split(_ uri: String) -> (path: Substring, query: Substring) {
-        guard let mark = uri.firstIndex(of: "?") else { return (uri[...], "") }
-        return (uri[..<mark], uri[uri.index(after: mark)...])
-    }
-
-    /// The token in the query, else in this server's cookie.
-    private static func token(query: Substring, cookie: [String], port: Int) -> Substring? {
-        for pair in query.split(separator: "&") where pair.hasPrefix("token=") { return pair.dropFirst(6) }
-        let name = cookieName(port: port) + "="
-        for header in cookie {
-            for pair in header.split(separator: ";") {
-                let pair = pair.drop { $0 == " " }
-                if pair.hasPrefix(name) { return pair.dropFirst(name.count) }
-            }
-        }
-        return nil
-    }
-
     /// Compares in a time that does not depend on where they differ.
     private static func equal(_ a: Substring, _ b: String) -> Bool {
         let a = Array(a.utf8), b = Array(b.utf8)
@@ -260,12 +291,13 @@ private final class ViewHandler: ChannelInboundHandler {
 private final class EventFanout: @unchecked Sendable {
     let eventLoop: any EventLoop
     private var streams: [ObjectIdentifier: (channel: any Channel, stalledSince: NIODeadline?)] = [:]
-    /// The latest line of each class that is a state rather than a sample, by class.
+    /// The latest line of each class that is a state, by class.
     private var latest: [String: [UInt8]] = [:]
     private var state: ViewFeed.State?
 
-    /// The samples' classes: a newcomer waits for the next rather than get an old one.
-    private static let samples: Set<String> = ["MOTION", "ACCELEROMETER", "GYROSCOPE", "MAGNETOMETER", "ALTITUDE", "HINGE", "DROPPED"]
+    /// The classes a newcomer is given the latest of: states, not samples (it waits for the next),
+    /// nor replies and errors of the past.
+    private static let states: Set<String> = ["ORIENTATION", "TILT", "PROXIMITY", "LIGHT", "PEDOMETER", "ACTIVITY", "GESTURE", "STATUS"]
 
     init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
 
@@ -285,7 +317,7 @@ private final class EventFanout: @unchecked Sendable {
     func publish(_ lines: [[UInt8]]) {
         eventLoop.preconditionInEventLoop()
         for line in lines {
-            guard let name = Self.className(line), !Self.samples.contains(name) else { continue }
+            guard let name = Self.className(line), Self.states.contains(name) else { continue }
             latest[name] = line
         }
         broadcast(Self.event(lines))

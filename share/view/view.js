@@ -33,7 +33,13 @@
   source.onopen = () => { view.connected = true; };
   source.onerror = () => {
     view.connected = false;
-    say('motionctl view is not answering (stopped?); trying again…', 'bad');
+    // Closed for good: the server refused the stream (too many pages open, or a motionctl view
+    // started anew, with another URL); the browser does not try again then.
+    if (source.readyState === EventSource.CLOSED) {
+      say('motionctl view refused the live data: too many pages open, or it was restarted (then use its new URL). Reload to try again.', 'bad');
+    } else {
+      say('motionctl view is not answering (stopped?); trying again…', 'bad');
+    }
   };
   source.addEventListener('status', (event) => {
     const status = JSON.parse(event.data);
@@ -197,7 +203,8 @@
     }
 
     label() {
-      const missing = unavailable[this.stream];
+      // Why the machine cannot give it: STATUS names the stream, or (rotation, a part of motion) the sensor.
+      const missing = unavailable[this.stream] || unavailable[this.kind];
       this.canvas.classList.toggle('absent', !!missing && !this.times.length);
       setText('rate-' + this.name, this.times.length
         ? 'sensor ' + sensorRate(this.kind) + ' · shown ' + this.shownRate().toFixed(1) + ' Hz · dropped ' + (dropped[this.stream] || 0)
