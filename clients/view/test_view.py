@@ -484,7 +484,15 @@ def test_the_page_says_plainly_why_there_is_nothing_to_show(case, daemon, direct
     else:
         if os.geteuid() != 0:
             pytest.skip("needs root, to run motionctl as a user outside the socket's group")
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
+        # `nobody` runs a copy of motionctl and of the page's files in a directory it may enter: the
+        # build tree may be in one it may not (CI clones into a 0700 `mktemp -d`).
+        public = tempfile.mkdtemp(prefix="motionctl-view-public-")
+        os.chmod(public, 0o755)
+        shutil.copy2(binary("motionctl"), os.path.join(public, "motionctl"))
+        shutil.copytree(ROOT / "share" / "view", os.path.join(public, "view"))
+        os.chmod(os.path.join(public, "view"), 0o755)
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", os.path.join(public, "motionctl")] + command[1:] + [
+            "--assets", os.path.join(public, "view")]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         url = printed_url(process)
@@ -492,6 +500,8 @@ def test_the_page_says_plainly_why_there_is_nothing_to_show(case, daemon, direct
     finally:
         process.terminate()
         process.wait(10)
+        if case != "no daemon":
+            shutil.rmtree(public, ignore_errors=True)
     if case == "no daemon":
         assert status["state"] == "absent" and "motiond is not running" in status["message"], status
     else:
