@@ -168,19 +168,21 @@ struct DaemonLoad: ParsableCommand {
 
 extension DaemonLoad {
     /// A desktop's screen rotation: Debian's iio-sensor-proxy and motiond --dbus, one after the other
-    /// on the same umockdev tablet (a polled accelerometer), each with one monitor-sensor holding an
-    /// accelerometer claim: their cost at rest and the time each takes to report a turn
-    /// (`scripts/dbus-side-by-side`, which runs both in one go, outside this process's testbed).
+    /// on the same umockdev machines (a tablet's bmc150 with its motion events, then with them
+    /// refused; a laptop's HID hub that honours its hysteresis), each with one monitor-sensor holding
+    /// an accelerometer claim: their cost at rest, and the time each takes to report turns of 0, 0.3,
+    /// 0.6 and 1 s (`scripts/rotation-side-by-side`, which runs them all, outside this process's testbed).
     func orientation(executable: String) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/dbus-side-by-side").standardized
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/rotation-side-by-side").standardized
         // The cost is a difference of two whole lives (see the script): a short window is mostly noise.
-        for arguments in [["--cost", String(Int(max(seconds, 60)))], ["--turns", "20"]] {
+        for arguments in [["--cost", String(Int(max(seconds, 60)))], ["--turns", "12", "--durations", "0,0.3,0.6,1.0"]] {
             fflush(nil)  // what this process printed comes first
             let child = Process()
             child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            // The script makes its own testbed: this process's umockdev preload must not reach it. It
-            // measures the motiond the other scenarios measure (the package's static build, say).
-            child.arguments = ["-u", "LD_PRELOAD", "-u", "UMOCKDEV_DIR", "MOTIOND=\(executable)", script.path, "--no-build"] + arguments
+            // The script makes its own testbeds: this process's umockdev preload must not reach it. It
+            // measures the motiond the other scenarios measure (the package's static build, say), under
+            // Debian's python3, which has umockdev's GObject bindings.
+            child.arguments = ["-u", "LD_PRELOAD", "-u", "UMOCKDEV_DIR", "/usr/bin/python3", script.path, "--motiond", executable] + arguments
             child.currentDirectoryURL = script.deletingLastPathComponent().deletingLastPathComponent()
             try child.run()
             child.waitUntilExit()
