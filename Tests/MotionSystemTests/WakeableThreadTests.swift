@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 
@@ -8,30 +9,43 @@ import Glibc
 #endif
 
 @Suite struct OwnedDescriptorTests {
-    /// Whether `descriptor` is open in this process: `fcntl(F_GETFD)` fails with EBADF once it is not.
-    static func isOpen(_ descriptor: Int32) -> Bool {
-        fcntl(descriptor, F_GETFD) >= 0 || errno != EBADF
-    }
-
     final class Owner {
         let file: OwnedDescriptor
         init(_ file: consuming OwnedDescriptor) { self.file = file }
     }
 
+    /// A file of this test's own, and its inode: a descriptor another test opens meanwhile may take
+    /// the number over at once, but it does not name this file.
+    static func ownFile() throws -> (path: String, inode: UInt64) {
+        let path = NSTemporaryDirectory() + "owned-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        return (path, try #require((try FileManager.default.attributesOfItem(atPath: path))[.systemFileNumber] as? UInt64))
+    }
+
+    /// Whether `descriptor` is open on the file of inode `inode`.
+    static func names(_ descriptor: Int32, _ inode: UInt64) -> Bool {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 && UInt64(status.st_ino) == inode
+    }
+
     @Test func theDescriptorClosesWhenItsOwnerGoes() throws {
-        var owner: Owner? = Owner(try OwnedDescriptor(openingForReading: "/dev/null"))
+        let file = try Self.ownFile()
+        defer { try? FileManager.default.removeItem(atPath: file.path) }
+        var owner: Owner? = Owner(try OwnedDescriptor(openingForReading: file.path))
         let descriptor = try #require(owner).file.rawValue
-        #expect(Self.isOpen(descriptor))
+        #expect(Self.names(descriptor, file.inode))
         owner = nil
-        #expect(!Self.isOpen(descriptor))
+        #expect(!Self.names(descriptor, file.inode))
     }
 
     @Test func aDescriptorTakenIsNotClosed() throws {
-        let owned = try OwnedDescriptor(openingForReading: "/dev/null")
+        let file = try Self.ownFile()
+        defer { try? FileManager.default.removeItem(atPath: file.path) }
+        let owned = try OwnedDescriptor(openingForReading: file.path)
         let descriptor = owned.take()
-        #expect(Self.isOpen(descriptor))
+        #expect(Self.names(descriptor, file.inode))
         Syscall.close(descriptor)
-        #expect(!Self.isOpen(descriptor))
+        #expect(!Self.names(descriptor, file.inode))
     }
 }
 
@@ -89,14 +103,30 @@ import Glibc
         thread.stop()
     }
 
-    /// The eventfd is owned: it closes once the thread and its owner have both let it go.
+    /// The eventfd is owned: it closes once the thread and its owner have both let it go. Told by a
+    /// mark in its count, not by its number: a test running beside this one may open a descriptor
+    /// that takes the number over at once.
     @Test func theWakeDescriptorClosesWithTheThread() throws {
         var thread: WakeableThread? = try WakeableThread(name: "test")
         let descriptor = try #require(thread).wakeup.rawValue
         #expect(thread?.start {} == nil)
         thread?.stop()
-        #expect(OwnedDescriptorTests.isOpen(descriptor))
+        // The mark is added to what the count holds (stop's own wake, not read by the ended thread).
+        let before = try #require(Self.eventCount(descriptor), "open after stop, while its owner holds it")
+        var mark: UInt64 = 0x5EED_CAFE
+        #expect(write(descriptor, &mark, 8) == 8)
+        #expect(Self.eventCount(descriptor) == before + mark)
         thread = nil
-        #expect(!OwnedDescriptorTests.isOpen(descriptor))
+        #expect(Self.eventCount(descriptor) != before + mark, "closed with its owner")
+    }
+
+    /// The count of the eventfd at `descriptor` (proc(5)'s fdinfo, `eventfd-count`, hex); nil when
+    /// the number names no eventfd.
+    static func eventCount(_ descriptor: Int32) -> UInt64? {
+        guard let info = FileHandle(forReadingAtPath: "/proc/self/fdinfo/\(descriptor)")?.readDataToEndOfFile() else { return nil }
+        for line in String(decoding: info, as: UTF8.self).split(separator: "\n") where line.hasPrefix("eventfd-count:") {
+            return UInt64(line.dropFirst("eventfd-count:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        }
+        return nil
     }
 }
