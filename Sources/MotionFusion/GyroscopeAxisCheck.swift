@@ -35,14 +35,6 @@ public struct GyroscopeAxisCheck: Sendable {
         return result
     }()
 
-    /// What the check found.
-    public enum Verdict: Sendable, Equatable {
-        /// The axes agree.
-        case agree
-        /// The gyroscope's readings are to be multiplied by this matrix to agree.
-        case disagree(Matrix3)
-    }
-
     /// Inline, not an array: the check is updated through an optional at each gyroscope sample, and
     /// an array's buffer shared with a copy would be copied (allocated) on write.
     private var errors = InlineArray<48, Double>(repeating: 0)
@@ -50,7 +42,7 @@ public struct GyroscopeAxisCheck: Sendable {
     private var lastUp: Vector3?
     private var lastTime: Int64?
     /// The verdict, once there is enough evidence (nil: not yet).
-    public private(set) var verdict: Verdict?
+    public private(set) var verdict: AxesVerdict?
 
     public init() {}
 

@@ -31,7 +31,7 @@ public struct MagnetometerAxisCheck: Sendable {
     private var lastTime: Int64?
     /// The verdict, once there is enough evidence (nil: not yet): `disagree(P)`, its readings are
     /// to be multiplied by P.
-    public private(set) var verdict: GyroscopeAxisCheck.Verdict?
+    public private(set) var verdict: AxesVerdict?
 
     public init() {}
 

@@ -41,16 +41,16 @@ final class FusionStage {
     /// The accelerometer's last specific force, m/s², for the axis check.
     private var lastSpecificForce: Vector3?
     /// The axis check's verdict, once given (for STATUS).
-    private(set) var gyroscopeAxes: GyroscopeAxisCheck.Verdict?
+    private(set) var gyroscopeAxes: AxesVerdict?
     /// Called once with the axis check's verdict.
-    var gyroscopeAxesChecked: (GyroscopeAxisCheck.Verdict) -> Void = { _ in }
+    var gyroscopeAxesChecked: (AxesVerdict) -> Void = { _ in }
     /// Whether the magnetometer's axes agree with the gyroscope's, checked once the gyroscope's agree
     /// with the accelerometer's, on the calibrated field, until a verdict; nil: none wanted.
     private var magnetometerCheck: MagnetometerAxisCheck?
     /// Its verdict, once given (for STATUS).
-    private(set) var magnetometerAxes: GyroscopeAxisCheck.Verdict?
+    private(set) var magnetometerAxes: AxesVerdict?
     /// Called once with its verdict.
-    var magnetometerAxesChecked: (GyroscopeAxisCheck.Verdict) -> Void = { _ in }
+    var magnetometerAxesChecked: (AxesVerdict) -> Void = { _ in }
     /// Called when the gyroscope becomes calibrated (true) or stops being so (false), for the log.
     var gyroscopeCalibrationChanged: (_ calibrated: Bool, _ uncertainty: Double) -> Void = { _, _ in }
     /// Whether the gyroscope counted as calibrated at the last look (nil: not looked yet).
@@ -128,9 +128,10 @@ final class FusionStage {
             // A gyroscope plugged in anew is checked anew.
             axisCheck = fresh.usesGyroscope ? GyroscopeAxisCheck() : nil
             if fresh.usesGyroscope { gyroscopeAxes = nil }
-            magnetometerCheck = fresh.usesGyroscope && rate(.magnetometer) != nil ? MagnetometerAxisCheck() : nil
+            // Fed only by magnetometer samples: one that comes later is checked too.
+            magnetometerCheck = fresh.usesGyroscope ? MagnetometerAxisCheck() : nil
             magnetometerCheck?.fieldPointsDown = geomagneticField.map { $0.inclination > 0 }
-            if magnetometerCheck != nil { magnetometerAxes = nil }
+            if fresh.usesGyroscope { magnetometerAxes = nil }
             magnetometerRate = MeasurementRate()
             magnetometerRateMeasured = false
         } else if let box, let accelerometerRate = rate(.accelerometer) {

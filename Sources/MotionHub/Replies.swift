@@ -49,7 +49,7 @@ enum Replies {
     static func status(
         id: RequestID?, uptime: Double, clients: Int, captures: some Collection<CaptureManager.Running>, dropped: Int,
         fusion: SensorFusion?, saved: SensorFusion.Calibration?, unavailable: StatusReply.Unavailable?,
-        gyroscopeAxes: GyroscopeAxisCheck.Verdict? = nil, magnetometerAxes: GyroscopeAxisCheck.Verdict? = nil,
+        gyroscopeAxes: AxesVerdict? = nil, magnetometerAxes: AxesVerdict? = nil,
         geomagnetic: StatusReply.Geomagnetic? = nil
     ) -> StatusReply {
         let sensors = captures.sorted { $0.plan.device < $1.plan.device }.map { running in
@@ -71,7 +71,7 @@ enum Replies {
                 magnetometerOffset: saved.magnetometerOffset,
                 magneticFieldAccuracy: saved.magnetometerOffsetError == nil ? .uncalibrated : .low)
         }
-        func axes(_ verdict: GyroscopeAxisCheck.Verdict?) -> StatusReply.GyroscopeAxes? {
+        func axes(_ verdict: AxesVerdict?) -> StatusReply.GyroscopeAxes? {
             verdict.map { verdict in
                 switch verdict {
                 case .agree: StatusReply.GyroscopeAxes(agree: true, mendingMatrix: nil)

@@ -8,7 +8,7 @@ import Testing
 @Suite struct GyroscopeAxisCheckTests {
     /// Turns of 1.2 rad/s about the body's x, then y, then a slanted axis, 1.5 s each at 100 Hz,
     /// starting tilted so that no turn is about the vertical alone.
-    static func verdict(mapping: Matrix3) -> GyroscopeAxisCheck.Verdict? {
+    static func verdict(mapping: Matrix3) -> AxesVerdict? {
         var check = GyroscopeAxisCheck()
         var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
         let up = Vector3(x: 0, y: 0, z: Units.standardGravity)

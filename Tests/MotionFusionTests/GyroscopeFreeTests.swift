@@ -61,7 +61,8 @@ import Testing
         let mean = headings.reduce(0, +) / Double(headings.count)
         let spread = (headings.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(headings.count)).squareRoot()
         #expect(abs(mean - 90) < 1, "mean heading \(mean)°")
-        #expect(spread < 0.5, "steady in the hand: standard deviation \(spread)°")
+        // 0.184° on this seeded input, before and after the turn-following of issue 44: a regression shows.
+        #expect(spread < 0.2, "steady in the hand: standard deviation \(spread)°")
         #expect(fusion.deviceMotion(in: .xMagneticNorthZVertical).unavailable == [.rotationRate])
         // A magnet brought near (30 µT east): the heading holds instead of swinging toward it.
         var worst = 0.0

@@ -10,7 +10,7 @@ import Testing
     /// starting tilted so that no turn is about the field alone; `noise` µT on every axis.
     static func verdict(
         mapping: Matrix3, noise: Double = 0, fieldPointsDown: Bool? = true, earth: Vector3 = Vector3(x: 0, y: 19, z: -46)
-    ) -> GyroscopeAxisCheck.Verdict? {
+    ) -> AxesVerdict? {
         var check = MagnetometerAxisCheck()
         check.fieldPointsDown = fieldPointsDown
         var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))

@@ -60,7 +60,7 @@ import Testing
     @Test(arguments: [Matrix3(rowMajor: [-1, 0, 0, 0, 1, 0, 0, 0, -1]), .identity])
     func theMagnetometersAxesAreCheckedAgainstTheGyroscopes(mapping: Matrix3) throws {
         let (stage, _) = Self.stage()
-        var told: [GyroscopeAxisCheck.Verdict] = []
+        var told: [AxesVerdict] = []
         stage.magnetometerAxesChecked = { told.append($0) }
         stage.follow(motionNeeded: true) { _ in 100 }
         var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
