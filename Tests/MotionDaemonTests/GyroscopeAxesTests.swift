@@ -12,7 +12,7 @@ import Glibc
 extension Hardware {
     /// The daemon's own check of the gyroscope's axes, on the imu-buffered bmi160 (accelerometer
     /// 0.000598 m/s² and gyroscope 0.001065 rad/s per count, no mount matrix: motiond's frame is the
-    /// chip's turned half a turn about z, docs/frames.md) turned about three axes while motion is
+    /// chip's turned half a turn about z, docs/frames.md) turned about three axes, three times, while motion is
     /// watched, its gyroscope reading `mapping` times the chip's true rate.
     @Suite struct GyroscopeAxes {
         /// STATUS's verdict, and the daemon's log by then.
@@ -28,7 +28,9 @@ extension Hardware {
             var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
             let up = Vector3(x: 0, y: 0, z: Units.standardGravity)
             var t: Int64 = 0
-            for axis in [Vector3(x: 1, y: 0, z: 0), Vector3(x: 0, y: 1, z: 0), Vector3(x: 0.6, y: -0.48, z: 0.64)] {
+            // Three times round: a verdict needs every axis shown (`TurnEvidence`).
+            let turns = [Vector3(x: 1, y: 0, z: 0), Vector3(x: 0, y: 1, z: 0), Vector3(x: 0.6, y: -0.48, z: 0.64)]
+            for axis in turns + turns + turns {
                 let ω = axis * (1.2 / axis.length)
                 for _ in 0..<150 {
                     q = (q * Quaternion(angle: ω.length * 0.01, axis: ω * (1 / ω.length))).normalized

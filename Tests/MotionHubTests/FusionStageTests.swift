@@ -67,9 +67,9 @@ import Testing
         let earth = Vector3(x: 0, y: 19, z: -46)
         var t: Int64 = 0
         let magnetometer = DeviceNumber(1)
-        // Turns about many axes (the calibration needs directions all round, the checks 3 rad each).
+        // Turns about many axes (the calibration needs directions all round, the checks every axis shown).
         let axes = [Vector3(x: 1, y: 0, z: 0), Vector3(x: 0, y: 1, z: 0), Vector3(x: 0.6, y: -0.48, z: 0.64), Vector3(x: 0, y: 0, z: 1)]
-        for round in 0..<12 {
+        for round in 0..<36 {
             let axis = axes[round % axes.count]
             let ω = axis * (1.2 / axis.length)
             for _ in 0..<150 {
