@@ -243,8 +243,7 @@ final class MQTTConnection: @unchecked Sendable {
         while !thread.isStopping {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return true }
-            let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
-            _ = thread.wait(timeoutMilliseconds: milliseconds)
+            _ = thread.wait(timeoutMilliseconds: Int32(left / .milliseconds(1)) + 1)
         }
         return false
     }
