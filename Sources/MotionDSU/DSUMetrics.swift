@@ -13,7 +13,7 @@ struct DSUMetrics {
     /// Datagrams dropped unanswered, by reason (`too_short`, `bad_crc`, `too_many_clients`…).
     private var dropped: [DSURequest.Problem: Counter] = [:]
     /// Why motiond did not send a packet. A receiver's full buffer drops in the receiver's kernel, unseen.
-    enum PacketDrop: Int {
+    enum PacketDrop {
         /// More clients than a sample's send budget.
         case overBudget
         /// Its own socket's buffer was full.
@@ -30,8 +30,8 @@ struct DSUMetrics {
             }
         }
     }
-    /// Packets not sent, by reason: keyed by an integer, not a string, as over budget it is counted
-    /// with every sample.
+    /// Packets not sent, by reason: keyed by the case, not its label (no string hashed), as over
+    /// budget it is counted with every sample.
     private var packetsDropped: [PacketDrop: Counter] = [:]
 
     init(factory: any MetricsFactory) {

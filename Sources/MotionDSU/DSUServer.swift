@@ -98,7 +98,7 @@ final class DSUServer: MessageSink {
         let fd = try Syscall.bindDatagramSocket(wanted, receiveBuffer: Self.receiveBuffer).mapError(failure).get()
         // The sender owns `fd` from here: closing it, at stop or on a failure below, is its job.
         let sender = DatagramSender(descriptor: fd, capacity: min(settings.maximumClients, Self.sendBudget))
-        let channel = try register(sender, on: eventLoop, handler: handler).mapError(failure).get()
+        let channel = try Result { try register(sender, on: eventLoop, handler: handler) }.mapError(failure).get()
         guard let bound = channel.localAddress.flatMap(DatagramAddress.init) else {
             channel.close(promise: nil)
             throw failure("the socket has no address")
@@ -107,23 +107,21 @@ final class DSUServer: MessageSink {
     }
 
     /// Gives NIO a second descriptor of `sender`'s socket to read; blocking, off the loop.
-    private static func register(_ sender: DatagramSender, on eventLoop: any EventLoop, handler: DatagramHandler) -> Result<any Channel, any Error> {
-        Result {
-            let copy = try Syscall.duplicate(sender.descriptor).get()
-            let bootstrap = DatagramBootstrap(group: eventLoop)
-                // recvmmsg: a burst of requests (every emulator starting at once) is read in a few
-                // system calls, before the socket's buffer overflows.
-                .channelOption(.datagramVectorReadMessageCount, value: 32)
-                .channelOption(.maxMessagesPerRead, value: 8)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
-                }
-            do {
-                return try bootstrap.withBoundSocket(copy).wait()
-            } catch {
-                Syscall.close(copy)
-                throw error
+    private static func register(_ sender: DatagramSender, on eventLoop: any EventLoop, handler: DatagramHandler) throws -> any Channel {
+        let copy = try Syscall.duplicate(sender.descriptor).get()
+        let bootstrap = DatagramBootstrap(group: eventLoop)
+            // recvmmsg: a burst of requests (every emulator starting at once) is read in a few
+            // system calls, before the socket's buffer overflows.
+            .channelOption(.datagramVectorReadMessageCount, value: 32)
+            .channelOption(.maxMessagesPerRead, value: 8)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
             }
+        do {
+            return try bootstrap.withBoundSocket(copy).wait()
+        } catch {
+            Syscall.close(copy)
+            throw error
         }
     }
 
@@ -174,7 +172,7 @@ final class DSUServer: MessageSink {
         let (sender, loop, logger, listen) = (socket.sender, hub.eventLoop, hub.logger, settings.listen)
         // `register` waits for the loop: it runs on NIO's pool.
         NIOSingletons.posixBlockingThreadPool.runIfActive(eventLoop: loop) {
-            try Self.register(sender, on: loop, handler: handler).get()
+            try Self.register(sender, on: loop, handler: handler)
         }.whenComplete { result in
             switch result {
             case .success(let channel):
@@ -260,7 +258,8 @@ final class DSUServer: MessageSink {
         metrics.packetsDropped(count, reason: bufferFull ? .sendBufferFull : .sendError)
         if !bufferFull && !sendsFailing {
             sendsFailing = true
-            hub.logger.warning("DSU send refused by the kernel; that client's packets are dropped", metadata: ["error": "\(error.map { "\($0)" } ?? "?")"])
+            hub.logger.warning(
+                "DSU send refused by the kernel; that client's packets are dropped", metadata: ["error": "\(error.map { "\($0)" } ?? "?")"])
         }
     }
 

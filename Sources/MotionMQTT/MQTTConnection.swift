@@ -199,9 +199,8 @@ final class MQTTConnection: @unchecked Sendable {
         var watched: (socket: Int32, since: ContinuousClock.Instant, messagesBefore: Int)?
         while true {
             if thread.isStopping {
-                let deadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
-                goodbyeDeadline = deadline
-                guard motiond_mosquitto_socket(handle) >= 0, motiond_mosquitto_want_write(handle), .now < deadline else { return }
+                goodbyeDeadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
+                guard motiond_mosquitto_socket(handle) >= 0, motiond_mosquitto_want_write(handle), .now < goodbyeDeadline! else { return }
             }
             let socket = motiond_mosquitto_socket(handle)
             guard socket >= 0 else {
