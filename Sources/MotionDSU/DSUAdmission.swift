@@ -36,10 +36,8 @@ struct DSUAdmission {
             return requireMotionGroup ? .refuse(uid: nil) : .admit(.host(client.addressBytes))
         }
         guard requireMotionGroup else { return .admit(.user(uid)) }
-        if let known = verdicts[uid], known.until > now { return known.mayUse ? .admit(.user(uid)) : .refuse(uid: uid) }
-        let mayUse = mayUseSocket(uid)
-        verdicts[uid] = (mayUse, now + DSULeases.duration)
-        return mayUse ? .admit(.user(uid)) : .refuse(uid: uid)
+        if verdicts[uid].map({ $0.until <= now }) ?? true { verdicts[uid] = (mayUseSocket(uid), now + DSULeases.duration) }
+        return verdicts[uid]!.mayUse ? .admit(.user(uid)) : .refuse(uid: uid)
     }
 
     /// Forgets answers older than a lease (called by the sweep, so the table stays as small as the users).

@@ -31,20 +31,17 @@ package final class DSUFrontEnd: DaemonPart, @unchecked Sendable {
     }
 
     package func start() throws {
-        let hub = self.hub
-        let (settings, socketPath, metrics) = (self.settings, self.socketPath, self.metrics)
         let handler = DatagramHandler()
         let socket = try DSUServer.listen(settings, on: hub.eventLoop, handler: handler)
-        let channel = socket.channel
-        self.channel = channel
-        server = try hub.eventLoop.submit {
+        channel = socket.channel
+        server = try hub.eventLoop.submit { [hub, settings, socketPath, metrics] in
             let server = DSUServer(hub: hub, settings: settings, socket: socket, socketPath: socketPath, metrics: metrics)
             let bound = NIOLoopBound(server, eventLoop: hub.eventLoop)
             handler.server = bound
             server.start()
             return bound
         }.wait()
-        let address = channel.localAddress.map { "\($0)" } ?? settings.listen
+        let address = socket.channel.localAddress.map { "\($0)" } ?? settings.listen
         hub.logger.info("serving DSU", metadata: ["address": "\(address)", "slot": "\(settings.slot)"])
         if !socket.address.isLoopback {
             // docs/security.md, "For games": UDP sources are whatever the sender writes.

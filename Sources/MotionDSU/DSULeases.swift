@@ -51,7 +51,6 @@ struct DSULeases {
         self.maximumPerSource = maximumPerSource
     }
 
-    var isEmpty: Bool { clients.isEmpty }
     var isFull: Bool { clients.count >= maximumClients }
 
     /// Whether `address` holds a lease (a request from it is a renewal).
@@ -74,14 +73,10 @@ struct DSULeases {
     /// Takes a pad-data request from `address`, a client admitted, at `now`.
     mutating func renew(_ subscription: DSURequest.Subscription, from address: SocketAddress, at now: NIODeadline) {
         guard let index = indexByAddress[address] else { return }
-        let until = now + Self.duration
-        if subscription.allPads {
-            for slot in 0..<DSUWire.slotCount { clients[index].until[slot] = until }
-        }
-        if let slot = subscription.slot, slot < DSUWire.slotCount { clients[index].until[slot] = until }
         // motiond's MACs name their slot (`DSUMAC(slot:)`); any other MAC is no pad of ours.
-        if let slot = subscription.mac?.slot {
-            clients[index].until[slot] = until
+        let macSlot = subscription.mac?.slot
+        for slot in 0..<DSUWire.slotCount where subscription.allPads || subscription.slot == slot || macSlot == slot {
+            clients[index].until[slot] = now + Self.duration
         }
     }
 

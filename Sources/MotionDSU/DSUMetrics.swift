@@ -10,11 +10,10 @@ struct DSUMetrics {
     private let datagrams: Counter
     /// Pad-data packets sent, one per client per sample.
     private let packetsSent: Counter
-    /// Datagrams dropped unanswered, by reason (`too_short`, `bad_crc`, `too_many_clients`…), made
-    /// at a reason's first drop.
-    private var dropped: [String: Counter] = [:]
+    /// Datagrams dropped unanswered, by reason (`too_short`, `bad_crc`, `too_many_clients`…).
+    private var dropped: [DSURequest.Problem: Counter] = [:]
     /// Why motiond did not send a packet. A receiver's full buffer drops in the receiver's kernel, unseen.
-    enum PacketDrop: Int, CaseIterable {
+    enum PacketDrop {
         /// More clients than a sample's send budget.
         case overBudget
         /// Its own socket's buffer was full.
@@ -31,9 +30,9 @@ struct DSUMetrics {
             }
         }
     }
-    /// Packets not sent, by `PacketDrop`'s raw value: looked up without hashing a string, as over
+    /// Packets not sent, by reason: keyed by the case, not its label (no string hashed), as over
     /// budget it is counted with every sample.
-    private var packetsDropped: [Counter?] = Array(repeating: nil, count: PacketDrop.allCases.count)
+    private var packetsDropped: [PacketDrop: Counter] = [:]
 
     init(factory: any MetricsFactory) {
         self.factory = factory
@@ -49,22 +48,19 @@ struct DSUMetrics {
 
     func holding(_ count: Int) { clients.record(count) }
 
-    mutating func dropped(_ reason: String) {
-        counter(reason, in: &dropped, label: "motiond_dsu_datagrams_dropped_total").increment()
+    mutating func dropped(_ problem: DSURequest.Problem) {
+        counter(problem, reason: problem.rawValue, in: &dropped, label: "motiond_dsu_datagrams_dropped_total").increment()
     }
 
     mutating func packetsDropped(_ count: Int, reason: PacketDrop) {
-        if packetsDropped[reason.rawValue] == nil {
-            let dimensions = [("reason", reason.label)]
-            packetsDropped[reason.rawValue] = Counter(label: "motiond_dsu_packets_dropped_total", dimensions: dimensions, factory: factory)
-        }
-        packetsDropped[reason.rawValue]!.increment(by: count)
+        counter(reason, reason: reason.label, in: &packetsDropped, label: "motiond_dsu_packets_dropped_total").increment(by: count)
     }
 
-    private func counter(_ reason: String, in counters: inout [String: Counter], label: String) -> Counter {
-        if let counter = counters[reason] { return counter }
+    /// The counter of `key` in `counters`, made at its first use (a reason never seen has no series).
+    private func counter<Key>(_ key: Key, reason: String, in counters: inout [Key: Counter], label: String) -> Counter {
+        if let counter = counters[key] { return counter }
         let counter = Counter(label: label, dimensions: [("reason", reason)], factory: factory)
-        counters[reason] = counter
+        counters[key] = counter
         return counter
     }
 }

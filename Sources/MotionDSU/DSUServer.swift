@@ -38,12 +38,9 @@ final class DSUServer: MessageSink {
 
     private let hub: Hub
     private let settings: DSUSettings
-    private let logger: Logger
     private let writer = DSUPacketWriter()
-    private let sender: DatagramSender
-    /// The socket's address as the kernel takes it, for `sock_diag`'s look-ups.
-    private let serverAddress: DatagramAddress
-    private var channel: any Channel
+    /// Its channel replaced should NIO close it (`channelClosed`).
+    private var socket: DSUSocket
     private var leases: DSULeases
     private var admission: DSUAdmission
     private var id: Hub.ClientID?
@@ -62,11 +59,9 @@ final class DSUServer: MessageSink {
     private var sweep: RepeatedTask?
     /// Whether `stop` was asked (a channel closed otherwise is opened again).
     private var stopping = false
-    /// Whether requests are being refused because the table is full (logged once while it lasts).
-    private var refusing = false
-    /// Whether requests are being refused because their source holds its share (logged once while
-    /// some source does).
-    private var refusingSource = false
+    /// The refusals going on, `tooManyClients` while the table is full, `tooManyFromSource` while
+    /// some source holds its share: each logged once while it lasts.
+    private var refusing: Set<DSURequest.Problem> = []
     /// Users refused by `require_motion_group` and when last, each logged once while its refusals go
     /// on (`UInt32.max`: a source no socket of this machine has).
     private var refusedUsers: [UInt32: NIODeadline] = [:]
@@ -74,19 +69,13 @@ final class DSUServer: MessageSink {
     private var sendsFailing = false
     private var metrics: DSUMetrics
 
-    /// Where it listens (the port chosen, for port 0).
-    var localAddress: SocketAddress? { channel.localAddress }
-
     /// Serves on `socket` (made by `listen`); on the hub's loop. `socketPath` is motiond's Unix
     /// socket, whose permissions `require_motion_group` applies; its metrics go to `metrics`.
     init(hub: Hub, settings: DSUSettings, socket: DSUSocket, socketPath: String, metrics: any MetricsFactory) {
         self.hub = hub
         self.metrics = DSUMetrics(factory: metrics)
         self.settings = settings
-        channel = socket.channel
-        sender = socket.sender
-        serverAddress = socket.address
-        logger = hub.logger
+        self.socket = socket
         leases = DSULeases(maximumClients: settings.maximumClients, maximumPerSource: settings.maximumClientsPerSource)
         admission = DSUAdmission(socketPath: socketPath, requireMotionGroup: settings.requireMotionGroup)
     }
@@ -95,7 +84,7 @@ final class DSUServer: MessageSink {
     struct DSUSocket: Sendable {
         var channel: any Channel
         var sender: DatagramSender
-        /// Where it is bound, the port chosen for port 0.
+        /// Where it is bound (the port chosen, for port 0), as the kernel takes it: `sock_diag`'s look-ups use it.
         var address: DatagramAddress
     }
 
@@ -103,40 +92,24 @@ final class DSUServer: MessageSink {
     /// `handler`; blocking, off the loop. Throws what kept it from listening.
     static func listen(_ settings: DSUSettings, on eventLoop: any EventLoop, handler: DatagramHandler) throws -> DSUSocket {
         let address = try settings.address()
-        let resolved: SocketAddress
-        do {
-            resolved = try SocketAddress.makeAddressResolvingHost(address.host, port: address.port)
-        } catch {
-            throw ListenError(address: settings.listen, reason: "\(error)")
-        }
-        guard let wanted = DatagramAddress(resolved) else { throw ListenError(address: settings.listen, reason: "not an IP address") }
-        let fd = try Syscall.bindDatagramSocket(wanted, receiveBuffer: Self.receiveBuffer)
-            .mapError { ListenError(address: settings.listen, reason: "\($0)") }.get()
+        let failure = { (reason: Any) in ListenError(address: settings.listen, reason: "\(reason)") }
+        let resolved = try Result { try SocketAddress.makeAddressResolvingHost(address.host, port: address.port) }.mapError(failure).get()
+        guard let wanted = DatagramAddress(resolved) else { throw failure("not an IP address") }
+        let fd = try Syscall.bindDatagramSocket(wanted, receiveBuffer: Self.receiveBuffer).mapError(failure).get()
         // The sender owns `fd` from here: closing it, at stop or on a failure below, is its job.
         let sender = DatagramSender(descriptor: fd, capacity: min(settings.maximumClients, Self.sendBudget))
-        let channel = try register(sender, on: eventLoop, handler: handler).mapError { ListenError(address: settings.listen, reason: "\($0)") }.get()
+        let channel = try Result { try register(sender, on: eventLoop, handler: handler) }.mapError(failure).get()
         guard let bound = channel.localAddress.flatMap(DatagramAddress.init) else {
             channel.close(promise: nil)
-            throw ListenError(address: settings.listen, reason: "the socket has no address")
+            throw failure("the socket has no address")
         }
         return DSUSocket(channel: channel, sender: sender, address: bound)
     }
 
     /// Gives NIO a second descriptor of `sender`'s socket to read; blocking, off the loop.
-    private static func register(_ sender: DatagramSender, on eventLoop: any EventLoop, handler: DatagramHandler) -> Result<any Channel, any Error> {
-        Result {
-            let copy = try Syscall.duplicate(sender.descriptor).get()
-            do {
-                return try bootstrap(on: eventLoop, handler: handler).withBoundSocket(copy).wait()
-            } catch {
-                Syscall.close(copy)
-                throw error
-            }
-        }
-    }
-
-    private static func bootstrap(on eventLoop: any EventLoop, handler: DatagramHandler) -> DatagramBootstrap {
-        DatagramBootstrap(group: eventLoop)
+    private static func register(_ sender: DatagramSender, on eventLoop: any EventLoop, handler: DatagramHandler) throws -> any Channel {
+        let copy = try Syscall.duplicate(sender.descriptor).get()
+        let bootstrap = DatagramBootstrap(group: eventLoop)
             // recvmmsg: a burst of requests (every emulator starting at once) is read in a few
             // system calls, before the socket's buffer overflows.
             .channelOption(.datagramVectorReadMessageCount, value: 32)
@@ -144,6 +117,12 @@ final class DSUServer: MessageSink {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
             }
+        do {
+            return try bootstrap.withBoundSocket(copy).wait()
+        } catch {
+            Syscall.close(copy)
+            throw error
+        }
     }
 
     /// The address could not be listened on (in use, not this machine's, a name that does not resolve).
@@ -172,7 +151,7 @@ final class DSUServer: MessageSink {
         if let id { hub.disconnect(id) }
         id = nil
         // A channel that closed already (and was not opened again) is no failure of the stop.
-        return channel.close().flatMapErrorThrowing { error in
+        return socket.channel.close().flatMapErrorThrowing { error in
             guard let error = error as? ChannelError, error == .alreadyClosed else { throw error }
         }
     }
@@ -181,24 +160,24 @@ final class DSUServer: MessageSink {
     /// NIO deems fatal): the socket itself stays open (`sender` holds it), its port and leases kept.
     private func followChannel() {
         let server = NIOLoopBound(self, eventLoop: hub.eventLoop)
-        channel.closeFuture.whenComplete { _ in server.value.channelClosed() }
+        socket.channel.closeFuture.whenComplete { _ in server.value.channelClosed() }
     }
 
     private func channelClosed() {
         guard !stopping else { return }
-        logger.error("DSU socket closed by NIO: reading it again", metadata: ["address": "\(settings.listen)"])
+        hub.logger.error("DSU socket closed by NIO: reading it again", metadata: ["address": "\(settings.listen)"])
         let handler = DatagramHandler()
-        handler.server = NIOLoopBound(self, eventLoop: hub.eventLoop)
-        let (sender, loop, logger, listen) = (sender, hub.eventLoop, logger, settings.listen)
         let server = NIOLoopBound(self, eventLoop: hub.eventLoop)
+        handler.server = server
+        let (sender, loop, logger, listen) = (socket.sender, hub.eventLoop, hub.logger, settings.listen)
         // `register` waits for the loop: it runs on NIO's pool.
         NIOSingletons.posixBlockingThreadPool.runIfActive(eventLoop: loop) {
-            try Self.register(sender, on: loop, handler: handler).get()
+            try Self.register(sender, on: loop, handler: handler)
         }.whenComplete { result in
             switch result {
             case .success(let channel):
                 if server.value.stopping { return channel.close(promise: nil) }
-                server.value.channel = channel
+                server.value.socket.channel = channel
                 server.value.followChannel()
             case .failure(let error):
                 logger.error("DSU socket cannot be read again: pad data goes on, requests are lost", metadata: ["address": "\(listen)", "error": "\(error)"])
@@ -214,10 +193,10 @@ final class DSUServer: MessageSink {
         do {
             request = try DSURequest(datagram: envelope.data)
         } catch {
-            return drop(error)
+            return metrics.dropped(error)
         }
         // Nothing can be sent to port 0 (EINVAL): no reply, no lease.
-        guard let client = DatagramAddress(envelope.remoteAddress), client.port != 0 else { return drop(.sourcePortZero) }
+        guard let client = DatagramAddress(envelope.remoteAddress), client.port != 0 else { return metrics.dropped(.sourcePortZero) }
         switch request {
         case .version:
             reply(writer.version(), to: client)
@@ -225,9 +204,7 @@ final class DSUServer: MessageSink {
             for slot in slots { reply(writer.portInformation(slot: slot, pad: pad?.slot == slot ? pad : nil), to: client) }
         case .padData(let subscription):
             let now = NIODeadline.now()
-            if !leases.holdsLease(envelope.remoteAddress) {
-                guard admit(envelope.remoteAddress, client, at: now) else { return }
-            }
+            guard leases.holdsLease(envelope.remoteAddress) || admit(envelope.remoteAddress, client, at: now) else { return }
             leases.renew(subscription, from: envelope.remoteAddress, at: now)
             metrics.holding(leases.clients.count)
             // A renewal can only start the watch: the lease table is not scanned per request (Cemu
@@ -241,28 +218,26 @@ final class DSUServer: MessageSink {
     private func admit(_ address: SocketAddress, _ client: DatagramAddress, at now: NIODeadline) -> Bool {
         // The cheap check first: a full table costs no look-up.
         guard !leases.isFull else {
-            drop(.tooManyClients)
-            if !refusing {
-                refusing = true
-                logger.warning("DSU request refused: too many clients", metadata: ["limit": "\(leases.maximumClients)", "client": "\(address)"])
+            metrics.dropped(.tooManyClients)
+            if refusing.insert(.tooManyClients).inserted {
+                hub.logger.warning("DSU request refused: too many clients", metadata: ["limit": "\(leases.maximumClients)", "client": "\(address)"])
             }
             return false
         }
-        switch admission.decide(client, server: serverAddress, at: now) {
+        switch admission.decide(client, server: socket.address, at: now) {
         case .refuse(let uid):
-            drop(.notPermitted)
+            metrics.dropped(.notPermitted)
             if refusedUsers.updateValue(now, forKey: uid ?? .max) == nil {
-                logger.warning(
+                hub.logger.warning(
                     "DSU request refused: its socket's owner may not use motiond's socket (dsu.require_motion_group)",
                     metadata: ["client": "\(address)", "uid": "\(uid.map(String.init) ?? "no socket of this machine")", "socket": "\(admission.socketPath)"])
             }
             return false
         case .admit(let source):
             guard !leases.isFull(source) else {
-                drop(.tooManyFromSource)
-                if !refusingSource {
-                    refusingSource = true
-                    logger.warning(
+                metrics.dropped(.tooManyFromSource)
+                if refusing.insert(.tooManyFromSource).inserted {
+                    hub.logger.warning(
                         "DSU request refused: its source holds its share of clients",
                         metadata: ["limit": "\(leases.maximumPerSource)", "source": "\(source)", "client": "\(address)"])
                 }
@@ -273,13 +248,9 @@ final class DSUServer: MessageSink {
         }
     }
 
-    private func drop(_ problem: DSURequest.Problem) {
-        metrics.dropped(problem.rawValue)
-    }
-
     /// Sends one reply at once (requests are few: a version or a slot's information).
     private func reply(_ bytes: ByteBuffer, to client: DatagramAddress) {
-        let sent = bytes.withUnsafeReadableBytes { Syscall.sendDatagram(sender.descriptor, $0, to: client) }
+        let sent = bytes.withUnsafeReadableBytes { Syscall.sendDatagram(socket.sender.descriptor, $0, to: client) }
         if case .failure(let error) = sent { countFailedSend(error, bufferFull: error == .resourceTemporarilyUnavailable || error == .noBufferSpace) }
     }
 
@@ -287,7 +258,8 @@ final class DSUServer: MessageSink {
         metrics.packetsDropped(count, reason: bufferFull ? .sendBufferFull : .sendError)
         if !bufferFull && !sendsFailing {
             sendsFailing = true
-            logger.warning("DSU send refused by the kernel; that client's packets are dropped", metadata: ["error": "\(error.map { "\($0)" } ?? "?")"])
+            hub.logger.warning(
+                "DSU send refused by the kernel; that client's packets are dropped", metadata: ["error": "\(error.map { "\($0)" } ?? "?")"])
         }
     }
 
@@ -296,11 +268,10 @@ final class DSUServer: MessageSink {
         leases.expire(at: now)
         admission.expire(at: now)
         metrics.holding(leases.clients.count)
-        if refusing && !leases.isFull {
-            refusing = false
-            logger.notice("DSU accepting clients again", metadata: ["clients": "\(leases.clients.count)"])
+        if !leases.isFull, refusing.remove(.tooManyClients) != nil {
+            hub.logger.notice("DSU accepting clients again", metadata: ["clients": "\(leases.clients.count)"])
         }
-        if refusingSource && !leases.anySourceFull { refusingSource = false }
+        if !leases.anySourceFull { refusing.remove(.tooManyFromSource) }
         refusedUsers = refusedUsers.filter { $0.value + DSULeases.duration > now }
         sendsFailing = false
         follow()
@@ -312,7 +283,7 @@ final class DSUServer: MessageSink {
         let kinds = Set(devices.flatMap(\.kinds))
         let now: DSUPad? = kinds.contains(.accelerometer)
             ? DSUPad(slot: settings.slot, model: kinds.contains(.gyroscope) ? .fullGyroscope : .partialGyroscope) : nil
-        if now != pad { logger.notice("DSU pad \(now == nil ? "disconnected" : "connected")", metadata: ["slot": "\(settings.slot)"]) }
+        if now != pad { hub.logger.notice("DSU pad \(now == nil ? "disconnected" : "connected")", metadata: ["slot": "\(settings.slot)"]) }
         pad = now
         // A stream the hub ended (its sensor went away) is asked for again once the sensor is back.
         if pad == nil { watching = false }
@@ -338,10 +309,10 @@ final class DSUServer: MessageSink {
         case .ended(let ended):
             // The pad's state follows the devices (`devicesChanged`); here only the stream ended. The
             // lease sweep asks for both streams again within a second while the IMU is listed.
-            if watching { logger.notice("DSU motion ended", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"]) }
+            if watching { hub.logger.notice("DSU motion ended", metadata: ["slot": "\(settings.slot)", "reason": "\(ended.reason)"]) }
             watching = false
         case .error(let error):
-            logger.warning("DSU cannot serve the IMU", metadata: ["reason": "\(error.message)"])
+            hub.logger.warning("DSU cannot serve the IMU", metadata: ["reason": "\(error.message)"])
         default: break
         }
     }
@@ -362,7 +333,7 @@ final class DSUServer: MessageSink {
             acceleration: (Float(a.x), Float(a.z), Float(-a.y)), rotationRate: (Float(ω.x), Float(-ω.z), Float(ω.y)))
         // From `firstClient` round the table, `sendBudget` at most; the next sample begins after the
         // last one sent, so that over budget every client gets its turn.
-        let clients = leases.clients
+        let (clients, sender) = (leases.clients, socket.sender)
         var over = 0
         for offset in 0..<clients.count {
             let index = (firstClient + offset) % clients.count

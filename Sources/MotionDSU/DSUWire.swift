@@ -39,9 +39,8 @@ enum DSUWire {
     /// The CRC of a packet's first `size` bytes with its CRC field (bytes 8–11) taken as zeros, read
     /// in place: no copy of the datagram.
     static func packetCRC(_ bytes: UnsafeRawBufferPointer, size: Int) -> UInt32 {
-        let zeros: UInt32 = 0
         var crc = crc32(UnsafeRawBufferPointer(rebasing: bytes[0..<8]))
-        crc = withUnsafeBytes(of: zeros) { crc32($0, continuing: crc) }
+        crc = withUnsafeBytes(of: UInt32(0)) { crc32($0, continuing: crc) }
         return crc32(UnsafeRawBufferPointer(rebasing: bytes[12..<size]), continuing: crc)
     }
 }
@@ -86,7 +85,7 @@ enum DSURequest: Equatable {
     case padData(Subscription)
 
     /// Why a datagram was dropped: the metrics' `reason` label.
-    enum Problem: String, Error, CaseIterable {
+    enum Problem: String, Error {
         case tooShort = "too_short"
         case badMagic = "bad_magic"
         case badVersion = "bad_version"

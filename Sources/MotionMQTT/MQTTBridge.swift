@@ -59,7 +59,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     private var watching: Set<StreamKind> = []
     /// Streams that waited for their sensor (logged once until watched again).
     private var waiting: Set<StreamKind> = []
-    private var published = 0
+    /// Messages a dying connection refused (`send`).
     private var refused = 0
     private let metrics: MQTTMetrics
 
@@ -97,22 +97,21 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
                 bridge.eventLoop.execute { bridge.value.connected() }
             },
             disconnected: { [link, metrics, qos = settings.qos] code in
-                let (wasConnected, firstFailure, lost) = link.withLock {
-                    let was = ($0.connected, !$0.failing)
+                // QoS 0 messages in libmosquitto's hands are gone with the connection; QoS 1 and 2
+                // ones are sent again on the next.
+                let (wasConnected, wasFailing, lost) = link.withLock {
+                    let before = ($0.connected, $0.failing, qos == 0 ? $0.inFlight : 0)
                     $0.failing = !$0.connected
                     $0.connected = false
-                    // QoS 0 messages in libmosquitto's hands are gone with the connection; QoS 1 and 2
-                    // ones are sent again on the next.
-                    let lost = qos == 0 ? $0.inFlight : 0
-                    $0.lost += lost
-                    if qos == 0 { $0.inFlight = 0 }
-                    return (was.0, was.1, lost)
+                    $0.lost += before.2
+                    $0.inFlight -= before.2
+                    return before
                 }
                 metrics.connected.record(0)
                 if lost > 0 { metrics.dropped.increment(by: lost) }
                 // A lost connection is told at once; attempts that fail after it (or from the start),
                 // once until one succeeds.
-                if code != 0, wasConnected || firstFailure {
+                if code != 0, wasConnected || !wasFailing {
                     bridge.eventLoop.execute { bridge.value.connectionLost(code, wasConnected: wasConnected) }
                 }
             },
@@ -181,9 +180,6 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         id = nil
     }
 
-    /// Messages lost so far, for the log.
-    private var droppedSoFar: Int { queue.totalDropped + link.withLock { $0.lost } + refused }
-
     // MARK: Watching
 
     /// Watches each configured stream the hub does not send yet (at start, and when devices change:
@@ -202,7 +198,8 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
 
     private func connected() {
         _ = connection?.publish(topic: statusTopic, text: Self.online, qos: 1, retain: true)
-        logger.notice("MQTT broker connected", metadata: ["broker": "\(settings.broker)", "dropped so far": "\(droppedSoFar)"])
+        let dropped = queue.totalDropped + link.withLock { $0.lost } + refused
+        logger.notice("MQTT broker connected", metadata: ["broker": "\(settings.broker)", "dropped so far": "\(dropped)"])
         drain()
     }
 
@@ -216,9 +213,9 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     /// Hands queued messages to libmosquitto while it is connected and its window is open.
     private func drain() {
         guard let connection else { return }
-        let before = published + refused
+        var handedOver = false
         // One wake-up of the network thread for all that is handed over now.
-        defer { if published + refused != before { connection.wakeNetworkThread() } }
+        defer { if handedOver { connection.wakeNetworkThread() } }
         while !queue.isEmpty {
             let open = link.withLock {
                 guard $0.connected, $0.inFlight < Self.window else {
@@ -229,6 +226,7 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
             }
             guard open, let (line, kind, dropped) = queue.pop() else { return }
             guard case .stream(let stream) = kind else { continue }
+            handedOver = true
             if let (_, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
                 bytes.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0.dropLast()), stream: stream, on: connection) }
             }
@@ -240,7 +238,6 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         link.withLock { $0.inFlight += 1 }
         let failure = topics[stream.index].withUnsafeBufferPointer { connection.publish(topic: $0.baseAddress!, payload: payload, qos: settings.qos) }
         if failure == nil {
-            published += 1
             metrics.published.increment()
         } else {
             // The connection died between the check and the call: the message is lost, counted.
@@ -293,18 +290,13 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
         if queue.totalDropped > dropped { metrics.dropped.increment(by: queue.totalDropped - dropped) }
     }
 
-    /// Closes the batches of one delivery.
-    private func closeBatches() {
+    /// The end of one delivery: the batches close (in batch mode), and what the broker takes goes.
+    func flush() {
         for index in batches.indices {
             guard var batch = batches[index].take() else { continue }
             batch.writeInteger(UInt8(ascii: "]"))
             push(batch, of: StreamKind.allCases[index])
         }
-    }
-
-    /// The end of one delivery: the batches close, and what the broker takes goes.
-    func flush() {
-        if settings.batch { closeBatches() }
         drain()
     }
 }

@@ -199,9 +199,8 @@ final class MQTTConnection: @unchecked Sendable {
         var watched: (socket: Int32, since: ContinuousClock.Instant, messagesBefore: Int)?
         while true {
             if thread.isStopping {
-                let deadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
-                goodbyeDeadline = deadline
-                guard motiond_mosquitto_socket(handle) >= 0, motiond_mosquitto_want_write(handle), .now < deadline else { return }
+                goodbyeDeadline = goodbyeDeadline ?? .now + Self.goodbyeTimeout
+                guard motiond_mosquitto_socket(handle) >= 0, motiond_mosquitto_want_write(handle), .now < goodbyeDeadline! else { return }
             }
             let socket = motiond_mosquitto_socket(handle)
             guard socket >= 0 else {
@@ -243,8 +242,7 @@ final class MQTTConnection: @unchecked Sendable {
         while !thread.isStopping {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else { return true }
-            let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
-            _ = thread.wait(timeoutMilliseconds: milliseconds)
+            _ = thread.wait(timeoutMilliseconds: Int32(left / .milliseconds(1)) + 1)
         }
         return false
     }

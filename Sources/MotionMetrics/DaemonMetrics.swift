@@ -33,21 +33,17 @@ final class DaemonMetrics {
         for kind in SensorKind.allCases {
             count("motiond_samples_read_total", ("sensor", kind.rawValue), total: snapshot.samplesRead[kind] ?? 0)
         }
-        let running = Set(snapshot.sensors.map(\.device))
-        // A sensor closed samples at 0 Hz.
-        let closed = devicesSeen.subtracting(running).map { ($0, 0.0, 0.0) }
-        for (device, rate, measuredRate) in snapshot.sensors.map({ ($0.device, $0.rate, $0.measuredRate ?? 0) }) + closed {
-            gauge("motiond_sensor_rate_hertz", rate, ("device", device))
-            gauge("motiond_sensor_measured_rate_hertz", measuredRate, ("device", device))
-        }
-        // One series per way of resting, 1 for the one the device rests in (all 0: it does not rest, or closed).
-        let rests = Dictionary(snapshot.sensors.map { ($0.device, $0.rest) }, uniquingKeysWith: { first, _ in first })
-        for device in devicesSeen.union(running) {
+        let running = Dictionary(snapshot.sensors.map { ($0.device, $0) }, uniquingKeysWith: { first, _ in first })
+        devicesSeen.formUnion(running.keys)
+        // A sensor closed samples at 0 Hz and rests in no way.
+        for device in devicesSeen {
+            gauge("motiond_sensor_rate_hertz", running[device]?.rate ?? 0, ("device", device))
+            gauge("motiond_sensor_measured_rate_hertz", running[device]?.measuredRate ?? 0, ("device", device))
+            // One series per way of resting, 1 for the one the device rests in (all 0: it does not rest, or closed).
             for mode in RestMode.allCases {
-                gauge("motiond_sensor_rest_mode", rests[device] == mode ? 1 : 0, ("device", device), ("mode", mode.rawValue))
+                gauge("motiond_sensor_rest_mode", running[device]?.rest == mode ? 1 : 0, ("device", device), ("mode", mode.rawValue))
             }
         }
-        devicesSeen.formUnion(running)
         count("motiond_dropped_samples_total", total: snapshot.dropped)
         for (client, dropped) in snapshot.droppedByClient {
             count("motiond_client_dropped_samples_total", ("client", "\(client)"), total: dropped)
@@ -99,9 +95,9 @@ final class DaemonMetrics {
     }
 
     /// Moves a counter on to `total`.
-    private func count(_ name: String, _ label: (String, String)? = nil, total: Int) {
-        let key = Self.key(name, label.map { [$0] } ?? [])
-        let entry = counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: label.map { [$0] } ?? [], factory: factory), 0)
+    private func count(_ name: String, _ labels: (String, String)..., total: Int) {
+        let key = Self.key(name, labels)
+        let entry = counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: labels, factory: factory), 0)
         if total > entry.value { entry.counter.increment(by: total - entry.value) }
         counters[key] = (entry.counter, max(total, entry.value))
     }

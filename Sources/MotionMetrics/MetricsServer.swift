@@ -150,7 +150,7 @@ private final class MetricsHandler: ChannelDuplexHandler {
 
     /// Writes the head and body of the response to `request`; whether the connection stays open.
     private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) -> Bool {
-        let path = request.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.uri
+        let path = request.uri.prefix { $0 != "?" }
         let (status, body): (HTTPResponseStatus, [UInt8]) =
             switch (request.method, path) {
             case (.GET, "/metrics"), (.HEAD, "/metrics"): (.ok, exposition())
