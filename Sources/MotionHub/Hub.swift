@@ -109,13 +109,10 @@ package final class Hub: @unchecked Sendable {
                 logger.debug("gyroscope bias uncertain again after motion", metadata: metadata)
             }
         }
-        pipeline.fusion.gyroscopeAxesChecked = { [unowned self] verdict in
-            guard case .disagree(let mending) = verdict else { return logger.info("the gyroscope's axes agree with the accelerometer's") }
-            logger.warning("the gyroscope's axes disagree with the accelerometer's: the attitude turns the wrong way", metadata: remedy(mending, for: .gyroscope))
-        }
-        pipeline.fusion.magnetometerAxesChecked = { [unowned self] verdict in
-            guard case .disagree(let mending) = verdict else { return logger.info("the magnetometer's axes agree with the gyroscope's") }
-            logger.warning("the magnetometer's axes disagree with the gyroscope's: the heading turns the wrong way", metadata: remedy(mending, for: .magnetometer))
+        pipeline.fusion.axesChecked = { [unowned self] sensor, verdict in
+            let (reference, turning) = sensor == .gyroscope ? ("accelerometer", "attitude") : ("gyroscope", "heading")
+            guard case .disagree(let mending) = verdict else { return logger.info("the \(sensor)'s axes agree with the \(reference)'s") }
+            logger.warning("the \(sensor)'s axes disagree with the \(reference)'s: the \(turning) turns the wrong way", metadata: remedy(mending, for: sensor))
         }
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }
