@@ -184,7 +184,13 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         guard !state.withLock({ $0.stopped }) else { return eventLoop.makeSucceededVoidFuture() }
         handler(.captureModeChanged(.polled, reason: reason))
         if Self.pollsOnLoop(rate: rate) { return openPoller() }
-        pollOnThread()
+        // On a thread of its own (`SensorCapture`), which hands its events to the handler.
+        do {
+            let polled = try SensorCapture(device: device, kinds: kinds, rate: rate, mode: .polled)
+            if keep({ $0.polledThread = polled }) { polled.start(handler: handler) }
+        } catch {
+            handler(.ended(error))
+        }
         return eventLoop.makeSucceededVoidFuture()
     }
 
@@ -228,18 +234,6 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             if case .end(let reason) = lifecycle({ $0.openFailed(error, deviceExists: !error.isVanished) }) { handler(.ended(reason)) }
             return eventLoop.makeSucceededVoidFuture()
         }
-    }
-
-    /// Polls on a thread of its own (`SensorCapture`), which hands its events to the handler.
-    private func pollOnThread() {
-        let polled: SensorCapture
-        do {
-            polled = try SensorCapture(device: device, kinds: kinds, rate: rate, mode: .polled)
-        } catch {
-            return handler(.ended(error))
-        }
-        guard keep({ $0.polledThread = polled }) else { return }
-        polled.start(handler: handler)
     }
 
     // MARK: Both

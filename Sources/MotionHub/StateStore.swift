@@ -114,14 +114,13 @@ package struct StateStore: Sendable {
             try files.makeTemporaryFile(template: "\(directory)/\(temporaryPrefix)XXXXXX")
         }
         do {
+            defer { files.close(file) }
             try call("write", temporary) { () throws(Errno) in try files.write(bytes, to: file) }
             try call("fsync", temporary) { () throws(Errno) in try files.synchronize(file) }
         } catch {
-            files.close(file)
             files.remove(temporary)
             throw error
         }
-        files.close(file)
         do {
             try call("rename", temporary) { () throws(Errno) in try files.rename(temporary, to: path) }
         } catch {
