@@ -61,7 +61,6 @@ package final class ClientOutbox {
     /// Counts the flushes that wrote something: the stuck check compares it with what it was when
     /// the check was scheduled (a counter, not a clock read per line on the stream path).
     private(set) var progress = 0
-    /// Whether a stuck check is scheduled for it.
     var stuckCheckScheduled = false
     /// Whether reading its requests is paused until its queue drains.
     private(set) var paused = false
@@ -75,7 +74,6 @@ package final class ClientOutbox {
     /// the requests: each a slot number and its line once there is one (`nil`: still waiting).
     private var replySlots: [(slot: Int, line: ByteBuffer?)] = []
     private var nextSlot = 0
-    /// Its POLLs waiting for their sensors.
     var waitingPolls = 0
 
     init(id: ID, sink: any ClientSink) {

@@ -204,7 +204,6 @@ final class ClientTable: @unchecked Sendable {
         disconnectedByForce += 1
     }
 
-    /// Writes what a client's connection takes now.
     func flush(_ id: ID) {
         if let outbox = outboxes[id] { flush(outbox) }
     }

@@ -26,7 +26,6 @@ package struct DeliveryQueue<Line: QueuedLine>: Sendable {
         case kept
     }
 
-    /// Entries at most.
     let capacity: Int
     private var entries: [(kind: Kind, line: Line)] = []
     private var head = 0

@@ -242,7 +242,6 @@ final class FusionStage {
         return message(of: box, in: frame)
     }
 
-    /// The due motion in `frame`.
     func motion(_ due: DueMotion, in frame: AttitudeReferenceFrame) -> MotionMessage { message(of: due.box, in: frame) }
 
     private func message(of box: FusionBox, in frame: AttitudeReferenceFrame) -> MotionMessage {

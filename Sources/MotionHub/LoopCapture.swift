@@ -13,9 +13,9 @@ import Synchronization
 /// The device is opened off the loop (libiio scans all of sysfs), then read as NIO reports the
 /// descriptor readable: every `batch` scans, the buffer's watermark, or every period of the timer.
 /// A buffer that cannot be opened, or gives no scan within `firstDataTimeout`, falls back to polling,
-/// as a buffered `SensorCapture` would: on the loop up to the event streams' rate, else on a thread of its
-/// own (a sysfs read can block for a bus transfer). Events go to the handler on the loop, but for
-/// that thread's, which it hands on from the thread as it reads them.
+/// as a buffered `SensorCapture` would: on the loop up to the event streams' rate, else on a thread
+/// of its own (a sysfs read can block for a bus transfer), whose events go to the handler from that
+/// thread; all others go to it on the loop.
 ///
 /// An accelerometer that only event streams read (`restsWhenStill`) sleeps while it lies still: its
 /// chip's motion events wake it where the driver has them (`MotionEvents`, a second channel), else
@@ -102,8 +102,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     var restMode: (mode: RestMode, note: DeviceError?)? { state.withLock { $0.rest } }
 
-    /// Starts; `handler` gets every event (on the event loop, but a polling thread's), each read's
-    /// samples followed by `readComplete`.
+    /// Starts; `handler` gets every event (on the event loop, or a polling thread's on that thread),
+    /// each read's samples followed by `readComplete`.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
         let opened = startMode == .buffered ? openBuffer() : openPoller()
@@ -316,7 +316,6 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         poller?.close()
     }
 
-    /// Closes `channel`, waiting for the loop when not on it.
     private func close(_ channel: (any Channel)?) {
         if eventLoop.inEventLoop {
             channel?.close(promise: nil)

@@ -17,7 +17,6 @@ final class MotionPipeline {
     var gait: GaitStage
     /// Called after each sample is taken: a waiting poll may be answerable now.
     var sampleFused: () -> Void = {}
-    /// The samples of all captures in one time order.
     private var merger = SampleMerger()
     /// Samples the merger let through, reused.
     private var merged: [SampleMerger.Entry] = []

@@ -22,7 +22,6 @@ package struct StateStore: Sendable {
 
     /// The directory of the state (created if missing).
     let directory: String
-    /// The state file's name.
     let name: String
 
     var path: String { "\(directory)/\(name)" }
