@@ -112,7 +112,8 @@ package final class Hub: @unchecked Sendable {
         pipeline.fusion.axesChecked = { [unowned self] sensor, verdict in
             let (reference, turning) = sensor == .gyroscope ? ("accelerometer", "attitude") : ("gyroscope", "heading")
             guard case .disagree(let mending) = verdict else { return logger.info("the \(sensor)'s axes agree with the \(reference)'s") }
-            logger.warning("the \(sensor)'s axes disagree with the \(reference)'s: the \(turning) turns the wrong way", metadata: remedy(mending, for: sensor))
+            let metadata = remedy(mending, for: sensor)
+            logger.warning("the \(sensor)'s axes disagree with the \(reference)'s: the \(turning) turns the wrong way", metadata: metadata)
         }
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }
@@ -334,8 +335,8 @@ package final class Hub: @unchecked Sendable {
         replan()
         // Event streams start with their state.
         guard watch.enable != false else { return }
-        for stream in streams {
-            if let current = pipeline.currentEvent(of: stream)?.message { clients.send(current, to: id) }
+        for stream in streams where stream.startsWithState {
+            if let current = pipeline.latest(stream)?.message { clients.send(current, to: id) }
         }
     }
 

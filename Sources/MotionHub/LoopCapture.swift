@@ -289,7 +289,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         if let channel, let current, channel !== current { return }
         var reason = deviceError(error, "read")
         if !(error is DeviceError) {  // a `DeviceError` is the lifecycle's end, said already
-            guard case .end(let ended) = lifecycle({ $0.readingEnded(reason, deviceExists: buffer?.deviceExists ?? poller?.deviceExists ?? true) }) else { return }
+            let deviceExists = buffer?.deviceExists ?? poller?.deviceExists ?? true
+            guard case .end(let ended) = lifecycle({ $0.readingEnded(reason, deviceExists: deviceExists) }) else { return }
             reason = ended
         }
         closeReading()
