@@ -174,9 +174,9 @@ final class CaptureManager: @unchecked Sendable {
         return absent
     }
 
-    /// Stops every capture off the loop, as any other stop; the hub's `waitForOffLoopWork` then waits
-    /// for them (at shutdown: a buffer left enabled would stay so after the daemon exits). Off the loop
-    /// also because a capture still being opened can only be waited for there.
+    /// Stops every capture off the loop, as any other stop; shutdown then waits for them (the hub's
+    /// `offLoop`: a buffer left enabled would stay so after the daemon exits). Off the loop also
+    /// because a capture still being opened can only be waited for there.
     func stopAll() {
         for number in Array(running.keys) { stop(number) }
     }

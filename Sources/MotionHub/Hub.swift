@@ -28,7 +28,8 @@ package final class Hub: @unchecked Sendable {
     private let history: SavedState<GaitHistory.Saved>
     /// `pipeline.gait.historyRevision` when the history was last saved.
     private var historySavedRevision = 0
-    /// The blocking jobs handed to the thread pool, for shutdown to wait for.
+    /// The blocking jobs handed to the thread pool (captures stopping, the state being saved), for
+    /// shutdown to wait for after `stopAll`.
     let offLoop: OffLoopWork
     /// How long the sensors must run as planned (or none run) before the code that started, stopped
     /// or served what ran before is paged out (`ResidentMemory`): start-up, a client's coming and
@@ -468,8 +469,8 @@ package final class Hub: @unchecked Sendable {
             steps: pipeline.gait.pedometer.steps, activity: pipeline.gait.activity?.activity, altitude: pipeline.gait.altitude)
     }
 
-    /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits
-    /// for the captures, off the loop).
+    /// Stops every capture and saves the calibration (at shutdown; `offLoop` is then waited for, off
+    /// the loop, for the captures to stop).
     package func stopAll() {
         eventLoop.preconditionInEventLoop()
         stopped = true
@@ -480,11 +481,5 @@ package final class Hub: @unchecked Sendable {
         calibration.saveNow(pipeline.fusion.fusion?.calibration)
         if historyNeedsSaving { history.saveNow(pipeline.gait.history.saved) }
         captures.stopAll()
-    }
-
-    /// Waits for what still runs off the loop: captures stopping, a calibration being saved, devices
-    /// being listed (at shutdown, after `stopAll`; not on the loop).
-    package func waitForOffLoopWork() {
-        offLoop.waitUntilDone()
     }
 }

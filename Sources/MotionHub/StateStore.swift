@@ -65,7 +65,7 @@ package struct StateStore: Sendable {
     /// and reported as `Corrupt`; the caller starts afresh. One that cannot be moved either is
     /// reported as `Unusable`: the caller must not save over it.
     func load<State: Decodable>(_ type: State.Type) throws -> State? {
-        removeOrphans()
+        for entry in files.entries(of: directory) where entry.hasPrefix(temporaryPrefix) { files.remove("\(directory)/\(entry)") }
         let data: [UInt8]
         do {
             switch try files.regularFileContents(of: path, atMost: Self.maximumFileSize) {
@@ -94,11 +94,6 @@ package struct StateStore: Sendable {
             return Unusable(path: path, reason: reason, setAside: error)
         }
         return Corrupt(path: path, keptAt: kept, reason: reason)
-    }
-
-    /// Removes the temporary files of saves that never reached their rename.
-    private func removeOrphans() {
-        for entry in files.entries(of: directory) where entry.hasPrefix(temporaryPrefix) { files.remove("\(directory)/\(entry)") }
     }
 
     /// Writes the state atomically.
