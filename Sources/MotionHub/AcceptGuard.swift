@@ -45,14 +45,12 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
     ///   - limit: connections open at once (beyond, `admit` refuses).
     package init(name: String, limit: Int = .max, logger: Logger) {
         (self.name, self.limit, self.logger) = (name, limit, logger)
-        spare = Self.takeSpare()
+        keepSpare()
     }
 
-    private static func takeSpare() -> OwnedDescriptor? { try? OwnedDescriptor(openingForReading: "/dev/null") }
-
-    /// Takes a spare again, if it has none.
+    /// Takes a spare, if it has none.
     private func keepSpare() {
-        if spare == nil { spare = Self.takeSpare() }
+        if spare == nil { spare = try? OwnedDescriptor(openingForReading: "/dev/null") }
     }
 
     /// Counts a new connection, or says why it is refused (the caller answers and closes it).

@@ -117,7 +117,7 @@ final class CaptureManager: @unchecked Sendable {
                 // A capture read on the loop hands its events over there and then, a read at a time.
                 if eventLoop.inEventLoop { return self.take(event, from: number, generation: generation) }
                 guard mailbox.post(event) else { return }
-                eventLoop.execute { self.drain(mailbox, from: number, generation: generation) }
+                eventLoop.execute { self.handOn(mailbox, from: number, generation: generation) }
             }
             logger.info("sensor opened", metadata: [
                 "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
@@ -132,13 +132,13 @@ final class CaptureManager: @unchecked Sendable {
     private func take(_ event: SensorEvent, from number: DeviceNumber, generation: Int) {
         if case .readComplete = event {} else { drained.append(event) }
         if case .sample = event { return }
-        if running[number]?.generation == generation { received(drained, number) }
-        drained.removeAll(keepingCapacity: true)
+        handOn(from: number, generation: generation)
     }
 
-    /// Hands on what a capture's reader thread posted since the last drain.
-    private func drain(_ mailbox: EventMailbox, from number: DeviceNumber, generation: Int) {
-        mailbox.take(into: &drained)
+    /// Hands on what a capture's reader thread posted since the last drain (`mailbox`), or what the
+    /// loop collected, unless it comes from an opening since closed.
+    private func handOn(_ mailbox: EventMailbox? = nil, from number: DeviceNumber, generation: Int) {
+        mailbox?.take(into: &drained)
         if running[number]?.generation == generation { received(drained, number) }
         drained.removeAll(keepingCapacity: true)
     }
@@ -169,17 +169,14 @@ final class CaptureManager: @unchecked Sendable {
 
     /// Stops the captures of devices not in `present`; returns what each captured.
     func stop(absentFrom present: Set<DeviceNumber>) -> [CapturePlan.Capture] {
-        var stopped: [CapturePlan.Capture] = []
-        for (number, current) in running where !present.contains(number) {
-            stop(number)
-            stopped.append(current.plan)
-        }
-        return stopped
+        let absent = running.values.map(\.plan).filter { !present.contains($0.device) }
+        for plan in absent { stop(plan.device) }
+        return absent
     }
 
-    /// Stops every capture off the loop, as any other stop; the hub's `waitForOffLoopWork` then waits
-    /// for them (at shutdown: a buffer left enabled would stay so after the daemon exits). Off the loop
-    /// also because a capture still being opened can only be waited for there.
+    /// Stops every capture off the loop, as any other stop; shutdown then waits for them (the hub's
+    /// `offLoop`: a buffer left enabled would stay so after the daemon exits). Off the loop also
+    /// because a capture still being opened can only be waited for there.
     func stopAll() {
         for number in Array(running.keys) { stop(number) }
     }

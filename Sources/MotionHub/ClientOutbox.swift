@@ -53,14 +53,14 @@ package final class ClientOutbox {
     static let floodBytes = byteCapacity * 4
 
     let id: ID
-    let sink: any ClientSink
-    /// An in-process front end's, which takes values at once instead of lines through the queue.
+    /// Its connection; nil for an in-process front end, which takes values at once (`receiver`), so
+    /// that nothing is ever queued for it and nothing waits.
+    let sink: (any ClientSink)?
     let receiver: (any MessageSink)?
     private(set) var queue = DeliveryQueue<ByteBuffer>(capacity: ClientOutbox.capacity)
     /// Counts the flushes that wrote something: the stuck check compares it with what it was when
     /// the check was scheduled (a counter, not a clock read per line on the stream path).
     private(set) var progress = 0
-    /// Whether a stuck check is scheduled for it.
     var stuckCheckScheduled = false
     /// Whether reading its requests is paused until its queue drains.
     private(set) var paused = false
@@ -74,29 +74,14 @@ package final class ClientOutbox {
     /// the requests: each a slot number and its line once there is one (`nil`: still waiting).
     private var replySlots: [(slot: Int, line: ByteBuffer?)] = []
     private var nextSlot = 0
-    /// Its POLLs waiting for their sensors.
     var waitingPolls = 0
 
     init(id: ID, sink: any ClientSink) {
-        self.id = id
-        self.sink = sink
-        receiver = nil
+        (self.id, self.sink, receiver) = (id, sink, nil)
     }
 
     init(id: ID, receiver: any MessageSink) {
-        self.id = id
-        sink = InProcessSink()
-        self.receiver = receiver
-    }
-
-    /// An in-process front end's connection: nothing is ever queued for it, so nothing waits.
-    private final class InProcessSink: ClientSink {
-        var isWritable: Bool { true }
-        func write(_ line: ByteBuffer) {}
-        func flush() {}
-        func closeAfterWrites() {}
-        func close() {}
-        func setReading(_ reading: Bool) {}
+        (self.id, sink, self.receiver) = (id, nil, receiver)
     }
 
     /// Queues a line; returns `false` when the queue now holds `floodLimit` lines or `floodBytes`
@@ -148,6 +133,7 @@ package final class ClientOutbox {
     /// once a client whose input ended has all its answers, and reads again once the queue drained.
     func flush() {
         if let receiver { return receiver.flush() }
+        guard let sink else { return }
         var wrote = false
         while sink.isWritable, let (line, _, dropped) = queue.pop() {
             if let (stream, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
@@ -175,7 +161,7 @@ package final class ClientOutbox {
     func pauseIfCongested() -> Bool {
         guard !paused, isCongested else { return false }
         paused = true
-        sink.setReading(false)
+        sink?.setReading(false)
         return true
     }
 
@@ -183,7 +169,7 @@ package final class ClientOutbox {
     func close() -> Bool {
         guard !closing else { return false }
         closing = true
-        sink.close()
+        sink?.close()
         return true
     }
 }

@@ -155,7 +155,12 @@ final class ClientTable: @unchecked Sendable {
     func encode(_ message: AnyServerMessage) -> ByteBuffer? {
         if lineWriter.write(message) { return ByteBuffer(bytes: lineWriter.bytes) }
         guard let body = message.message else { return nil }
-        return Self.encode(body, logger: logger)
+        do {
+            return ByteBuffer(bytes: try Wire.encode(body))
+        } catch {
+            logger.error("cannot encode \(type(of: body).className)", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 
     func enqueue(_ line: ByteBuffer, to outbox: ClientOutbox, kind: DeliveryQueue<ByteBuffer>.Kind) {
@@ -199,7 +204,6 @@ final class ClientTable: @unchecked Sendable {
         disconnectedByForce += 1
     }
 
-    /// Writes what a client's connection takes now.
     func flush(_ id: ID) {
         if let outbox = outboxes[id] { flush(outbox) }
     }
@@ -218,15 +222,6 @@ final class ClientTable: @unchecked Sendable {
     func pauseReadingIfCongested(_ id: ID) {
         if let outbox = outboxes[id], outbox.pauseIfCongested() {
             logger.debug("client reads its replies slowly: its requests wait", metadata: ["client": "\(id)"])
-        }
-    }
-
-    static func encode(_ message: some ServerMessage, logger: Logger) -> ByteBuffer? {
-        do {
-            return ByteBuffer(bytes: try Wire.encode(message))
-        } catch {
-            logger.error("cannot encode \(type(of: message).className)", metadata: ["error": "\(error)"])
-            return nil
         }
     }
 }

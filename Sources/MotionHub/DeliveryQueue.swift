@@ -26,7 +26,6 @@ package struct DeliveryQueue<Line: QueuedLine>: Sendable {
         case kept
     }
 
-    /// Entries at most.
     let capacity: Int
     private var entries: [(kind: Kind, line: Line)] = []
     private var head = 0
@@ -56,12 +55,9 @@ package struct DeliveryQueue<Line: QueuedLine>: Sendable {
     /// line is queued anyway: a reply is never lost).
     @discardableResult
     package mutating func push(_ line: Line, kind: Kind) -> Bool {
-        if count >= capacity, !dropOldestStreamMessage() {
-            append(kind, line)
-            return false
-        }
+        let fits = count < capacity || dropOldestStreamMessage()
         append(kind, line)
-        return true
+        return fits
     }
 
     /// Takes the oldest line and its kind, with the stream drops to announce before it (if it is a

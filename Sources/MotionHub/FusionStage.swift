@@ -42,15 +42,13 @@ final class FusionStage {
     private var lastSpecificForce: Vector3?
     /// The axis check's verdict, once given (for STATUS).
     private(set) var gyroscopeAxes: AxesVerdict?
-    /// Called once with the axis check's verdict.
-    var gyroscopeAxesChecked: (AxesVerdict) -> Void = { _ in }
     /// Whether the magnetometer's axes agree with the gyroscope's, checked once the gyroscope's agree
     /// with the accelerometer's, on the calibrated field, until a verdict; nil: none wanted.
     private var magnetometerCheck: MagnetometerAxisCheck?
     /// Its verdict, once given (for STATUS).
     private(set) var magnetometerAxes: AxesVerdict?
-    /// Called once with its verdict.
-    var magnetometerAxesChecked: (AxesVerdict) -> Void = { _ in }
+    /// Called once with each check's verdict, with the sensor checked: the gyroscope or the magnetometer.
+    var axesChecked: (_ sensor: SensorKind, AxesVerdict) -> Void = { _, _ in }
     /// Called when the gyroscope becomes calibrated (true) or stops being so (false), for the log.
     var gyroscopeCalibrationChanged: (_ calibrated: Bool, _ uncertainty: Double) -> Void = { _, _ in }
     /// Whether the gyroscope counted as calibrated at the last look (nil: not looked yet).
@@ -60,10 +58,8 @@ final class FusionStage {
     private static let calibrationLookInterval = 64
     /// The sample (timestamp, period, ns) whose motion is still to be sent.
     private(set) var pendingMotion: (timestamp: Int64, period: Int64)?
-    /// The magnetometer's own rate, measured once per fusion (`followMagnetometerRate`).
-    private var magnetometerRate = MeasurementRate()
-    /// Whether the rate has been measured for this fusion.
-    private var magnetometerRateMeasured = false
+    /// Measures the magnetometer's own rate once per fusion (`followMagnetometerRate`); nil once it has.
+    private var magnetometerRate: MeasurementRate? = MeasurementRate()
     /// The latest heading of a sensor hub's own compass, degrees clockwise from magnetic north, while
     /// one runs: the motion's heading where no magnetometer is fused.
     private var compassHeading: Double?
@@ -127,13 +123,11 @@ final class FusionStage {
             pendingMotion = nil
             // A gyroscope plugged in anew is checked anew.
             axisCheck = fresh.usesGyroscope ? GyroscopeAxisCheck() : nil
-            if fresh.usesGyroscope { gyroscopeAxes = nil }
             // Fed only by magnetometer samples: one that comes later is checked too.
             magnetometerCheck = fresh.usesGyroscope ? MagnetometerAxisCheck() : nil
             magnetometerCheck?.fieldPointsDown = geomagneticField.map { $0.inclination > 0 }
-            if fresh.usesGyroscope { magnetometerAxes = nil }
+            if fresh.usesGyroscope { (gyroscopeAxes, magnetometerAxes) = (nil, nil) }
             magnetometerRate = MeasurementRate()
-            magnetometerRateMeasured = false
         } else if let box, let accelerometerRate = rate(.accelerometer) {
             // A capture reopened at another rate (a faster client came, or the last one left).
             let running = box.fusion.imuRates
@@ -190,7 +184,7 @@ final class FusionStage {
         guard let verdict = axisCheck!.verdict else { return }
         axisCheck = nil
         gyroscopeAxes = verdict
-        gyroscopeAxesChecked(verdict)
+        axesChecked(.gyroscope, verdict)
     }
 
     /// Feeds the magnetometer check with the calibrated field (once the calibration fits: a field
@@ -203,7 +197,7 @@ final class FusionStage {
         guard let verdict = magnetometerCheck!.verdict else { return }
         magnetometerCheck = nil
         magnetometerAxes = verdict
-        magnetometerAxesChecked(verdict)
+        axesChecked(.magnetometer, verdict)
     }
 
     /// Measures the magnetometer's own rate once per fusion (`MeasurementRate`) and, 20 % or more off
@@ -211,8 +205,8 @@ final class FusionStage {
     /// are in seconds, and counted in samples at the wrong rate they stretched (an attached magnet was
     /// calibrated out 2.9 times slower).
     private func followMagnetometerRate(at t: Int64) {
-        guard let box, !magnetometerRateMeasured, let measured = magnetometerRate.add(t) else { return }
-        magnetometerRateMeasured = true
+        guard let box, let measured = magnetometerRate?.add(t) else { return }
+        magnetometerRate = nil
         if abs(measured / box.fusion.magnetometerRate - 1) > 0.2 { box.fusion.setMagnetometerRate(measured) }
     }
 
@@ -248,7 +242,6 @@ final class FusionStage {
         return message(of: box, in: frame)
     }
 
-    /// The due motion in `frame`.
     func motion(_ due: DueMotion, in frame: AttitudeReferenceFrame) -> MotionMessage { message(of: due.box, in: frame) }
 
     private func message(of box: FusionBox, in frame: AttitudeReferenceFrame) -> MotionMessage {

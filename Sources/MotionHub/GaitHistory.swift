@@ -12,10 +12,9 @@ struct GaitHistory: Sendable {
     static let activitiesKept = 4096
     static let activitiesPerReply = 1024
     /// The largest total a saved history may hold, and where counting stops: 5 steps a second for 125
-    /// years, 19,723,500,000. No one walks more: the fastest steps on record, Usain Bolt's 41 over
-    /// 100 m in 9.58 s (Berlin, 2009), are 4.3 a second, and the longest life on record, Jeanne
-    /// Calment's, lasted 122 years. A total above it was not counted (a file edited or damaged);
-    /// near `Int.max` it made the next step trap, at every restart.
+    /// years, more than anyone walks (the fastest steps on record are 4.3 a second, the longest life
+    /// 122 years). A total above it was not counted (a file edited or damaged); near `Int.max` it
+    /// made the next step trap, at every restart.
     static let maximumTotalSteps = 5 * 86_400 * 36_525 * 125 / 100
 
     /// Steps since the history began, at most `maximumTotalSteps`.

@@ -28,7 +28,8 @@ package final class Hub: @unchecked Sendable {
     private let history: SavedState<GaitHistory.Saved>
     /// `pipeline.gait.historyRevision` when the history was last saved.
     private var historySavedRevision = 0
-    /// The blocking jobs handed to the thread pool, for shutdown to wait for.
+    /// The blocking jobs handed to the thread pool (captures stopping, the state being saved), for
+    /// shutdown to wait for after `stopAll`.
     let offLoop: OffLoopWork
     /// How long the sensors must run as planned (or none run) before the code that started, stopped
     /// or served what ran before is paged out (`ResidentMemory`): start-up, a client's coming and
@@ -109,13 +110,11 @@ package final class Hub: @unchecked Sendable {
                 logger.debug("gyroscope bias uncertain again after motion", metadata: metadata)
             }
         }
-        pipeline.fusion.gyroscopeAxesChecked = { [unowned self] verdict in
-            guard case .disagree(let mending) = verdict else { return logger.info("the gyroscope's axes agree with the accelerometer's") }
-            logger.warning("the gyroscope's axes disagree with the accelerometer's: the attitude turns the wrong way", metadata: remedy(mending, for: .gyroscope))
-        }
-        pipeline.fusion.magnetometerAxesChecked = { [unowned self] verdict in
-            guard case .disagree(let mending) = verdict else { return logger.info("the magnetometer's axes agree with the gyroscope's") }
-            logger.warning("the magnetometer's axes disagree with the gyroscope's: the heading turns the wrong way", metadata: remedy(mending, for: .magnetometer))
+        pipeline.fusion.axesChecked = { [unowned self] sensor, verdict in
+            let (reference, turning) = sensor == .gyroscope ? ("accelerometer", "attitude") : ("gyroscope", "heading")
+            guard case .disagree(let mending) = verdict else { return logger.info("the \(sensor)'s axes agree with the \(reference)'s") }
+            let metadata = remedy(mending, for: sensor)
+            logger.warning("the \(sensor)'s axes disagree with the \(reference)'s: the \(turning) turns the wrong way", metadata: metadata)
         }
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }
@@ -337,8 +336,8 @@ package final class Hub: @unchecked Sendable {
         replan()
         // Event streams start with their state.
         guard watch.enable != false else { return }
-        for stream in streams {
-            if let current = pipeline.currentEvent(of: stream)?.message { clients.send(current, to: id) }
+        for stream in streams where stream.startsWithState {
+            if let current = pipeline.latest(stream)?.message { clients.send(current, to: id) }
         }
     }
 
@@ -470,8 +469,8 @@ package final class Hub: @unchecked Sendable {
             steps: pipeline.gait.pedometer.steps, activity: pipeline.gait.activity?.activity, altitude: pipeline.gait.altitude)
     }
 
-    /// Stops every capture and saves the calibration (at shutdown; `waitForOffLoopWork` then waits
-    /// for the captures, off the loop).
+    /// Stops every capture and saves the calibration (at shutdown; `offLoop` is then waited for, off
+    /// the loop, for the captures to stop).
     package func stopAll() {
         eventLoop.preconditionInEventLoop()
         stopped = true
@@ -482,11 +481,5 @@ package final class Hub: @unchecked Sendable {
         calibration.saveNow(pipeline.fusion.fusion?.calibration)
         if historyNeedsSaving { history.saveNow(pipeline.gait.history.saved) }
         captures.stopAll()
-    }
-
-    /// Waits for what still runs off the loop: captures stopping, a calibration being saved, devices
-    /// being listed (at shutdown, after `stopAll`; not on the loop).
-    package func waitForOffLoopWork() {
-        offLoop.waitUntilDone()
     }
 }

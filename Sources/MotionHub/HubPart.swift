@@ -67,6 +67,6 @@ package final class HubPart: DaemonPart, @unchecked Sendable {
         for lister in remoteListers { lister.stop() }
         remoteListers = []
         try hub.eventLoop.submit { [hub] in hub.stopAll() }.wait()
-        hub.waitForOffLoopWork()
+        hub.offLoop.waitUntilDone()
     }
 }

@@ -13,15 +13,15 @@ import Synchronization
 /// The device is opened off the loop (libiio scans all of sysfs), then read as NIO reports the
 /// descriptor readable: every `batch` scans, the buffer's watermark, or every period of the timer.
 /// A buffer that cannot be opened, or gives no scan within `firstDataTimeout`, falls back to polling,
-/// as a buffered `SensorCapture` would: on the loop up to `loopPollingLimit`, else on a thread of its
-/// own (a sysfs read can block for a bus transfer). Events go to the handler on the loop.
+/// as a buffered `SensorCapture` would: on the loop up to the event streams' rate, else on a thread
+/// of its own (a sysfs read can block for a bus transfer), whose events go to the handler from that
+/// thread; all others go to it on the loop.
 ///
 /// An accelerometer that only event streams read (`restsWhenStill`) sleeps while it lies still: its
 /// chip's motion events wake it where the driver has them (`MotionEvents`, a second channel), else
 /// it is polled slowly at rest (`AdaptivePolling`).
 final class LoopCapture: SensorStream, @unchecked Sendable {
-    // @unchecked: the mutable state is behind `state`; `handler` is set once before anything runs;
-    // `handedOver` is touched on the loop only.
+    // @unchecked: the mutable state is behind `state`; `handler` is set once before anything runs.
     let device: DeviceDescriptor
     let kinds: [SensorKind]
     let rate: Double
@@ -42,11 +42,6 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     private let policy: CapturePolicy
     private let state: Mutex<State>
     fileprivate private(set) var handler: @Sendable (SensorEvent) -> Void = { _ in }
-    /// Events from the polling thread, on the loop; reused.
-    private var handedOver: [SensorEvent] = []
-
-    /// The fastest rate polled on the loop, Hz: the event streams' (`CapturePlan.eventRate`).
-    static let loopPollingLimit = CapturePlan.eventRate
 
     private struct State {
         var stopped = false
@@ -60,8 +55,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         var events: MotionEvents?
         var eventsChannel: (any Channel)?
         /// How a capture that rests when still learns of a move, and why a better way was refused.
-        var restMode: RestMode?
-        var restNote: DeviceError?
+        var rest: (mode: RestMode, note: DeviceError?)?
         /// Why the buffer of a resting accelerometer was given up for polling: the rest note, rather
         /// than the poller's own (a hub has no motion events).
         var pollingReason: DeviceError?
@@ -96,8 +90,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         state.withLock { body(&$0.lifecycle) }
     }
 
-    /// Whether a device polled at `rate` Hz is polled on the loop rather than on a thread.
-    static func pollsOnLoop(rate: Double) -> Bool { rate <= loopPollingLimit }
+    /// Whether a device polled at `rate` Hz is polled on the loop rather than on a thread: up to the
+    /// event streams' rate (`CapturePlan.eventRate`).
+    static func pollsOnLoop(rate: Double) -> Bool { rate <= CapturePlan.eventRate }
 
     var modeName: String {
         state.withLock { state in
@@ -105,11 +100,10 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }.rawValue
     }
 
-    var restMode: (mode: RestMode, note: DeviceError?)? {
-        state.withLock { state in state.restMode.map { ($0, state.restNote) } }
-    }
+    var restMode: (mode: RestMode, note: DeviceError?)? { state.withLock { $0.rest } }
 
-    /// Starts; `handler` gets every event on the event loop, each read's samples followed by `readComplete`.
+    /// Starts; `handler` gets every event (on the event loop, or a polling thread's on that thread),
+    /// each read's samples followed by `readComplete`.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
         let opened = startMode == .buffered ? openBuffer() : openPoller()
@@ -125,7 +119,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         }.flatMap { [self] buffer in
             attach(buffer)
         }.flatMapError { [self] error in
-            let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "open", errno: ErrnoValue.invalidArgument)
+            let error = deviceError(error, "open")
             return follow(lifecycle { $0.openFailed(error, deviceExists: !error.isVanished) })
         }
     }
@@ -190,29 +184,27 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         guard !state.withLock({ $0.stopped }) else { return eventLoop.makeSucceededVoidFuture() }
         handler(.captureModeChanged(.polled, reason: reason))
         if Self.pollsOnLoop(rate: rate) { return openPoller() }
-        pollOnThread()
+        // On a thread of its own (`SensorCapture`), which hands its events to the handler.
+        do {
+            let polled = try SensorCapture(device: device, kinds: kinds, rate: rate, mode: .polled)
+            if keep({ $0.polledThread = polled }) { polled.start(handler: handler) }
+        } catch {
+            handler(.ended(error))
+        }
         return eventLoop.makeSucceededVoidFuture()
     }
 
     private func openPoller() -> EventLoopFuture<Void> {
         let (device, kinds, rate) = (device, kinds, rate)
         let wantsEvents = restsWhenStill && kinds == [.accelerometer]
-        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { () throws -> OpenedPoller in
+        // The motion events where they are asked for, or why there are none.
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { () throws -> (PolledSensors, Result<MotionEvents, DeviceError>?) in
             let poller = try PolledSensors(device: device, kinds: kinds, rate: rate)
-            var events: Result<MotionEvents, DeviceError>?
-            if wantsEvents {
-                do throws(DeviceError) {
-                    events = .success(try MotionEvents(device: device))
-                } catch {
-                    events = .failure(error)
-                }
-            }
-            return OpenedPoller(poller: poller, events: events)
-        }.flatMap { [self] opened -> EventLoopFuture<Void> in
-            let (poller, events) = (opened.poller, opened.events)
+            return (poller, wantsEvents ? Result { () throws(DeviceError) in try MotionEvents(device: device) } : nil)
+        }.flatMap { [self] (poller, events) -> EventLoopFuture<Void> in
             guard keep({ $0.poller = poller }) else {
                 poller.close()
-                if case .success(let events) = events { events.close() }
+                try? events?.get().close()
                 return eventLoop.makeSucceededVoidFuture()
             }
             for problem in poller.problems { handler(.readFailed(problem)) }
@@ -224,7 +216,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             }, reader: reader, readSize: 64, keptAs: \.channel)
             return opened.flatMap { [self] attached in
                 guard attached else {
-                    if case .success(let events) = events { events.close() }
+                    try? events?.get().close()
                     return eventLoop.makeSucceededVoidFuture()
                 }
                 lifecycle { $0.opened() }
@@ -238,34 +230,10 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
                 }
             }
         }.flatMapError { [self] error in
-            let error = error as? DeviceError ?? .bufferFailed(device: device.number.sysname, operation: "poll", errno: ErrnoValue.invalidArgument)
+            let error = deviceError(error, "poll")
             if case .end(let reason) = lifecycle({ $0.openFailed(error, deviceExists: !error.isVanished) }) { handler(.ended(reason)) }
             return eventLoop.makeSucceededVoidFuture()
         }
-    }
-
-    /// Polls on a thread of its own (`SensorCapture`), its events handed to the loop a read at a time.
-    private func pollOnThread() {
-        let polled: SensorCapture
-        do {
-            polled = try SensorCapture(device: device, kinds: kinds, rate: rate, mode: .polled)
-        } catch {
-            return handler(.ended(error))
-        }
-        guard keep({ $0.polledThread = polled }) else { return }
-        let mailbox = EventMailbox()
-        polled.start { [weak self] event in
-            guard let self, mailbox.post(event) else { return }
-            eventLoop.execute { self.handOver(mailbox) }
-        }
-    }
-
-    /// Hands what the polling thread posted to the handler, on the loop (the scratch array is reused).
-    private func handOver(_ mailbox: EventMailbox) {
-        mailbox.take(into: &handedOver)
-        for event in handedOver { handler(event) }
-        handler(.readComplete)
-        handedOver.removeAll(keepingCapacity: true)
     }
 
     // MARK: Both
@@ -319,16 +287,22 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         let (buffer, poller, stopped, current) = state.withLock { ($0.buffer, $0.poller, $0.stopped, $0.channel) }
         guard !stopped, buffer != nil || poller != nil else { return }
         if let channel, let current, channel !== current { return }
-        let reason: DeviceError
-        if let error = error as? DeviceError {
-            reason = error  // the lifecycle's end, said already
-        } else {
-            let failure = DeviceError.bufferFailed(device: device.number.sysname, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
-            guard case .end(let ended) = lifecycle({ $0.readingEnded(failure, deviceExists: buffer?.deviceExists ?? poller?.deviceExists ?? true) }) else { return }
+        var reason = deviceError(error, "read")
+        if !(error is DeviceError) {  // a `DeviceError` is the lifecycle's end, said already
+            let deviceExists = buffer?.deviceExists ?? poller?.deviceExists ?? true
+            guard case .end(let ended) = lifecycle({ $0.readingEnded(reason, deviceExists: deviceExists) }) else { return }
             reason = ended
         }
         closeReading()
         handler(.ended(reason))
+    }
+
+    /// `error` as a `DeviceError`: as it is if it is one, else `make`'s failure of `operation` on the
+    /// device, with the errno NIO gives (else EINVAL).
+    private func deviceError(
+        _ error: any Error, _ operation: String, _ make: (String, String, Int32) -> DeviceError = DeviceError.bufferFailed
+    ) -> DeviceError {
+        error as? DeviceError ?? make(device.number.sysname, operation, (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
     }
 
     /// Closes the channel and what it read (waiting for the loop when not on it).
@@ -343,7 +317,6 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         poller?.close()
     }
 
-    /// Closes `channel`, waiting for the loop when not on it.
     private func close(_ channel: (any Channel)?) {
         if eventLoop.inEventLoop {
             channel?.close(promise: nil)
@@ -361,16 +334,14 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             events.close()
             return eventLoop.makeSucceededVoidFuture()
         }
-        let reader = MotionEventReader(device: device.number.sysname, ticker: ticker)
+        let reader = MotionEventReader(ticker: ticker)
         let attached = register({ () throws(DeviceError) in
             guard let descriptor = events.takeDescriptor() else {
                 throw .eventsRefused(device: device.number.sysname, operation: "read", errno: ErrnoValue.badDescriptor)
             }
             return descriptor
         }, reader: reader, readSize: IIOEventRecord.size * 16, keptAs: \.eventsChannel) { [weak self, weak ticker] error in
-            let reason = error as? DeviceError ?? .eventsRefused(
-                device: events.device, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument)
-            self?.stopWaking(because: reason, ticker: ticker)
+            self?.stopWaking(because: error, ticker: ticker)
         }
         return attached.map { [self] wanted in
             guard wanted else { return }
@@ -378,17 +349,17 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             restOn(.motionEvents, because: nil)
         }.flatMapError { [self] error in
             closeEvents()
-            restOn(.adaptivePolling, because: error as? DeviceError ?? .eventsRefused(device: device.number.sysname, operation: "read", errno: ErrnoValue.invalidArgument))
+            restOn(.adaptivePolling, because: deviceError(error, "read", DeviceError.eventsRefused))
             return eventLoop.makeSucceededVoidFuture()
         }
     }
 
     /// The events failed or never came although the device moved: it is polled slowly at rest instead.
-    fileprivate func stopWaking(because reason: DeviceError, ticker: PollTicker?) {
-        guard state.withLock({ $0.restMode == .motionEvents && !$0.stopped }) else { return }
+    fileprivate func stopWaking(because error: any Error, ticker: PollTicker?) {
+        guard state.withLock({ $0.rest?.mode == .motionEvents && !$0.stopped }) else { return }
         closeEvents()
         ticker?.pollAtRest()
-        restOn(.adaptivePolling, because: reason)
+        restOn(.adaptivePolling, because: deviceError(error, "read", DeviceError.eventsRefused))
     }
 
     /// Whether the capture still reads `buffer` (not stopped, not fallen back to polling).
@@ -409,7 +380,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     /// Says how the capture now learns of a move, and why a better way was refused.
     private func restOn(_ mode: RestMode, because reason: DeviceError?) {
-        guard keep({ ($0.restMode, $0.restNote) = (mode, reason) }) else { return }
+        guard keep({ $0.rest = (mode, reason) }) else { return }
         handler(.restModeChanged(mode, reason: reason))
     }
 
@@ -435,12 +406,6 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         closeReading()
         state.withLock { $0.polledThread }?.stop()
     }
-}
-
-/// A polled device opened off the loop, with its motion events where they were asked for.
-private struct OpenedPoller: Sendable {
-    let poller: PolledSensors
-    let events: Result<MotionEvents, DeviceError>?
 }
 
 /// Decodes what NIO reads from an IIO buffer's descriptor; the samples of each wake-up are followed
@@ -539,7 +504,7 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
         guard adaptive != nil, sample.kind == .accelerometer else { return }
         adaptive!.update(sample.vector, at: sample.timestamp)
         if let change = adaptive!.unannouncedChange {
-            capture?.stopWaking(because: .eventsSilent(device: poller.device.number.sysname, change: change), ticker: self)
+            capture?.stopWaking(because: DeviceError.eventsSilent(device: poller.device.number.sysname, change: change), ticker: self)
         }
         retime()
     }
@@ -603,14 +568,10 @@ private final class MotionEventReader: ChannelInboundHandler, @unchecked Sendabl
     // @unchecked: runs on its channel's event loop only.
     typealias InboundIn = ByteBuffer
 
-    private let device: String
     private weak var ticker: PollTicker?
     private var moved = false
 
-    init(device: String, ticker: PollTicker) {
-        self.device = device
-        self.ticker = ticker
-    }
+    init(ticker: PollTicker) { self.ticker = ticker }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)

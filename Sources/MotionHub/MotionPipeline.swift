@@ -17,7 +17,6 @@ final class MotionPipeline {
     var gait: GaitStage
     /// Called after each sample is taken: a waiting poll may be answerable now.
     var sampleFused: () -> Void = {}
-    /// The samples of all captures in one time order.
     private var merger = SampleMerger()
     /// Samples the merger let through, reused.
     private var merged: [SampleMerger.Entry] = []
@@ -113,14 +112,10 @@ final class MotionPipeline {
         fanout.deliver(.motion, timestamp: due.timestamp, period: due.period) { frame in .motion(fusion.motion(due, in: frame)) }
     }
 
-    /// The latest value of `stream` (`motion` in `frame`), from the stage that makes it.
-    private func latest(_ stream: StreamKind, frame: AttitudeReferenceFrame = .xArbitraryZVertical) -> AnyServerMessage? {
+    /// The latest value of `stream` (`motion` in `frame`), from the stage that makes it: a poll's
+    /// answer, or the state a new watcher of a stream that `startsWithState` gets first.
+    func latest(_ stream: StreamKind, frame: AttitudeReferenceFrame = .xArbitraryZVertical) -> AnyServerMessage? {
         fusion.latest(stream, frame: frame) ?? events.latest(stream) ?? gait.latest(stream)
-    }
-
-    /// The state a new watcher of `stream` gets first, if the stream has one now.
-    func currentEvent(of stream: StreamKind) -> AnyServerMessage? {
-        stream.startsWithState ? latest(stream) : nil
     }
 
     /// The snapshot for a poll, if every stream asked for has a value from a running sensor.

@@ -4,9 +4,8 @@ import NIOPosix
 import Synchronization
 
 /// Blocking work the hub hands to NIO's thread pool (closing a capture, writing the calibration),
-/// counted so that shutdown can wait for all of it: a job that
-/// finished after the event loop had shut down would hand its result to a loop that is gone, which
-/// NIO treats as a fatal error.
+/// counted so that shutdown can wait for all of it: a job that finished after the event loop had
+/// shut down would hand its result to a loop that is gone, which NIO treats as a fatal error.
 final class OffLoopWork: Sendable {
     private let eventLoop: any EventLoop
     private let underWay = Atomic<Int>(0)

@@ -34,8 +34,12 @@ public final class ReplaySource: SensorSource {
         var samples: [DeviceNumber: [SensorSample]] = [:]
         for sample in recorded {
             // Recording.read checked that a device of the header carries every sample's kind.
-            let number = deviceOf[sample.stream.descriptor.rawSensor!]!
-            samples[number, default: []].append(sample.sensorSample(device: number))
+            let kind = sample.stream.descriptor.rawSensor!
+            let number = deviceOf[kind]!
+            // In the device layer's SI units (the inverse of what the hub sends on the wire).
+            let vector = kind == .accelerometer ? sample.vector.specificForceFromAcceleration : sample.vector
+            samples[number, default: []].append(
+                SensorSample(kind: kind, device: number, timestamp: sample.timestamp, vector: vector, isNear: sample.near))
         }
         self.devices = devices.filter { samples[$0.number] != nil }
         self.samples = samples
@@ -60,13 +64,4 @@ public final class ReplaySource: SensorSource {
     public var followsHotPlug: Bool { false }
 
     public func modeName(of device: DeviceDescriptor) -> String { "replayed" }
-}
-
-extension Recording.Sample {
-    /// The sample in the device layer's SI units (the inverse of what the hub sends on the wire).
-    func sensorSample(device: DeviceNumber) -> SensorSample {
-        let kind = stream.descriptor.rawSensor!
-        let vector = kind == .accelerometer ? self.vector.specificForceFromAcceleration : self.vector
-        return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: vector, isNear: near)
-    }
 }

@@ -22,7 +22,6 @@ struct SampleMerger {
 
     /// The capture whose samples pace the fusion; `nil` lets every sample through at once.
     var pace: DeviceNumber?
-    /// Samples held at most.
     let capacity: Int
     /// How much newer a sample arriving on hold may be than the oldest held before that one goes, ns.
     let maximumHold: Int64
@@ -36,7 +35,6 @@ struct SampleMerger {
         held.reserveCapacity(capacity + 1)
     }
 
-    /// Samples on hold.
     var heldCount: Int { held.count }
 
     /// Takes `entry`, a sample of `device`, and appends to `ready` what may now be fused, in order.

@@ -22,7 +22,6 @@ package struct StateStore: Sendable {
 
     /// The directory of the state (created if missing).
     let directory: String
-    /// The state file's name.
     let name: String
 
     var path: String { "\(directory)/\(name)" }
@@ -66,7 +65,7 @@ package struct StateStore: Sendable {
     /// and reported as `Corrupt`; the caller starts afresh. One that cannot be moved either is
     /// reported as `Unusable`: the caller must not save over it.
     func load<State: Decodable>(_ type: State.Type) throws -> State? {
-        removeOrphans()
+        for entry in files.entries(of: directory) where entry.hasPrefix(temporaryPrefix) { files.remove("\(directory)/\(entry)") }
         let data: [UInt8]
         do {
             switch try files.regularFileContents(of: path, atMost: Self.maximumFileSize) {
@@ -97,11 +96,6 @@ package struct StateStore: Sendable {
         return Corrupt(path: path, keptAt: kept, reason: reason)
     }
 
-    /// Removes the temporary files of saves that never reached their rename.
-    private func removeOrphans() {
-        for entry in files.entries(of: directory) where entry.hasPrefix(temporaryPrefix) { files.remove("\(directory)/\(entry)") }
-    }
-
     /// Writes the state atomically.
     func save<State: Encodable>(_ state: State) throws {
         try call("mkdir", directory) { () throws(Errno) in try files.makeDirectory(directory, permissions: .ownerReadWriteExecute) }
@@ -114,14 +108,13 @@ package struct StateStore: Sendable {
             try files.makeTemporaryFile(template: "\(directory)/\(temporaryPrefix)XXXXXX")
         }
         do {
+            defer { files.close(file) }
             try call("write", temporary) { () throws(Errno) in try files.write(bytes, to: file) }
             try call("fsync", temporary) { () throws(Errno) in try files.synchronize(file) }
         } catch {
-            files.close(file)
             files.remove(temporary)
             throw error
         }
-        files.close(file)
         do {
             try call("rename", temporary) { () throws(Errno) in try files.rename(temporary, to: path) }
         } catch {

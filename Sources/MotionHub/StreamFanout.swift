@@ -77,11 +77,12 @@ final class StreamFanout {
     /// Sends a periodic stream's message to every client due one: as a value to an in-process front
     /// end, as its line to the others, written at most once per frame and shared.
     func deliver(_ stream: StreamKind, timestamp: Int64, period: Int64, message: (AttitudeReferenceFrame) -> AnyServerMessage) {
-        var lines = LinesByFrame()
+        // One line per frame, by `frameIndex`, without a dictionary's allocation.
+        var lines = InlineArray<4, ByteBuffer?>(repeating: nil)
         func line(_ frame: AttitudeReferenceFrame) -> ByteBuffer? {
-            if let line = lines[frame] { return line }
-            lines[frame] = clients.encode(message(frame))
-            return lines[frame]
+            let index = Self.frameIndex(frame)
+            if lines[index] == nil { lines[index] = clients.encode(message(frame)) }
+            return lines[index]
         }
         for subscription in subscriptions[stream.index] {
             guard subscription.watch.decimator.accepts(timestamp, sensorPeriod: period) else { continue }
@@ -113,27 +114,12 @@ final class StreamFanout {
         }
     }
 
-    /// One encoded line per reference frame, without a dictionary's allocation.
-    private struct LinesByFrame {
-        private var lines: (ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?)
-
-        subscript(frame: AttitudeReferenceFrame) -> ByteBuffer? {
-            get {
-                switch frame {
-                case .xArbitraryZVertical: lines.0
-                case .xArbitraryCorrectedZVertical: lines.1
-                case .xMagneticNorthZVertical: lines.2
-                case .xTrueNorthZVertical: lines.3
-                }
-            }
-            set {
-                switch frame {
-                case .xArbitraryZVertical: lines.0 = newValue
-                case .xArbitraryCorrectedZVertical: lines.1 = newValue
-                case .xMagneticNorthZVertical: lines.2 = newValue
-                case .xTrueNorthZVertical: lines.3 = newValue
-                }
-            }
+    private static func frameIndex(_ frame: AttitudeReferenceFrame) -> Int {
+        switch frame {
+        case .xArbitraryZVertical: 0
+        case .xArbitraryCorrectedZVertical: 1
+        case .xMagneticNorthZVertical: 2
+        case .xTrueNorthZVertical: 3
         }
     }
 }

@@ -61,7 +61,7 @@ import Testing
     func theMagnetometersAxesAreCheckedAgainstTheGyroscopes(mapping: Matrix3) throws {
         let (stage, _) = Self.stage()
         var told: [AxesVerdict] = []
-        stage.magnetometerAxesChecked = { told.append($0) }
+        stage.axesChecked = { sensor, verdict in if sensor == .magnetometer { told.append(verdict) } }
         stage.follow(motionNeeded: true) { _ in 100 }
         var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
         let earth = Vector3(x: 0, y: 19, z: -46)
