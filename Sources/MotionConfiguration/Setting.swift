@@ -31,51 +31,42 @@ struct ValueType<Value: Sendable>: Sendable {
     var read: @Sendable (YAMLNode, Place) throws(Configuration.Invalid) -> Value
 }
 
-extension ValueType where Value == String {
+extension ValueType where Value == Bool {
+    /// A truth, in YAML 1.1's words: true/false, yes/no, on/off.
+    static let boolean = plain("true or false", expected: "true or false") { text in
+        switch text.lowercased() {
+        case "true", "yes", "on": true
+        case "false", "no", "off": false
+        default: nil
+        }
+    }
+}
+
+extension ValueType {
     /// Any scalar, as text: `socket: 123` is the path "123".
-    static func text(_ manualName: String) -> Self {
+    static func text(_ manualName: String) -> Self where Value == String {
         Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
             guard case .scalar(let text, _) = node else { throw place.invalid("expected a string") }
             return text
         }
     }
-}
 
-extension ValueType where Value == Double {
-    /// A finite number (a plain scalar).
-    static func number(_ manualName: String) -> Self {
+    /// A plain scalar that `parse` reads; else the error says the value is not `expected`.
+    private static func plain(_ manualName: String, expected: String, _ parse: @escaping @Sendable (String) -> Value?) -> Self {
         Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
-            guard case .scalar(let text, true) = node, let number = Double(text), number.isFinite else { throw place.invalid("expected a number") }
-            return number
+            guard case .scalar(let text, true) = node, let value = parse(text) else { throw place.invalid("expected \(expected)") }
+            return value
         }
     }
-}
 
-extension ValueType where Value == Int {
-    /// A whole number (a plain scalar).
-    static func integer(_ manualName: String) -> Self {
-        Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
-            guard case .scalar(let text, true) = node, let number = Int(text) else { throw place.invalid("expected a whole number") }
-            return number
-        }
+    /// A finite number.
+    static func number(_ manualName: String) -> Self where Value == Double {
+        plain(manualName, expected: "a number") { Double($0).flatMap { $0.isFinite ? $0 : nil } }
     }
-}
 
-extension ValueType where Value == Bool {
-    /// A truth, in YAML 1.1's words: true/false, yes/no, on/off.
-    static let boolean = Self(manualName: "true or false") { node, place throws(Configuration.Invalid) in
-        if case .scalar(let text, true) = node {
-            switch text.lowercased() {
-            case "true", "yes", "on": return true
-            case "false", "no", "off": return false
-            default: break
-            }
-        }
-        throw place.invalid("expected true or false")
-    }
-}
+    /// A whole number.
+    static func integer(_ manualName: String) -> Self where Value == Int { plain(manualName, expected: "a whole number") { Int($0) } }
 
-extension ValueType {
     /// A list of `element`s.
     static func list<Element>(of element: ValueType<Element>, _ manualName: String) -> Self where Value == [Element] {
         Self(manualName: manualName, manualEntries: element.manualEntries) { node, place throws(Configuration.Invalid) in

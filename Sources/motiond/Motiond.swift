@@ -28,10 +28,7 @@ struct Motiond: AsyncParsableCommand {
     static let defaultConfigurationPath = "/etc/motiond/motiond.conf"
 
     static func main() async {
-        // Swift concurrency's jobs (lifecycle, signals) run on NIO's event loops, not libdispatch's
-        // worker pool: that pool's monitor wakes the process every second for good (a daemon with no
-        // clients should sleep), and a job hopping through it costs a thread wake-up.
-        ConcurrencyOnNIO.install()
+        ConcurrencyOnNIO.install()  // first: no job may reach libdispatch's pool (ConcurrencyOnNIO says why)
         do {
             try await parse().run()
         } catch {
