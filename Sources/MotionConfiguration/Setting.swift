@@ -67,6 +67,17 @@ extension ValueType {
     /// A whole number.
     static func integer(_ manualName: String) -> Self where Value == Int { plain(manualName, expected: "a whole number") { Int($0) } }
 
+    /// One of an enumeration's names.
+    static func named(_ type: Value.Type, _ manualName: String) -> Self where Value: RawRepresentable<String> & CaseIterable {
+        Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
+            guard case .scalar(let name, _) = node else { throw place.invalid("expected a \(manualName)") }
+            guard let value = Value(rawValue: name) else {
+                throw place.invalid("\"\(name)\" is not one of \(Value.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return value
+        }
+    }
+
     /// A list of `element`s.
     static func list<Element>(of element: ValueType<Element>, _ manualName: String) -> Self where Value == [Element] {
         Self(manualName: manualName, manualEntries: element.manualEntries) { node, place throws(Configuration.Invalid) in

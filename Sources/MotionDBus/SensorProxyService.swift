@@ -13,7 +13,6 @@ import Synchronization
 final class SensorProxyService: Sendable {
     typealias Properties = SensorProxyInterface.Properties
     typealias Object = SensorProxyInterface.Object
-    typealias Property = SensorProxyInterface.Property
 
     /// A claim waits this long at most for its sensor's first value, ns (a sensor that gives none
     /// must not hang its client).
@@ -121,14 +120,9 @@ final class SensorProxyService: Sendable {
         let waiting = try bus.waitingFor()
         let deadline = min(heldClaims.map(\.deadline).min() ?? .max, waiting.deadline ?? .max)
         let timeout = deadline == .max ? -1 : Int32(clamping: max(0, (deadline - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000))
-        switch thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: timeout) {
-        case .success(let wakeup) where wakeup.woken:
-            announceChanges()
-        case .success:
-            break
-        case .failure(let error):
-            throw BusError(call: "poll", code: error.rawValue)
-        }
+        let wakeup = try thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: timeout)
+            .mapError { BusError(call: "poll", code: $0.rawValue) }.get()
+        if wakeup.woken { announceChanges() }
         answerHeldClaims()
     }
 
@@ -148,22 +142,18 @@ final class SensorProxyService: Sendable {
                 let destinations: [String?] = sensor.map { claims.claimants(of: $0).sorted() } ?? [nil]
                 for destination in destinations {
                     do {
-                        try sendPropertiesChanged(properties, of: object, values: now, to: destination)
+                        let signal = try bus.newSignal(path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+                        if let destination { try signal.setDestination(destination) }
+                        try signal.append(object.interface)
+                        try signal.append(properties, of: now)
+                        try signal.append(container: "a", of: "s")  // no invalidated properties
+                        try bus.send(signal)
                     } catch {
                         logger.warning("cannot tell a D-Bus client of a change", metadata: ["to": "\(destination ?? "everyone")", "error": "\(error)"])
                     }
                 }
             }
         }
-    }
-
-    private func sendPropertiesChanged(_ properties: [Property], of object: Object, values: Properties, to destination: String?) throws(BusError) {
-        let signal = try bus.newSignal(path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
-        if let destination { try signal.setDestination(destination) }
-        try signal.append(object.interface)
-        try signal.append(properties, of: values)
-        try signal.append(container: "a", of: "s")  // no invalidated properties
-        try bus.send(signal)
     }
 
     /// Returns the claims whose sensor is ready, or that waited `claimPatience`.
