@@ -26,8 +26,8 @@ public struct Place: Sendable, Equatable, CustomStringConvertible {
 struct ValueType<Value: Sendable>: Sendable {
     /// The manual's name of the type, such as "seconds, > 0".
     var manualName: String
-    /// The manual's entries for a section's own settings (a section, or a list of them).
-    var manualEntries: [ManualEntry] = []
+    /// The manual's entries (roff) for a section's own settings (a section, or a list of them).
+    var manualEntries: [String] = []
     var read: @Sendable (YAMLNode, Place) throws(Configuration.Invalid) -> Value
 }
 
@@ -89,7 +89,7 @@ extension ValueType {
     /// A mapping of a section's own settings; `orFirst`: or a scalar alone, the value of its first
     /// setting, the others at their defaults (`dsu: 127.0.0.1:26760`, `- motion`).
     static func section(_ manualName: String = "mapping", orFirst: Bool = false) -> Self where Value: SettingsSection {
-        Self(manualName: manualName, manualEntries: Value.settings.map(\.manualEntry)) { node, place throws(Configuration.Invalid) in
+        Self(manualName: manualName, manualEntries: Value.settings.flatMap(\.manualEntry)) { node, place throws(Configuration.Invalid) in
             guard orFirst, case .scalar = node else { return try Value.read(node, at: place) }
             var section = Value()
             try Value.settings[0].read(&section, node, place)
@@ -116,7 +116,7 @@ struct Setting<Section: Sendable>: Sendable {
     var isFlag: Bool
     var required: Bool
     /// The manual's entries for a section's own settings.
-    var manualEntries: [ManualEntry]
+    var manualEntries: [String]
     var read: @Sendable (inout Section, YAMLNode, Place) throws(Configuration.Invalid) -> Void
     var check: @Sendable (Section, Place) throws(Configuration.Invalid) -> Void
     var differs: @Sendable (Section, Section) -> Bool
@@ -158,14 +158,6 @@ struct Setting<Section: Sendable>: Sendable {
     }
 }
 
-/// A line of motiond.conf(5)'s list of keys.
-struct ManualEntry: Sendable, Equatable {
-    var key: String
-    var type: String
-    var text: String
-    var entries: [ManualEntry]
-}
-
 /// A mapping of settings declared in a table: the configuration, the `mqtt` section, one entry of a list.
 protocol SettingsSection: Sendable, Equatable {
     static var settings: [Setting<Self>] { get }
@@ -204,28 +196,22 @@ extension SettingsSection {
 }
 
 extension Setting {
-    var manualEntry: ManualEntry {
+    /// Its entry in motiond.conf(5)'s list of keys (roff lines), with its section's own keys indented.
+    var manualEntry: [String] {
+        func roff(_ text: String) -> String { text.replacing("\\", with: "\\e").replacing("-", with: "\\-") }
         var text = summary
         if let defaultValue { text += " Default: \(defaultValue)." }
         if isFlag { text += " Also the flag \(flagName)." }
         if Section.self == Configuration.self {
             text += reload == .live ? " Changes on reload." : " Takes effect at the next start."
         }
-        return ManualEntry(key: key, type: type, text: text, entries: manualEntries)
+        return [".TP", ".BR \(roff(key)) \" (\(roff(type).replacing("\"", with: "\\(dq")))\"", roff(text)]
+            + (manualEntries.isEmpty ? [] : [".RS"] + manualEntries + [".RE"])
     }
 }
 
 extension Configuration {
     /// motiond.conf(5)'s KEYS section (roff), written from the settings' declarations; a test holds
     /// docs/motiond.conf.5 to it.
-    static var manualKeys: String {
-        func roff(_ text: String) -> String { text.replacing("\\", with: "\\e").replacing("-", with: "\\-") }
-        func lines(_ entries: [ManualEntry]) -> [String] {
-            entries.flatMap { entry in
-                [".TP", ".BR \(roff(entry.key)) \" (\(roff(entry.type).replacing("\"", with: "\\(dq")))\"", roff(entry.text)]
-                    + (entry.entries.isEmpty ? [] : [".RS"] + lines(entry.entries) + [".RE"])
-            }
-        }
-        return ([".SH KEYS"] + lines(settings.map(\.manualEntry))).joined(separator: "\n") + "\n"
-    }
+    static var manualKeys: String { ([".SH KEYS"] + settings.flatMap(\.manualEntry)).joined(separator: "\n") + "\n" }
 }
