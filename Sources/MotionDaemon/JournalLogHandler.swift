@@ -75,17 +75,15 @@ public struct JournalLogHandler: LogHandler {
 
     private static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
-        var result = ""
-        for scalar in text.unicodeScalars {
+        return text.unicodeScalars.map { scalar in
             switch scalar {
-            case "\n": result += "\\n"
-            case "\t": result += "\\t"
-            case "\r": result += "\\r"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F: result += "\\x" + String(scalar.value, radix: 16)
-            default: result.unicodeScalars.append(scalar)
+            case "\n": "\\n"
+            case "\t": "\\t"
+            case "\r": "\\r"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: "\\x" + String(scalar.value, radix: 16)
+            default: String(scalar)
             }
-        }
-        return result
+        }.joined()
     }
 }
 

@@ -73,21 +73,17 @@ struct Motiond: AsyncParsableCommand {
         if replay == nil && (loop || speed != 1) { throw ValidationError("--speed and --loop go with --replay FILE") }
     }
 
-    /// The settings given as flags, read and checked as the file's are.
-    func flags() throws(Configuration.Invalid) -> Configuration {
-        try Configuration.flags([
-            "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
-            "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode, "log_level": logLevel, "declination": declination, "location": location,
-            "sea_level_pressure": seaLevelPressure, "height": height,
-            "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
-        ])
-    }
-
     func run() async throws {
         let load: @Sendable () throws -> Configuration
         let settings: Configuration
         do {
-            let flags = try self.flags()
+            // The settings given as flags, read and checked as the file's are.
+            let flags = try Configuration.flags([
+                "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
+                "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode,
+                "log_level": logLevel, "declination": declination, "location": location, "sea_level_pressure": seaLevelPressure, "height": height,
+                "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
+            ])
             load = { [config] in
                 try Configuration.load(path: config ?? Self.defaultConfigurationPath, required: config != nil).overridden(by: flags)
             }
