@@ -12,7 +12,6 @@ import Synchronization
 /// (`publish`, `markReady`), and the bus thread, woken (`WakeableThread`), announces them.
 final class SensorProxyService: Sendable {
     typealias Properties = SensorProxyInterface.Properties
-    typealias Object = SensorProxyInterface.Object
 
     /// A claim waits this long at most for its sensor's first value, ns (a sensor that gives none
     /// must not hang its client).
@@ -171,7 +170,7 @@ final class SensorProxyService: Sendable {
     // MARK: Calls
 
     /// Answers one call to `object`; `false` leaves it to sd-bus (no such method).
-    private func handle(_ call: BusMessage, to object: Object) throws(BusError) -> Bool {
+    private func handle(_ call: BusMessage, to object: SensorProxyInterface.Object) throws(BusError) -> Bool {
         guard let interface = call.interface, let member = call.member else { return false }
         // Each method's arguments are checked before anything is done, as GDBus (upstream's) does.
         switch (interface, member) {

@@ -6,14 +6,12 @@ import Synchronization
 /// few lines.
 public struct JournalLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
-    private let label: String
     private let level: LogLevelSetting
     private let writer: LogWriter
 
-    /// A handler for `label` whose level is `level`'s, now and after it changes (a reload), writing
-    /// through `writer` (standard error by default).
+    /// A handler for `label` (not written: every entry is motiond's) whose level is `level`'s, now and
+    /// after it changes (a reload), writing through `writer` (standard error by default).
     public init(label: String, level: LogLevelSetting, writer: LogWriter = .standardError) {
-        self.label = label
         self.level = level
         self.writer = writer
     }
