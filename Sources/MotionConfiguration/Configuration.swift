@@ -81,7 +81,8 @@ public struct Configuration: Sendable, Equatable {
             if !required { return Configuration() }
             throw file.invalid("cannot be read: no such file")
         case .success(.notRegular(let kind)): throw file.invalid("is \(kind), not a regular file")
-        case .success(.contents), .success(.tooLarge): throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be")
+        case .success(.contents), .success(.tooLarge):
+            throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be")
         }
         let root: YAMLNode?
         do {

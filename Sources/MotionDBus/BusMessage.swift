@@ -55,7 +55,9 @@ final class BusMessage {
     /// Throws unless its arguments are exactly of `signature` (a method's input), said as GDBus says it.
     func expect(signature expected: String) throws(BusError) {
         let actual = sd_bus_message_get_signature(pointer, 1).map { String(cString: $0) } ?? ""
-        guard actual == expected else { throw BusError(call: "Type of message, “(\(actual))”, does not match expected type “(\(expected))”", code: EBADMSG) }
+        guard actual == expected else {
+            throw BusError(call: "Type of message, “(\(actual))”, does not match expected type “(\(expected))”", code: EBADMSG)
+        }
     }
 
     /// The D-Bus error this message carries (a method error reply), if it is one.
