@@ -72,21 +72,17 @@ public struct Configuration: Sendable, Equatable {
         let data: [UInt8]
         // The state files' rules: a regular file only (a FIFO would block the start, a device be
         // opened), opened without blocking, of a bounded size.
-        let found: RegularFileContents
-        do {
-            found = try LocalFiles().regularFileContents(of: path, atMost: maximumFileSize)
-        } catch {
-            throw file.invalid("cannot be read: \(error)")
-        }
-        switch found {
-        case .contents(let bytes) where bytes.count <= maximumFileSize: data = bytes
+        switch Result(catching: { () throws(Errno) in try LocalFiles().regularFileContents(of: path, atMost: maximumFileSize) }) {
+        case .failure(let error): throw file.invalid("cannot be read: \(error)")
+        case .success(.contents(let bytes)) where bytes.count <= maximumFileSize: data = bytes
         // `--config /dev/null`: the usual way to say "no configuration", read as an empty file.
-        case .notRegular where path == "/dev/null": data = []
-        case .missing:
+        case .success(.notRegular) where path == "/dev/null": data = []
+        case .success(.missing):
             if !required { return Configuration() }
             throw file.invalid("cannot be read: no such file")
-        case .notRegular(let kind): throw file.invalid("is \(kind), not a regular file")
-        case .contents, .tooLarge: throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be")
+        case .success(.notRegular(let kind)): throw file.invalid("is \(kind), not a regular file")
+        case .success(.contents), .success(.tooLarge):
+            throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be")
         }
         let root: YAMLNode?
         do {

@@ -19,19 +19,16 @@ public struct DSUSettings: Sendable, Equatable, SettingsSection {
 
     public static let defaultListen = "127.0.0.1:26760"
 
-    public init(
-        listen: String = DSUSettings.defaultListen, slot: Int = 0, maximumClients: Int = 16, maximumClientsPerSource: Int = 4,
-        requireMotionGroup: Bool = true
-    ) {
-        (self.listen, self.slot, self.maximumClients) = (listen, slot, maximumClients)
-        (self.maximumClientsPerSource, self.requireMotionGroup) = (maximumClientsPerSource, requireMotionGroup)
+    /// Listens at `listen`; the rest at their defaults.
+    public init(listen: String) {
+        self.listen = listen
     }
 
     init() {}
 
     static let settings: [Setting<DSUSettings>] = [
         .value(
-            "listen", \.listen, .text("host:port"), default: defaultListen, required: false,
+            "listen", \.listen, .text("host:port"), default: defaultListen,
             summary: "The UDP address to serve on; anything but loopback lets other machines (and spoofed senders) reach it (security.md).",
             check: { Configuration.hostAndPort($0) == nil ? "\"\($0)\" is not host:port (such as 127.0.0.1:26760)" : nil }),
         .value(

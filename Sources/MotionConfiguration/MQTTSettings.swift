@@ -147,16 +147,3 @@ public struct MQTTSettings: Sendable, Equatable, SettingsSection {
         return .success(Address(host: String(host), port: port, usesTLS: usesTLS))
     }
 }
-
-extension ValueType where Value: RawRepresentable<String> & CaseIterable {
-    /// One of an enumeration's names.
-    static func named(_ type: Value.Type, _ manualName: String) -> Self {
-        Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
-            guard case .scalar(let name, _) = node else { throw place.invalid("expected a \(manualName)") }
-            guard let value = Value(rawValue: name) else {
-                throw place.invalid("\"\(name)\" is not one of \(Value.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return value
-        }
-    }
-}

@@ -26,56 +26,58 @@ public struct Place: Sendable, Equatable, CustomStringConvertible {
 struct ValueType<Value: Sendable>: Sendable {
     /// The manual's name of the type, such as "seconds, > 0".
     var manualName: String
-    /// The manual's entries for a section's own settings (a section, or a list of them).
-    var manualEntries: [ManualEntry] = []
+    /// The manual's entries (roff) for a section's own settings (a section, or a list of them).
+    var manualEntries: [String] = []
     var read: @Sendable (YAMLNode, Place) throws(Configuration.Invalid) -> Value
 }
 
-extension ValueType where Value == String {
+extension ValueType where Value == Bool {
+    /// A truth, in YAML 1.1's words: true/false, yes/no, on/off.
+    static let boolean = plain("true or false", expected: "true or false") { text in
+        switch text.lowercased() {
+        case "true", "yes", "on": true
+        case "false", "no", "off": false
+        default: nil
+        }
+    }
+}
+
+extension ValueType {
     /// Any scalar, as text: `socket: 123` is the path "123".
-    static func text(_ manualName: String) -> Self {
+    static func text(_ manualName: String) -> Self where Value == String {
         Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
             guard case .scalar(let text, _) = node else { throw place.invalid("expected a string") }
             return text
         }
     }
-}
 
-extension ValueType where Value == Double {
-    /// A finite number (a plain scalar).
-    static func number(_ manualName: String) -> Self {
+    /// A plain scalar that `parse` reads; else the error says the value is not `expected`.
+    private static func plain(_ manualName: String, expected: String, _ parse: @escaping @Sendable (String) -> Value?) -> Self {
         Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
-            guard case .scalar(let text, true) = node, let number = Double(text), number.isFinite else { throw place.invalid("expected a number") }
-            return number
+            guard case .scalar(let text, true) = node, let value = parse(text) else { throw place.invalid("expected \(expected)") }
+            return value
         }
     }
-}
 
-extension ValueType where Value == Int {
-    /// A whole number (a plain scalar).
-    static func integer(_ manualName: String) -> Self {
-        Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
-            guard case .scalar(let text, true) = node, let number = Int(text) else { throw place.invalid("expected a whole number") }
-            return number
-        }
+    /// A finite number.
+    static func number(_ manualName: String) -> Self where Value == Double {
+        plain(manualName, expected: "a number") { Double($0).flatMap { $0.isFinite ? $0 : nil } }
     }
-}
 
-extension ValueType where Value == Bool {
-    /// A truth, in YAML 1.1's words: true/false, yes/no, on/off.
-    static let boolean = Self(manualName: "true or false") { node, place throws(Configuration.Invalid) in
-        if case .scalar(let text, true) = node {
-            switch text.lowercased() {
-            case "true", "yes", "on": return true
-            case "false", "no", "off": return false
-            default: break
+    /// A whole number.
+    static func integer(_ manualName: String) -> Self where Value == Int { plain(manualName, expected: "a whole number") { Int($0) } }
+
+    /// One of an enumeration's names.
+    static func named(_ type: Value.Type, _ manualName: String) -> Self where Value: RawRepresentable<String> & CaseIterable {
+        Self(manualName: manualName) { node, place throws(Configuration.Invalid) in
+            guard case .scalar(let name, _) = node else { throw place.invalid("expected a \(manualName)") }
+            guard let value = Value(rawValue: name) else {
+                throw place.invalid("\"\(name)\" is not one of \(Value.allCases.map(\.rawValue).joined(separator: ", "))")
             }
+            return value
         }
-        throw place.invalid("expected true or false")
     }
-}
 
-extension ValueType {
     /// A list of `element`s.
     static func list<Element>(of element: ValueType<Element>, _ manualName: String) -> Self where Value == [Element] {
         Self(manualName: manualName, manualEntries: element.manualEntries) { node, place throws(Configuration.Invalid) in
@@ -87,7 +89,7 @@ extension ValueType {
     /// A mapping of a section's own settings; `orFirst`: or a scalar alone, the value of its first
     /// setting, the others at their defaults (`dsu: 127.0.0.1:26760`, `- motion`).
     static func section(_ manualName: String = "mapping", orFirst: Bool = false) -> Self where Value: SettingsSection {
-        Self(manualName: manualName, manualEntries: Value.settings.map(\.manualEntry)) { node, place throws(Configuration.Invalid) in
+        Self(manualName: manualName, manualEntries: Value.settings.flatMap(\.manualEntry)) { node, place throws(Configuration.Invalid) in
             guard orFirst, case .scalar = node else { return try Value.read(node, at: place) }
             var section = Value()
             try Value.settings[0].read(&section, node, place)
@@ -114,7 +116,7 @@ struct Setting<Section: Sendable>: Sendable {
     var isFlag: Bool
     var required: Bool
     /// The manual's entries for a section's own settings.
-    var manualEntries: [ManualEntry]
+    var manualEntries: [String]
     var read: @Sendable (inout Section, YAMLNode, Place) throws(Configuration.Invalid) -> Void
     var check: @Sendable (Section, Place) throws(Configuration.Invalid) -> Void
     var differs: @Sendable (Section, Section) -> Bool
@@ -156,14 +158,6 @@ struct Setting<Section: Sendable>: Sendable {
     }
 }
 
-/// A line of motiond.conf(5)'s list of keys.
-struct ManualEntry: Sendable, Equatable {
-    var key: String
-    var type: String
-    var text: String
-    var entries: [ManualEntry]
-}
-
 /// A mapping of settings declared in a table: the configuration, the `mqtt` section, one entry of a list.
 protocol SettingsSection: Sendable, Equatable {
     static var settings: [Setting<Self>] { get }
@@ -202,28 +196,22 @@ extension SettingsSection {
 }
 
 extension Setting {
-    var manualEntry: ManualEntry {
+    /// Its entry in motiond.conf(5)'s list of keys (roff lines), with its section's own keys indented.
+    var manualEntry: [String] {
+        func roff(_ text: String) -> String { text.replacing("\\", with: "\\e").replacing("-", with: "\\-") }
         var text = summary
         if let defaultValue { text += " Default: \(defaultValue)." }
         if isFlag { text += " Also the flag \(flagName)." }
         if Section.self == Configuration.self {
             text += reload == .live ? " Changes on reload." : " Takes effect at the next start."
         }
-        return ManualEntry(key: key, type: type, text: text, entries: manualEntries)
+        return [".TP", ".BR \(roff(key)) \" (\(roff(type).replacing("\"", with: "\\(dq")))\"", roff(text)]
+            + (manualEntries.isEmpty ? [] : [".RS"] + manualEntries + [".RE"])
     }
 }
 
 extension Configuration {
     /// motiond.conf(5)'s KEYS section (roff), written from the settings' declarations; a test holds
     /// docs/motiond.conf.5 to it.
-    static var manualKeys: String {
-        func roff(_ text: String) -> String { text.replacing("\\", with: "\\e").replacing("-", with: "\\-") }
-        func lines(_ entries: [ManualEntry]) -> [String] {
-            entries.flatMap { entry in
-                [".TP", ".BR \(roff(entry.key)) \" (\(roff(entry.type).replacing("\"", with: "\\(dq")))\"", roff(entry.text)]
-                    + (entry.entries.isEmpty ? [] : [".RS"] + lines(entry.entries) + [".RE"])
-            }
-        }
-        return ([".SH KEYS"] + lines(settings.map(\.manualEntry))).joined(separator: "\n") + "\n"
-    }
+    static var manualKeys: String { ([".SH KEYS"] + settings.flatMap(\.manualEntry)).joined(separator: "\n") + "\n" }
 }

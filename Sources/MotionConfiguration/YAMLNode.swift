@@ -90,7 +90,9 @@ indirect enum YAMLNode {
                 try add(.scalar(text, plain: scalar.style == YAML_PLAIN_SCALAR_STYLE), size: 1, anchor: Self.string(scalar.anchor))
             case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
                 try spend(1)
-                try nest()
+                guard open.count < YAMLNode.maximumDepth else {
+                    throw ParseError(description: "nests lists and mappings more than \(YAMLNode.maximumDepth) deep")
+                }
                 let isMapping = event.type == YAML_MAPPING_START_EVENT
                 let anchor = isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor
                 open.append(Open(isMapping: isMapping, anchor: Self.string(anchor)))
@@ -111,12 +113,6 @@ indirect enum YAMLNode {
         private func refuseDuplicateKey(_ text: String, at mark: yaml_mark_t) throws(ParseError) {
             guard let last = open.last, last.isMapping, last.pendingKey == nil, last.pairs.contains(where: { $0.key == text }) else { return }
             throw ParseError(description: "\(mark.line + 1):\(mark.column + 1): the key \"\(text)\" is given twice in one mapping")
-        }
-
-        private func nest() throws(ParseError) {
-            guard open.count < YAMLNode.maximumDepth else {
-                throw ParseError(description: "nests lists and mappings more than \(YAMLNode.maximumDepth) deep")
-            }
         }
 
         private mutating func spend(_ nodes: Int) throws(ParseError) {

@@ -9,11 +9,6 @@ struct BusError: Error, CustomStringConvertible {
     var call: String
     var code: Int32
 
-    /// A call whose arguments are not of its method's signature (said as GDBus says it).
-    static func wrongArguments(_ signature: String, expected: String) -> BusError {
-        BusError(call: "Type of message, “(\(signature))”, does not match expected type “(\(expected))”", code: EBADMSG)
-    }
-
     var description: String {
         if call.hasPrefix("Type of message") { return call }
         if call.hasPrefix("sd_bus_request_name") && code == EEXIST {
@@ -57,13 +52,12 @@ final class BusMessage {
     /// The unique bus name of who sent it.
     var sender: String? { sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
 
-    /// Its arguments' signature, such as `ss`.
-    var signature: String { sd_bus_message_get_signature(pointer, 1).map { String(cString: $0) } ?? "" }
-
-    /// Throws unless its arguments are exactly of `signature` (a method's input).
+    /// Throws unless its arguments are exactly of `signature` (a method's input), said as GDBus says it.
     func expect(signature expected: String) throws(BusError) {
-        let actual = signature
-        guard actual == expected else { throw .wrongArguments(actual, expected: expected) }
+        let actual = sd_bus_message_get_signature(pointer, 1).map { String(cString: $0) } ?? ""
+        guard actual == expected else {
+            throw BusError(call: "Type of message, “(\(actual))”, does not match expected type “(\(expected))”", code: EBADMSG)
+        }
     }
 
     /// The D-Bus error this message carries (a method error reply), if it is one.
@@ -83,19 +77,13 @@ final class BusMessage {
         try BusError.check("sd_bus_message_append_basic s", text.withCString { sd_bus_message_append_basic(pointer, Self.code("s"), $0) })
     }
 
-    func append(_ flag: Bool) throws(BusError) {
-        var bits: Int32 = flag ? 1 : 0  // D-Bus booleans are 32 bits
-        try BusError.check("sd_bus_message_append_basic b", sd_bus_message_append_basic(pointer, Self.code("b"), &bits))
-    }
+    func append(_ flag: Bool) throws(BusError) { try appendBasic("b", Int32(flag ? 1 : 0)) }  // D-Bus booleans are 32 bits
+    func append(_ number: Double) throws(BusError) { try appendBasic("d", number) }
+    func append(_ number: UInt32) throws(BusError) { try appendBasic("u", number) }
 
-    func append(_ number: Double) throws(BusError) {
-        var bits = number
-        try BusError.check("sd_bus_message_append_basic d", sd_bus_message_append_basic(pointer, Self.code("d"), &bits))
-    }
-
-    func append(_ number: UInt32) throws(BusError) {
-        var bits = number
-        try BusError.check("sd_bus_message_append_basic u", sd_bus_message_append_basic(pointer, Self.code("u"), &bits))
+    private func appendBasic<Value: BitwiseCopyable>(_ type: Character, _ value: Value) throws(BusError) {
+        var bits = value
+        try BusError.check("sd_bus_message_append_basic \(type)", sd_bus_message_append_basic(pointer, Self.code(type), &bits))
     }
 
     /// Appends a container of `type` (`a`, `r`, `e`, `v`) holding `contents` (its element signature),
@@ -112,18 +100,19 @@ final class BusMessage {
 
     /// The next argument, a string; throws `EBADMSG` when there is none or it is of another type.
     func readString() throws(BusError) -> String {
-        var text: UnsafePointer<CChar>?
-        let read = try BusError.check("sd_bus_message_read_basic s", sd_bus_message_read_basic(pointer, Self.code("s"), &text))
-        guard read > 0, let text else { throw BusError(call: "sd_bus_message_read_basic s (no argument left)", code: EBADMSG) }
-        return String(cString: text)
+        String(cString: try readBasic("s", UnsafePointer<CChar>?.none)!)  // set whenever an argument was read
     }
 
     /// The next argument, a boolean; throws `EBADMSG` when there is none or it is of another type.
     func readBool() throws(BusError) -> Bool {
-        var bits: Int32 = 0
-        let read = try BusError.check("sd_bus_message_read_basic b", sd_bus_message_read_basic(pointer, Self.code("b"), &bits))
-        guard read > 0 else { throw BusError(call: "sd_bus_message_read_basic b (no argument left)", code: EBADMSG) }
-        return bits != 0
+        try readBasic("b", Int32(0)) != 0
+    }
+
+    private func readBasic<Value: BitwiseCopyable>(_ type: Character, _ initial: Value) throws(BusError) -> Value {
+        var value = initial
+        let read = try BusError.check("sd_bus_message_read_basic \(type)", sd_bus_message_read_basic(pointer, Self.code(type), &value))
+        guard read > 0 else { throw BusError(call: "sd_bus_message_read_basic \(type) (no argument left)", code: EBADMSG) }
+        return value
     }
 
     /// Enters the next argument, a container of `type` holding `contents`, for the reads that follow.

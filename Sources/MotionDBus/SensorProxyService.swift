@@ -12,7 +12,6 @@ import Synchronization
 /// (`publish`, `markReady`), and the bus thread, woken (`WakeableThread`), announces them.
 final class SensorProxyService: Sendable {
     typealias Properties = SensorProxyInterface.Properties
-    typealias Object = SensorProxyInterface.Object
 
     /// A claim waits this long at most for its sensor's first value, ns (a sensor that gives none
     /// must not hang its client).
@@ -33,11 +32,10 @@ final class SensorProxyService: Sendable {
     /// The bus thread's own: the values last announced, and the claims waiting for their sensor.
     private nonisolated(unsafe) var announced = Properties()
     private nonisolated(unsafe) var heldClaims: [(call: BusMessage, sensor: ClaimBook.Sensor, deadline: Int64)] = []
-    /// Claims asked of polkit and not yet answered, by sender; and the senders among them that have
-    /// left the bus since: their claims are not recorded when polkit answers (the bus said they left
-    /// before, so nothing would ever release them). Entries live only while a check is under way.
-    private nonisolated(unsafe) var authorizing: [String: Int] = [:]
-    private nonisolated(unsafe) var departedWhileAuthorizing: Set<String> = []
+    /// Claims asked of polkit and not yet answered, by sender, and whether the sender has left the bus
+    /// since: its claims are not recorded when polkit answers (the bus said it left before, so nothing
+    /// would ever release them). An entry lives only while a check is under way.
+    private nonisolated(unsafe) var authorizing: [String: (checks: Int, departed: Bool)] = [:]
     /// Told when a sensor's first claim comes (`true`) and its last goes (`false`), on the bus's thread.
     private let demand: @Sendable (ClaimBook.Sensor, Bool) -> Void
     /// Where claimants leaving, polkit's refusals, failed replies and a lost bus are told.
@@ -121,14 +119,9 @@ final class SensorProxyService: Sendable {
         let waiting = try bus.waitingFor()
         let deadline = min(heldClaims.map(\.deadline).min() ?? .max, waiting.deadline ?? .max)
         let timeout = deadline == .max ? -1 : Int32(clamping: max(0, (deadline - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000))
-        switch thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: timeout) {
-        case .success(let wakeup) where wakeup.woken:
-            announceChanges()
-        case .success:
-            break
-        case .failure(let error):
-            throw BusError(call: "poll", code: error.rawValue)
-        }
+        let wakeup = try thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: timeout)
+            .mapError { BusError(call: "poll", code: $0.rawValue) }.get()
+        if wakeup.woken { announceChanges() }
         answerHeldClaims()
     }
 
@@ -143,27 +136,23 @@ final class SensorProxyService: Sendable {
         for object in SensorProxyInterface.objects {
             // One signal per sensor whose values changed, to each of its claimants; `nil`: everyone.
             for sensor in [nil] + ClaimBook.Sensor.allCases.map(Optional.some) {
-                let names = changed.filter { $0.object.path == object.path && $0.sensor == sensor }.map(\.name)
-                guard !names.isEmpty else { continue }
+                let properties = changed.filter { $0.object.path == object.path && $0.sensor == sensor }
+                guard !properties.isEmpty else { continue }
                 let destinations: [String?] = sensor.map { claims.claimants(of: $0).sorted() } ?? [nil]
                 for destination in destinations {
                     do {
-                        try sendPropertiesChanged(names, of: object, values: now, to: destination)
+                        let signal = try bus.newSignal(path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+                        if let destination { try signal.setDestination(destination) }
+                        try signal.append(object.interface)
+                        try signal.append(properties, of: now)
+                        try signal.append(container: "a", of: "s")  // no invalidated properties
+                        try bus.send(signal)
                     } catch {
                         logger.warning("cannot tell a D-Bus client of a change", metadata: ["to": "\(destination ?? "everyone")", "error": "\(error)"])
                     }
                 }
             }
         }
-    }
-
-    private func sendPropertiesChanged(_ names: [String], of object: Object, values: Properties, to destination: String?) throws(BusError) {
-        let signal = try bus.newSignal(path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
-        if let destination { try signal.setDestination(destination) }
-        try signal.append(object.interface)
-        try signal.append(properties: names, of: values)
-        try signal.append(container: "a", of: "s")  // no invalidated properties
-        try bus.send(signal)
     }
 
     /// Returns the claims whose sensor is ready, or that waited `claimPatience`.
@@ -181,7 +170,7 @@ final class SensorProxyService: Sendable {
     // MARK: Calls
 
     /// Answers one call to `object`; `false` leaves it to sd-bus (no such method).
-    private func handle(_ call: BusMessage, to object: Object) throws(BusError) -> Bool {
+    private func handle(_ call: BusMessage, to object: SensorProxyInterface.Object) throws(BusError) -> Bool {
         guard let interface = call.interface, let member = call.member else { return false }
         // Each method's arguments are checked before anything is done, as GDBus (upstream's) does.
         switch (interface, member) {
@@ -194,19 +183,18 @@ final class SensorProxyService: Sendable {
             try call.expect(signature: "ss")
             guard try call.readString() == object.interface else { return false }
             let name = try call.readString()
-            guard SensorProxyInterface.properties.contains(where: { $0.object.path == object.path && $0.name == name }) else {
+            guard let property = SensorProxyInterface.properties.first(where: { $0.object.path == object.path && $0.name == name }) else {
                 try bus.replyError(to: call, name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
                 return true
             }
             let reply = try bus.newReply(to: call)
-            try reply.append(property: name, of: shared.withLock { $0.properties })
+            try reply.append(variant: property.value(shared.withLock { $0.properties }))
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "GetAll"):
             try call.expect(signature: "s")
             guard try call.readString() == object.interface else { return false }
             let reply = try bus.newReply(to: call)
-            let names = SensorProxyInterface.properties.filter { $0.object.path == object.path }.map(\.name)
-            try reply.append(properties: names, of: shared.withLock { $0.properties })
+            try reply.append(SensorProxyInterface.properties.filter { $0.object.path == object.path }, of: shared.withLock { $0.properties })
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "Set"):
             // Upstream's answer (GDBus's) to a write of a read-only property, word for word.
@@ -245,7 +233,7 @@ final class SensorProxyService: Sendable {
     /// Asks polkit, without waiting for it, whether `sender` may claim, and performs the claim if so
     /// (or if there is no polkit on the bus: then every claim is allowed), else refuses the call.
     private func authorize(_ method: SensorProxyInterface.Method, for sender: String, call: BusMessage) throws(BusError) {
-        authorizing[sender, default: 0] += 1
+        authorizing[sender, default: (0, false)].checks += 1
         do {
             try PolkitAuthority(bus: bus).check(sender, may: Self.claimAction) { [weak self] verdict in
                 guard let self else { return }
@@ -273,10 +261,8 @@ final class SensorProxyService: Sendable {
 
     /// Counts an answer from polkit for `sender`; whether the sender is still on the bus.
     private func stillOnTheBus(afterAuthorizing sender: String) -> Bool {
-        let left = (authorizing[sender] ?? 1) - 1
-        authorizing[sender] = left > 0 ? left : nil
-        let departed = departedWhileAuthorizing.contains(sender)
-        if departed && left <= 0 { departedWhileAuthorizing.remove(sender) }
+        guard let (checks, departed) = authorizing[sender] else { return true }
+        authorizing[sender] = checks > 1 ? (checks - 1, departed) : nil
         return !departed
     }
 
@@ -294,7 +280,7 @@ final class SensorProxyService: Sendable {
             name.hasPrefix(":"), name == old, new.isEmpty
         else { return }
         // Unique names are never given again (the bus counts up), so it cannot come back.
-        if authorizing[name] != nil { departedWhileAuthorizing.insert(name) }
+        authorizing[name]?.departed = true
         let (held, last) = shared.withLock { shared in
             (ClaimBook.Sensor.allCases.filter { shared.claims.claimants(of: $0).contains(name) }, shared.claims.remove(name))
         }
@@ -305,21 +291,19 @@ final class SensorProxyService: Sendable {
 }
 
 extension BusMessage {
-    /// `a{sv}`: the named properties of the interface and their values.
-    fileprivate func append(properties names: [String], of values: SensorProxyInterface.Properties) throws(BusError) {
+    /// `a{sv}`: `properties`' names and values.
+    fileprivate func append(_ properties: [SensorProxyInterface.Property], of values: SensorProxyInterface.Properties) throws(BusError) {
         try append(container: "a", of: "{sv}") { array throws(BusError) in
-            for name in names {
+            for property in properties {
                 try array.append(container: "e", of: "sv") { entry throws(BusError) in
-                    try entry.append(name)
-                    try entry.append(property: name, of: values)
+                    try entry.append(property.name)
+                    try entry.append(variant: property.value(values))
                 }
             }
         }
     }
 
-    /// A property's value as a variant.
-    fileprivate func append(property name: String, of values: SensorProxyInterface.Properties) throws(BusError) {
-        guard let value = SensorProxyInterface.properties.first(where: { $0.name == name })?.value(values) else { return }
+    fileprivate func append(variant value: SensorProxyInterface.Value) throws(BusError) {
         try append(container: "v", of: value.signature) { variant throws(BusError) in
             switch value {
             case .boolean(let flag): try variant.append(flag)

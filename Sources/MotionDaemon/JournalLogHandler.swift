@@ -6,14 +6,12 @@ import Synchronization
 /// few lines.
 public struct JournalLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
-    private let label: String
     private let level: LogLevelSetting
     private let writer: LogWriter
 
-    /// A handler for `label` whose level is `level`'s, now and after it changes (a reload), writing
-    /// through `writer` (standard error by default).
+    /// A handler for `label` (not written: every entry is motiond's) whose level is `level`'s, now and
+    /// after it changes (a reload), writing through `writer` (standard error by default).
     public init(label: String, level: LogLevelSetting, writer: LogWriter = .standardError) {
-        self.label = label
         self.level = level
         self.writer = writer
     }
@@ -75,17 +73,15 @@ public struct JournalLogHandler: LogHandler {
 
     private static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
-        var result = ""
-        for scalar in text.unicodeScalars {
+        return text.unicodeScalars.map { scalar in
             switch scalar {
-            case "\n": result += "\\n"
-            case "\t": result += "\\t"
-            case "\r": result += "\\r"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F: result += "\\x" + String(scalar.value, radix: 16)
-            default: result.unicodeScalars.append(scalar)
+            case "\n": "\\n"
+            case "\t": "\\t"
+            case "\r": "\\r"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: "\\x" + String(scalar.value, radix: 16)
+            default: String(scalar)
             }
-        }
-        return result
+        }.joined()
     }
 }
 

@@ -47,13 +47,10 @@ public final class MotionServer: Sendable {
     ///   - socketMode: the socket file's permissions (default 0660: owner and group may connect).
     ///   - socketGroup: the socket file's group (default: the daemon's own).
     ///   - maximumClients: connections served at once (default 1000); more are told so and closed.
-    ///   - servesDBus: whether to serve iio-sensor-proxy's interface, `net.hadess.SensorProxy`, on the
-    ///     system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else the standard one) as well (default false).
-    ///   - switchesTabletMode: whether to make a tablet-mode switch from the hinge where the kernel
-    ///     reports none (`TabletModeFrontEnd`; default false).
+    ///   - servesDBus: whether to serve iio-sensor-proxy's interface on the system bus as well (`SensorProxyFrontEnd`).
+    ///   - switchesTabletMode: whether to make a tablet-mode switch from the hinge where the kernel reports none (`TabletModeFrontEnd`).
     ///   - mqtt: the broker to publish streams to (default none; docs/fleet.md).
-    ///   - metrics: the host and port to serve Prometheus metrics on over HTTP, port 0 for any free one
-    ///     (default nowhere; docs/fleet.md).
+    ///   - metrics: the host and port of Prometheus metrics over HTTP, port 0 for any free one (default nowhere; docs/fleet.md).
     ///   - dsu: the DSU server for emulators (default none; docs/games.md).
     ///   - pagesOutWhenSettled: whether the process gives back its code pages 5 s after the sensors
     ///     settle (`ResidentMemory`): the motiond executable's choice, not a host process's (default false).
@@ -81,7 +78,6 @@ public final class MotionServer: Sendable {
         // The front ends count on the metrics' registry, or on nothing when none are served.
         let factory = self.metrics?.factory ?? NOOPMetricsHandler.instance
         self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0, socketPath: socketPath, metrics: factory) }
-        let notifier = SystemdNotifier()
         var parts: [any DaemonPart] = [
             HubPart(hub: hub, stateSaveInterval: stateSaveInterval),
             SocketServer(hub: hub, group: loops, socketPath: socketPath, socketMode: socketMode, socketGroup: socketGroup),
@@ -91,8 +87,7 @@ public final class MotionServer: Sendable {
         if let mqtt { parts.append(MQTTFrontEnd(hub: hub, settings: mqtt, metrics: factory)) }
         if let dsu = self.dsu { parts.append(dsu) }
         if let metrics = self.metrics { parts.append(metrics) }
-        parts.append(ReadinessPart(notifier: notifier, hub: hub, socketPath: socketPath))
-        parts.append(WatchdogPart(notifier: notifier, eventLoop: hub.eventLoop))
+        parts.append(SystemdPart(hub: hub, socketPath: socketPath))
         self.parts = PartGroup(parts: parts, logger: logger)
     }
 

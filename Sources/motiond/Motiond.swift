@@ -28,10 +28,7 @@ struct Motiond: AsyncParsableCommand {
     static let defaultConfigurationPath = "/etc/motiond/motiond.conf"
 
     static func main() async {
-        // Swift concurrency's jobs (lifecycle, signals) run on NIO's event loops, not libdispatch's
-        // worker pool: that pool's monitor wakes the process every second for good (a daemon with no
-        // clients should sleep), and a job hopping through it costs a thread wake-up.
-        ConcurrencyOnNIO.install()
+        ConcurrencyOnNIO.install()  // first: no job may reach libdispatch's pool (ConcurrencyOnNIO says why)
         do {
             try await parse().run()
         } catch {
@@ -76,21 +73,17 @@ struct Motiond: AsyncParsableCommand {
         if replay == nil && (loop || speed != 1) { throw ValidationError("--speed and --loop go with --replay FILE") }
     }
 
-    /// The settings given as flags, read and checked as the file's are.
-    func flags() throws(Configuration.Invalid) -> Configuration {
-        try Configuration.flags([
-            "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
-            "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode, "log_level": logLevel, "declination": declination, "location": location,
-            "sea_level_pressure": seaLevelPressure, "height": height,
-            "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
-        ])
-    }
-
     func run() async throws {
         let load: @Sendable () throws -> Configuration
         let settings: Configuration
         do {
-            let flags = try self.flags()
+            // The settings given as flags, read and checked as the file's are.
+            let flags = try Configuration.flags([
+                "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
+                "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode,
+                "log_level": logLevel, "declination": declination, "location": location, "sea_level_pressure": seaLevelPressure, "height": height,
+                "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
+            ])
             load = { [config] in
                 try Configuration.load(path: config ?? Self.defaultConfigurationPath, required: config != nil).overridden(by: flags)
             }
