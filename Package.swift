@@ -171,7 +171,7 @@ let package = Package(
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
         .testTarget(name: "MotionSystemTests", dependencies: ["MotionSystem"]),
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
-        .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "motiond", "MotionFusion", "MotionCore", "MotionClient", "TestSupport"]),
+        .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "motiond", "MotionFusion", "MotionCore", "MotionClient", "MotionConfiguration", "MotionDevices", "TestSupport"]),
         .testTarget(name: "MotionClientTests", dependencies: ["MotionClient", "motiond", "TestSupport"]),
         .testTarget(name: "InstallTests", dependencies: ["motiond", "motionctl", "TestSupport"]),
         .testTarget(

@@ -50,6 +50,19 @@ public enum DeviceFrame {
         public var correction: String?
     }
 
+    /// The mount matrix for motiond.conf's `mount_matrices` (Linux userspace's frame, written
+    /// `"x1, y1, z1; x2, y2, z2; x3, y3, z3"`) that makes a sensor read as its readings multiplied by
+    /// `mending` (motiond's frame) do, for a sensor its current matrix turns into motiond's frame as
+    /// `frameMatrix` (DEVICES' `frame_matrix`). Nil where `mending` is a mirror image (determinant
+    /// −1: a driver that inverts one axis): every mount matrix is read as a rotation (step 2 above),
+    /// so none can mend that.
+    public static func mountMatrixSetting(mending: Matrix3, frameMatrix: Matrix3) -> String? {
+        guard mending.determinant > 0 else { return nil }
+        let m = fromLinuxUserspace * mending * frameMatrix
+        return [m.row0, m.row1, m.row2].map { r in [r.x, r.y, r.z].map { String(Int($0.rounded())) }.joined(separator: ", ") }
+            .joined(separator: "; ")
+    }
+
     /// The transform for a mount matrix (rows as in IIO's `mount_matrix`).
     public static func transform(mountMatrix m: Matrix3) throws(Problem) -> Transform {
         let tolerance = 0.02

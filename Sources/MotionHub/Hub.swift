@@ -434,14 +434,14 @@ package final class Hub: @unchecked Sendable {
     func remedy(_ mending: Matrix3, for kind: SensorKind) -> Logger.Metadata {
         var metadata: Logger.Metadata = ["multiply its readings by": "\(mending.rowMajor.map { Int($0) })"]
         if let device = devices.first(where: { $0.sensor(kind) != nil }), let sensor = device.sensor(kind) {
-            let matrix = DeviceFrame.fromLinuxUserspace * mending * sensor.deviceFrameMatrix
-            let rows = [matrix.row0, matrix.row1, matrix.row2].map { r in [r.x, r.y, r.z].map { String(Int($0.rounded())) }.joined(separator: ", ") }
             metadata["device"] = "\(device.number)"
             if let other = [SensorKind.accelerometer, .gyroscope].first(where: { $0 != kind && device.sensor($0) != nil }) {
                 // One chip, one matrix: a mount matrix there would turn the other sensor too.
                 metadata["remedy"] = "the \(kind) shares \(device.number) with the \(other): its driver maps them differently; report it upstream"
+            } else if let matrix = DeviceFrame.mountMatrixSetting(mending: mending, frameMatrix: sensor.deviceFrameMatrix) {
+                metadata["motiond.conf"] = "mount_matrices: [{name: \(device.name), matrix: \"\(matrix)\"}]"
             } else {
-                metadata["motiond.conf"] = "mount_matrices: [{name: \(device.name), matrix: \"\(rows.joined(separator: "; "))\"}]"
+                metadata["remedy"] = "a mirror image (its driver inverts an axis), which no mount matrix mends: report it upstream"
             }
         }
         return metadata

@@ -41,6 +41,9 @@ struct CalibrateMount: ParsableCommand {
     @Option(help: "Seconds to wait for each pose.")
     var timeout: Double = 60
 
+    @Option(help: "motiond's configuration, where a gyroscope's or magnetometer's matrix goes.")
+    var config = "/etc/motiond/motiond.conf"
+
     @Option(help: ArgumentHelp("Write under this root instead of /, and do not trigger udev (for tests).", visibility: .hidden))
     var root: String?
 
@@ -60,6 +63,10 @@ struct CalibrateMount: ParsableCommand {
         let hwdb = HwdbFile(path: (root ?? "") + Self.localHwdb)
         if undo { return try remove(key, from: hwdb, syspath: syspath) }
         guard let frame = chosen.frameMatrix.map(Matrix3.init(rowMajor:)) else { fail("motiond does not say how it turns \(chosen.device)'s readings") }
+        // Motion watched through the poses: motiond fuses it, and checks the gyroscope's and the
+        // magnetometer's axes on the turns between them (STATUS gyroscope_axes, magnetometer_axes).
+        let fusing = devices.contains { $0.kinds.contains(.gyroscope) } ? client.watch([.motion], interval: 0.05) { _ in } : nil
+        defer { fusing?.cancel() }
         let upright = try pose("Hold the screen upright in front of you, the right way up to read.", previous: nil, client: client, frame: frame)
         let rightEdge = try pose("Turn it a quarter turn so that its right edge points up.", previous: upright, client: client, frame: frame)
         let screenUp = try pose("Lay it flat on a table, screen up.", previous: rightEdge, client: client, frame: frame)
@@ -75,6 +82,7 @@ struct CalibrateMount: ParsableCommand {
         print("\nACCEL_MOUNT_MATRIX=\(record.matrixValue) for \(chosen.device) (\(chosen.name)).")
         print("The entry (for systemd's hwdb.d/60-sensor.hwdb upstream, widen the DMI part with * to the model's fields):\n")
         print(record.text)
+        if fusing != nil { try reportAxes(of: devices, client: client) }
         if dryRun { return }
         guard root != nil || geteuid() == 0 else {
             print("To apply it, as root: write the entry to \(Self.localHwdb), then run")
@@ -115,6 +123,49 @@ struct CalibrateMount: ParsableCommand {
         }
         print("")
         return mean
+    }
+
+    /// Says what motiond found of the gyroscope's and the magnetometer's axes on the turns between the
+    /// poses; the matrix that mends one on a chip of its own goes to motiond.conf's `mount_matrices`
+    /// (the hwdb has no property for them).
+    private func reportAxes(of devices: [DevicesReply.Device], client: MotionClient) throws {
+        let status = try reportingErrors { try client.status() }
+        for (kind, verdict, other) in [(SensorKind.gyroscope, status.gyroscopeAxes, "accelerometer"), (.magnetometer, status.magnetometerAxes, "gyroscope")] {
+            guard let device = devices.first(where: { $0.kinds.contains(kind) }) else { continue }
+            guard let verdict else {
+                print("\nThe \(kind.rawValue)'s axes: no verdict yet (motiond needs turns about every axis); `motionctl status` gives it once there is one.")
+                continue
+            }
+            guard !verdict.agree, let mending = verdict.mendingMatrix.map(Matrix3.init(rowMajor:)), let frame = device.frameMatrix else {
+                print("\nThe \(kind.rawValue)'s axes agree with the \(other)'s.")
+                continue
+            }
+            print("\nThe \(kind.rawValue)'s axes disagree with the \(other)'s: its readings are to be multiplied by \(mending.rowMajor.map { Int($0) }).")
+            if let shared = [SensorKind.accelerometer, .gyroscope].first(where: { $0 != kind && device.kinds.contains($0) }) {
+                // One chip, one matrix: a mount matrix there would turn the other sensor too.
+                print("It shares \(device.device) with the \(shared.rawValue): its driver maps them differently; report it upstream.")
+                continue
+            }
+            guard let matrix = DeviceFrame.mountMatrixSetting(mending: mending, frameMatrix: Matrix3(rowMajor: frame)) else {
+                print("That is a mirror image (its driver inverts an axis), which no mount matrix mends: report it upstream.")
+                continue
+            }
+            let file = MountMatricesBlock(path: (root ?? "") + config)
+            print("motiond.conf:\n  mount_matrices:\n\(MountMatricesBlock.entry(name: device.name, matrix: matrix))")
+            if dryRun { continue }
+            guard root != nil || geteuid() == 0 else {
+                print("To apply it, as root: add it to \(config), then run systemctl restart motiond")
+                continue
+            }
+            do {
+                switch try file.set(name: device.name, matrix: matrix) {
+                case .written: print("Written to \(file.path); restart motiond (systemctl restart motiond) for it to read the matrix.")
+                case .ownedByTheFile: print("\(file.path) has a mount_matrices key of its own: add the entry to it, then restart motiond.")
+                }
+            } catch {
+                fail("cannot write \(file.path): \(error)")
+            }
+        }
     }
 
     /// Writes `record` in place of this key's earlier one, compiles the hwdb, checks that the key

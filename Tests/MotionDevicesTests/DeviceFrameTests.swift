@@ -57,6 +57,19 @@ import Testing
         #expect(transform.correction == nil)
     }
 
+    /// The motiond.conf matrix an axis check proposes, read back as motiond reads that file, turns the
+    /// sensor's readings into the mended ones: its transform is the mending matrix after the old one.
+    /// A mirror image has none (every matrix is read as a rotation).
+    @Test(arguments: [[0, 1, 0, 1, 0, 0, 0, 0, -1], [0, 0, 1, 1, 0, 0, 0, 1, 0], [-1, 0, 0, 0, 1, 0, 0, 0, -1]])
+    func theMountMatrixSettingThatMendsASensorTurnsItsReadingsSo(mending values: [Double]) throws {
+        let mending = Matrix3(rowMajor: values)
+        let phone = try DeviceFrame.transform(mountMatrix: Matrix3(rowMajor: [0, 1, 0, -1, 0, 0, 0, 0, 1]))
+        let setting = try #require(DeviceFrame.mountMatrixSetting(mending: mending, frameMatrix: phone.matrix))
+        #expect(DeviceFrame.mountMatrixSetting(mending: Matrix3(rowMajor: values.map { -$0 }), frameMatrix: phone.matrix) == nil, "a mirror image")
+        let read = try #require(MountMatrixOverride(match: .name("bmi260"), matrix: setting))
+        #expect(try DeviceFrame.transform(mountMatrix: read.matrix).matrix == mending * phone.matrix, "\(setting)")
+    }
+
     @Test(arguments: [[1, 0, 0, 2, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 0, 0, 0], [2, 0, 0, 0, 2, 0, 0, 0, 2], [1, 1, 0, -1, 1, 0, 0, 0, 1]])
     func aMatrixWhoseXAndYRowsAreNoRotationIsRefused(values: [Double]) {
         #expect(throws: DeviceFrame.Problem.notARotation) { try DeviceFrame.transform(mountMatrix: Matrix3(rowMajor: values)) }

@@ -1,0 +1,54 @@
+import Foundation
+import MotionConfiguration
+import MotionCore
+import MotionDevices
+@testable import motionctl
+import Testing
+
+/// motiond.conf's `mount_matrices` as the mount wizard writes them: a block of its own, an entry
+/// per device replaced on a later run, the owner's lines left as they were, and a file whose owner
+/// wrote the key left alone. What it writes is read back by motiond's own configuration loader.
+@Suite struct MountMatricesBlockTests {
+    static func scratch() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mount-matrices-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory + "/motiond.conf"
+    }
+
+    @Test func aNewFileGetsTheBlockAndALaterRunReplacesItsEntryKeepingTheOwnersLines() throws {
+        let path = try Self.scratch()
+        try "# mine\nlog_level: debug\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let block = MountMatricesBlock(path: path)
+        #expect(try block.set(name: "bmi260", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1") == .written)
+        #expect(try block.set(name: "ak09911", matrix: "-1, 0, 0; 0, 1, 0; 0, 0, -1") == .written)
+        #expect(try block.set(name: "bmi260", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == .written)
+        let expected = """
+            # mine
+            log_level: debug
+
+            \(MountMatricesBlock.marker)
+            mount_matrices:
+              - {name: "ak09911", matrix: "-1, 0, 0; 0, 1, 0; 0, 0, -1"}
+              - {name: "bmi260", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1"}
+
+            """
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == expected)
+        let overrides = try Configuration.load(path: path, required: true).mountMatrixOverrides()
+        #expect(overrides == [
+            MountMatrixOverride(match: .name("ak09911"), matrix: Matrix3(rowMajor: [-1, 0, 0, 0, 1, 0, 0, 0, -1])),
+            MountMatrixOverride(match: .name("bmi260"), matrix: .identity),
+        ])
+    }
+
+    @Test func aFileWithItsOwnersMountMatricesIsNotEdited() throws {
+        let path = try Self.scratch()
+        let owners = "mount_matrices:\n  - {label: accel-display, matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"}\n"
+        try owners.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try MountMatricesBlock(path: path).set(name: "bmi260", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1") == .ownedByTheFile)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == owners)
+    }
+
+    @Test func aNameIsQuotedAsYAMLReadsIt() {
+        #expect(MountMatricesBlock.entry(name: #"a"b\c"#, matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == #"  - {name: "a\"b\\c", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1"}"#)
+    }
+}
