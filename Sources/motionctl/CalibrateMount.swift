@@ -14,8 +14,9 @@ struct CalibrateMount: ParsableCommand {
         commandName: "mount",
         abstract: "Find the accelerometer's mount matrix from three poses and a check, and write it to the hwdb for every daemon.",
         discussion: """
-            Hold the machine still in each pose asked for: upright facing you, on its right edge, lying screen \
-            up, then on its left edge to check. The matrix is derived from the sensor's raw axes (a pose held at a slant, repeated or mirrored \
+            Hold the machine still in each pose asked for: on its right edge facing you, upright, lying screen \
+            up, then on its left edge to check (in that order, the turns between them go about all three of its \
+            axes, which motiond's check of a gyroscope's axes needs). The matrix is derived from the sensor's raw axes (a pose held at a slant, repeated or mirrored \
             is refused), written to \(Self.localHwdb) under the key udev's 60-sensor.rules looks up, compiled \
             with systemd-hwdb, applied with udevadm trigger, and printed ready to send upstream to systemd's \
             60-sensor.hwdb. Without root it prints the entry and the commands to run.
@@ -67,9 +68,11 @@ struct CalibrateMount: ParsableCommand {
         // magnetometer's axes on the turns between them (STATUS gyroscope_axes, magnetometer_axes).
         let fusing = devices.contains { $0.kinds.contains(.gyroscope) } ? client.watch([.motion], interval: 0.05) { _ in } : nil
         defer { fusing?.cancel() }
-        let upright = try pose("Hold the screen upright in front of you, the right way up to read.", previous: nil, client: client, frame: frame)
-        let rightEdge = try pose("Turn it a quarter turn so that its right edge points up.", previous: upright, client: client, frame: frame)
-        let screenUp = try pose("Lay it flat on a table, screen up.", previous: rightEdge, client: client, frame: frame)
+        // In this order the turns between the poses go about the screen's normal, its vertical and its
+        // horizontal axis: every axis, which the gyroscope's axis check needs (`TurnEvidence`).
+        let rightEdge = try pose("Hold the screen in front of you, turned a quarter turn so that its right edge points up.", previous: nil, client: client, frame: frame)
+        let upright = try pose("Turn it upright, the right way up to read.", previous: rightEdge, client: client, frame: frame)
+        let screenUp = try pose("Lay it flat on a table, screen up.", previous: upright, client: client, frame: frame)
         let matrix: Matrix3
         switch MountMatrixSolver.matrix(upright: upright, rightEdgeUp: rightEdge, screenUp: screenUp) {
         case .success(let m): matrix = m
@@ -82,7 +85,11 @@ struct CalibrateMount: ParsableCommand {
         print("\nACCEL_MOUNT_MATRIX=\(record.matrixValue) for \(chosen.device) (\(chosen.name)).")
         print("The entry (for systemd's hwdb.d/60-sensor.hwdb upstream, widen the DMI part with * to the model's fields):\n")
         print(record.text)
-        if fusing != nil { try reportAxes(of: devices, client: client) }
+        if fusing != nil {
+            // The axes were checked against the accelerometer as it is read now; its new matrix turns it.
+            guard let read = try? DeviceFrame.transform(mountMatrix: matrix) else { fail("motiond would not read \(record.matrixValue) as a rotation") }
+            try reportAxes(of: devices, client: client, accelerometerTurn: read.matrix * frame.transposed)
+        }
         if dryRun { return }
         guard root != nil || geteuid() == 0 else {
             print("To apply it, as root: write the entry to \(Self.localHwdb), then run")
@@ -126,32 +133,38 @@ struct CalibrateMount: ParsableCommand {
     }
 
     /// Says what motiond found of the gyroscope's and the magnetometer's axes on the turns between the
-    /// poses; the matrix that mends one on a chip of its own goes to motiond.conf's `mount_matrices`
-    /// (the hwdb has no property for them).
-    private func reportAxes(of devices: [DevicesReply.Device], client: MotionClient) throws {
+    /// poses, and writes to motiond.conf's `mount_matrices` (the hwdb has no property for them) the
+    /// matrix of a sensor on a chip of its own that the accelerometer's new matrix, turning its
+    /// readings by `accelerometerTurn`, leaves disagreeing: a sensor that disagreed, or one that
+    /// agreed with the accelerometer as it was read before.
+    private func reportAxes(of devices: [DevicesReply.Device], client: MotionClient, accelerometerTurn: Matrix3) throws {
         let status = try reportingErrors { try client.status() }
         for (kind, verdict, other) in [(SensorKind.gyroscope, status.gyroscopeAxes, "accelerometer"), (.magnetometer, status.magnetometerAxes, "gyroscope")] {
-            guard let device = devices.first(where: { $0.kinds.contains(kind) }) else { continue }
+            guard let device = devices.first(where: { $0.kinds.contains(kind) }), let frame = device.frameMatrix else { continue }
+            // One chip, one matrix: the hwdb's for the accelerometer turns what shares its device, and a
+            // matrix for this one would turn what it shares its device with.
+            let shared = [SensorKind.accelerometer, .gyroscope].first { $0 != kind && device.kinds.contains($0) }
             guard let verdict else {
                 print("\nThe \(kind.rawValue)'s axes: no verdict yet (motiond needs turns about every axis); `motionctl status` gives it once there is one.")
+                if shared == nil, accelerometerTurn != .identity {
+                    print("The accelerometer's new matrix turns it against the \(kind.rawValue): run this again once motiond has read it.")
+                }
                 continue
             }
-            guard !verdict.agree, let mending = verdict.mendingMatrix.map(Matrix3.init(rowMajor:)), let frame = device.frameMatrix else {
-                print("\nThe \(kind.rawValue)'s axes agree with the \(other)'s.")
+            let mending = verdict.agree ? .identity : Matrix3(rowMajor: verdict.mendingMatrix ?? Matrix3.identity.rowMajor)
+            print("\nThe \(kind.rawValue)'s axes " + (verdict.agree ? "agree with the \(other)'s." : "disagree with the \(other)'s: its readings are to be multiplied by \(mending.rowMajor.map { Int($0) })."))
+            if let shared {
+                if !verdict.agree { print("It shares \(device.device) with the \(shared.rawValue): its driver maps them differently; report it upstream.") }
                 continue
             }
-            print("\nThe \(kind.rawValue)'s axes disagree with the \(other)'s: its readings are to be multiplied by \(mending.rowMajor.map { Int($0) }).")
-            if let shared = [SensorKind.accelerometer, .gyroscope].first(where: { $0 != kind && device.kinds.contains($0) }) {
-                // One chip, one matrix: a mount matrix there would turn the other sensor too.
-                print("It shares \(device.device) with the \(shared.rawValue): its driver maps them differently; report it upstream.")
-                continue
-            }
-            guard let matrix = DeviceFrame.mountMatrixSetting(mending: mending, frameMatrix: Matrix3(rowMajor: frame)) else {
+            let turn = accelerometerTurn * mending
+            guard turn != .identity else { continue }
+            guard let matrix = DeviceFrame.mountMatrixSetting(mending: turn, frameMatrix: Matrix3(rowMajor: frame)) else {
                 print("That is a mirror image (its driver inverts an axis), which no mount matrix mends: report it upstream.")
                 continue
             }
             let file = MountMatricesBlock(path: (root ?? "") + config)
-            print("motiond.conf:\n  mount_matrices:\n\(MountMatricesBlock.entry(name: device.name, matrix: matrix))")
+            print("Its entry for motiond.conf, to follow the accelerometer:\n  mount_matrices:\n\(MountMatricesBlock.entry(name: device.name, matrix: matrix))")
             if dryRun { continue }
             guard root != nil || geteuid() == 0 else {
                 print("To apply it, as root: add it to \(config), then run systemctl restart motiond")

@@ -1,4 +1,6 @@
 import Foundation
+import MotionCore
+import MotionDevices
 import Testing
 import TestSupport
 
@@ -60,7 +62,7 @@ extension Hardware {
                     """
             }
 
-            /// Upright, right edge up, screen up, and the check, left edge up: the raw counts the chip reads.
+            /// Right edge up, upright, screen up, and the check, left edge up (the wizard's order): the raw counts the chip reads.
             var poses: [[Int]] {
                 let m = shipped
                 let upright = [-m[3], -m[4], -m[5]].map { $0 * countsPerG }
@@ -68,7 +70,7 @@ extension Hardware {
                 // right edge up × upright, in g, times counts.
                 let r = rightEdgeUp, u = upright
                 let screenUp = [r[1] * u[2] - r[2] * u[1], r[2] * u[0] - r[0] * u[2], r[0] * u[1] - r[1] * u[0]].map { $0 / countsPerG }
-                return [upright, rightEdgeUp, screenUp, rightEdgeUp.map { -$0 }]
+                return [rightEdgeUp, upright, screenUp, rightEdgeUp.map { -$0 }]
             }
 
             var shippedValue: String {
@@ -192,13 +194,87 @@ extension Hardware {
             #expect(!after.output.contains("ACCEL_MOUNT_MATRIX"))
         }
 
+        /// A Chuwi Hi10 Pro with a gyroscope on a chip of its own (a bmg160, no matrix), its axes x and y
+        /// swapped and z inverted against the accelerometer's chip (`chip`, a turn). The device is turned
+        /// from pose to pose at 0.8 rad/s, the gyroscope reading the turn, while the wizard asks for
+        /// them: motiond's check finds the gyroscope disagreeing, and the wizard writes its matrix to
+        /// motiond.conf so that it follows the accelerometer's new one. Physically the gyroscope reads
+        /// `chip` times what the accelerometer's chip turns at, so its readings in the accelerometer's
+        /// chip frame are `chipᵀ` of its own, and in Linux userspace's frame (hwdb's and motiond.conf's)
+        /// `R · chipᵀ`, R the accelerometer's new matrix as motiond reads it (its z row completed).
+        @Test func aGyroscopeOnAChipOfItsOwnGetsTheMatrixThatFollowsTheAccelerometersNewOne() async throws {
+            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let chuwi = Self.machines[0]
+            let chip = Matrix3(rowMajor: [0, 1, 0, 1, 0, 0, 0, 0, -1])
+            let gyroscopeScale = 0.001065264
+            let testbed = try Testbed()
+            try testbed.add(chuwi.fixture + """
+
+                P: /devices/pci0000:00/808622C1:04/i2c-4/i2c-BMG0160:00
+                E: SUBSYSTEM=i2c
+                A: modalias=acpi:BMG0160:BMG0160:\\n
+
+                P: /devices/pci0000:00/808622C1:04/i2c-4/i2c-BMG0160:00/iio:device1
+                E: SUBSYSTEM=iio
+                E: DEVTYPE=iio_device
+                A: name=bmg160\\n
+                A: in_anglvel_x_raw=0\\n
+                A: in_anglvel_y_raw=0\\n
+                A: in_anglvel_z_raw=0\\n
+                A: in_anglvel_scale=\(gyroscopeScale)\\n
+
+                """)
+            let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+            let daemon = try DaemonProcess(socket: socket)
+            defer { _ = daemon.secondsToExit(after: SIGTERM) }
+            // Each pose held 2.5 s, then a turn to the next about the axis between them, 100 writes a second.
+            let sysfs = testbed.root + "/sys/bus/iio/devices/"
+            @Sendable func write(_ values: Vector3, _ device: String, _ channel: String) {
+                for (axis, value) in zip(["x", "y", "z"], [values.x, values.y, values.z]) {
+                    try? "\(Int(value.rounded()))\n".write(toFile: sysfs + device + "/in_\(channel)_\(axis)_raw", atomically: false, encoding: .utf8)
+                }
+            }
+            let ups = chuwi.poses.map { Vector3(x: Double($0[0]), y: Double($0[1]), z: Double($0[2])) * (1 / Double(chuwi.countsPerG)) }
+            let turning = Thread {
+                for (index, up) in ups.enumerated() {
+                    write(up * Double(chuwi.countsPerG), "iio:device0", "accel")
+                    Thread.sleep(forTimeInterval: 2.5)
+                    guard index + 1 < ups.count else { break }
+                    // û turns about a as the device turns at ω = −θ̇·a (dû/dt = û × ω), in the chip's frame.
+                    let next = ups[index + 1], axis = up.cross(next) * (1 / up.cross(next).length)
+                    let angle = acos(max(-1, min(1, up.dot(next)))), rate = 0.8, steps = Int(angle / rate * 100)
+                    for step in 1...steps {
+                        let turned = Quaternion(angle: angle * Double(step) / Double(steps), axis: axis).rotate(up)
+                        write(turned * Double(chuwi.countsPerG), "iio:device0", "accel")
+                        // A count of noise, as a real gyroscope's: a reading that never changes is read as
+                        // the same measurement again (`ChangeInstant`), not a new one.
+                        let dither = Vector3(x: 1, y: 1, z: 1) * Double(step % 2)
+                        write(chip * (axis * -rate) * (1 / gyroscopeScale) + dither, "iio:device1", "anglvel")
+                        Thread.sleep(forTimeInterval: 0.01)
+                    }
+                    write(.zero, "iio:device1", "anglvel")
+                }
+            }
+            turning.start()
+            let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
+            let run = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"])
+            #expect(run.status == 0, "\(run.output) \(run.errors)")
+            #expect(run.output.contains("The gyroscope's axes disagree with the accelerometer's"), "\(run.output)")
+            let read = try DeviceFrame.transform(mountMatrix: Matrix3(rowMajor: chuwi.shipped.map(Double.init)))
+            let expected = read.rotation * chip.transposed
+            let rows = [expected.row0, expected.row1, expected.row2].map { r in [r.x, r.y, r.z].map { String(Int($0.rounded())) }.joined(separator: ", ") }
+            let conf = try String(contentsOfFile: root + "/etc/motiond/motiond.conf", encoding: .utf8)
+            #expect(conf.contains(#"  - {name: "bmg160", matrix: ""# + rows.joined(separator: "; ") + #""}"#), "\(conf)")
+        }
+
         /// The left edge up instead of the right: the poses are a mirror image, refused, and nothing is written.
         @Test func aMirroredPoseIsRefusedAndNothingIsWritten() async throws {
             let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
             defer { try? FileManager.default.removeItem(atPath: root) }
             let chuwi = Self.machines[0]
             let poses = chuwi.poses
-            let (run, _, _) = try await Self.wizard(on: chuwi, poses: [poses[0], poses[1].map { -$0 }, poses[2]], root: root)
+            let (run, _, _) = try await Self.wizard(on: chuwi, poses: [poses[0].map { -$0 }, poses[1], poses[2]], root: root)
             #expect(run.status == 1 && run.errors.contains("mirror image"), "\(run.output) \(run.errors)")
             #expect(!FileManager.default.fileExists(atPath: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb"))
         }
