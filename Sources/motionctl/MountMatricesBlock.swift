@@ -35,8 +35,13 @@ struct MountMatricesBlock {
             if lines.last.map({ !$0.isEmpty }) ?? false { lines.append("") }
             lines += written
         }
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let files = FileManager.default
+        try files.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        // The new file takes the old one's place (a rename): its mode and owner are put back, as the
+        // file may carry secrets (an MQTT password) readable by motiond's group alone.
+        let kept = (try? files.attributesOfItem(atPath: path))?.filter { [.posixPermissions, .ownerAccountID, .groupOwnerAccountID].contains($0.key) }
         try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        if let kept { try files.setAttributes(kept, ofItemAtPath: path) }
         return .written
     }
 

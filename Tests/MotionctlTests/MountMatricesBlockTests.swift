@@ -5,6 +5,10 @@ import MotionDevices
 @testable import motionctl
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// motiond.conf's `mount_matrices` as the mount wizard writes them: a block of its own, an entry
 /// per device replaced on a later run, the owner's lines left as they were, and a file whose owner
 /// wrote the key left alone. What it writes is read back by motiond's own configuration loader.
@@ -46,6 +50,18 @@ import Testing
         try owners.write(toFile: path, atomically: true, encoding: .utf8)
         #expect(try MountMatricesBlock(path: path).set(name: "bmi260", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1") == .ownedByTheFile)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == owners)
+    }
+
+    /// The file may hold an MQTT password for motiond's group alone: its mode and group stay.
+    @Test func theFilesModeAndOwnerStay() throws {
+        let path = try Self.scratch()
+        try "log_level: info\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let daemonGroup = try #require(getgrnam("daemon")).pointee.gr_gid
+        #expect(chmod(path, 0o640) == 0 && chown(path, 0, daemonGroup) == 0)
+        #expect(try MountMatricesBlock(path: path).set(name: "bmi260", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == .written)
+        var status = stat()
+        #expect(stat(path, &status) == 0)
+        #expect(status.st_mode & 0o777 == 0o640 && status.st_gid == daemonGroup, "mode \(String(status.st_mode & 0o777, radix: 8)), group \(status.st_gid)")
     }
 
     @Test func aNameIsQuotedAsYAMLReadsIt() {
