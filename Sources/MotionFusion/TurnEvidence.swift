@@ -7,8 +7,8 @@ import MotionCore
 ///
 /// The interval, not each sample: a sample's change of û is mostly the sensor's noise (an
 /// accelerometer's 0.01 g against a turn of 0.002 rad between two samples at 286 Hz), and summed
-/// per sample that noise, not the turning, chose a matrix: BROAD's trials, taken per sample, gave a
-/// wrong verdict on seven of nine. An interval ends once the gyroscope has turned 0.15 rad.
+/// per sample that noise, not the turning, chose a matrix: BROAD's eleven trials, taken per sample,
+/// gave a wrong verdict on eight. An interval ends once the gyroscope has turned 0.15 rad.
 ///
 /// For each candidate the squared error of the prediction is a quadratic in P's nine entries, so
 /// its sums (`M`, `b`, `c`: 91 numbers) hold the evidence for all 48 at once. A verdict needs both:

@@ -16,8 +16,8 @@ private let broadTrials: [URL]? = {
 /// IMU moved by hand, its accelerometer, gyroscope and magnetometer in one frame), each fed as
 /// recorded and with the gyroscope's (or the magnetometer's) readings mapped otherwise. As recorded
 /// the axes agree, so any verdict but `agree` is wrong; mapped by M, the only right one is the
-/// inverse, Mᵀ. Judged per sample, the gyroscope check called seven of the nine trials that gave
-/// a verdict wrong (the demo's trial among them): the accelerometer's noise, not the turns, decided.
+/// inverse, Mᵀ. Judged per sample, the gyroscope check called eight of the eleven trials as recorded
+/// wrong (the demo's trial among them): the accelerometer's noise, not the turns, decided.
 ///
 /// Credit: D. Laidig, M. Caruso, A. Cereatti, T. Seel, "BROAD — A Benchmark for Robust Inertial
 /// Orientation Estimation", Data 6(7):72, 2021, CC BY 4.0.
