@@ -2,9 +2,9 @@
 /// name) and sensor; the first claim starts a sensor, the last release (or the sender leaving the
 /// bus) stops it. Pure bookkeeping: the D-Bus service owns one and acts on what it returns.
 struct ClaimBook: Sendable, Equatable {
-    /// What can be claimed.
+    /// What can be claimed: upstream's sensors, and motiond's own posture (a 2-in-1's hinge).
     enum Sensor: String, Sendable, CaseIterable {
-        case accelerometer, light, proximity, compass
+        case accelerometer, light, proximity, compass, posture
     }
 
     private var claimants: [Sensor: Set<String>] = [:]

@@ -4,10 +4,10 @@ import MotionDevices
 import MotionWire
 import NIOCore
 
-/// Feeds iio-sensor-proxy's D-Bus interface (`SensorProxyService`) from the hub: a client of the hub
-/// like any socket client, whose watches follow the D-Bus claims and whose messages become the
-/// interface's properties. So the D-Bus side gets every rule of the socket side (rates set by demand,
-/// sensors that come and go, `ENDED`) without a second path into the core.
+/// Feeds iio-sensor-proxy's D-Bus interface, and motiond's posture beside it (`SensorProxyService`),
+/// from the hub: a client of the hub like any socket client, whose watches follow the D-Bus claims and
+/// whose messages become the interfaces' properties. So the D-Bus side gets every rule of the socket
+/// side (rates set by demand, sensors that come and go, `ENDED`) without a second path into the core.
 ///
 /// Confined to the hub's event loop; claims come from the bus's thread through `claimChanged`.
 final class SensorProxyBridge: MessageSink {
@@ -25,6 +25,12 @@ final class SensorProxyBridge: MessageSink {
     static let headingResolution = 0.1
     /// The compass is the fused heading, at this interval, s.
     static let compassInterval = 0.1
+    /// The hinge angle is rounded to this, degrees: a hand steadying the lid does not wake the
+    /// claimants, and the modes' boundaries are whole degrees.
+    static let hingeResolution = 1.0
+    /// The posture is the hinge's, at this interval, s: as the tablet-mode switch watches it, so that
+    /// the two share the accelerometers' rate (4 a second: a fold is seen within 0.25 s).
+    static let postureInterval = 0.25
 
     init(hub: Hub, service: SensorProxyService) {
         self.hub = hub
@@ -46,6 +52,7 @@ final class SensorProxyBridge: MessageSink {
         case .light: [.light]
         case .proximity: [.proximity]
         case .compass: [.motion]
+        case .posture: [.hinge]
         }
     }
 
@@ -67,7 +74,8 @@ final class SensorProxyBridge: MessageSink {
         guard isPresent(sensor, on: hub.devices) else { return service.markReady(sensor) }  // told when it appears
         let request = Request.Watch(
             id: .string(sensor.rawValue), streams: Self.streams(for: sensor),
-            interval: sensor == .compass ? Self.compassInterval : nil, frame: sensor == .compass ? .xMagneticNorthZVertical : nil)
+            interval: sensor == .compass ? Self.compassInterval : sensor == .posture ? Self.postureInterval : nil,
+            frame: sensor == .compass ? .xMagneticNorthZVertical : nil)
         hub.handle(.watch(request), from: id)
     }
 
@@ -79,6 +87,9 @@ final class SensorProxyBridge: MessageSink {
         case .proximity: return kinds.contains(.proximity)
         // The fused heading, or a sensor hub's own compass (iio-sensor-proxy's only compass).
         case .compass: return kinds.contains(.accelerometer) && (kinds.contains(.magnetometer) || kinds.contains(.compass))
+        // A hinge: an accelerometer in the display and one in the base (the hub's `hinge` needs both).
+        case .posture:
+            return Set(devices.filter { $0.kinds.contains(.accelerometer) }.map(\.location)).isSuperset(of: [.display, .base])
         }
     }
 
@@ -88,6 +99,7 @@ final class SensorProxyBridge: MessageSink {
         values.hasAmbientLight = isPresent(.light, on: devices)
         values.hasProximity = isPresent(.proximity, on: devices)
         values.hasCompass = isPresent(.compass, on: devices)
+        values.hasPosture = isPresent(.posture, on: devices)
         // The unit before the first reading (the readings then say theirs), following the sensor there is.
         let vendor = devices.contains { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }
         values.lightLevelUnit = (vendor ? LightMessage.Unit.vendor : .lux).rawValue
@@ -122,6 +134,10 @@ final class SensorProxyBridge: MessageSink {
             let rounded = (heading / Self.headingResolution).rounded() * Self.headingResolution
             values.compassHeading = rounded >= 360 ? 0 : rounded
             publish(ready: .compass)
+        case .hinge(let message):
+            values.posture = message.mode.rawValue
+            values.hingeAngle = (message.angle / Self.hingeResolution).rounded() * Self.hingeResolution
+            publish(ready: .posture)
         case .watching(let message):
             watching = Set(message.streams.map(\.stream))
         case .error(let error):
@@ -133,7 +149,7 @@ final class SensorProxyBridge: MessageSink {
         case .ended(let ended):
             watching.remove(ended.stream)
         default:
-            break  // nothing for D-Bus, which watches only iio-sensor-proxy's streams (a new stream is none)
+            break  // nothing for D-Bus, which watches only the streams above (a new stream is none)
         }
     }
 

@@ -1,5 +1,7 @@
 /// iio-sensor-proxy's D-Bus interface as data (docs/dbus.md): its name, objects, properties and
 /// claim methods, and the introspection written from them, so that what is announced is what is served.
+/// Beside upstream's interfaces, unchanged, one of motiond's own on the main object: the posture of a
+/// 2-in-1 (`io.github.motiond.Posture`), which upstream does not have.
 enum SensorProxyInterface {
     static let busName = "net.hadess.SensorProxy"
 
@@ -16,27 +18,49 @@ enum SensorProxyInterface {
         var hasCompass = false
         /// Degrees from magnetic north, clockwise; 0 until the first value, as upstream's.
         var compassHeading = 0.0
+        /// Whether the machine has a hinge: an accelerometer in the display and one in the base.
+        var hasPosture = false
+        /// `closed`, `laptop`, `tent` or `tablet` (the `hinge` stream's mode); `undefined` until the
+        /// first value, as upstream writes its own enumerated properties.
+        var posture = "undefined"
+        /// The hinge's angle, degrees: 0 shut, 180 flat, 360 folded back; 0 until the first value.
+        var hingeAngle = 0.0
     }
 
-    /// One served object: its path and its interface.
-    struct Object: Sendable {
+    /// One served interface: its object's path and its name. Two may share a path (the main object
+    /// has upstream's interface and motiond's posture).
+    struct Object: Sendable, Equatable {
         var path: String
         var interface: String
     }
 
     static let main = Object(path: "/net/hadess/SensorProxy", interface: "net.hadess.SensorProxy")
     static let compass = Object(path: "/net/hadess/SensorProxy/Compass", interface: "net.hadess.SensorProxy.Compass")
-    static let objects = [main, compass]
+    /// motiond's own interface on the main object: a 2-in-1's posture from its hinge (docs/dbus.md).
+    /// Not upstream's, so named in motiond's namespace (its home, github.com/motiond, reversed).
+    static let posture = Object(path: main.path, interface: "io.github.motiond.Posture")
+    /// Every served interface, upstream's first, in the order introspection lists them.
+    static let objects = [main, compass, posture]
+    /// The served object paths, each once.
+    static let paths = [main.path, compass.path]
 
-    /// Upstream's introspection of `object`, written from the property and method tables (so that
-    /// what is announced is what is served), in upstream's order, with the standard interfaces.
-    static func introspection(of object: Object) -> String {
+    /// The introspection of the object at `path`: upstream's, written from the property and method
+    /// tables (so that what is announced is what is served), in upstream's order, with the standard
+    /// interfaces; motiond's own interface follows upstream's.
+    static func introspection(of path: String) -> String {
         let defaults = Properties()
-        let declared = properties.filter { $0.object.path == object.path }.map { property in
-            #"<property type="\#(property.value(defaults).signature)" name="\#(property.name)" access="read"/>"#
+        let interfaces = objects.filter { $0.path == path }.map { object in
+            let declared = properties.filter { $0.object == object }.map { property in
+                #"<property type="\#(property.value(defaults).signature)" name="\#(property.name)" access="read"/>"#
+            }
+            let claims = methods.filter { $0.interface == object.interface }.map { #"<method name="\#($0.name)"/>"# }
+            return """
+                  <interface name="\(object.interface)">
+                \((declared + claims).map { "    " + $0 }.joined(separator: "\n"))
+                  </interface>
+                """
         }
-        let claims = methods.filter { $0.interface == object.interface }.map { #"<method name="\#($0.name)"/>"# }
-        let children = object.path == main.path ? #"<node name="Compass"/>"# : ""
+        let children = path == main.path ? #"<node name="Compass"/>"# : ""
         return """
         <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
@@ -73,9 +97,7 @@ enum SensorProxyInterface {
               <arg type="s" name="machine_uuid" direction="out"/>
             </method>
           </interface>
-          <interface name="\(object.interface)">
-        \((declared + claims).map { "    " + $0 }.joined(separator: "\n"))
-          </interface>
+        \(interfaces.joined(separator: "\n"))
           \(children)
         </node>
         """
@@ -120,6 +142,10 @@ enum SensorProxyInterface {
         Property(main, "ProximityNear", .proximity, { .boolean($0.proximityNear) }),
         Property(compass, "HasCompass", nil, { .boolean($0.hasCompass) }),
         Property(compass, "CompassHeading", .compass, { .double($0.compassHeading) }),
+        // motiond's own.
+        Property(posture, "HasPosture", nil, { .boolean($0.hasPosture) }),
+        Property(posture, "Posture", .posture, { .string($0.posture) }),
+        Property(posture, "HingeAngle", .posture, { .double($0.hingeAngle) }),
     ]
 
     /// A claim method: its name, interface, sensor, and whether it claims or releases.
@@ -130,8 +156,11 @@ enum SensorProxyInterface {
         var claims: Bool
     }
 
-    /// The claim methods, in upstream's order: a claim and a release per sensor.
-    static let methods: [Method] = [(main, ClaimBook.Sensor.accelerometer, "Accelerometer"), (main, .light, "Light"), (main, .proximity, "Proximity"), (compass, .compass, "Compass")]
+    /// The claim methods, in upstream's order (motiond's own last): a claim and a release per sensor.
+    static let methods: [Method] = [
+        (main, ClaimBook.Sensor.accelerometer, "Accelerometer"), (main, .light, "Light"), (main, .proximity, "Proximity"), (compass, .compass, "Compass"),
+        (posture, .posture, "Posture"),
+    ]
         .flatMap { object, sensor, name in
             [Method(name: "Claim" + name, interface: object.interface, sensor: sensor, claims: true),
              Method(name: "Release" + name, interface: object.interface, sensor: sensor, claims: false)]

@@ -4,7 +4,8 @@ import MotionSystem
 import Synchronization
 
 /// iio-sensor-proxy's D-Bus interface (`SensorProxyInterface`, docs/dbus.md) on a bus, served from a
-/// thread of its own: the two objects' properties, `Introspect`, and the claim methods, with claims
+/// thread of its own: the two objects' properties, `Introspect`, and the claim methods (upstream's and
+/// motiond's posture interface beside them, under the same rules), with claims
 /// counted per sender, held until the sensor's first value, and each change told only to the
 /// sensor's claimants.
 ///
@@ -62,8 +63,8 @@ final class SensorProxyService: Sendable {
         }
         bus = try Bus(address: address)
         // The handlers hold the service weakly: the bus, which keeps them, is the service's.
-        for object in SensorProxyInterface.objects {
-            try bus.serve(path: object.path) { [weak self] call throws(BusError) in try self?.handle(call, to: object) ?? false }
+        for path in SensorProxyInterface.paths {
+            try bus.serve(path: path) { [weak self] call throws(BusError) in try self?.handle(call, at: path) ?? false }
         }
         // A claimant that leaves the bus (exits, crashes) releases what it claimed.
         try bus.subscribe("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'") {
@@ -136,7 +137,7 @@ final class SensorProxyService: Sendable {
         for object in SensorProxyInterface.objects {
             // One signal per sensor whose values changed, to each of its claimants; `nil`: everyone.
             for sensor in [nil] + ClaimBook.Sensor.allCases.map(Optional.some) {
-                let properties = changed.filter { $0.object.path == object.path && $0.sensor == sensor }
+                let properties = changed.filter { $0.object == object && $0.sensor == sensor }
                 guard !properties.isEmpty else { continue }
                 let destinations: [String?] = sensor.map { claims.claimants(of: $0).sorted() } ?? [nil]
                 for destination in destinations {
@@ -169,21 +170,25 @@ final class SensorProxyService: Sendable {
 
     // MARK: Calls
 
-    /// Answers one call to `object`; `false` leaves it to sd-bus (no such method).
-    private func handle(_ call: BusMessage, to object: SensorProxyInterface.Object) throws(BusError) -> Bool {
+    /// Answers one call to the object at `path`; `false` leaves it to sd-bus (no such method).
+    private func handle(_ call: BusMessage, at path: String) throws(BusError) -> Bool {
         guard let interface = call.interface, let member = call.member else { return false }
+        // The served interface `name` of this object, if it is one.
+        func served(_ name: String) -> SensorProxyInterface.Object? {
+            SensorProxyInterface.objects.first { $0.path == path && $0.interface == name }
+        }
         // Each method's arguments are checked before anything is done, as GDBus (upstream's) does.
         switch (interface, member) {
         case ("org.freedesktop.DBus.Introspectable", "Introspect"):
             try call.expect(signature: "")
             let reply = try bus.newReply(to: call)
-            try reply.append(SensorProxyInterface.introspection(of: object))
+            try reply.append(SensorProxyInterface.introspection(of: path))
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "Get"):
             try call.expect(signature: "ss")
-            guard try call.readString() == object.interface else { return false }
+            guard let object = served(try call.readString()) else { return false }
             let name = try call.readString()
-            guard let property = SensorProxyInterface.properties.first(where: { $0.object.path == object.path && $0.name == name }) else {
+            guard let property = SensorProxyInterface.properties.first(where: { $0.object == object && $0.name == name }) else {
                 try bus.replyError(to: call, name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name)")
                 return true
             }
@@ -192,9 +197,9 @@ final class SensorProxyService: Sendable {
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "GetAll"):
             try call.expect(signature: "s")
-            guard try call.readString() == object.interface else { return false }
+            guard let object = served(try call.readString()) else { return false }
             let reply = try bus.newReply(to: call)
-            try reply.append(SensorProxyInterface.properties.filter { $0.object.path == object.path }, of: shared.withLock { $0.properties })
+            try reply.append(SensorProxyInterface.properties.filter { $0.object == object }, of: shared.withLock { $0.properties })
             try bus.send(reply)
         case ("org.freedesktop.DBus.Properties", "Set"):
             // Upstream's answer (GDBus's) to a write of a read-only property, word for word.
@@ -202,8 +207,8 @@ final class SensorProxyService: Sendable {
             _ = try call.readString()
             let name = try call.readString()
             try bus.replyError(to: call, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "Property “\(name)” is not writable")
-        case (object.interface, let name):
-            guard let method = SensorProxyInterface.methods.first(where: { $0.name == name && $0.interface == object.interface }),
+        case (_, _) where served(interface) != nil:
+            guard let method = SensorProxyInterface.methods.first(where: { $0.name == member && $0.interface == interface }),
                 let sender = call.sender
             else { return false }
             try call.expect(signature: "")

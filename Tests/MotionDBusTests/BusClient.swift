@@ -29,6 +29,14 @@ final class BusClient {
 
     deinit { sd_bus_flush_close_unref(bus) }
 
+    /// The connection's unique bus name (`:1.7`): the sender of its calls, the destination of the
+    /// signals sent to it.
+    var uniqueName: String {
+        var name: UnsafePointer<CChar>?
+        sd_bus_get_unique_name(bus, &name)
+        return name.map { String(cString: $0) } ?? ""
+    }
+
     /// Calls a method without arguments; throws the D-Bus error it returns.
     func call(_ method: String, path: String = "/net/hadess/SensorProxy", interface: String = "net.hadess.SensorProxy", timeout: Double = 10) throws {
         _ = try send(method, path: path, interface: interface, arguments: [], timeout: timeout)

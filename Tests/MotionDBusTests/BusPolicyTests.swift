@@ -78,6 +78,10 @@ import Glibc
         let main = try await Self.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy",
                                                      "--method", "net.hadess.SensorProxy.ClaimAccelerometer"], bus: bus)
         #expect(main.status == 0 && main.output.contains("()"), "\(main.output) \(main.errors)")
+        // motiond's posture beside it too (this machine has no hinge: the claim returns at once).
+        let posture = try await Self.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy",
+                                                        "--method", "io.github.motiond.Posture.ClaimPosture"], bus: bus)
+        #expect(posture.status == 0 && posture.output.contains("()"), "\(posture.output) \(posture.errors)")
         let compass = try await Self.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy/Compass",
                                                         "--method", "net.hadess.SensorProxy.Compass.ClaimCompass"], bus: bus)
         #expect(compass.status != 0 && compass.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(compass.output) \(compass.errors)")
@@ -123,6 +127,11 @@ import Glibc
                                                                    "/net/hadess/SensorProxy", "--method", "net.hadess.SensorProxy.ClaimLight"], bus: bus)
         #expect(refused.errors.contains("org.freedesktop.DBus.Error.AccessDenied: polkit does not allow net.hadess.SensorProxy.claim-sensor"),
                 "\(refused.output) \(refused.errors)")
+        // The posture's claim asks for the same action.
+        let posture = try await BusPolicyTests.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path",
+                                                                   "/net/hadess/SensorProxy", "--method", "io.github.motiond.Posture.ClaimPosture"], bus: bus)
+        #expect(posture.errors.contains("org.freedesktop.DBus.Error.AccessDenied: polkit does not allow net.hadess.SensorProxy.claim-sensor"),
+                "\(posture.output) \(posture.errors)")
         _ = polkit
     }
 }

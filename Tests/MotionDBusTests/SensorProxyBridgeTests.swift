@@ -13,10 +13,10 @@ extension Hardware {
         static let main = "/net/hadess/SensorProxy"
         static let compass = BusClient.compassPath
 
-        /// motiond serving D-Bus on `bus`, on the testbed's devices.
-        static func daemon(on bus: PrivateSystemBus) throws -> DaemonProcess {
+        /// motiond serving D-Bus on `bus`, on the testbed's devices, with `arguments` besides.
+        static func daemon(on bus: PrivateSystemBus, arguments: [String] = []) throws -> DaemonProcess {
             let daemon = try DaemonProcess(
-                socket: temporarySocketPath(), arguments: ["--dbus", "--state-directory", bus.directory + "/state"],
+                socket: temporarySocketPath(), arguments: ["--dbus", "--state-directory", bus.directory + "/state"] + arguments,
                 environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
             #expect(daemon.waitForLog("serving D-Bus"))
             return daemon
@@ -41,7 +41,8 @@ extension Hardware {
 
         /// `gdbus introspect` shows the same objects, interfaces, members and initial values for motiond
         /// as for Debian's iio-sensor-proxy 3.0 on the same fixture, but for `AccelerometerTilt`, which
-        /// upstream added in 3.6.
+        /// upstream added in 3.6, and motiond's own interface (`io.github.motiond.Posture`), which is
+        /// checked on its own: upstream's interfaces are untouched by it.
         @Test func introspectionMatchesIIOSensorProxys() throws {
             let testbed = try Testbed()
             try testbed.add(fixture: "tablet-iio-sensor-proxy")
@@ -57,8 +58,17 @@ extension Hardware {
             let ours = try introspect()
             _ = daemon
             #expect(ours.contains("readonly s AccelerometerTilt = 'vertical';"))
-            let withoutTilt = ours.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("AccelerometerTilt") }.joined(separator: "\n")
-            #expect(withoutTilt == upstream)
+            // motiond's interface, as gdbus prints it: from its opening line to the first closing one.
+            var lines = ours.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let opening = try #require(lines.firstIndex(of: "  interface \(BusClient.postureInterface) {"), "\(ours)")
+            let closing = try #require(lines[opening...].firstIndex(of: "  };"))
+            let posture = lines[opening...closing].joined(separator: "\n")
+            lines.removeSubrange(opening...closing)
+            for member in ["ClaimPosture();", "ReleasePosture();", "readonly b HasPosture = false;", "readonly s Posture = 'undefined';", "readonly d HingeAngle = 0.0;"] {
+                #expect(posture.contains(member), "\(member) in \(posture)")
+            }
+            let upstreamsOnly = lines.filter { !$0.contains("AccelerometerTilt") }.joined(separator: "\n")
+            #expect(upstreamsOnly == upstream)
             // Writing a property is refused as upstream refuses it.
             let set = try bus.gdbus(["call", "--dest", BusClient.destination, "--object-path", Self.main, "--method",
                                      "org.freedesktop.DBus.Properties.Set", "net.hadess.SensorProxy", "HasAccelerometer", "<false>"])
@@ -176,15 +186,106 @@ extension Hardware {
             #expect(heading() == "45.1")
             _ = daemon
         }
+
+        /// Sets the convertible's display at `degrees` about the hinge and waits until the daemon has
+        /// read it. The base lies flat, keyboard up, reading (0, 0, −1000) counts; the display at a
+        /// hinge angle θ reads (0, −1000 sin θ, −1000 cos θ) (the fixture's (0, −866, 500) is 120°;
+        /// MachineClassTests, TabletModeTests).
+        static func fold(_ testbed: Testbed, to degrees: Double) throws {
+            let θ = degrees * .pi / 180
+            try testbed.setAttribute("iio:device0", "in_accel_y_raw", "\(Int((-1000 * sin(θ)).rounded()))\n")
+            try testbed.setAttribute("iio:device0", "in_accel_z_raw", "\(Int((-1000 * cos(θ)).rounded()))\n")
+            try testbed.waitForReads(of: "in_accel_z_raw", on: "iio:device0")
+        }
+
+        /// The `PropertiesChanged` signals of motiond's posture interface that `dbus-monitor` saw: each
+        /// signal's destination and its text (the changed properties as dbus-monitor prints them).
+        static func postureSignals(in monitored: String) -> [(destination: String, text: String)] {
+            monitored.components(separatedBy: "\nsignal ").compactMap { block in
+                guard block.contains("member=PropertiesChanged"), block.contains(#"string "\#(BusClient.postureInterface)""#) else { return nil }
+                let destination = block.components(separatedBy: "destination=").dropFirst().first?.split(separator: " ").first.map(String.init)
+                return (destination ?? "everyone", block)
+            }
+        }
+
+        /// motiond's own interface beside upstream's (`io.github.motiond.Posture`, docs/dbus.md), on a
+        /// convertible with a display's and a base's accelerometer: it has a posture; before a claim the
+        /// posture is `undefined`; the claim returns with the first (laptop at the fixture's 120°); the
+        /// posture then follows the hinge to tent (240°) and tablet (335°), each change a
+        /// `PropertiesChanged` sent to the claimant alone (`dbus-monitor` sees every message on the
+        /// bus, with its destination); and the claimant leaving the bus drops its claim, and with it the
+        /// hinge's watch: the base's accelerometer, read only for the hinge, is no longer read. The
+        /// tablet-mode switch, which would watch the hinge itself, is off.
+        @Test func thePostureFollowsTheHingeAndTellsItsClaimantOnly() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "convertible-two-accelerometers")
+            let bus = try PrivateSystemBus()
+            let daemon = try Self.daemon(on: bus, arguments: ["--tablet-mode", "off"])
+            let monitor = try Peer("/usr/bin/dbus-monitor", arguments: ["--address", bus.address], bus: bus)
+            try waitUntil { monitor.output.contains("NameLost") }  // it became a monitor
+            var client: BusClient? = try BusClient(address: bus.address)
+            let claimant = try #require(client).uniqueName
+            func posture() -> String? { try? client?.postureProperty("Posture") }
+            func angle() -> Double? { (try? client?.postureProperty("HingeAngle")).flatMap { $0.flatMap(Double.init) } }
+            #expect(try client?.postureProperty("HasPosture") == "true")
+            // Upstream's accelerometer is the display's, as before.
+            #expect(try client?.property("HasAccelerometer") == "true")
+            #expect(posture() == "undefined")  // nothing runs yet
+            #expect(try testbed.reads(of: "in_accel_z_raw", on: "iio:device1", during: 0.6) == 0, "the base is read only for the hinge")
+            try client?.call("ClaimPosture", interface: BusClient.postureInterface)
+            #expect(posture() == "laptop", "the claim returns with the first value")
+            #expect(angle().map { abs($0 - 120) <= 1 } == true, "\(angle().map { "\($0)" } ?? "no angle")°")
+            for (degrees, expected) in [(240.0, "tent"), (335, "tablet")] {
+                try Self.fold(testbed, to: degrees)
+                try? waitUntil { posture() == expected }
+                #expect(posture() == expected, "at \(degrees)°; \(daemon.finalLog())")
+                try? waitUntil { angle().map { abs($0 - degrees) <= 1 } == true }
+                #expect(angle().map { abs($0 - degrees) <= 1 } == true, "\(angle().map { "\($0)" } ?? "no angle")° at \(degrees)°")
+                try? waitUntil { Self.postureSignals(in: monitor.output).contains { $0.text.contains(#"string "\#(expected)""#) } }
+                let told = Self.postureSignals(in: monitor.output).filter { $0.text.contains(#"string "\#(expected)""#) }
+                #expect(told.map(\.destination) == [claimant], "\(expected): one PropertiesChanged, to the claimant: \(monitor.output)")
+            }
+            // Every change of the posture's values went to the claimant only; the first came with the claim.
+            let signals = Self.postureSignals(in: monitor.output)
+            #expect(signals.count >= 2 && signals.allSatisfy { $0.destination == claimant }, "\(signals.map(\.destination))")
+            #expect(try testbed.reads(of: "in_accel_z_raw", on: "iio:device1", during: 0.6) > 0, "the base is read while the posture is claimed")
+            client = nil  // its connection closes: it leaves the bus
+            #expect(daemon.waitForLog("D-Bus claimant left; its claims are dropped"))
+            // The hub's watch ends a moment after the claim: past that, the base is no longer read.
+            try? waitUntil { (try? testbed.reads(of: "in_accel_z_raw", on: "iio:device1", during: 0.6)) == 0 }
+            #expect(try testbed.reads(of: "in_accel_z_raw", on: "iio:device1", during: 0.6) == 0, "the base is still read: \(daemon.finalLog())")
+        }
+
+        /// A machine with one accelerometer has no hinge: no posture, and a claim returns at once.
+        @Test func aTabletWithOneAccelerometerHasNoPosture() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "tablet-iio-sensor-proxy")
+            let bus = try PrivateSystemBus()
+            let daemon = try Self.daemon(on: bus)
+            let client = try BusClient(address: bus.address)
+            #expect(try client.postureProperty("HasPosture") == "false")
+            let started = Date()
+            try client.call("ClaimPosture", interface: BusClient.postureInterface)
+            #expect(Date().timeIntervalSince(started) < 1)
+            #expect(try client.postureProperty("Posture") == "undefined")
+            _ = daemon
+        }
     }
 }
 
 extension BusClient {
     static let compassPath = "/net/hadess/SensorProxy/Compass"
     static let compassInterface = "net.hadess.SensorProxy.Compass"
+    /// motiond's own interface on the main object (docs/dbus.md).
+    static let postureInterface = "io.github.motiond.Posture"
 
     /// A property of the compass object.
     func compassProperty(_ name: String) throws -> String {
         try property(name, path: Self.compassPath, interface: Self.compassInterface)
+    }
+
+    /// A property of motiond's posture interface.
+    func postureProperty(_ name: String) throws -> String {
+        try property(name, interface: Self.postureInterface)
     }
 }

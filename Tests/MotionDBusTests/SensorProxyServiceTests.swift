@@ -70,6 +70,35 @@ import Testing
         #expect(unknown.contains("org.freedesktop.DBus.Error.UnknownProperty"), "\(unknown)")
     }
 
+    /// motiond's own interface (`io.github.motiond.Posture`) on the main object, beside upstream's:
+    /// its properties are its own (upstream's `GetAll` has none of them); a claim, made with gdbus
+    /// (a connection of its own that leaves the bus as gdbus exits), starts the posture's watch and
+    /// its leaving stops it, as for upstream's sensors.
+    @Test func gdbusReadsAndClaimsThePostureBesideUpstreamsInterface() throws {
+        let bus = try PrivateSystemBus()
+        var values = SensorProxyInterface.Properties()
+        values.hasPosture = true
+        values.posture = "tent"
+        values.hingeAngle = 250
+        let demands = Demands()
+        let service = try Self.serving(values, on: bus) { sensor, on in demands.add(sensor, on) }
+        defer { service.stop() }
+        let getAll = ["call"] + Self.object + ["--method", "org.freedesktop.DBus.Properties.GetAll"]
+        let posture = try bus.gdbus(getAll + ["io.github.motiond.Posture"])
+        #expect(posture.trimmingCharacters(in: .whitespacesAndNewlines) == "({'HasPosture': <true>, 'Posture': <'tent'>, 'HingeAngle': <250.0>},)", "\(posture)")
+        let upstreams = try bus.gdbus(getAll + ["net.hadess.SensorProxy"])
+        #expect(upstreams.contains("'HasAccelerometer'") && !upstreams.contains("Posture") && !upstreams.contains("Hinge"), "\(upstreams)")
+        let claimed = try bus.gdbus(["call"] + Self.object + ["--method", "io.github.motiond.Posture.ClaimPosture"])
+        #expect(claimed.trimmingCharacters(in: .whitespacesAndNewlines) == "()", "\(claimed)")
+        try waitUntil { demands.seen == ["posture on", "posture off"] }
+        // Upstream's interface has no such method, and motiond's none of upstream's.
+        let wrong = try bus.gdbus(["call"] + Self.object + ["--method", "net.hadess.SensorProxy.ClaimPosture"])
+        #expect(wrong.contains("org.freedesktop.DBus.Error.UnknownMethod"), "\(wrong)")
+        let crossed = try bus.gdbus(["call"] + Self.object + ["--method", "io.github.motiond.Posture.ClaimAccelerometer"])
+        #expect(crossed.contains("org.freedesktop.DBus.Error.UnknownMethod"), "\(crossed)")
+        #expect(service.claimants(of: .accelerometer).isEmpty)
+    }
+
     /// What a service asked of its owner (`accelerometer on`, `light off`…), or what it logged.
     final class Demands: Sendable {
         private let list = Mutex<[String]>([])
@@ -180,7 +209,7 @@ import Testing
     }
 
     /// `gdbus introspect` lists upstream's members (Debian 12's iio-sensor-proxy 3.0 reference, and
-    /// `AccelerometerTilt` from 3.6), each with its type.
+    /// `AccelerometerTilt` from 3.6), each with its type, and motiond's posture interface beside them.
     @Test func introspectionListsUpstreamsMembers() throws {
         let bus = try PrivateSystemBus()
         let service = try Self.serving(SensorProxyInterface.Properties(), on: bus)
@@ -191,6 +220,9 @@ import Testing
             "readonly b HasAmbientLight", "readonly s LightLevelUnit", "readonly d LightLevel", "readonly b HasProximity",
             "readonly b ProximityNear", "ClaimAccelerometer();", "ReleaseAccelerometer();", "ClaimLight();", "ReleaseLight();",
             "ClaimProximity();", "ReleaseProximity();",
+            // motiond's own, in an interface of its own.
+            "interface io.github.motiond.Posture", "readonly b HasPosture", "readonly s Posture", "readonly d HingeAngle",
+            "ClaimPosture();", "ReleasePosture();",
         ] {
             #expect(text.contains(member), "\(member) in \(text)")
         }
