@@ -33,7 +33,7 @@ struct CalibrateMount: ParsableCommand {
     @Flag(help: "Print the entry; write nothing.")
     var dryRun = false
 
-    @Flag(help: "Remove the entry this command wrote for the device.")
+    @Flag(help: "Remove the entry this command wrote for the device, and the motiond.conf matrices that followed it.")
     var undo = false
 
     @Option(help: "Seconds each pose is held still.")
@@ -205,7 +205,14 @@ struct CalibrateMount: ParsableCommand {
         }
     }
 
+    /// Removes the hwdb entry, and the motiond.conf matrices that followed it.
     private func remove(_ key: SensorHwdbKey, from hwdb: HwdbFile, syspath: String) throws {
+        let conf = MountMatricesBlock(path: (root ?? "") + config)
+        do {
+            if try conf.remove() { print("Removed from \(conf.path) the mount matrices this command wrote; restart motiond for it to read them no more.") }
+        } catch {
+            fail("cannot write \(conf.path): \(error)")
+        }
         do {
             guard try hwdb.replace(key.lookup, with: nil) else { return print("\(hwdb.path) has no entry of this command's for \(key.lookup)") }
         } catch {

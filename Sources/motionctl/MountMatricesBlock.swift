@@ -18,16 +18,13 @@ struct MountMatricesBlock {
 
     /// Sets the entry of the device named `name` to `matrix` ("x1, y1, z1; …").
     func set(name: String, matrix: String) throws -> Outcome {
-        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        if lines.last == "" { lines.removeLast() }
+        var lines = readLines()
         let block = ownBlock(in: lines)
         let outside = lines.indices.filter { !(block?.contains($0) ?? false) }
         if outside.contains(where: { lines[$0].hasPrefix("mount_matrices") }) { return .ownedByTheFile }
-        let entry = Self.entry(name: name, matrix: matrix)
         var entries = block.map { Array(lines[($0.lowerBound + 2)..<$0.upperBound]) } ?? []
         entries.removeAll { $0.hasPrefix(Self.namePart(name)) }
-        entries.append(entry)
+        entries.append(Self.entry(name: name, matrix: matrix))
         let written = [Self.marker, "mount_matrices:"] + entries
         if let block {
             lines.replaceSubrange(block, with: written)
@@ -35,14 +32,36 @@ struct MountMatricesBlock {
             if lines.last.map({ !$0.isEmpty }) ?? false { lines.append("") }
             lines += written
         }
+        try write(lines)
+        return .written
+    }
+
+    /// Removes the block this command wrote (its entries follow an accelerometer matrix being
+    /// undone); returns whether there was one.
+    func remove() throws -> Bool {
+        var lines = readLines()
+        guard let block = ownBlock(in: lines) else { return false }
+        lines.removeSubrange(block)
+        if lines.last == "" { lines.removeLast() }
+        try write(lines)
+        return true
+    }
+
+    private func readLines() -> [String] {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        return lines
+    }
+
+    private func write(_ lines: [String]) throws {
         let files = FileManager.default
         try files.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         // The new file takes the old one's place (a rename): its mode and owner are put back, as the
         // file may carry secrets (an MQTT password) readable by motiond's group alone.
         let kept = (try? files.attributesOfItem(atPath: path))?.filter { [.posixPermissions, .ownerAccountID, .groupOwnerAccountID].contains($0.key) }
-        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try (lines.map { $0 + "\n" }.joined()).write(toFile: path, atomically: true, encoding: .utf8)
         if let kept { try files.setAttributes(kept, ofItemAtPath: path) }
-        return .written
     }
 
     /// One list entry, the name quoted as YAML's double-quoted scalar.

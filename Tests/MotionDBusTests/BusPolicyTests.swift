@@ -60,7 +60,7 @@ import Glibc
         daemon.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups"] + (try daemonCommand(as: user, bus: bus))
         daemon.environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
         daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
+        try daemon.runWithSteadyEnvironment()
         try waitUntil(seconds: 60) { bus.hasOwner("net.hadess.SensorProxy") }
         return daemon
     }

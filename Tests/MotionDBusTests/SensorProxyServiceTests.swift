@@ -140,7 +140,7 @@ import Testing
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/monitor-sensor")
         monitor.environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
         monitor.standardOutput = FileHandle.nullDevice
-        try monitor.run()
+        try monitor.runWithSteadyEnvironment()
         // monitor-sensor claims every sensor, present or not, as upstream allows.
         let sensors: [ClaimBook.Sensor] = [.accelerometer, .light, .proximity]
         try waitUntil { sensors.allSatisfy { service.claimants(of: $0).count == 1 } }

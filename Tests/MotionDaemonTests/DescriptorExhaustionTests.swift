@@ -13,7 +13,7 @@ import Testing
         let prlimit = Process()
         prlimit.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         prlimit.arguments = ["--pid", "\(pid)", "--nofile=\(limit):"]  // the soft limit only: raising it again needs no privilege
-        try prlimit.run()
+        try prlimit.runWithSteadyEnvironment()
         prlimit.waitUntilExit()
         guard prlimit.terminationStatus == 0 else { throw TestClientError("prlimit failed: \(prlimit.terminationStatus)") }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MotionSystem
+import TestSupport
 import Testing
 
 @testable import MotionDaemon
@@ -56,11 +57,12 @@ import Testing
         defer { close(ends[0]); close(ends[1]) }
         var status = stat()
         #expect(fstat(ends[1], &status) == 0)
-        setenv("JOURNAL_STREAM", "\(status.st_dev):\(status.st_ino)", 1)
-        defer { unsetenv("JOURNAL_STREAM") }
+        // The environment is the whole process's: changed under the lock whoever starts a program holds.
+        environmentLock.withLock { _ = setenv("JOURNAL_STREAM", "\(status.st_dev):\(status.st_ino)", 1) }
+        defer { environmentLock.withLock { _ = unsetenv("JOURNAL_STREAM") } }
         #expect(Journal.isJournalStream(ends[1]))
         #expect(!Journal.isJournalStream(STDIN_FILENO))
-        unsetenv("JOURNAL_STREAM")
+        environmentLock.withLock { _ = unsetenv("JOURNAL_STREAM") }
         #expect(!Journal.isJournalStream(ends[1]))
     }
 }

@@ -24,7 +24,7 @@ extension Hardware {
                 process.arguments = ["-p", "\(port)"]
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
-                try process.run()
+                try process.runWithSteadyEnvironment()
                 try waitUntil { MosquittoBroker.accepts(port: port) }
             }
 

@@ -674,7 +674,7 @@ extension Hardware.Server {
         failing.arguments = ["--config", config, "--socket", Self.socketPath()]
         let output = Pipe()
         failing.standardError = output
-        try failing.run()
+        try failing.runWithSteadyEnvironment()
         #expect(failing.waitUntilExit(seconds: 10), "a bad configuration stops the start")
         #expect(failing.terminationStatus != 0)
         let message = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -46,7 +46,7 @@ import Testing
             }
             _ = FileManager.default.createFile(atPath: directory + "/motiond.log", contents: nil)
             process.standardError = FileHandle(forWritingAtPath: directory + "/motiond.log")
-            try process.run()
+            try process.runWithSteadyEnvironment()
         }
 
         deinit {

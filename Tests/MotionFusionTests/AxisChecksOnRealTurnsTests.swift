@@ -1,6 +1,7 @@
 import Foundation
 import MotionCore
 import MotionFusion
+import TestSupport
 import Testing
 
 /// BROAD's development trials beside the checkout, nil where they are not.
@@ -29,7 +30,7 @@ struct AxisChecksOnRealTurnsTests {
         zcat.arguments = ["zcat", trial.path]
         let output = Pipe()
         zcat.standardOutput = output
-        try zcat.run()
+        try zcat.runWithSteadyEnvironment()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         zcat.waitUntilExit()
         return try IMUTable(csv: text).rows

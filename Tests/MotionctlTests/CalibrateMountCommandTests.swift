@@ -266,6 +266,10 @@ extension Hardware {
             let rows = [expected.row0, expected.row1, expected.row2].map { r in [r.x, r.y, r.z].map { String(Int($0.rounded())) }.joined(separator: ", ") }
             let conf = try String(contentsOfFile: root + "/etc/motiond/motiond.conf", encoding: .utf8)
             #expect(conf.contains(#"  - {name: "bmg160", matrix: ""# + rows.joined(separator: "; ") + #""}"#), "\(conf)")
+            // Undone, the accelerometer's entry goes, and the gyroscope's that followed it.
+            let undo = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--undo"])
+            #expect(undo.status == 0 && undo.output.contains("Removed from"), "\(undo.output) \(undo.errors)")
+            #expect(try !String(contentsOfFile: root + "/etc/motiond/motiond.conf", encoding: .utf8).contains("bmg160"))
         }
 
         /// The left edge up instead of the right: the poses are a mirror image, refused, and nothing is written.

@@ -74,7 +74,7 @@ import TestSupport
         process.arguments = ["watch", "--json", "--stream", "gyroscope", "--interval", "0.05", "--socket", daemon.socket]
         let output = Pipe()
         process.standardOutput = output
-        try process.run()
+        try process.runWithSteadyEnvironment()
         usleep(1_200_000)  // stays: the lines printed over 1.2 s are what is measured
         process.terminate()
         process.waitUntilExit()

@@ -10,8 +10,8 @@ import Glibc
 #endif
 
 /// motiond.conf's `mount_matrices` as the mount wizard writes them: a block of its own, an entry
-/// per device replaced on a later run, the owner's lines left as they were, and a file whose owner
-/// wrote the key left alone. What it writes is read back by motiond's own configuration loader.
+/// per device replaced on a later run and all removed by `--undo`, the owner's lines left as they were,
+/// and a file whose owner wrote the key left alone. What it writes is read back by motiond's own configuration loader.
 @Suite struct MountMatricesBlockTests {
     static func scratch() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mount-matrices-\(UUID().uuidString)").path
@@ -42,6 +42,10 @@ import Glibc
             MountMatrixOverride(match: .name("ak09911"), matrix: Matrix3(rowMajor: [-1, 0, 0, 0, 1, 0, 0, 0, -1])),
             MountMatrixOverride(match: .name("bmi260"), matrix: .identity),
         ])
+        // `--undo`: the block goes, the owner's lines stay.
+        #expect(try block.remove())
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "# mine\nlog_level: debug\n")
+        #expect(try !block.remove())
     }
 
     @Test func aFileWithItsOwnersMountMatricesIsNotEdited() throws {

@@ -31,7 +31,7 @@ public final class DaemonProcess {
         }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardError = log
-        try process.run()
+        try process.runWithSteadyEnvironment()
         // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
         try waitUntil { (try? TestClient(path: socket)) != nil }
     }

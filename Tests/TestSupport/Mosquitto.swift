@@ -33,7 +33,7 @@ public final class MosquittoBroker {
         process.arguments = ["-c", directory + "/mosquitto.conf"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        try process.runWithSteadyEnvironment()
         self.process = process
         let deadline = Date().addingTimeInterval(10)
         while !Self.accepts(port: port) {
@@ -70,7 +70,7 @@ public final class MQTTSubscriber {
         process.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-v"] + extraArguments
         process.standardOutput = FileHandle(forWritingAtPath: output)
         process.standardError = FileHandle(forWritingAtPath: output)
-        try process.run()
+        try process.runWithSteadyEnvironment()
     }
 
     deinit {

@@ -40,7 +40,7 @@ public final class PrivateSystemBus {
             """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         process.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"]
-        try process.run()
+        try process.runWithSteadyEnvironment()
         // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
         try waitUntil(seconds: 10) {
             guard let fd = try? UnixSocket.connect(to: socket) else { return false }
@@ -77,7 +77,7 @@ public final class Peer {
         let file = FileHandle(forWritingAtPath: outputPath)
         process.standardOutput = file
         process.standardError = file
-        try process.run()
+        try process.runWithSteadyEnvironment()
     }
 
     /// What it printed so far.
@@ -113,7 +113,7 @@ extension PrivateSystemBus {
         let output = Pipe()
         program.standardOutput = output
         program.standardError = output
-        try program.run()
+        try program.runWithSteadyEnvironment()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         program.waitUntilExit()
         return text

@@ -29,12 +29,15 @@ public func runProgram(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
     timeLimit: Double = 120
 ) async throws -> ProgramRun {
-    var updates: [Environment.Key: String?] = [:]
-    for (name, value) in environment { updates[Environment.Key(stringLiteral: name)] = value }
+    // The environment read under `environmentLock`, not inherited as the launch finds it.
+    var variables: [Environment.Key: String] = [:]
+    for (name, value) in steadyEnvironment().merging(environment, uniquingKeysWith: { $1 }) {
+        variables[Environment.Key(stringLiteral: name)] = value
+    }
     let configuration = Configuration(
         executable: executable.contains("/") ? .path(FilePath(executable)) : .name(executable),
         arguments: Arguments(arguments),
-        environment: .inherit.updating(updates),
+        environment: .custom(variables),
         workingDirectory: directory.map { FilePath($0) })
     return try await withThrowingTaskGroup(of: ProgramRun?.self) { group in
         group.addTask {

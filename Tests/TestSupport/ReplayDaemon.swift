@@ -32,7 +32,7 @@ public final class ReplayDaemon {
         process.arguments = ["--replay", recording, "--socket", self.socket, "--state-directory", directory + "/state"] + arguments
         _ = FileManager.default.createFile(atPath: directory + "/motiond.log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: directory + "/motiond.log")
-        try process.run()
+        try process.runWithSteadyEnvironment()
         let deadline = Date().addingTimeInterval(10)
         while !Self.accepts(self.socket) {
             guard Date() < deadline, process.hasNotEnded else { throw TestbedError("motiond did not start: \(log)") }

@@ -14,10 +14,11 @@ public final class Testbed {
         guard ProcessInfo.processInfo.environment["LD_PRELOAD"]?.contains("umockdev") == true else {
             throw TestbedError("umockdev's preload library is not loaded: run the tests under umockdev-wrapper")
         }
-        pointer = umockdev_testbed_new()
+        // It sets `$UMOCKDEV_DIR`, and unsets it when it goes (`SteadyEnvironment.swift`).
+        pointer = environmentLock.withLock { umockdev_testbed_new() }
     }
 
-    deinit { g_object_unref(pointer) }
+    deinit { environmentLock.withLock { g_object_unref(pointer) } }
 
     /// The testbed's root: `root + "/sys/…"` is what the code under test sees as `/sys/…`.
     public var root: String { String(cString: umockdev_testbed_get_root_dir(pointer)) }
