@@ -1,32 +1,18 @@
 import MotionCore
 @testable import MotionFusion
-import TestSupport
 import Testing
 
 /// The gyroscope's axes against the accelerometer's, on simulated turns: the device's attitude q
 /// (body to world) advances by its body rate ω, the accelerometer reads the world's up (1 g) in the
 /// body frame, q⁻¹·up, and the gyroscope reads `mapping · ω` (a gyroscope mounted differently).
 @Suite struct GyroscopeAxisCheckTests {
-    /// Turns of 1.2 rad/s about the body's x, then y, then a slanted axis, 1.5 s each at 100 Hz,
-    /// three times over, starting tilted so that no turn is about the vertical alone; `noise`: the
-    /// accelerometer's, m/s² on each axis (uniform).
+    /// The device tumbling (`tumble`), its accelerometer read with `noise` m/s² on each axis (uniform).
     static func verdict(mapping: Matrix3, noise: Double = 0) -> AxesVerdict? {
         var check = GyroscopeAxisCheck()
-        var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
         let up = Vector3(x: 0, y: 0, z: Units.standardGravity)
-        var t: Int64 = 0
-        var random = SplitMix64(seed: 3)
-        let axes = [Vector3(x: 1, y: 0, z: 0), Vector3(x: 0, y: 1, z: 0), Vector3(x: 0.6, y: -0.48, z: 0.64)]
-        for axis in axes + axes + axes {
-            let ω = axis * (1.2 / axis.length)
-            for _ in 0..<150 where check.verdict == nil {
-                q = (q * Quaternion(angle: ω.length * 0.01, axis: ω * (1 / ω.length))).normalized
-                t += 10_000_000
-                let jitter = Vector3(
-                    x: .random(in: -noise...noise, using: &random), y: .random(in: -noise...noise, using: &random),
-                    z: .random(in: -noise...noise, using: &random))
-                check.update(specificForce: q.conjugate.rotate(up) + jitter, rotationRate: mapping * ω, at: t)
-            }
+        tumble(noise: noise, seed: 3) { q, ω, t, jitter in
+            check.update(specificForce: q.conjugate.rotate(up) + jitter, rotationRate: mapping * ω, at: t)
+            return check.verdict == nil
         }
         return check.verdict
     }

@@ -1,34 +1,21 @@
 import MotionCore
 import MotionFusion
-import TestSupport
 import Testing
 
 /// The magnetometer's axes against the gyroscope's, on simulated turns: the device's attitude q
 /// (body to world) advances by its body rate ω, the gyroscope reads ω, and the magnetometer reads
 /// `mapping` times the Earth's field (19 µT north, 46 µT down) in the body frame, q⁻¹·B.
 @Suite struct MagnetometerAxisCheckTests {
-    /// Turns of 1.2 rad/s about the body's x, then y, then a slanted axis, 1.5 s each at 100 Hz,
-    /// three times over, starting tilted so that no turn is about the field alone; `noise` µT on every axis.
+    /// The device tumbling (`tumble`), its magnetometer read with `noise` µT on every axis (uniform).
     static func verdict(
         mapping: Matrix3, noise: Double = 0, fieldPointsDown: Bool? = true, earth: Vector3 = Vector3(x: 0, y: 19, z: -46)
     ) -> AxesVerdict? {
         var check = MagnetometerAxisCheck()
         check.fieldPointsDown = fieldPointsDown
-        var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
-        var t: Int64 = 0
-        var random = SplitMix64(seed: 7)
-        let axes = [Vector3(x: 1, y: 0, z: 0), Vector3(x: 0, y: 1, z: 0), Vector3(x: 0.6, y: -0.48, z: 0.64)]
-        for axis in axes + axes + axes {
-            let ω = axis * (1.2 / axis.length)
-            for _ in 0..<150 where check.verdict == nil {
-                q = (q * Quaternion(angle: ω.length * 0.01, axis: ω * (1 / ω.length))).normalized
-                t += 10_000_000
-                let jitter = Vector3(
-                    x: .random(in: -noise...noise, using: &random), y: .random(in: -noise...noise, using: &random),
-                    z: .random(in: -noise...noise, using: &random))
-                let up = q.conjugate.rotate(Vector3(x: 0, y: 0, z: 1))
-                check.update(field: mapping * q.conjugate.rotate(earth) + jitter, rotationRate: ω, specificForce: up, at: t)
-            }
+        tumble(noise: noise, seed: 7) { q, ω, t, jitter in
+            let up = q.conjugate.rotate(Vector3(x: 0, y: 0, z: 1))
+            check.update(field: mapping * q.conjugate.rotate(earth) + jitter, rotationRate: ω, specificForce: up, at: t)
+            return check.verdict == nil
         }
         return check.verdict
     }
