@@ -262,15 +262,15 @@ struct HwdbFile {
     /// Replaces the record after `key`'s marker by `text` (nil: removes it); returns whether there was one.
     @discardableResult
     func replace(_ key: String, with text: String?) throws -> Bool {
-        let old = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let file = EditedFile(path: path)
+        let old = try file.read()
         var blocks = old.components(separatedBy: "\n\n").filter { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }
         let marker = Self.marker(key)
         let before = blocks.count
         blocks.removeAll { $0.trimmingCharacters(in: .newlines).hasPrefix(marker) }
         let hadOne = blocks.count < before
         if let text { blocks.append(marker + "\n" + text.trimmingCharacters(in: .newlines)) }
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try (blocks.map { $0.trimmingCharacters(in: .newlines) }.joined(separator: "\n\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try file.write(blocks.map { $0.trimmingCharacters(in: .newlines) }.joined(separator: "\n\n") + "\n")
         return hadOne
     }
 }

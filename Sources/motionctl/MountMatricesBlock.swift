@@ -18,7 +18,7 @@ struct MountMatricesBlock {
 
     /// Sets the entry of the device named `name` to `matrix` ("x1, y1, z1; …").
     func set(name: String, matrix: String) throws -> Outcome {
-        var lines = readLines()
+        var lines = try readLines()
         let block = ownBlock(in: lines)
         let outside = lines.indices.filter { !(block?.contains($0) ?? false) }
         if outside.contains(where: { lines[$0].hasPrefix("mount_matrices") }) { return .ownedByTheFile }
@@ -39,7 +39,7 @@ struct MountMatricesBlock {
     /// Removes the block this command wrote (its entries follow an accelerometer matrix being
     /// undone); returns whether there was one.
     func remove() throws -> Bool {
-        var lines = readLines()
+        var lines = try readLines()
         guard let block = ownBlock(in: lines) else { return false }
         lines.removeSubrange(block)
         if lines.last == "" { lines.removeLast() }
@@ -47,22 +47,13 @@ struct MountMatricesBlock {
         return true
     }
 
-    private func readLines() -> [String] {
-        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    private func readLines() throws -> [String] {
+        var lines = try EditedFile(path: path).read().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if lines.last == "" { lines.removeLast() }
         return lines
     }
 
-    private func write(_ lines: [String]) throws {
-        let files = FileManager.default
-        try files.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        // The new file takes the old one's place (a rename): its mode and owner are put back, as the
-        // file may carry secrets (an MQTT password) readable by motiond's group alone.
-        let kept = (try? files.attributesOfItem(atPath: path))?.filter { [.posixPermissions, .ownerAccountID, .groupOwnerAccountID].contains($0.key) }
-        try (lines.map { $0 + "\n" }.joined()).write(toFile: path, atomically: true, encoding: .utf8)
-        if let kept { try files.setAttributes(kept, ofItemAtPath: path) }
-    }
+    private func write(_ lines: [String]) throws { try EditedFile(path: path).write(lines.map { $0 + "\n" }.joined()) }
 
     /// One list entry, the name quoted as YAML's double-quoted scalar.
     static func entry(name: String, matrix: String) -> String { "\(namePart(name)) matrix: \"\(matrix)\"}" }

@@ -68,6 +68,24 @@ import Glibc
         #expect(status.st_mode & 0o777 == 0o640 && status.st_gid == daemonGroup, "mode \(String(status.st_mode & 0o777, radix: 8)), group \(status.st_gid)")
     }
 
+    /// A file that is no text is not taken for an empty one (written back, its lines would be lost);
+    /// a link is written through, not replaced.
+    @Test func aFileThatIsNoTextIsLeftAloneAndALinkIsFollowed() throws {
+        let path = try Self.scratch()
+        let garbage = Data([0xff, 0xfe, 0x00, 0x80])
+        try garbage.write(to: URL(fileURLWithPath: path))
+        #expect(throws: (any Error).self) { try MountMatricesBlock(path: path).set(name: "bmi260", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
+
+        let target = try Self.scratch()
+        try "log_level: info\n".write(toFile: target, atomically: true, encoding: .utf8)
+        let link = try Self.scratch()
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        #expect(try MountMatricesBlock(path: link).set(name: "bmi260", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == .written)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
+        #expect(try String(contentsOfFile: target, encoding: .utf8).contains("bmi260"))
+    }
+
     @Test func aNameIsQuotedAsYAMLReadsIt() {
         #expect(MountMatricesBlock.entry(name: #"a"b\c"#, matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == #"  - {name: "a\"b\\c", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1"}"#)
     }
