@@ -69,11 +69,12 @@ struct TurnEvidence: Sendable {
     /// Takes the direction `u` (a unit vector) and the gyroscope's rate `ω` (rad/s) at `t` ns;
     /// returns whether an interval closed (and a verdict may be due).
     mutating func add(direction u: Vector3, rotationRate ω: Vector3, at t: Int64) -> Bool {
-        guard let first = start, t > lastTime, t - lastTime < Self.longestGap, t - startTime <= Self.longestInterval else {
+        // Wrapping differences: a replay's stamps may lie anywhere in Int64, and a gap of any size restarts.
+        guard let first = start, t > lastTime, t &- lastTime < Self.longestGap, t &- startTime <= Self.longestInterval else {
             (start, startTime, lastTime, turn) = (u, t, t, .zero)
             return false
         }
-        turn = turn + ω * (Double(t - lastTime) * 1e-9)
+        turn = turn + ω * (Double(t &- lastTime) * 1e-9)
         lastTime = t
         guard turn.squaredLength >= Self.intervalTurn * Self.intervalTurn else { return false }
         let seen = u - first

@@ -140,7 +140,7 @@ struct CalibrateMount: ParsableCommand {
     private func reportAxes(of devices: [DevicesReply.Device], client: MotionClient, accelerometerTurn: Matrix3) throws {
         let status = try reportingErrors { try client.status() }
         for (kind, verdict, other) in [(SensorKind.gyroscope, status.gyroscopeAxes, "accelerometer"), (.magnetometer, status.magnetometerAxes, "gyroscope")] {
-            guard let device = devices.first(where: { $0.kinds.contains(kind) }), let frame = device.frameMatrix else { continue }
+            guard let device = devices.first(where: { $0.kinds.contains(kind) }), let frame = device.frameMatrix.flatMap(Self.matrix) else { continue }
             // One chip, one matrix: the hwdb's for the accelerometer turns what shares its device, and a
             // matrix for this one would turn what it shares its device with.
             let shared = [SensorKind.accelerometer, .gyroscope].first { $0 != kind && device.kinds.contains($0) }
@@ -151,7 +151,11 @@ struct CalibrateMount: ParsableCommand {
                 }
                 continue
             }
-            let mending = verdict.agree ? .identity : Matrix3(rowMajor: verdict.mendingMatrix ?? Matrix3.identity.rowMajor)
+            // What comes off the socket is checked: Matrix3(rowMajor:) traps on a count other than nine.
+            guard let mending = verdict.agree ? .identity : verdict.mendingMatrix.flatMap(Self.signedPermutation) else {
+                print("\nmotiond sent no usable matrix for the \(kind.rawValue)'s axes: \(verdict.mendingMatrix ?? [])")
+                continue
+            }
             print("\nThe \(kind.rawValue)'s axes " + (verdict.agree ? "agree with the \(other)'s." : "disagree with the \(other)'s: its readings are to be multiplied by \(mending.rowMajor.map { Int($0) })."))
             if let shared {
                 if !verdict.agree { print("It shares \(device.device) with the \(shared.rawValue): its driver maps them differently; report it upstream.") }
@@ -159,7 +163,7 @@ struct CalibrateMount: ParsableCommand {
             }
             let turn = accelerometerTurn * mending
             guard turn != .identity else { continue }
-            guard let matrix = DeviceFrame.mountMatrixSetting(mending: turn, frameMatrix: Matrix3(rowMajor: frame)) else {
+            guard let matrix = DeviceFrame.mountMatrixSetting(mending: turn, frameMatrix: frame) else {
                 print("That is a mirror image (its driver inverts an axis), which no mount matrix mends: report it upstream.")
                 continue
             }
@@ -179,6 +183,16 @@ struct CalibrateMount: ParsableCommand {
                 fail("cannot write \(file.path): \(error)")
             }
         }
+    }
+
+    /// A matrix from the socket: nine finite numbers, else nil.
+    static func matrix(_ values: [Double]) -> Matrix3? {
+        values.count == 9 && values.allSatisfy(\.isFinite) ? Matrix3(rowMajor: values) : nil
+    }
+
+    /// A mending matrix from the socket: nine numbers, each −1, 0 or 1 (the axis checks give no other).
+    static func signedPermutation(_ values: [Double]) -> Matrix3? {
+        values.allSatisfy({ [-1, 0, 1].contains($0) }) ? matrix(values) : nil
     }
 
     /// Writes `record` in place of this key's earlier one, compiles the hwdb, checks that the key

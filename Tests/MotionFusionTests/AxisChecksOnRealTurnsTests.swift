@@ -47,9 +47,12 @@ struct AxisChecksOnRealTurnsTests {
             var magnetometer = [MagnetometerAxisCheck()] + Self.mappings.map { _ in MagnetometerAxisCheck() }
             for index in magnetometer.indices { magnetometer[index].fieldPointsDown = true }  // Germany: 65° below the horizon
             for row in rows {
+                // The first verdict is the one the daemon keeps (it ends the check): no sample after it.
                 for (index, mapping) in ([Matrix3.identity] + Self.mappings).enumerated() {
-                    gyroscope[index].update(specificForce: row.accelerometer, rotationRate: mapping * row.gyroscope, at: row.timestamp)
-                    if let field = row.magnetometer {
+                    if gyroscope[index].verdict == nil {
+                        gyroscope[index].update(specificForce: row.accelerometer, rotationRate: mapping * row.gyroscope, at: row.timestamp)
+                    }
+                    if magnetometer[index].verdict == nil, let field = row.magnetometer {
                         magnetometer[index].update(field: mapping * field, rotationRate: row.gyroscope, specificForce: row.accelerometer, at: row.timestamp)
                     }
                 }
