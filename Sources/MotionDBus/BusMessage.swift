@@ -108,6 +108,39 @@ final class BusMessage {
         try readBasic("b", Int32(0)) != 0
     }
 
+    /// The next argument, an object path; throws `EBADMSG` when there is none or it is of another type.
+    func readObjectPath() throws(BusError) -> String {
+        String(cString: try readBasic("o", UnsafePointer<CChar>?.none)!)
+    }
+
+    /// The next argument, a double; throws `EBADMSG` when there is none or it is of another type.
+    func readDouble() throws(BusError) -> Double { try readBasic("d", 0.0) }
+
+    /// The next argument, a property list (`a{sv}`, as `Properties.GetAll` answers): the values that
+    /// are doubles, by name; the others are skipped.
+    func readDoubleProperties() throws(BusError) -> [String: Double] {
+        try enter(container: "a", of: "{sv}")
+        var values: [String: Double] = [:]
+        while try BusError.check("sd_bus_message_enter_container e{sv}", sd_bus_message_enter_container(pointer, Self.code("e"), "sv")) > 0 {
+            let name = try readString()
+            // A variant of another type is refused (ENXIO) before anything is read: skipped whole.
+            if sd_bus_message_enter_container(pointer, Self.code("v"), "d") > 0 {
+                values[name] = try readDouble()
+                try exitContainer()
+            } else {
+                try BusError.check("sd_bus_message_skip v", sd_bus_message_skip(pointer, "v"))
+            }
+            try exitContainer()
+        }
+        try exitContainer()
+        return values
+    }
+
+    /// Leaves the container entered last.
+    func exitContainer() throws(BusError) {
+        try BusError.check("sd_bus_message_exit_container", sd_bus_message_exit_container(pointer))
+    }
+
     private func readBasic<Value: BitwiseCopyable>(_ type: Character, _ initial: Value) throws(BusError) -> Value {
         var value = initial
         let read = try BusError.check("sd_bus_message_read_basic \(type)", sd_bus_message_read_basic(pointer, Self.code(type), &value))

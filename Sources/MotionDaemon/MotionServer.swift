@@ -47,7 +47,8 @@ public final class MotionServer: Sendable {
     ///   - socketMode: the socket file's permissions (default 0660: owner and group may connect).
     ///   - socketGroup: the socket file's group (default: the daemon's own).
     ///   - maximumClients: connections served at once (default 1000); more are told so and closed.
-    ///   - servesDBus: whether to serve iio-sensor-proxy's interface on the system bus as well (`SensorProxyFrontEnd`).
+    ///   - servesDBus: whether to serve iio-sensor-proxy's interface on the system bus as well (`SensorProxyFrontEnd`), and
+    ///     to ask GeoClue where the machine is for `xTrueNorthZVertical` (`GeoClueFrontEnd`).
     ///   - switchesTabletMode: whether to make a tablet-mode switch from the hinge where the kernel reports none (`TabletModeFrontEnd`).
     ///   - mqtt: the broker to publish streams to (default none; docs/fleet.md).
     ///   - metrics: the host and port of Prometheus metrics over HTTP, port 0 for any free one (default nowhere; docs/fleet.md).
@@ -82,7 +83,7 @@ public final class MotionServer: Sendable {
             HubPart(hub: hub, stateSaveInterval: stateSaveInterval),
             SocketServer(hub: hub, group: loops, socketPath: socketPath, socketMode: socketMode, socketGroup: socketGroup),
         ]
-        if servesDBus { parts.append(SensorProxyFrontEnd(hub: hub)) }
+        if servesDBus { parts += [SensorProxyFrontEnd(hub: hub), GeoClueFrontEnd(hub: hub)] }
         if switchesTabletMode { parts.append(TabletModeFrontEnd(hub: hub, logger: logger)) }
         if let mqtt { parts.append(MQTTFrontEnd(hub: hub, settings: mqtt, metrics: factory)) }
         if let dsu = self.dsu { parts.append(dsu) }

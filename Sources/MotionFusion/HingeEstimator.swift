@@ -19,8 +19,10 @@ public struct HingeEstimator: Sendable, Codable, Equatable {
     public var foldedLimit = 20.0
     private var display: LowPassFilter<Vector3>
     private var base: LowPassFilter<Vector3>
-    private var displayForce = Vector3.zero
-    private var baseForce = Vector3.zero
+    /// The display's low-passed specific force, m/s², in its frame.
+    public private(set) var displayForce = Vector3.zero
+    /// The base's, as `displayForce`.
+    public private(set) var baseForce = Vector3.zero
     /// The angle, degrees in [0, 360]: 0 shut, 90 a laptop's lid upright, 180 flat, 360 folded back.
     public private(set) var angle: Double?
     /// The mode the angle falls in.

@@ -52,7 +52,9 @@ struct EventStage {
             if hingeEstimator != nil {
                 hingeEstimator!.update(display: sample.vector)
                 if let angle = hingeEstimator!.angle, let mode = hingeEstimator!.mode {
-                    hinge = HingeMessage(timestamp: t, angle: angle, mode: mode)
+                    hinge = HingeMessage(
+                        timestamp: t, angle: angle, mode: mode, display: hingeEstimator!.displayForce.accelerationFromSpecificForce,
+                        base: hingeEstimator!.baseForce.accelerationFromSpecificForce)
                     emit(.hinge(hinge!))
                 }
             }

@@ -61,6 +61,13 @@ package final class Hub: @unchecked Sendable {
     private var reportedProblems: [DeviceOrigin: Set<String>] = [:]
     /// Told of every change of `devices` (the bridges: D-Bus's `Has…` properties, streams waiting for a sensor).
     private var deviceObservers: [([DeviceDescriptor]) -> Void] = []
+    /// The live settings as configured; `place`, where a location service says the machine is,
+    /// stands in for a `location` they do not give.
+    private var settings = LiveSettings.defaults
+    private var place: GeographicLocation?
+    /// Whether a place is needed (`followLocationNeed`), and who is told when that changes.
+    private var needsLocation = false
+    private var locationNeedObserver: ((Bool) -> Void)?
 
     /// Where the sensors come from.
     package var source: any SensorSource { captures.source }
@@ -124,9 +131,35 @@ package final class Hub: @unchecked Sendable {
     /// Applies the settings that can change while running (a configuration reload).
     package func apply(_ settings: LiveSettings) {
         eventLoop.preconditionInEventLoop()
-        pipeline.fusion.declinationSetting = (settings.declination, settings.location)
+        self.settings = settings
+        pipeline.fusion.declinationSetting = (settings.declination, settings.location ?? place)
         pipeline.gait.seaLevelPressure = settings.seaLevelPressure
         pipeline.gait.stepLength = settings.stepLength
+        followLocationNeed()
+    }
+
+    /// Tells `observer` (nil: nobody) whether the hub needs to know where the machine is, now and at
+    /// each change: while a client watches motion in `xTrueNorthZVertical` and the settings give
+    /// neither a declination nor a location.
+    package func observeLocationNeed(_ observer: ((Bool) -> Void)?) {
+        eventLoop.preconditionInEventLoop()
+        locationNeedObserver = observer
+        observer?(needsLocation)
+    }
+
+    /// Where a location service says the machine is: the World Magnetic Model's declination there turns
+    /// `xTrueNorthZVertical`, unless the settings give a location or a declination.
+    package func located(_ place: GeographicLocation) {
+        eventLoop.preconditionInEventLoop()
+        self.place = place
+        if settings.location == nil { pipeline.fusion.declinationSetting = (settings.declination, place) }
+    }
+
+    private func followLocationNeed() {
+        let needs = settings.declination == nil && settings.location == nil && fanout.watchesMotion(in: .xTrueNorthZVertical)
+        guard needs != needsLocation else { return }
+        needsLocation = needs
+        locationNeedObserver?(needs)
     }
 
     /// Saves the calibration and the step history every `interval` while sensors run, and once when
@@ -303,7 +336,9 @@ package final class Hub: @unchecked Sendable {
                 id: requestID, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
                 fusion: pipeline.fusion.fusion, saved: calibration.value, unavailable: unavailable,
                 gyroscopeAxes: pipeline.fusion.gyroscopeAxes, magnetometerAxes: pipeline.fusion.magnetometerAxes,
-                geomagnetic: pipeline.fusion.geomagneticField.map { .init($0, applied: pipeline.fusion.declinationSetting.degrees == nil) }), to: id)
+                geomagnetic: pipeline.fusion.geomagneticField.map {
+                    .init($0, applied: settings.declination == nil, source: settings.location != nil ? .configuration : .geoclue)
+                }), to: id)
         case .history(let query):
             reply(Replies.history(query, of: pipeline.gait.history, stepLength: pipeline.gait.stepLength, now: Syscall.realtimeNanoseconds()), to: id)
         }
@@ -362,6 +397,7 @@ package final class Hub: @unchecked Sendable {
         captures.follow(plan, on: devices)
         pipeline.follow(plan, motionNeeded: demands.contains { $0.stream == .motion }, deviceRate: captures.rate(of:))
         followSaving(plan)
+        followLocationNeed()
         if pagesOut, plan != followedPlan { pageOutOnceSettled() }
         followedPlan = plan
     }

@@ -86,8 +86,9 @@ enum Replies {
 }
 
 extension StatusReply.Geomagnetic {
-    /// STATUS's account of the model's `field`; `applied`: whether its declination is the one in use.
-    init(_ field: GeomagneticField, applied: Bool) {
+    /// STATUS's account of the model's `field` at the place `source` gave; `applied`: whether its
+    /// declination is the one in use.
+    init(_ field: GeomagneticField, applied: Bool, source: Source) {
         let zone: String = switch field.compassZone {
         case .normal: "normal"
         case .caution: "caution"
@@ -95,6 +96,6 @@ extension StatusReply.Geomagnetic {
         }
         self.init(
             model: WorldMagneticModel.wmm2025.name, declination: field.declination, inclination: field.inclination,
-            field: field.totalIntensityInMicrotesla, valid: field.isWithinValidity, zone: zone, applied: applied)
+            field: field.totalIntensityInMicrotesla, valid: field.isWithinValidity, zone: zone, applied: applied, source: source)
     }
 }

@@ -67,6 +67,11 @@ final class StreamFanout {
         return true
     }
 
+    /// Whether a client watches motion in `frame`.
+    func watchesMotion(in frame: AttitudeReferenceFrame) -> Bool {
+        subscriptions[StreamKind.motion.index].contains { $0.watch.frame == frame }
+    }
+
     /// What every watch asks of the sensors.
     var demands: [CapturePlan.Demand] {
         zip(StreamKind.allCases, subscriptions).flatMap { stream, list in

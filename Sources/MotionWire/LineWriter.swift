@@ -76,6 +76,8 @@ public struct LineWriter: Sendable {
         raw(#","mode":""#)
         raw(message.mode.rawValue)
         raw(#"""#)
+        if let display = message.display { vector(#","display":"#, display) }
+        if let base = message.base { vector(#","base":"#, base) }
         end()
     }
 

@@ -278,8 +278,8 @@ public struct StatusReply: ServerMessage {
     /// with the accelerometer's (1.8; absent until there is a verdict): `mendingMatrix` its readings'.
     public var magnetometerAxes: GyroscopeAxes?
 
-    /// The Earth's field where the machine is (its `location`), from the World Magnetic Model, as of
-    /// the last fusion's start (1.8; absent without a location).
+    /// The Earth's field where the machine is (motiond.conf's `location`, else GeoClue's), from the
+    /// World Magnetic Model, as of the last fusion's start or place (1.8; absent without a place).
     public var geomagnetic: Geomagnetic?
 
     /// The World Magnetic Model's field at the configured place.
@@ -299,10 +299,20 @@ public struct StatusReply: ServerMessage {
         public var zone: String
         /// Whether its declination is the one `xTrueNorthZVertical` turns by (false: motiond.conf sets one).
         public var applied: Bool
+        /// Where the place came from (1.9; nil from an older daemon, whose place was always configured).
+        public var source: Source?
 
-        public init(model: String, declination: Double, inclination: Double, field: Double, valid: Bool, zone: String, applied: Bool) {
-            (self.model, self.declination, self.inclination, self.field, self.valid, self.zone, self.applied) =
-                (model, declination, inclination, field, valid, zone, applied)
+        /// Where a place came from.
+        public enum Source: String, Codable, Sendable, Hashable {
+            /// motiond.conf's `location`.
+            case configuration
+            /// GeoClue, asked while a client watches `xTrueNorthZVertical`.
+            case geoclue
+        }
+
+        public init(model: String, declination: Double, inclination: Double, field: Double, valid: Bool, zone: String, applied: Bool, source: Source? = nil) {
+            (self.model, self.declination, self.inclination, self.field, self.valid, self.zone, self.applied, self.source) =
+                (model, declination, inclination, field, valid, zone, applied, source)
         }
     }
 

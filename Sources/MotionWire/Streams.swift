@@ -392,10 +392,18 @@ public struct HingeMessage: ServerMessage {
     /// Degrees in [0, 360]: 0 shut, 180 flat, 360 folded back.
     public var angle: Double
     public var mode: HingeMode
-    public init(timestamp: Int64, angle: Double, mode: HingeMode) {
+    /// What the angle comes from (protocol 1.9; nil from an older daemon): the display's and the
+    /// base's acceleration, g, CoreMotion's sign, each in its own frame (its mount matrix applied),
+    /// low-passed. Folded right back, the two read the same where both matrices are right.
+    public var display: Vector3?
+    /// The base's, as `display`.
+    public var base: Vector3?
+    public init(timestamp: Int64, angle: Double, mode: HingeMode, display: Vector3? = nil, base: Vector3? = nil) {
         self.timestamp = timestamp
         self.angle = angle
         self.mode = mode
+        self.display = display
+        self.base = base
     }
 }
 

@@ -25,12 +25,10 @@ struct CalibrateMagnetometer: ParsableCommand {
     func run() throws {
         let client = connection.client
         let coverage = Mutex(DirectionCoverage())
-        let offset = Mutex(Vector3.zero)
         // The fusion runs while someone watches motion; the raw field gives the directions.
         let watch = client.watch([.motion, .magnetometer], interval: 0.05) { result in
             guard case .success(.magnetometer(let message)) = result else { return }
-            let centre = offset.withLock { $0 }
-            coverage.withLock { $0.add(message.magneticField - centre) }
+            coverage.withLock { $0.add(message.magneticField) }
         }
         defer { watch.cancel() }
         print("Turn the machine slowly through every direction: screen up, down, and each edge up, away from metal.")
@@ -44,8 +42,9 @@ struct CalibrateMagnetometer: ParsableCommand {
                 throw ExitCode(ExitStatus.failure)
             }
             guard let calibration = status.calibration else { continue }
-            offset.withLock { $0 = calibration.magnetometerOffset }
-            let seen = coverage.withLock { $0.fraction }
+            // Counted again around the offset as it is now: the fields seen before it moved point
+            // elsewhere from it.
+            let seen = coverage.withLock { $0.fraction(around: calibration.magnetometerOffset) }
             let accuracy = calibration.magneticFieldAccuracy
             progress.show(seen, "\(Int((seen * 100).rounded())) % of directions seen, accuracy \(accuracy.rawValue)")
             // High, or medium with the field seen from half the directions: the offsets then rest on a
@@ -64,20 +63,30 @@ struct CalibrateMagnetometer: ParsableCommand {
 }
 
 /// The share of directions a field has been seen from: 72 areas of equal size on the sphere (6
-/// bands of equal height, as Archimedes' hat-box theorem makes them equal, times 12 sectors).
+/// bands of equal height, as Archimedes' hat-box theorem makes them equal, times 12 sectors), around
+/// a centre (the offset) that may move while the fields come, so the raw fields are kept.
 struct DirectionCoverage {
-    private var seen = Set<Int>()
+    /// The raw fields seen: at most `limit`, every other one dropped when full (20 a second for 120 s
+    /// is 2,400; a longer `--timeout` thins them, and the directions they cover stay).
+    private(set) var fields: [Vector3] = []
+    static let limit = 8192
 
-    /// The fraction of the 72 areas seen, 0…1.
-    var fraction: Double { Double(seen.count) / 72 }
+    mutating func add(_ field: Vector3) {
+        if fields.count == Self.limit { fields = stride(from: 0, to: fields.count, by: 2).map { fields[$0] } }
+        fields.append(field)
+    }
 
-    /// Takes a field with its offset removed (any unit).
-    mutating func add(_ v: Vector3) {
-        let length = v.length
-        guard length > 0 else { return }
-        let u = v * (1 / length)
-        let band = min(5, Int((u.z + 1) / 2 * 6))
-        let sector = min(11, Int((atan2(u.y, u.x) + .pi) / (2 * .pi) * 12))
-        seen.insert(band * 12 + sector)
+    /// The fraction of the 72 areas the fields point to from `centre`, 0…1.
+    func fraction(around centre: Vector3) -> Double {
+        var seen = Set<Int>()
+        for field in fields {
+            let v = field - centre, length = v.length
+            guard length > 0 else { continue }
+            let u = v * (1 / length)
+            let band = min(5, Int((u.z + 1) / 2 * 6))
+            let sector = min(11, Int((atan2(u.y, u.x) + .pi) / (2 * .pi) * 12))
+            seen.insert(band * 12 + sector)
+        }
+        return Double(seen.count) / 72
     }
 }

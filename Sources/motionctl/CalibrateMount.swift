@@ -16,7 +16,10 @@ struct CalibrateMount: ParsableCommand {
         discussion: """
             Hold the machine still in each pose asked for: on its right edge facing you, upright, lying screen \
             up, then on its left edge to check (in that order, the turns between them go about all three of its \
-            axes, which motiond's check of a gyroscope's axes needs). The matrix is derived from the sensor's raw axes (a pose held at a slant, repeated or mirrored \
+            axes, which motiond's check of a gyroscope's axes needs). A 2-in-1 with a second accelerometer in its \
+            base is folded right back into a tablet, screen out, for every pose: the base's matrix is then checked \
+            against the display's (folded so, systemd's hwdb has the two read the same), and written too where it \
+            disagrees. The matrix is derived from the sensor's raw axes (a pose held at a slant, repeated or mirrored \
             is refused), written to \(Self.localHwdb) under the key udev's 60-sensor.rules looks up, compiled \
             with systemd-hwdb, applied with udevadm trigger, and printed ready to send upstream to systemd's \
             60-sensor.hwdb. Without root it prints the entry and the commands to run.
@@ -33,7 +36,7 @@ struct CalibrateMount: ParsableCommand {
     @Flag(help: "Print the entry; write nothing.")
     var dryRun = false
 
-    @Flag(help: "Remove the entry this command wrote for the device, and the motiond.conf matrices that followed it.")
+    @Flag(help: "Remove the entries this command wrote for the device (and a 2-in-1's base), and the motiond.conf matrices that followed them.")
     var undo = false
 
     @Option(help: "Seconds each pose is held still.")
@@ -54,7 +57,7 @@ struct CalibrateMount: ParsableCommand {
         let accelerometers = devices.filter { $0.kinds.contains(.accelerometer) }
         guard let chosen = device.map({ name in accelerometers.first { $0.device == name } }) ?? accelerometers.first(where: { $0.location != "base" }) ?? accelerometers.first
         else { fail(device.map { "\($0) is not an accelerometer motiond reads" } ?? "motiond reads no accelerometer") }
-        let syspath = URL(fileURLWithPath: "/sys/bus/iio/devices/\(chosen.device)").resolvingSymlinksInPath().path
+        let syspath = Self.syspath(of: chosen.device)
         let key: SensorHwdbKey
         do {
             key = try SensorHwdbKey.reading(syspath: syspath)
@@ -62,17 +65,45 @@ struct CalibrateMount: ParsableCommand {
             fail("cannot build the hwdb key of \(chosen.device): \(error)")
         }
         let hwdb = HwdbFile(path: (root ?? "") + Self.localHwdb)
-        if undo { return try remove(key, from: hwdb, syspath: syspath) }
-        guard let frame = chosen.frameMatrix.map(Matrix3.init(rowMajor:)) else { fail("motiond does not say how it turns \(chosen.device)'s readings") }
+        // A 2-in-1's other accelerometer, in its base: checked against the display's on the same poses.
+        let base = accelerometers.first { $0.location == SensorLocation.base.rawValue && $0.device != chosen.device }
+        let baseSensor = base.map { device -> (syspath: String, key: SensorHwdbKey) in
+            let syspath = Self.syspath(of: device.device)
+            do {
+                return (syspath, try SensorHwdbKey.reading(syspath: syspath))
+            } catch {
+                fail("cannot build the hwdb key of the base's \(device.device): \(error)")
+            }
+        }
+        if undo {
+            try remove([(key, syspath)] + (baseSensor.map { [($0.key, $0.syspath)] } ?? []), from: hwdb)
+            return
+        }
+        guard let frame = chosen.frameMatrix.flatMap(Self.matrix) else { fail("motiond does not say how it turns \(chosen.device)'s readings") }
+        let baseReadings = base.map { BaseReadings(client: client, base: $0) }
+        defer { baseReadings?.stop() }
+        // A 2-in-1 starts folded and lying flat: the turn from there to the first pose is waited for,
+        // and motiond knows the hinge's angle, which the base's readings come with.
+        var start: Vector3?
+        if let base, let baseReadings {
+            print("This is a 2-in-1 with a second accelerometer in its base (\(base.device)): its matrix is checked against the display's.")
+            start = try pose("Fold it right back into a tablet, screen out, keep it folded for every pose, and lay it on a table screen up.", previous: nil, client: client, frame: frame)
+            if !baseReadings.waitForFirstReading(timeout: 2) {
+                print("motiond sends no reading of the base with the hinge's angle (a daemon before protocol 1.9?): the base's matrix is not checked.")
+            }
+        }
         // Motion watched through the poses: motiond fuses it, and checks the gyroscope's and the
         // magnetometer's axes on the turns between them (STATUS gyroscope_axes, magnetometer_axes).
         let fusing = devices.contains { $0.kinds.contains(.gyroscope) } ? client.watch([.motion], interval: 0.05) { _ in } : nil
         defer { fusing?.cancel() }
         // In this order the turns between the poses go about the screen's normal, its vertical and its
         // horizontal axis: every axis, which the gyroscope's axis check needs (`TurnEvidence`).
-        let rightEdge = try pose("Hold the screen in front of you, turned a quarter turn so that its right edge points up.", previous: nil, client: client, frame: frame)
+        let rightEdge = try pose("Hold the screen in front of you, turned a quarter turn so that its right edge points up.", previous: start, client: client, frame: frame)
+        baseReadings?.takePose()
         let upright = try pose("Turn it upright, the right way up to read.", previous: rightEdge, client: client, frame: frame)
+        baseReadings?.takePose()
         let screenUp = try pose("Lay it flat on a table, screen up.", previous: upright, client: client, frame: frame)
+        baseReadings?.takePose()
         let matrix: Matrix3
         switch MountMatrixSolver.matrix(upright: upright, rightEdgeUp: rightEdge, screenUp: screenUp) {
         case .success(let m): matrix = m
@@ -80,23 +111,37 @@ struct CalibrateMount: ParsableCommand {
         }
         let leftEdge = try pose("To check: stand it on its left edge.", previous: screenUp, client: client, frame: frame)
         if let refusal = MountMatrixSolver.check(matrix, leftEdgeUp: leftEdge) { fail("no mount matrix: \(refusal)") }
+        baseReadings?.takePose()
         let location = chosen.location.flatMap(SensorLocation.init(rawValue:))
-        let record = SensorHwdbRecord(key: key, matrix: matrix, location: devices.filter { $0.kinds.contains(.accelerometer) }.count > 1 ? location : nil)
+        let record = SensorHwdbRecord(key: key, matrix: matrix, location: accelerometers.count > 1 ? location ?? .display : nil)
         print("\nACCEL_MOUNT_MATRIX=\(record.matrixValue) for \(chosen.device) (\(chosen.name)).")
         print("The entry (for systemd's hwdb.d/60-sensor.hwdb upstream, widen the DMI part with * to the model's fields):\n")
         print(record.text)
+        var records = [(record, syspath)]
+        if let baseReadings, let baseSensor, let baseRecord = baseReadings.record(key: baseSensor.key, displayKey: key) {
+            print(baseRecord.text)
+            records.append((baseRecord, baseSensor.syspath))
+        }
+        // The hwdb first: motiond.conf's matrices follow the accelerometer's new one, so they are
+        // written only once it is in place (a failed install exits before them).
+        let mayWrite = root != nil || geteuid() == 0
+        if !dryRun && mayWrite {
+            for (record, syspath) in records { try install(record, in: hwdb, syspath: syspath) }
+        }
         if fusing != nil {
             // The axes were checked against the accelerometer as it is read now; its new matrix turns it.
             guard let read = try? DeviceFrame.transform(mountMatrix: matrix) else { fail("motiond would not read \(record.matrixValue) as a rotation") }
             try reportAxes(of: devices, client: client, accelerometerTurn: read.matrix * frame.transposed)
         }
-        if dryRun { return }
-        guard root != nil || geteuid() == 0 else {
-            print("To apply it, as root: write the entry to \(Self.localHwdb), then run")
-            print("  systemd-hwdb update && udevadm trigger --action=change \(syspath)")
-            return
+        if !dryRun && !mayWrite {
+            print("To apply it, as root: write the \(records.count == 1 ? "entry" : "entries") to \(Self.localHwdb), then run")
+            print("  systemd-hwdb update && " + records.map { "udevadm trigger --action=change \($0.1)" }.joined(separator: " && "))
         }
-        try install(record, in: hwdb, syspath: syspath)
+    }
+
+    /// The device's directory in sysfs, links resolved (the key's parts are read from its parents).
+    static func syspath(of device: String) -> String {
+        URL(fileURLWithPath: "/sys/bus/iio/devices/\(device)").resolvingSymlinksInPath().path
     }
 
     /// Waits for a pose held still, showing how long it has been held; returns its mean raw reading
@@ -219,22 +264,29 @@ struct CalibrateMount: ParsableCommand {
         }
     }
 
-    /// Removes the hwdb entry, and the motiond.conf matrices that followed it.
-    private func remove(_ key: SensorHwdbKey, from hwdb: HwdbFile, syspath: String) throws {
+    /// Removes the hwdb entries of `sensors`, and the motiond.conf matrices that followed them.
+    private func remove(_ sensors: [(key: SensorHwdbKey, syspath: String)], from hwdb: HwdbFile) throws {
         let conf = MountMatricesBlock(path: (root ?? "") + config)
         do {
             if try conf.remove() { print("Removed from \(conf.path) the mount matrices this command wrote; restart motiond for it to read them no more.") }
         } catch {
             fail("cannot write \(conf.path): \(error)")
         }
-        do {
-            guard try hwdb.replace(key.lookup, with: nil) else { return print("\(hwdb.path) has no entry of this command's for \(key.lookup)") }
-        } catch {
-            fail("cannot write \(hwdb.path): \(error)")
+        let removed = sensors.filter { sensor in
+            do {
+                if try hwdb.replace(sensor.key.lookup, with: nil) { return true }
+            } catch {
+                fail("cannot write \(hwdb.path): \(error)")
+            }
+            print("\(hwdb.path) has no entry of this command's for \(sensor.key.lookup)")
+            return false
         }
+        guard !removed.isEmpty else { return }
         try compile()
-        if root == nil { _ = run("udevadm", ["trigger", "--action=change", "--settle", syspath]) }
-        print("Removed the entry for \(key.lookup).")
+        for sensor in removed {
+            if root == nil { _ = run("udevadm", ["trigger", "--action=change", "--settle", sensor.syspath]) }
+            print("Removed the entry for \(sensor.key.lookup).")
+        }
     }
 
     private var rootArguments: [String] { root.map { ["--root", $0] } ?? [] }
@@ -277,14 +329,23 @@ struct HwdbFile {
     @discardableResult
     func replace(_ key: String, with text: String?) throws -> Bool {
         let file = EditedFile(path: path)
-        let old = try file.read()
-        var blocks = old.components(separatedBy: "\n\n").filter { !$0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty }
+        // Records end at a blank line, one of spaces or a CR among them (a file edited on another
+        // system): the hwdb's parser skips those too.
+        var records: [[String]] = [[]]
+        for line in try file.readLines() {
+            if line.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                if !records[records.count - 1].isEmpty { records.append([]) }
+            } else {
+                records[records.count - 1].append(line)
+            }
+        }
+        records.removeAll(where: \.isEmpty)
         let marker = Self.marker(key)
-        let before = blocks.count
-        blocks.removeAll { $0.trimmingCharacters(in: .newlines).hasPrefix(marker) }
-        let hadOne = blocks.count < before
-        if let text { blocks.append(marker + "\n" + text.trimmingCharacters(in: .newlines)) }
-        try file.write(blocks.map { $0.trimmingCharacters(in: .newlines) }.joined(separator: "\n\n") + "\n")
+        let before = records.count
+        records.removeAll { $0[0].trimmingCharacters(in: .whitespacesAndNewlines) == marker }
+        let hadOne = records.count < before
+        if let text { records.append([marker, text.trimmingCharacters(in: .newlines)]) }
+        try file.write(records.map { $0.joined(separator: "\n") }.joined(separator: "\n\n") + "\n")
         return hadOne
     }
 }

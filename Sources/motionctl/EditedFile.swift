@@ -1,9 +1,18 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A system file motionctl edits in place (the local hwdb, motiond.conf), whose other lines are
 /// their owner's: read as text or not at all, and written back where it lies, as it was kept.
 struct EditedFile {
     let path: String
+
+    /// A write that failed: what, and the system's reason.
+    struct WriteError: Error, CustomStringConvertible {
+        var description: String
+    }
 
     /// The text; empty where there is no file. One that cannot be read as text is an error, not an
     /// empty file: written back, its owner's lines would be lost.
@@ -11,15 +20,42 @@ struct EditedFile {
         FileManager.default.fileExists(atPath: path) ? try String(contentsOfFile: path, encoding: .utf8) : ""
     }
 
-    /// Writes `text` in its place (a rename, so a reader never sees half of it) through a link, not
-    /// over it, with the old file's mode and owner: motiond.conf may carry secrets (an MQTT
-    /// password) for motiond's group alone.
+    /// The text's lines, split on LF alone: a CRLF line keeps its CR, as its owner wrote it (a String's
+    /// own splitting takes "\r\n" for one Character, no "\n", and a CRLF file for one line). The
+    /// last is empty where the text ends with a newline.
+    func readLines() throws -> [String] {
+        Array(try read().utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Writes `text` in its place through a link, not over it: a new file beside it, given the old
+    /// one's owner and mode before anything is written to it (motiond.conf may carry secrets, an
+    /// MQTT password, for motiond's group alone; mkstemp makes it 0600 till then), then renamed over
+    /// it, so that a reader never sees half of it. A new file is 0644.
     func write(_ text: String) throws {
         let path = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        let files = FileManager.default
-        try files.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let kept = (try? files.attributesOfItem(atPath: path))?.filter { [.posixPermissions, .ownerAccountID, .groupOwnerAccountID].contains($0.key) }
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        if let kept { try files.setAttributes(kept, ofItemAtPath: path) }
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var old = stat()
+        let exists = stat(path, &old) == 0
+        var template = Array("\(directory)/.\((path as NSString).lastPathComponent).XXXXXX".utf8CString)
+        let descriptor = mkstemp(&template)
+        guard descriptor >= 0 else { throw Self.failure("cannot make a file in \(directory)") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        do {
+            // The owner first: a chown clears the set-id bits a chmod gave.
+            if exists, fchown(descriptor, old.st_uid, old.st_gid) != 0 { throw Self.failure("cannot give \(temporary) \(path)'s owner") }
+            if fchmod(descriptor, exists ? old.st_mode & 0o7777 : 0o644) != 0 { throw Self.failure("cannot give \(temporary) \(path)'s mode") }
+            try handle.write(contentsOf: Data(text.utf8))
+            try handle.synchronize()
+            if rename(temporary, path) != 0 { throw Self.failure("cannot rename \(temporary) to \(path)") }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    private static func failure(_ what: String) -> WriteError {
+        WriteError(description: "\(what): \(String(cString: strerror(errno)))")
     }
 }

@@ -48,7 +48,8 @@ struct MountMatricesBlock {
     }
 
     private func readLines() throws -> [String] {
-        var lines = try EditedFile(path: path).read().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        // A CRLF file read as one line hid its owner's `mount_matrices` key (a second made motiond refuse the file).
+        var lines = try EditedFile(path: path).readLines()
         if lines.last == "" { lines.removeLast() }
         return lines
     }
@@ -65,7 +66,8 @@ struct MountMatricesBlock {
 
     /// The lines of the block this command wrote: the marker, the key, and its entries.
     private func ownBlock(in lines: [String]) -> Range<Int>? {
-        guard let start = lines.firstIndex(of: Self.marker), start + 1 < lines.count, lines[start + 1] == "mount_matrices:" else { return nil }
+        let trimmed = lines.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        guard let start = trimmed.firstIndex(of: Self.marker), start + 1 < lines.count, trimmed[start + 1] == "mount_matrices:" else { return nil }
         var end = start + 2
         while end < lines.count, lines[end].hasPrefix("  - ") { end += 1 }
         return start..<end

@@ -43,7 +43,7 @@ import Testing
     }
 
     /// The base's samples feed the hinge only (no orientation from them); each display sample then
-    /// sends the angle, which is the library's estimator's on the same samples.
+    /// sends the angle, which is the library's estimator's on the same samples, and the readings it came from.
     @Test func theBaseFeedsOnlyTheHinge() throws {
         var stage = EventStage()
         stage.followHinge(base: Self.base, rate: 25)
@@ -64,6 +64,10 @@ import Testing
         }
         #expect(hinges.count == 50, "one per display sample")
         #expect(try #require(hinges.last).angle == reference.angle && hinges.last?.mode == reference.mode)
+        // What the angle came from (protocol 1.9): each low-passed reading, as ACCELEROMETER gives it
+        // (g, CoreMotion's sign: the lid's up is −y); after 2 s, ten time constants, settled.
+        let display = try #require(hinges.last?.display), base = try #require(hinges.last?.base)
+        #expect((display - Vector3(x: 0, y: -1, z: 0)).length < 1e-3 && (base - Vector3(x: 0, y: 0, z: -1)).length < 1e-3, "\(display) \(base)")
         #expect(others == 2, "the display's orientation and tilt, once each; nothing from the base")
         stage.followHinge(base: nil, rate: 25)
         var after = 0

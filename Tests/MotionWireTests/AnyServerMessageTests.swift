@@ -18,6 +18,7 @@ import Testing
         .orientation(OrientationMessage(timestamp: 6_000, orientation: .leftUp)),
         .tilt(TiltMessage(timestamp: 7_000, tilt: .faceUp)),
         .hinge(HingeMessage(timestamp: 8_000, angle: 120, mode: .laptop)),
+        .hinge(HingeMessage(timestamp: 8_500, angle: 360, mode: .tablet, display: Vector3(x: 0, y: -1, z: 0), base: Vector3(x: 0.5, y: -0.5, z: 0))),
         .dropped(Dropped(stream: .motion, count: 7)),
         .ended(Ended(stream: .gyroscope, reason: "iio:device0 was removed")),
         .snapshot(Snapshot(id: .integer(1))),

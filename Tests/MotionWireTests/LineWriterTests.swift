@@ -125,6 +125,19 @@ import Testing
         #expect(Wire.className(of: Array(writer.bytes.dropLast())) == "MAGNETOMETER")
     }
 
+    /// Protocol 1.9: a HINGE line carries the two accelerometers' readings where the daemon gives them, and
+    /// a line from an older daemon, without them, still decodes (the fields are nil).
+    @Test func aHingeLineCarriesTheReadingsItsAngleComesFromAndOneWithoutThemDecodes() throws {
+        var writer = LineWriter()
+        let hinge = HingeMessage(timestamp: 4, angle: 355.5, mode: .tablet, display: Vector3(x: 0.01, y: -0.25, z: -0.96875), base: Vector3(x: 0, y: -0.5, z: 0.75))
+        writer.write(hinge)
+        #expect(try Wire.decode(HingeMessage.self, from: writer.bytes) == hinge)
+        let general = try JSONSerialization.jsonObject(with: Data(try Wire.encode(hinge))) as! NSDictionary
+        #expect(try JSONSerialization.jsonObject(with: Data(writer.bytes)) as! NSDictionary == general)
+        let older = Array(#"{"class":"HINGE","timestamp":4,"angle":112.5,"mode":"laptop"}"#.utf8)
+        #expect(try Wire.decode(HingeMessage.self, from: older) == HingeMessage(timestamp: 4, angle: 112.5, mode: .laptop))
+    }
+
     /// Issue 40, defect 3: a week's HISTORY, written by hand, decodes (with Foundation's JSONSerialization
     /// and the protocol's decoder, independent of the writer) to the very reply JSONEncoder writes:
     /// every start time exact to the bit, ids of every kind, a string id that needs escaping.

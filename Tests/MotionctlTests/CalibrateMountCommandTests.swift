@@ -272,6 +272,122 @@ extension Hardware {
             #expect(try !String(contentsOfFile: root + "/etc/motiond/motiond.conf", encoding: .utf8).contains("bmg160"))
         }
 
+        /// A Lenovo Yoga 300-11IBR, a 360° 2-in-1 (60-sensor.hwdb lines 778–785): its display's sensor
+        /// and, on the same DUAL250E ACPI node, the base's, which the kernel makes a second i2c client
+        /// `i2c-DUAL250E:base` of type bmc150_accel labelled `accel-base` (drivers/iio/accel/bmc150-accel-i2c.c
+        /// and -core.c). Neither has a matrix from udev yet.
+        static let yoga = (display: machines[5], base: Machine(
+            name: "Lenovo Yoga 300-11IBR's base, labelled (line 783)",
+            shippedMatch: "sensor:modalias:i2c:bmc150_accel:dmi:*:svnLENOVO:*:pvrLenovoYoga300-11IBR:*", shipped: [1, 0, 0, 0, 1, 0, 0, 0, -1],
+            parent: "/devices/pci0000:00/808622C1:02/i2c-2/i2c-DUAL250E:base", parentSubsystem: "i2c", parentModalias: "i2c:bmc150_accel",
+            driverName: "bmc150_accel", attributes: ["label": "accel-base"], dmi: machines[5].dmi, countsPerG: 256))
+
+        /// The Yoga's fixture: its display's sensor as iio:device0, the base's as iio:device1.
+        static func yogaFixture() -> String {
+            let base = yoga.base.fixture.components(separatedBy: "\n\n").dropFirst().joined(separator: "\n\n")
+                .replacingOccurrences(of: "iio:device0", with: "iio:device1")
+            return yoga.display.fixture + "\n" + base
+        }
+
+        /// Runs the wizard on the Yoga, folded right back into a tablet and lying flat at the start, the
+        /// display's chip reading `display` in each pose and the base's `base`.
+        static func wizardOnTheYoga(display: [[Int]], base: [[Int]], root: String) async throws -> (run: ProgramRun, written: String?) {
+            let testbed = try Testbed()
+            try testbed.add(yogaFixture())
+            let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+            let daemon = try DaemonProcess(socket: socket)
+            defer { _ = daemon.secondsToExit(after: SIGTERM) }
+            // Each pose held 2.5 s, then a turn of 1 s to the next, as a hand makes it: the base's
+            // polling, slowed while it lay still (AdaptivePolling), is moving again by the next pose.
+            let sysfs = testbed.root + "/sys/bus/iio/devices/"
+            let turning = Thread {
+                func write(_ device: String, _ pose: [Int], _ next: [Int], _ f: Double) {
+                    let v = zip(pose, next).map { Double($0) * (1 - f) + Double($1) * f }
+                    let scale = 256 / max(1, (v.map { $0 * $0 }.reduce(0, +)).squareRoot())
+                    for (axis, value) in zip(["x", "y", "z"], v) {
+                        try? "\(Int((value * scale).rounded()))\n".write(toFile: sysfs + device + "/in_accel_\(axis)_raw", atomically: false, encoding: .utf8)
+                    }
+                }
+                for index in display.indices {
+                    write("iio:device0", display[index], display[index], 0)
+                    write("iio:device1", base[index], base[index], 0)
+                    Thread.sleep(forTimeInterval: 2.5)
+                    guard index + 1 < display.count else { break }
+                    for step in 1...20 {
+                        write("iio:device0", display[index], display[index + 1], Double(step) / 20)
+                        write("iio:device1", base[index], base[index + 1], Double(step) / 20)
+                        Thread.sleep(forTimeInterval: 0.05)
+                    }
+                }
+            }
+            turning.start()
+            let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
+            let run = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"])
+            return (run, try? String(contentsOfFile: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", encoding: .utf8))
+        }
+
+        /// A Yoga whose base chip is mounted as the HUAWEI MateBook D 15's base is (60-sensor.hwdb line
+        /// 644: x and y swapped, so that motiond reads the base turned against the display without an
+        /// entry). Folded right back, the base turns with the display: the wizard derives that matrix
+        /// from the same poses, writes it under the base's key with ACCEL_LOCATION=base beside the
+        /// display's shipped one, the real systemd-hwdb gives it for both of the base's keys, and
+        /// `--undo` removes both entries.
+        @Test func aTwoInOnesBaseTurnedAgainstTheDisplayGetsAnEntryOfItsOwn() async throws {
+            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            var base = Self.yoga.base
+            base.shipped = [0, 1, 0, 1, 0, 0, 0, 0, 1]
+            let display = Self.yoga.display
+            // Lying flat screen up at the start (the third pose), then the four.
+            let (run, written) = try await Self.wizardOnTheYoga(display: [display.poses[2]] + display.poses, base: [base.poses[2]] + base.poses, root: root)
+            #expect(run.status == 0, "\(run.output) \(run.errors)")
+            #expect(run.output.contains("ACCEL_MOUNT_MATRIX=\(display.shippedValue) for iio:device0"), "\(run.output)")
+            #expect(run.output.contains("The base's accelerometer (iio:device1) disagrees with the display's: ACCEL_MOUNT_MATRIX=\(base.shippedValue)"), "\(run.output)")
+            let entry = try #require(written, "nothing written")
+            #expect(entry.contains(" ACCEL_MOUNT_MATRIX=\(display.shippedValue)\n ACCEL_LOCATION=display\n"), "\(entry)")
+            #expect(entry.contains(" ACCEL_MOUNT_MATRIX=\(base.shippedValue)\n ACCEL_LOCATION=base\n"), "\(entry)")
+            let baseKeys = entry.split(separator: "\n").filter { $0.hasPrefix("sensor:accel-base:") || $0.hasPrefix("sensor:modalias:i2c:bmc150_accel:") }.map(String.init)
+            #expect(baseKeys.count == 2, "the lookup key and its plain form: \(baseKeys)")
+            for key in baseKeys {
+                let found = try await runProgram("systemd-hwdb", ["--root", root, "query", key])
+                #expect(found.output.contains("ACCEL_MOUNT_MATRIX=\(base.shippedValue)") && found.output.contains("ACCEL_LOCATION=base"), "\(key): \(found.output)")
+            }
+            // The key is the Yoga base's: its shipped record (line 783) matches it.
+            let shipped = try await Hwdb.lookUp(try #require(baseKeys.last), in: ["lib/udev/hwdb.d/60-sensor.hwdb": try Hwdb.shippedRecord(startingWith: base.shippedMatch)])
+            #expect(shipped.properties.contains("ACCEL_LOCATION=base"), "\(baseKeys): \(shipped.properties)")
+
+            let testbed = try Testbed()
+            try testbed.add(Self.yogaFixture())
+            let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+            let daemon = try DaemonProcess(socket: socket)
+            defer { _ = daemon.secondsToExit(after: SIGTERM) }
+            let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
+            let undo = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--undo"])
+            #expect(undo.status == 0 && undo.output.components(separatedBy: "Removed the entry").count == 3, "\(undo.output) \(undo.errors)")
+            #expect(try !String(contentsOfFile: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", encoding: .utf8).contains("ACCEL_MOUNT_MATRIX"))
+        }
+
+        /// The real Yoga's base, folded right back: motiond reads it as the display already (its shipped
+        /// matrix differs from none only in the z row, which motiond completes as x × y), so it agrees
+        /// and gets no entry. A base that lay still while the display turned (the machine not folded)
+        /// did not turn with it and gets none either. The display's entry is written both times.
+        @Test(arguments: [
+            (folded: true, says: "The base's accelerometer (iio:device1) agrees with the display's."),
+            (folded: false, says: "The base's accelerometer (iio:device1) did not turn as the display did"),
+        ])
+        func aBaseThatAgreesOrDidNotTurnWithTheDisplayGetsNoEntry(folded: Bool, says: String) async throws {
+            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let (display, base) = Self.yoga
+            let basePoses = folded ? [base.poses[2]] + base.poses : Array(repeating: base.poses[2], count: 5)
+            let (run, written) = try await Self.wizardOnTheYoga(display: [display.poses[2]] + display.poses, base: basePoses, root: root)
+            #expect(run.status == 0, "\(run.output) \(run.errors)")
+            #expect(run.output.contains(says), "\(run.output)")
+            let entry = try #require(written, "nothing written")
+            #expect(entry.contains(" ACCEL_MOUNT_MATRIX=\(display.shippedValue)\n ACCEL_LOCATION=display\n"), "\(entry)")
+            #expect(!entry.contains("ACCEL_LOCATION=base"), "\(entry)")
+        }
+
         /// The left edge up instead of the right: the poses are a mirror image, refused, and nothing is written.
         @Test func aMirroredPoseIsRefusedAndNothingIsWritten() async throws {
             let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"

@@ -86,6 +86,43 @@ import Glibc
         #expect(try String(contentsOfFile: target, encoding: .utf8).contains("bmi260"))
     }
 
+    /// A file written on another system, with CRLF line ends: its owner's `mount_matrices` key is
+    /// still seen (read as one line, it was not, and a second key made motiond refuse the file), and
+    /// the block set and removed leaves the owner's lines as they were, CRs and all.
+    @Test func aFileWithCRLFLineEndsIsReadLineByLine() throws {
+        let path = try Self.scratch()
+        let owners = "# mine\r\nmount_matrices:\r\n  - {label: accel-display, matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"}\r\n"
+        try owners.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try MountMatricesBlock(path: path).set(name: "bmi260", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1") == .ownedByTheFile)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(owners.utf8))
+
+        let other = "# mine\r\nlog_level: debug\r\n"
+        try other.write(toFile: path, atomically: true, encoding: .utf8)
+        let block = MountMatricesBlock(path: path)
+        #expect(try block.set(name: "bmi260", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1") == .written)
+        #expect(try block.set(name: "bmi260", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == .written)
+        #expect(try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "bmi260").count == 2, "one entry, replaced")
+        #expect(try block.remove())
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(other.utf8))
+    }
+
+    /// A new file is 0644 whatever the umask; a write that fails (here the rename onto a directory)
+    /// leaves the directory as it was, no half-written file beside it.
+    @Test func aNewFileIsReadableByAllAndAFailedWriteLeavesNothingBehind() throws {
+        let path = try Self.scratch()
+        let mask = umask(0o077)
+        defer { umask(mask) }
+        try EditedFile(path: path).write("log_level: info\n")
+        var status = stat()
+        #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o644, "mode \(String(status.st_mode & 0o777, radix: 8))")
+
+        let directory = (path as NSString).deletingLastPathComponent
+        let blocked = directory + "/blocked"
+        try FileManager.default.createDirectory(atPath: blocked + "/inside", withIntermediateDirectories: true)
+        #expect(throws: EditedFile.WriteError.self) { try EditedFile(path: blocked).write("log_level: info\n") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["blocked", "motiond.conf"])
+    }
+
     @Test func aNameIsQuotedAsYAMLReadsIt() {
         #expect(MountMatricesBlock.entry(name: #"a"b\c"#, matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == #"  - {name: "a\"b\\c", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1"}"#)
     }

@@ -23,8 +23,11 @@ public final class ReplayDaemon {
             .appendingPathComponent("../../Recordings/broad-04-slow-rotation.motionrec").standardized.path
     }
 
-    /// Starts `motiond --replay recording` with `arguments`, on `socket` (default: a fresh path).
-    public init(recording: String = ReplayDaemon.bundledRecording, arguments: [String] = ["--loop"], socket: String? = nil) throws {
+    /// Starts `motiond --replay recording` with `arguments`, on `socket` (default: a fresh path), its
+    /// environment the test's with `environment` added.
+    public init(
+        recording: String = ReplayDaemon.bundledRecording, arguments: [String] = ["--loop"], socket: String? = nil, environment: [String: String] = [:]
+    ) throws {
         directory = NSTemporaryDirectory() + "replay-daemon-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.socket = socket ?? directory + "/motiond.sock"
@@ -32,6 +35,7 @@ public final class ReplayDaemon {
         process.arguments = ["--replay", recording, "--socket", self.socket, "--state-directory", directory + "/state"] + arguments
         _ = FileManager.default.createFile(atPath: directory + "/motiond.log", contents: nil)
         process.standardError = FileHandle(forWritingAtPath: directory + "/motiond.log")
+        if !environment.isEmpty { process.environment = steadyEnvironment().merging(environment) { _, new in new } }
         try process.runWithSteadyEnvironment()
         let deadline = Date().addingTimeInterval(10)
         while !Self.accepts(self.socket) {

@@ -200,15 +200,22 @@ class TiltEvent:
 
 @dataclass(frozen=True)
 class HingeSample:
-    """``HINGE``: a 2-in-1's hinge angle, degrees in [0, 360], and its mode."""
+    """``HINGE``: a 2-in-1's hinge angle, degrees in [0, 360], and its mode; ``display`` and
+    ``base`` (protocol 1.9, None from an older daemon) are the readings the angle comes from: each
+    accelerometer's acceleration, g, CoreMotion's sign, in its own frame, low-passed."""
 
     timestamp: int
     angle: float
     mode: str
+    display: Optional[Vector3] = None
+    base: Optional[Vector3] = None
 
     @classmethod
     def from_wire(cls, m: Dict[str, Any]) -> "HingeSample":
-        return cls(int(m["timestamp"]), float(m["angle"]), m["mode"])
+        def vector(key: str) -> Optional[Vector3]:
+            return Vector3.from_wire(m[key]) if key in m else None
+
+        return cls(int(m["timestamp"]), float(m["angle"]), m["mode"], vector("display"), vector("base"))
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,17 @@ def test_the_altitude_class_reads_the_protocols_example():
     assert (sample.pressure, sample.altitude, sample.precision) == (89.8746, 1000.0, 0.02)
 
 
+def test_the_hinge_class_reads_the_protocols_example_and_an_older_daemons_line():
+    # The bundled recording has no 2-in-1: the line is docs/protocol.md's own example (protocol 1.9).
+    line = next(l for l in (ROOT / "docs" / "protocol.md").read_text().splitlines() if l.startswith('{"class":"HINGE"'))
+    message = json.loads(line)
+    sample = motiond.samples.sample_from_wire(message)
+    assert {f.name for f in dataclasses.fields(sample)} == set(message) - {"class"}
+    assert (sample.angle, sample.mode, sample.base.z, sample.display.y) == (112.5, "laptop", -1, -0.38)
+    older = motiond.samples.sample_from_wire({"class": "HINGE", "timestamp": 1, "angle": 90, "mode": "laptop"})
+    assert older.display is None and older.base is None
+
+
 def test_history_counts_the_steps_of_the_last_minutes(daemon):
     # BROAD's IMU is turned by hand, never walked with: the history holds no steps, and the
     # activity the replay has reported since it began.

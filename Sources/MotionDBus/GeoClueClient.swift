@@ -1,0 +1,199 @@
+import Logging
+import MotionCore
+import MotionSystem
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the machine is, from GeoClue on the system bus, asked for only while `want(true)` holds:
+/// a client of GeoClue 2's documented interface (`Manager.GetClient`; the client's `DesktopId`,
+/// `RequestedAccuracyLevel` and `DistanceThreshold`, `Start`, `Stop` and `LocationUpdated`; the
+/// location's `Latitude`, `Longitude` and `Altitude`), on a thread of its own. Whether motiond may
+/// know is GeoClue's decision (its configuration lists motiond as a system component, docs/dbus.md).
+final class GeoClueClient: Sendable {
+    static let busName = "org.freedesktop.GeoClue2"
+    static let desktopID = "motiond"
+    /// City (GClueAccuracyLevel 4): the declination changes by a fraction of a degree over tens of km
+    /// outside the polar regions, so no finer place is asked for.
+    static let accuracyLevel: UInt32 = 4
+    /// Metres moved before GeoClue tells again ("a few km").
+    static let distanceThreshold: UInt32 = 5000
+
+    /// What the bus thread has done about GeoClue.
+    private enum State {
+        case idle
+        /// `GetClient` sent, its answer not yet here.
+        case asking
+        case started(client: String)
+        case stopped(client: String)
+        /// GeoClue is not there, or refused: asked again once nobody wants it and somebody does again.
+        case unavailable
+    }
+
+    private let thread: WakeableThread
+    /// The connection; used by the bus thread only once `start` has run.
+    private nonisolated(unsafe) let bus: Bus
+    /// The bus thread's alone.
+    private nonisolated(unsafe) var state = State.idle
+    private let wanted = Atomic<Bool>(false)
+    private let logger: Logger
+    private let located: @Sendable (GeographicLocation) -> Void
+
+    /// Connects to the bus at `address`, or to the system bus; `located` gets each place GeoClue
+    /// gives, on the bus thread.
+    init(address: String? = nil, logger: Logger, located: @escaping @Sendable (GeographicLocation) -> Void) throws(BusError) {
+        do {
+            thread = try WakeableThread(name: "geoclue")
+        } catch {
+            throw BusError(call: "eventfd", code: error.rawValue)
+        }
+        bus = try Bus(address: address)
+        self.logger = logger
+        self.located = located
+    }
+
+    /// Asks GeoClue for the place (`true`), or stops asking.
+    func want(_ wanted: Bool) {
+        self.wanted.store(wanted, ordering: .releasing)
+        thread.wake()
+    }
+
+    /// Serves the bus on its thread until `stop`.
+    func start() {
+        let failure = thread.start { [self] in
+            do {
+                while !thread.isStopping {
+                    try follow()
+                    try bus.process()
+                    let waiting = try bus.waitingFor()
+                    let timeout = waiting.deadline.map { Int32(clamping: max(0, ($0 - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000)) } ?? -1
+                    _ = try thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: timeout)
+                        .mapError { BusError(call: "poll", code: $0.rawValue) }.get()
+                }
+                // Said to GeoClue on the way out, so that it does not go on locating for nobody.
+                if case .started(let client) = state { try call(client, "Stop") { _ in } }
+                try bus.process()
+            } catch {
+                logger.error("lost the system bus: no more places from GeoClue", metadata: ["error": "\(error)"])
+            }
+        }
+        if let failure { logger.error("cannot ask GeoClue", metadata: ["error": "\(BusError(call: "pthread_create", code: failure.rawValue))"]) }
+    }
+
+    /// Ends the bus thread (telling GeoClue to stop) and waits for it.
+    func stop() {
+        thread.stop()
+    }
+
+    // MARK: The bus thread
+
+    /// Brings GeoClue's client to what is wanted.
+    private func follow() throws(BusError) {
+        switch (wanted.load(ordering: .acquiring), state) {
+        case (true, .idle): try askForClient()
+        case (true, .stopped(let client)): try startLocating(client)
+        case (false, .started(let client)):
+            try call(client, "Stop") { [weak self] reply in self?.refused(reply, "Stop") }
+            state = .stopped(client: client)
+        case (false, .unavailable): state = .idle
+        default: break
+        }
+    }
+
+    private func askForClient() throws(BusError) {
+        state = .asking
+        let get = try bus.newMethodCall(
+            destination: Self.busName, path: "/org/freedesktop/GeoClue2/Manager", interface: "org.freedesktop.GeoClue2.Manager", member: "GetClient")
+        try bus.call(get) { [weak self] reply in
+            guard let self else { return }
+            do throws(BusError) {
+                if refused(reply, "GetClient") { return }
+                let client = try reply.readObjectPath()
+                try configure(client)
+                if wanted.load(ordering: .acquiring) { try startLocating(client) } else { state = .stopped(client: client) }
+            } catch {
+                logger.warning("GeoClue's client cannot be set up", metadata: ["error": "\(error)"])
+                state = .unavailable
+            }
+        }
+    }
+
+    /// Names motiond, asks for a city's accuracy and a new place every few km, and follows the client's
+    /// `LocationUpdated`.
+    private func configure(_ client: String) throws(BusError) {
+        try bus.subscribe("type='signal',sender='\(Self.busName)',path='\(client)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'") {
+            [weak self] signal in self?.locationUpdated(signal)
+        }
+        for (name, value) in [("DesktopId", Property.text(Self.desktopID)), ("RequestedAccuracyLevel", .number(Self.accuracyLevel)),
+                              ("DistanceThreshold", .number(Self.distanceThreshold))] {
+            let set = try bus.newMethodCall(destination: Self.busName, path: client, interface: "org.freedesktop.DBus.Properties", member: "Set")
+            try set.append("org.freedesktop.GeoClue2.Client")
+            try set.append(name)
+            switch value {
+            case .text(let text): try set.append(container: "v", of: "s") { v throws(BusError) in try v.append(text) }
+            case .number(let number): try set.append(container: "v", of: "u") { v throws(BusError) in try v.append(number) }
+            }
+            try bus.call(set) { [weak self] reply in self?.refused(reply, "setting \(name)") }
+        }
+    }
+
+    private enum Property {
+        case text(String)
+        case number(UInt32)
+    }
+
+    private func startLocating(_ client: String) throws(BusError) {
+        state = .started(client: client)
+        try call(client, "Start") { [weak self] reply in self?.refused(reply, "Start") }
+    }
+
+    private func call(_ client: String, _ member: String, answer: @escaping (BusMessage) -> Void) throws(BusError) {
+        try bus.call(try bus.newMethodCall(destination: Self.busName, path: client, interface: "org.freedesktop.GeoClue2.Client", member: member), answer: answer)
+    }
+
+    /// Whether `reply` is an error, which is logged: GeoClue absent, or refusing motiond (not listed
+    /// in its configuration), is said once per request.
+    @discardableResult
+    private func refused(_ reply: BusMessage, _ what: String) -> Bool {
+        guard let error = reply.error else { return false }
+        if ["org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"].contains(error.name) {
+            logger.notice("no GeoClue on the system bus: xTrueNorthZVertical needs motiond.conf's location or declination")
+        } else {
+            logger.warning(
+                "GeoClue refused \(what): list motiond in its configuration (docs/dbus.md)",
+                metadata: ["error": "\(error.name): \(error.message)"])
+        }
+        state = .unavailable
+        return true
+    }
+
+    /// `LocationUpdated(o old, o new)`: the new location's coordinates, read with `GetAll`.
+    private func locationUpdated(_ signal: BusMessage) {
+        do throws(BusError) {
+            _ = try signal.readObjectPath()
+            let location = try signal.readObjectPath()
+            let getAll = try bus.newMethodCall(destination: Self.busName, path: location, interface: "org.freedesktop.DBus.Properties", member: "GetAll")
+            try getAll.append("org.freedesktop.GeoClue2.Location")
+            try bus.call(getAll) { [weak self] reply in
+                guard let self, !refused(reply, "reading the location") else { return }
+                do throws(BusError) {
+                    let values = try reply.readDoubleProperties()
+                    // GeoClue gives −Double.greatestFiniteMagnitude for an altitude it does not know.
+                    let altitude = values["Altitude"].flatMap { $0 > -1e300 ? $0 : nil } ?? 0
+                    guard let latitude = values["Latitude"], let longitude = values["Longitude"],
+                        let place = GeographicLocation(latitude: latitude, longitude: longitude, altitude: altitude)
+                    else {
+                        return logger.warning("GeoClue gave a location without a place on Earth", metadata: ["values": "\(values)"])
+                    }
+                    located(place)
+                } catch {
+                    logger.warning("GeoClue's location cannot be read", metadata: ["error": "\(error)"])
+                }
+            }
+        } catch {
+            logger.warning("GeoClue's LocationUpdated cannot be read", metadata: ["error": "\(error)"])
+        }
+    }
+}
