@@ -78,6 +78,11 @@ final class FusionStage {
     }
     /// The World Magnetic Model's field at the configured place, as last computed (nil: no place).
     private(set) var geomagneticField: GeomagneticField?
+    /// When it was computed, s since 1970.
+    private var geomagneticFieldTime = -Double.infinity
+    /// How long a place's field stands before `refreshGeomagneticField` computes it again, s: 30 days
+    /// (the model's secular change is a few hundredths of a degree a month).
+    static let geomagneticFieldLifetime = 30 * 86_400.0
     /// Now, seconds since 1970 (the date the model is computed for).
     private let unixTime: () -> Double
 
@@ -87,11 +92,18 @@ final class FusionStage {
         self.unixTime = unixTime
     }
 
+    /// Computes the place's field again where it is older than `geomagneticFieldLifetime`: a fusion
+    /// that runs for months follows the field's drift (the hub asks at each periodic save).
+    func refreshGeomagneticField() {
+        if declinationSetting.location != nil, unixTime() - geomagneticFieldTime >= Self.geomagneticFieldLifetime { updateDeclination() }
+    }
+
     private func updateDeclination() {
+        geomagneticFieldTime = unixTime()
         geomagneticField = declinationSetting.location.map { place in
             WorldMagneticModel.wmm2025.field(
                 latitude: place.latitude, longitude: place.longitude, altitude: place.altitude,
-                decimalYear: WorldMagneticModel.decimalYear(unixTime: unixTime()))
+                decimalYear: WorldMagneticModel.decimalYear(unixTime: geomagneticFieldTime))
         }
         declination = declinationSetting.degrees ?? geomagneticField?.declination ?? 0
     }

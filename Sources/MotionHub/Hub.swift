@@ -189,9 +189,11 @@ package final class Hub: @unchecked Sendable {
     /// the disk (failed, or skipped behind another).
     private var historyNeedsSaving: Bool { pipeline.gait.historyRevision != historySavedRevision || !history.isSaved }
 
-    /// Saves the calibration, and the step history if it changed, in the background.
+    /// Saves the calibration, and the step history if it changed, in the background; the place's
+    /// magnetic field is computed again once a month has passed.
     package func saveState() {
         eventLoop.preconditionInEventLoop()
+        pipeline.fusion.refreshGeomagneticField()
         var wrote = false
         if let fusion = pipeline.fusion.fusion { wrote = calibration.save(fusion.calibration) }
         if historyNeedsSaving {

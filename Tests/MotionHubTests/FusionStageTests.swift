@@ -144,4 +144,29 @@ import Testing
         stage.sensorsStopped()
         #expect(stage.latest(.accelerometer, frame: .xArbitraryZVertical) == nil)
     }
+
+    /// A place's field is computed when the place is set, and again once 30 days have passed (the
+    /// hub asks at each periodic save), for the date then: a fusion that runs for months follows the
+    /// field's drift. The model is checked against NOAA's test values in WorldMagneticModelTests.
+    @Test func thePlacesFieldIsComputedAgainOnceAMonthHasPassed() throws {
+        final class Clock: @unchecked Sendable { var now = 1_790_000_000.0 }  // 2026-09-21
+        let clock = Clock()
+        let calibration = SavedState<SensorFusion.Calibration>(
+            "calibration", store: nil, offLoop: OffLoopWork(eventLoop: MultiThreadedEventLoopGroup.singleton.any()), logger: Logger(label: "test"))
+        let stage = FusionStage(calibration: calibration, unixTime: { clock.now })
+        let place = try #require(GeographicLocation(latitude: -33.9, longitude: 18.4))  // Cape Town: the field drifts fast there
+        func model(at time: Double) -> Double {
+            WorldMagneticModel.wmm2025.field(latitude: place.latitude, longitude: place.longitude, altitude: 0, decimalYear: WorldMagneticModel.decimalYear(unixTime: time)).declination
+        }
+        stage.declinationSetting = (nil, place)
+        let first = clock.now
+        #expect(stage.geomagneticField?.declination == model(at: first))
+        clock.now += 29 * 86_400
+        stage.refreshGeomagneticField()
+        #expect(stage.geomagneticField?.declination == model(at: first), "not yet a month")
+        clock.now += 2 * 86_400
+        stage.refreshGeomagneticField()
+        #expect(stage.geomagneticField?.declination == model(at: clock.now))
+        #expect(model(at: clock.now) != model(at: first), "the month moved the model's declination")
+    }
 }
