@@ -37,6 +37,8 @@ final class GeoClueClient: Sendable {
     private nonisolated(unsafe) let bus: Bus
     /// The bus thread's alone.
     private nonisolated(unsafe) var state = State.idle
+    /// The clients whose `LocationUpdated` is followed (a GeoClue started again gives the same paths).
+    private nonisolated(unsafe) var followed: Set<String> = []
     private let wanted = Atomic<Bool>(false)
     private let logger: Logger
     private let located: @Sendable (GeographicLocation) -> Void
@@ -52,6 +54,14 @@ final class GeoClueClient: Sendable {
         bus = try Bus(address: address)
         self.logger = logger
         self.located = located
+        // GeoClue gone or started again: its clients went with it, so a new one is asked for.
+        try bus.subscribe(
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.busName)'"
+        ) { [weak self] _ in
+            guard let self else { return }
+            state = .idle
+            thread.wake()
+        }
     }
 
     /// Asks GeoClue for the place (`true`), or stops asking.
@@ -123,8 +133,10 @@ final class GeoClueClient: Sendable {
     /// Names motiond, asks for a city's accuracy and a new place every few km, and follows the client's
     /// `LocationUpdated`.
     private func configure(_ client: String) throws(BusError) {
-        try bus.subscribe("type='signal',sender='\(Self.busName)',path='\(client)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'") {
-            [weak self] signal in self?.locationUpdated(signal)
+        if followed.insert(client).inserted {
+            try bus.subscribe("type='signal',sender='\(Self.busName)',path='\(client)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'") {
+                [weak self] signal in self?.locationUpdated(signal)
+            }
         }
         for (name, value) in [("DesktopId", Property.text(Self.desktopID)), ("RequestedAccuracyLevel", .number(Self.accuracyLevel)),
                               ("DistanceThreshold", .number(Self.distanceThreshold))] {

@@ -89,7 +89,9 @@ struct CalibrateMount: ParsableCommand {
             print("This is a 2-in-1 with a second accelerometer in its base (\(base.device)): its matrix is checked against the display's.")
             start = try pose("Fold it right back into a tablet, screen out, keep it folded for every pose, and lay it on a table screen up.", previous: nil, client: client, frame: frame)
             if !baseReadings.waitForFirstReading(timeout: 2) {
-                print("motiond sends no reading of the base with the hinge's angle (a daemon before protocol 1.9?): the base's matrix is not checked.")
+                // The readings come with the hinge's angle: none while the hinge stands upright as motiond reads it
+                // (a display matrix that turns x up), and none from a daemon before protocol 1.9.
+                print("motiond sends no reading of the base: its matrix is not checked.")
             }
         }
         // Motion watched through the poses: motiond fuses it, and checks the gyroscope's and the

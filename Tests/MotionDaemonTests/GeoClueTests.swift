@@ -63,6 +63,24 @@ import Testing
         #expect(standIn.output.components(separatedBy: "GetClient").count == 2, "one client: \(standIn.output)")
     }
 
+    /// GeoClue started again while a client watches true north (its clients went with it): motiond
+    /// asks the new one for a client and starts it.
+    @Test func aGeoClueStartedAgainIsAskedAgain() throws {
+        let (bus, standIn, daemon) = try Self.start()
+        defer { withExtendedLifetime(bus) {} }
+        let client = try TestClient.greeted(path: daemon.socket)
+        try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
+        try waitUntil(seconds: 10) { standIn.output.contains("Start motiond 4 5000") }
+        standIn.stop()
+        try waitUntil(seconds: 10) { !bus.hasOwner("org.freedesktop.GeoClue2") }
+        let again = try Peer("/usr/bin/python3", arguments: [Self.standIn, "48.85", "2.35", "35"], bus: bus)
+        try waitUntil(seconds: 20) { again.output.contains("Start motiond 4 5000") }
+        let paris = WorldMagneticModel.wmm2025.field(
+            latitude: 48.85, longitude: 2.35, altitude: 35, decimalYear: WorldMagneticModel.decimalYear(unixTime: Date().timeIntervalSince1970))
+        // The new GeoClue's place (Paris), not the first one's (Berlin), turns the frame.
+        try waitUntil(seconds: 10) { abs(((try? Self.status(client).geomagnetic?.declination) ?? .nan) - paris.declination) < 1e-3 }
+    }
+
     /// A place in motiond.conf wins: GeoClue is never asked, and STATUS says where the place came from.
     @Test func aConfiguredPlaceIsNotAskedOfGeoClue() throws {
         let (bus, standIn, daemon) = try Self.start(arguments: ["--location", "48.85, 2.35"])
