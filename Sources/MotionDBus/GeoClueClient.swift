@@ -13,7 +13,9 @@ import Glibc
 /// location's `Latitude`, `Longitude` and `Altitude`), on a thread of its own. Whether motiond may
 /// know is GeoClue's decision (its configuration lists motiond as a system component, docs/dbus.md).
 final class GeoClueClient: Sendable {
+    /// GeoClue's well-known name on the bus.
     static let busName = "org.freedesktop.GeoClue2"
+    /// The name motiond gives itself, which GeoClue's configuration lists (docs/dbus.md).
     static let desktopID = "motiond"
     /// City (GClueAccuracyLevel 4): the declination changes by a fraction of a degree over tens of km
     /// outside the polar regions, so no finer place is asked for.
@@ -21,13 +23,20 @@ final class GeoClueClient: Sendable {
     /// Metres moved before GeoClue tells again ("a few km").
     static let distanceThreshold: UInt32 = 5000
 
+    /// A client GeoClue made for motiond: the unique bus name of the GeoClue that made it (only that
+    /// connection's signals are taken: a signal's well-known sender is not checked locally) and its path.
+    private struct Client: Hashable {
+        var owner: String
+        var path: String
+    }
+
     /// What the bus thread has done about GeoClue.
-    private enum State {
+    private enum State: Equatable {
         case idle
         /// `GetClient` sent, its answer not yet here.
         case asking
-        case started(client: String)
-        case stopped(client: String)
+        case started(Client)
+        case stopped(Client)
         /// GeoClue is not there, or refused: asked again once nobody wants it and somebody does again.
         case unavailable
     }
@@ -37,8 +46,8 @@ final class GeoClueClient: Sendable {
     private nonisolated(unsafe) let bus: Bus
     /// The bus thread's alone.
     private nonisolated(unsafe) var state = State.idle
-    /// The clients whose `LocationUpdated` is followed (a GeoClue started again gives the same paths).
-    private nonisolated(unsafe) var followed: Set<String> = []
+    /// The clients whose `LocationUpdated` is followed (each once: a match stays as long as the bus).
+    private nonisolated(unsafe) var followed: Set<Client> = []
     private let wanted = Atomic<Bool>(false)
     private let logger: Logger
     private let located: @Sendable (GeographicLocation) -> Void
@@ -64,8 +73,8 @@ final class GeoClueClient: Sendable {
         }
     }
 
-    /// Asks GeoClue for the place (`true`), or stops asking.
-    func want(_ wanted: Bool) {
+    /// Asks GeoClue for the place while `wanted`, and stops asking when not.
+    func setLocationWanted(_ wanted: Bool) {
         self.wanted.store(wanted, ordering: .releasing)
         thread.wake()
     }
@@ -75,7 +84,14 @@ final class GeoClueClient: Sendable {
         let failure = thread.start { [self] in
             do {
                 while !thread.isStopping {
-                    try follow()
+                    do {
+                        try follow()
+                    } catch {
+                        // A call that could not be sent (out of memory, the bus's queue full): given up
+                        // until the next watch, the thread goes on.
+                        logger.warning("cannot ask GeoClue", metadata: ["error": "\(error)"])
+                        state = .unavailable
+                    }
                     try bus.process()
                     let waiting = try bus.waitingFor()
                     let timeout = waiting.deadline.map { Int32(clamping: max(0, ($0 - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000)) } ?? -1
@@ -105,8 +121,8 @@ final class GeoClueClient: Sendable {
         case (true, .idle): try askForClient()
         case (true, .stopped(let client)): try startLocating(client)
         case (false, .started(let client)):
-            try call(client, "Stop") { [weak self] reply in self?.refused(reply, "Stop") }
-            state = .stopped(client: client)
+            state = .stopped(client)
+            try call(client, "Stop") { [weak self] reply in self?.report(reply, "Stop") }
         case (false, .unavailable): state = .idle
         default: break
         }
@@ -117,12 +133,15 @@ final class GeoClueClient: Sendable {
         let get = try bus.newMethodCall(
             destination: Self.busName, path: "/org/freedesktop/GeoClue2/Manager", interface: "org.freedesktop.GeoClue2.Manager", member: "GetClient")
         try bus.call(get) { [weak self] reply in
-            guard let self else { return }
+            guard let self, state == .asking else { return }
             do throws(BusError) {
-                if refused(reply, "GetClient") { return }
-                let client = try reply.readObjectPath()
+                guard !report(reply, "GetClient"), let owner = reply.sender else {
+                    state = .unavailable
+                    return
+                }
+                let client = Client(owner: owner, path: try reply.readObjectPath())
                 try configure(client)
-                if wanted.load(ordering: .acquiring) { try startLocating(client) } else { state = .stopped(client: client) }
+                if wanted.load(ordering: .acquiring) { try startLocating(client) } else { state = .stopped(client) }
             } catch {
                 logger.warning("GeoClue's client cannot be set up", metadata: ["error": "\(error)"])
                 state = .unavailable
@@ -131,23 +150,23 @@ final class GeoClueClient: Sendable {
     }
 
     /// Names motiond, asks for a city's accuracy and a new place every few km, and follows the client's
-    /// `LocationUpdated`.
-    private func configure(_ client: String) throws(BusError) {
+    /// `LocationUpdated`, from the GeoClue that made it only.
+    private func configure(_ client: Client) throws(BusError) {
         if followed.insert(client).inserted {
-            try bus.subscribe("type='signal',sender='\(Self.busName)',path='\(client)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'") {
-                [weak self] signal in self?.locationUpdated(signal)
-            }
+            try bus.subscribe(
+                "type='signal',sender='\(client.owner)',path='\(client.path)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'"
+            ) { [weak self] signal in self?.locationUpdated(signal, of: client) }
         }
         for (name, value) in [("DesktopId", Property.text(Self.desktopID)), ("RequestedAccuracyLevel", .number(Self.accuracyLevel)),
                               ("DistanceThreshold", .number(Self.distanceThreshold))] {
-            let set = try bus.newMethodCall(destination: Self.busName, path: client, interface: "org.freedesktop.DBus.Properties", member: "Set")
+            let set = try bus.newMethodCall(destination: client.owner, path: client.path, interface: "org.freedesktop.DBus.Properties", member: "Set")
             try set.append("org.freedesktop.GeoClue2.Client")
             try set.append(name)
             switch value {
             case .text(let text): try set.append(container: "v", of: "s") { v throws(BusError) in try v.append(text) }
             case .number(let number): try set.append(container: "v", of: "u") { v throws(BusError) in try v.append(number) }
             }
-            try bus.call(set) { [weak self] reply in self?.refused(reply, "setting \(name)") }
+            try bus.call(set) { [weak self] reply in self?.report(reply, "setting \(name)") }
         }
     }
 
@@ -156,40 +175,49 @@ final class GeoClueClient: Sendable {
         case number(UInt32)
     }
 
-    private func startLocating(_ client: String) throws(BusError) {
-        state = .started(client: client)
-        try call(client, "Start") { [weak self] reply in self?.refused(reply, "Start") }
-    }
-
-    private func call(_ client: String, _ member: String, answer: @escaping (BusMessage) -> Void) throws(BusError) {
-        try bus.call(try bus.newMethodCall(destination: Self.busName, path: client, interface: "org.freedesktop.GeoClue2.Client", member: member), answer: answer)
-    }
-
-    /// Whether `reply` is an error, which is logged: GeoClue absent, or refusing motiond (not listed
-    /// in its configuration), is said once per request.
-    @discardableResult
-    private func refused(_ reply: BusMessage, _ what: String) -> Bool {
-        guard let error = reply.error else { return false }
-        if ["org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"].contains(error.name) {
-            logger.notice("no GeoClue on the system bus: xTrueNorthZVertical needs motiond.conf's location or declination")
-        } else {
-            logger.warning(
-                "GeoClue refused \(what): list motiond in its configuration (docs/dbus.md)",
-                metadata: ["error": "\(error.name): \(error.message)"])
+    private func startLocating(_ client: Client) throws(BusError) {
+        state = .started(client)
+        try call(client, "Start") { [weak self] reply in
+            // A refusal ends this start only (a later one may have begun meanwhile).
+            guard let self, report(reply, "Start"), state == .started(client) else { return }
+            state = .unavailable
         }
-        state = .unavailable
+    }
+
+    private func call(_ client: Client, _ member: String, answer: @escaping (BusMessage) -> Void) throws(BusError) {
+        try bus.call(
+            try bus.newMethodCall(destination: client.owner, path: client.path, interface: "org.freedesktop.GeoClue2.Client", member: member), answer: answer)
+    }
+
+    /// Whether `reply` is an error, which is logged, with what to do where there is something to do.
+    @discardableResult
+    private func report(_ reply: BusMessage, _ what: String) -> Bool {
+        guard let error = reply.error else { return false }
+        let metadata: Logger.Metadata = ["error": "\(error.name): \(error.message)"]
+        switch error.name {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            logger.notice("no GeoClue on the system bus: xTrueNorthZVertical needs motiond.conf's location or declination")
+        case "org.freedesktop.DBus.Error.AccessDenied":
+            logger.warning("GeoClue refused \(what): list motiond in its configuration (docs/dbus.md)", metadata: metadata)
+        default:
+            logger.warning("GeoClue answered \(what) with an error", metadata: metadata)
+        }
         return true
     }
 
-    /// `LocationUpdated(o old, o new)`: the new location's coordinates, read with `GetAll`.
-    private func locationUpdated(_ signal: BusMessage) {
+    /// `LocationUpdated(o old, o new)` of `client`: the new location's coordinates, read with `GetAll`.
+    /// GeoClue's locations are the client's children (`…/Client/1/Location/0`); another path is ignored.
+    private func locationUpdated(_ signal: BusMessage, of client: Client) {
         do throws(BusError) {
             _ = try signal.readObjectPath()
             let location = try signal.readObjectPath()
-            let getAll = try bus.newMethodCall(destination: Self.busName, path: location, interface: "org.freedesktop.DBus.Properties", member: "GetAll")
+            guard location.hasPrefix(client.path + "/") else {
+                return logger.warning("GeoClue named a location that is not its client's", metadata: ["location": "\(location)"])
+            }
+            let getAll = try bus.newMethodCall(destination: client.owner, path: location, interface: "org.freedesktop.DBus.Properties", member: "GetAll")
             try getAll.append("org.freedesktop.GeoClue2.Location")
             try bus.call(getAll) { [weak self] reply in
-                guard let self, !refused(reply, "reading the location") else { return }
+                guard let self, !report(reply, "reading the location") else { return }
                 do throws(BusError) {
                     let values = try reply.readDoubleProperties()
                     // GeoClue gives −Double.greatestFiniteMagnitude for an altitude it does not know.

@@ -149,7 +149,7 @@ package final class Hub: @unchecked Sendable {
 
     /// Where a location service says the machine is: the World Magnetic Model's declination there turns
     /// `xTrueNorthZVertical`, unless the settings give a location or a declination.
-    package func located(_ place: GeographicLocation) {
+    package func updateLocation(_ place: GeographicLocation) {
         eventLoop.preconditionInEventLoop()
         self.place = place
         if settings.location == nil { pipeline.fusion.declinationSetting = (settings.declination, place) }

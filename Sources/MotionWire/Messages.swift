@@ -310,6 +310,7 @@ public struct StatusReply: ServerMessage {
             case geoclue
         }
 
+        /// An account of the model `model`'s field: `declination` and `inclination` in degrees, `field` in µT.
         public init(model: String, declination: Double, inclination: Double, field: Double, valid: Bool, zone: String, applied: Bool, source: Source? = nil) {
             (self.model, self.declination, self.inclination, self.field, self.valid, self.zone, self.applied, self.source) =
                 (model, declination, inclination, field, valid, zone, applied, source)

@@ -11,6 +11,7 @@ import Synchronization
 /// on `ACCEL_LOCATION=base`: shut, both read the same; a whole turn about the hinge later, again), so
 /// the base's matrix comes from the same poses by the same solver.
 final class BaseReadings: Sendable {
+    /// The base's accelerometer, as DEVICES gives it.
     let base: DevicesReply.Device
     private let latest: Latest
     private let taken = Mutex<[Vector3?]>([])
@@ -34,6 +35,7 @@ final class BaseReadings: Sendable {
         }
     }
 
+    /// Stops watching the hinge.
     func stop() { subscription.cancel() }
 
     /// Whether a reading of the base came within `timeout` seconds.
@@ -50,7 +52,7 @@ final class BaseReadings: Sendable {
 
     /// The base's record where its matrix, derived from the poses (right edge up, upright, screen up,
     /// left edge up), is not the one motiond reads it by now; says which, and why there is none.
-    func record(key: SensorHwdbKey, displayKey: SensorHwdbKey) -> SensorHwdbRecord? {
+    func record(key: SensorHwdbKey, display: SensorHwdbRecord) -> SensorHwdbRecord? {
         let readings = taken.withLock { $0 }
         guard readings.count == 4, let frame = base.frameMatrix.flatMap(CalibrateMount.matrix) else {
             print("\nThe base's accelerometer (\(base.device)) was not read in every pose: its matrix is not checked.")
@@ -78,8 +80,10 @@ final class BaseReadings: Sendable {
             print("\nThe base's accelerometer (\(base.device)) agrees with the display's.")
             return nil
         }
-        guard key.lookup != displayKey.lookup else {
-            print("\nThe base's accelerometer (\(base.device)) disagrees with the display's, but udev looks both up by the same key: report it upstream.")
+        // A key of one that the other's record matches too (a labelled sensor's record carries its plain
+        // form) would give both the same entry.
+        guard Set(record.matches).isDisjoint(with: display.matches) else {
+            print("\nThe base's accelerometer (\(base.device)) disagrees with the display's, but their hwdb keys overlap: report it upstream.")
             return nil
         }
         print("\nThe base's accelerometer (\(base.device)) disagrees with the display's: ACCEL_MOUNT_MATRIX=\(record.matrixValue) for it. Its entry:\n")

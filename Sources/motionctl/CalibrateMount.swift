@@ -66,15 +66,18 @@ struct CalibrateMount: ParsableCommand {
         }
         let hwdb = HwdbFile(path: (root ?? "") + Self.localHwdb)
         // A 2-in-1's other accelerometer, in its base: checked against the display's on the same poses.
-        let base = accelerometers.first { $0.location == SensorLocation.base.rawValue && $0.device != chosen.device }
-        let baseSensor = base.map { device -> (syspath: String, key: SensorHwdbKey) in
+        // One whose key cannot be built is left out: the display's matrix is what was asked for.
+        let baseSensor = accelerometers.first { $0.location == SensorLocation.base.rawValue && $0.device != chosen.device }.flatMap {
+            device -> (device: DevicesReply.Device, syspath: String, key: SensorHwdbKey)? in
             let syspath = Self.syspath(of: device.device)
             do {
-                return (syspath, try SensorHwdbKey.reading(syspath: syspath))
+                return (device, syspath, try SensorHwdbKey.reading(syspath: syspath))
             } catch {
-                fail("cannot build the hwdb key of the base's \(device.device): \(error)")
+                print("The base's accelerometer (\(device.device)) is not checked: its hwdb key cannot be built (\(error)).")
+                return nil
             }
         }
+        let base = baseSensor?.device
         if undo {
             try remove([(key, syspath)] + (baseSensor.map { [($0.key, $0.syspath)] } ?? []), from: hwdb)
             return
@@ -120,7 +123,7 @@ struct CalibrateMount: ParsableCommand {
         print("The entry (for systemd's hwdb.d/60-sensor.hwdb upstream, widen the DMI part with * to the model's fields):\n")
         print(record.text)
         var records = [(record, syspath)]
-        if let baseReadings, let baseSensor, let baseRecord = baseReadings.record(key: baseSensor.key, displayKey: key) {
+        if let baseReadings, let baseSensor, let baseRecord = baseReadings.record(key: baseSensor.key, display: record) {
             print(baseRecord.text)
             records.append((baseRecord, baseSensor.syspath))
         }
@@ -346,6 +349,8 @@ struct HwdbFile {
         let before = records.count
         records.removeAll { $0[0].trimmingCharacters(in: .whitespacesAndNewlines) == marker }
         let hadOne = records.count < before
+        // Nothing to remove: the file is left as it is (or not made).
+        if text == nil && !hadOne { return false }
         if let text { records.append([marker, text.trimmingCharacters(in: .newlines)]) }
         try file.write(records.map { $0.joined(separator: "\n") }.joined(separator: "\n\n") + "\n")
         return hadOne

@@ -37,6 +37,8 @@ struct EditedFile {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var old = stat()
         let exists = stat(path, &old) == 0
+        // Only a file that is not there is new: one that cannot be looked at keeps its mode unknown.
+        if !exists && errno != ENOENT { throw Self.failure("cannot look at \(path)") }
         var template = Array("\(directory)/.\((path as NSString).lastPathComponent).XXXXXX".utf8CString)
         let descriptor = mkstemp(&template)
         guard descriptor >= 0 else { throw Self.failure("cannot make a file in \(directory)") }
@@ -55,7 +57,9 @@ struct EditedFile {
         }
     }
 
-    private static func failure(_ what: String) -> WriteError {
-        WriteError(description: "\(what): \(String(cString: strerror(errno)))")
+    /// The failure `what`, with the system's reason (`errno`, read before anything else can change it).
+    private static func failure(_ what: @autoclosure () -> String) -> WriteError {
+        let code = errno
+        return WriteError(description: "\(what()): \(String(cString: strerror(code)))")
     }
 }

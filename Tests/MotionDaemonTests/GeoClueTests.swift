@@ -23,12 +23,27 @@ import Testing
         return (bus, standIn, daemon)
     }
 
+    /// Now on CLOCK_MONOTONIC, s: the stand-in's clock for its `GetClient` lines.
+    static func monotonicNow() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+    }
+
+    /// When the stand-in got its first `GetClient` (CLOCK_MONOTONIC, s), if it did.
+    static func firstGetClient(_ standIn: Peer) -> Double? {
+        guard let line = standIn.output.split(separator: "\n").first(where: { $0.hasPrefix("GetClient") }) else { return nil }
+        let words = line.split(separator: " ")
+        return words.firstIndex(of: "at").flatMap { Double(words[$0 + 1]) }
+    }
+
     static func status(_ client: TestClient) throws -> StatusReply {
         try client.send(#"{"class":"STATUS"}"#)
         return try client.decode(StatusReply.self, try client.next("STATUS"))
     }
 
-    /// Nobody watching true north: GeoClue is not asked. A watch in that frame: motiond asks for a
+    /// Nobody watching true north: GeoClue is not asked (the first `GetClient` came after the magnetic
+    /// watch was served and the true-north one sent). A watch in that frame: motiond asks for a
     /// client, names itself, asks for a city's accuracy and a new place after 5 km, and starts it;
     /// the place it gives turns the frame by the World Magnetic Model's declination there (the model
     /// is checked against NOAA's test values in WorldMagneticModelTests); the watch's end stops it.
@@ -42,10 +57,11 @@ import Testing
         _ = try client.next("WATCHING")
         _ = try client.next("MOTION")
         #expect(try Self.status(client).geomagnetic == nil)
-        #expect(!standIn.output.contains("GetClient"), "asked with nobody watching true north: \(standIn.output)")
+        let served = Self.monotonicNow()
 
         try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
         try waitUntil(seconds: 10) { standIn.output.contains("Start motiond 4 5000") }
+        #expect(try #require(Self.firstGetClient(standIn)) > served, "asked with nobody watching true north: \(standIn.output)")
         var geomagnetic: StatusReply.Geomagnetic?
         try waitUntil(seconds: 10) {
             geomagnetic = try? Self.status(client).geomagnetic
@@ -81,17 +97,57 @@ import Testing
         try waitUntil(seconds: 10) { abs(((try? Self.status(client).geomagnetic?.declination) ?? .nan) - paris.declination) < 1e-3 }
     }
 
-    /// A place in motiond.conf wins: GeoClue is never asked, and STATUS says where the place came from.
+    /// A `LocationUpdated` sent to motiond's GeoClue connection by another connection (any local user
+    /// may send a signal to a unique name on the system bus), naming GeoClue's client and a location
+    /// GeoClue serves but never announced: ignored. GeoClue's own next one is taken. motiond handles
+    /// the two in the order they came, so had it taken the forged one, its read of the decoy would
+    /// have reached the stand-in before the read of the genuine one.
+    @Test func aLocationUpdatedFromAnotherConnectionIsIgnored() throws {
+        let (bus, standIn, daemon) = try Self.start(options: ["--then=48.85,2.35"])
+        defer { withExtendedLifetime(bus) {} }
+        let client = try TestClient.greeted(path: daemon.socket)
+        try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
+        let clientPath = "/org/freedesktop/GeoClue2/Client/1"
+        try waitUntil(seconds: 10) { standIn.output.contains("Read \(clientPath)/Location/0") }
+        let motiond = try #require(standIn.output.split(separator: "\n").first { $0.hasPrefix("GetClient") }?.split(separator: " ").last.map(String.init))
+        let forged = try bus.gdbus([
+            "emit", "--dest", motiond, "--object-path", clientPath, "--signal", "org.freedesktop.GeoClue2.Client.LocationUpdated",
+            "objectpath '\(clientPath)/Location/0'", "objectpath '\(clientPath)/Location/99'",
+        ])
+        #expect(!forged.contains("Error"), "\(forged)")
+        standIn.signal(SIGUSR1)
+        do {
+            try waitUntil(seconds: 10) { standIn.output.contains("Read \(clientPath)/Location/1") }
+        } catch {
+            Issue.record("no read of GeoClue's next location: \(standIn.output)\n\(daemon.log)")
+            throw error
+        }
+        #expect(!standIn.output.contains("Location/99"), "\(standIn.output)")
+        let paris = WorldMagneticModel.wmm2025.field(
+            latitude: 48.85, longitude: 2.35, altitude: 0, decimalYear: WorldMagneticModel.decimalYear(unixTime: Date().timeIntervalSince1970))
+        try waitUntil(seconds: 10) { abs(((try? Self.status(client).geomagnetic?.declination) ?? .nan) - paris.declination) < 1e-3 }
+    }
+
+    /// A place in motiond.conf wins: GeoClue is not asked while it stands, and STATUS says where the
+    /// place came from. The place taken out of motiond.conf (a reload): GeoClue is asked then, and
+    /// only then (its first `GetClient` came after the reload).
     @Test func aConfiguredPlaceIsNotAskedOfGeoClue() throws {
-        let (bus, standIn, daemon) = try Self.start(arguments: ["--location", "48.85, 2.35"])
+        let configuration = NSTemporaryDirectory() + "geoclue-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+        defer { try? FileManager.default.removeItem(atPath: configuration) }
+        try "location: \"48.85, 2.35\"\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let (bus, standIn, daemon) = try Self.start(arguments: ["--config", configuration])
         defer { withExtendedLifetime(bus) {} }
         let client = try TestClient.greeted(path: daemon.socket)
         try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
         _ = try client.next("WATCHING")
         _ = try client.next("MOTION")
         #expect(try Self.status(client).geomagnetic?.source == .configuration)
-        // motiond had its chance to ask: it answered a request after the watch began.
-        #expect(!standIn.output.contains("GetClient"), "\(standIn.output)")
+        let served = Self.monotonicNow()
+        try "log_level: info\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        kill(daemon.process.processIdentifier, SIGHUP)
+        try waitUntil(seconds: 10) { standIn.output.contains("Start motiond 4 5000") }
+        #expect(try #require(Self.firstGetClient(standIn)) > served, "asked while motiond.conf gave the place: \(standIn.output)")
+        try waitUntil(seconds: 10) { (try? Self.status(client).geomagnetic?.source) == .geoclue }
     }
 
     /// A GeoClue that refuses motiond (not listed in its configuration): the journal says what to do,

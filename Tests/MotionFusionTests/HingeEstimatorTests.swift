@@ -31,6 +31,22 @@ import Testing
         #expect(estimator.mode == mode)
     }
 
+    /// docs/protocol.md's HINGE example holds together: its `display` and `base` readings (acceleration,
+    /// g, CoreMotion's sign: minus the specific force) give its angle, to its rounding, and its mode.
+    @Test func theProtocolsHingeExampleGivesItsOwnAngle() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/protocol.md")
+        let line = try #require(try String(contentsOf: docs, encoding: .utf8).split(separator: "\n").first { $0.hasPrefix(#"{"class":"HINGE""#) })
+        let example = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+        func reading(_ key: String) throws -> Vector3 {
+            let v = try #require(example[key] as? [String: Double])
+            return Vector3(x: v["x"]!, y: v["y"]!, z: v["z"]!) * -Self.g
+        }
+        var estimator = HingeEstimator(rate: 50)
+        Self.settle(&estimator, display: try reading("display"), base: try reading("base"))
+        #expect(abs(try #require(estimator.angle) - (example["angle"] as! Double)) < 0.5)
+        #expect(estimator.mode?.rawValue == example["mode"] as? String)
+    }
+
     @Test func shutAndFoldedBackAreToldApartByTheKeyboard() {
         var shut = HingeEstimator(rate: 50)
         Self.settle(&shut, display: Vector3(x: 0, y: 0, z: -Self.g), base: Vector3(x: 0, y: 0, z: -Self.g))

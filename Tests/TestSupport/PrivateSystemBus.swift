@@ -83,6 +83,11 @@ public final class Peer {
     /// What it printed so far.
     public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
+    /// Sends it the signal `number`.
+    public func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
     /// Kills it: neither peer keeps state, and under umockdev's preload neither ends on SIGTERM
     /// within 5 s.
     public func stop() {

@@ -4,12 +4,17 @@ interface a client uses (org.freedesktop.GeoClue2.Manager.GetClient; the client'
 RequestedAccuracyLevel, DistanceThreshold, Location and Active, Start, Stop and LocationUpdated; the
 location's Latitude, Longitude, Accuracy and Altitude), giving the place on its command line
 (latitude, longitude, altitude; an altitude of "unknown" is GeoClue's -DBL_MAX) once each client
-starts. Each call and property set is printed, one line each, for the test to follow.
+starts, and a second place (--then LATITUDE,LONGITUDE) at SIGUSR1. A location is its client's child,
+as GeoClue makes it (/org/freedesktop/GeoClue2/Client/1/Location/0). It also serves a decoy location
+(…/Location/99) that it never announces. Each call, property set and location read is printed, one
+line each, for the test to follow.
 
 With --refuse, Start answers org.freedesktop.DBus.Error.AccessDenied, as GeoClue does for a system
 service its configuration does not list.
 """
+import signal
 import sys
+import time
 
 from gi.repository import Gio, GLib
 
@@ -45,6 +50,8 @@ arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
 refuse = "--refuse" in sys.argv
 latitude, longitude = float(arguments[0]), float(arguments[1])
 altitude = -sys.float_info.max if arguments[2] == "unknown" else float(arguments[2])
+then = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--then=")), None)
+places = {"99": (-45.0, 170.0, 0.0)}  # the decoy's
 
 bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
 clients = {}  # sender -> its client's path and properties
@@ -61,7 +68,8 @@ def manager_call(connection, sender, path, interface, method, parameters, invoca
         clients[sender] = {"path": client, "DesktopId": "", "RequestedAccuracyLevel": 0, "DistanceThreshold": 0,
                            "TimeThreshold": 0, "Active": False, "Location": "/"}
         connection.register_object(client, CLIENT, client_call, client_get, client_set)
-    say("GetClient", clients[sender]["path"])
+    # When, on CLOCK_MONOTONIC (the test's clock too): what came before a moment the test marks.
+    say("GetClient", clients[sender]["path"], "at", "%.6f" % time.monotonic(), "for", sender)
     invocation.return_value(GLib.Variant("(o)", (clients[sender]["path"],)))
 
 
@@ -78,14 +86,20 @@ def client_call(connection, sender, path, interface, method, parameters, invocat
     invocation.return_value(None)
     if method == "Start":
         client["Active"] = True
-        location = "/org/freedesktop/GeoClue2/Location/%d" % (len(locations) + 1)
-        connection.register_object(location, LOCATION, None, location_get, None)
-        locations.append(location)
-        old, client["Location"] = client["Location"], location
-        connection.emit_signal(None, path, "org.freedesktop.GeoClue2.Client", "LocationUpdated",
-                               GLib.Variant("(oo)", (old, location)))
+        announce(client, (latitude, longitude, altitude))
     else:
         client["Active"] = False
+
+
+def announce(client, place):
+    """A new location object under the client, and LocationUpdated for it."""
+    number = str(len(locations))
+    places[number] = place
+    location = "%s/Location/%s" % (client["path"], number)
+    bus.register_object(location, LOCATION, None, location_get, None)
+    locations.append(location)
+    old, client["Location"] = client["Location"], location
+    bus.emit_signal(None, client["path"], "org.freedesktop.GeoClue2.Client", "LocationUpdated", GLib.Variant("(oo)", (old, location)))
 
 
 def client_get(connection, sender, path, interface, name):
@@ -101,10 +115,25 @@ def client_set(connection, sender, path, interface, name, value):
 
 
 def location_get(connection, sender, path, interface, name):
-    values = {"Latitude": latitude, "Longitude": longitude, "Accuracy": 5000.0, "Altitude": altitude}
+    if name == "Latitude":
+        say("Read", path)
+    lat, lon, alt = places[path.rsplit("/", 1)[1]]
+    values = {"Latitude": lat, "Longitude": lon, "Accuracy": 5000.0, "Altitude": alt}
     return GLib.Variant("s", "stand-in") if name == "Description" else GLib.Variant("d", values[name])
 
 
+def next_place():
+    lat, lon = (float(v) for v in then.split(","))
+    for client in clients.values():
+        if client["Active"]:
+            announce(client, (lat, lon, 0.0))
+    return GLib.SOURCE_REMOVE
+
+
 bus.register_object("/org/freedesktop/GeoClue2/Manager", MANAGER, manager_call, None, None)
+bus.register_object("/org/freedesktop/GeoClue2/Client/1/Location/99", LOCATION, None, location_get, None)
+# A parent may hand its blocked signals down (the test's does).
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
+GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR1, lambda: GLib.idle_add(next_place) and True)
 Gio.bus_own_name_on_connection(bus, "org.freedesktop.GeoClue2", Gio.BusNameOwnerFlags.NONE, None, None)
 GLib.MainLoop().run()

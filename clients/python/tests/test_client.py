@@ -98,7 +98,7 @@ def test_the_hinge_class_reads_the_protocols_example_and_an_older_daemons_line()
     message = json.loads(line)
     sample = motiond.samples.sample_from_wire(message)
     assert {f.name for f in dataclasses.fields(sample)} == set(message) - {"class"}
-    assert (sample.angle, sample.mode, sample.base.z, sample.display.y) == (112.5, "laptop", -1, -0.38)
+    assert (sample.angle, sample.mode, sample.base.z, sample.display.y) == (112.5, "laptop", 1, -0.92)
     older = motiond.samples.sample_from_wire({"class": "HINGE", "timestamp": 1, "angle": 90, "mode": "laptop"})
     assert older.display is None and older.base is None
 
