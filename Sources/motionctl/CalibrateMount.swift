@@ -4,6 +4,7 @@ import MotionClient
 import MotionCore
 import MotionDevices
 import MotionFusion
+import MotionSystem
 import Synchronization
 
 /// `motionctl calibrate mount`: the accelerometer's mount matrix from three still poses, written to
@@ -83,7 +84,7 @@ struct CalibrateMount: ParsableCommand {
             return
         }
         guard let frame = chosen.frameMatrix.flatMap(Self.matrix) else { fail("motiond does not say how it turns \(chosen.device)'s readings") }
-        let baseReadings = base.map { BaseReadings(client: client, base: $0) }
+        let baseReadings = base.flatMap { base in Self.foldsBack(base) ? BaseReadings(client: client, base: base) : nil }
         defer { baseReadings?.stop() }
         // A 2-in-1 starts folded and lying flat: the turn from there to the first pose is waited for,
         // and motiond knows the hinge's angle, which the base's readings come with.
@@ -142,6 +143,17 @@ struct CalibrateMount: ParsableCommand {
             print("To apply it, as root: write the \(records.count == 1 ? "entry" : "entries") to \(Self.localHwdb), then run")
             print("  systemd-hwdb update && " + records.map { "udevadm trigger --action=change \($0.1)" }.joined(separator: " && "))
         }
+    }
+
+    /// Whether the 2-in-1 with `base` folds right back into a tablet, as the base's check needs: asked
+    /// where someone answers at a terminal (a detachable, or a hinge that stops at 180°, does not), else
+    /// taken as so.
+    static func foldsBack(_ base: DevicesReply.Device) -> Bool {
+        guard Syscall.isTerminal(STDIN_FILENO) else { return true }
+        print("A second accelerometer is in the base (\(base.device)). Does the machine fold right back into a tablet, screen out? [Y/n] ", terminator: "")
+        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased(), answer.hasPrefix("n") else { return true }
+        print("The base's matrix is not checked: hold the display alone in the poses.")
+        return false
     }
 
     /// The device's directory in sysfs, links resolved (the key's parts are read from its parents).

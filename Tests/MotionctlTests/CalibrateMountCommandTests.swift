@@ -289,9 +289,9 @@ extension Hardware {
             return yoga.display.fixture + "\n" + base
         }
 
-        /// Runs the wizard on the Yoga, folded right back into a tablet and lying flat at the start, the
-        /// display's chip reading `display` in each pose and the base's `base`.
-        static func wizardOnTheYoga(display: [[Int]], base: [[Int]], root: String) async throws -> (run: ProgramRun, written: String?) {
+        /// Runs the wizard on the Yoga, lying flat at the start, the display's chip reading `display` in
+        /// each pose and the base's `base`; with `answer`, at a terminal (script(1)), typing it.
+        static func wizardOnTheYoga(display: [[Int]], base: [[Int]], root: String, answer: String? = nil) async throws -> (run: ProgramRun, written: String?) {
             let testbed = try Testbed()
             try testbed.add(yogaFixture())
             let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
@@ -322,7 +322,13 @@ extension Hardware {
             }
             turning.start()
             let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
-            let run = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"])
+            let arguments = ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"]
+            let run: ProgramRun
+            if let answer {
+                run = try await runProgram("/bin/sh", ["-c", "printf '\(answer)\\n' | script -qec '\(([motionctl] + arguments).joined(separator: " "))' /dev/null"])
+            } else {
+                run = try await runProgram(motionctl, arguments)
+            }
             return (run, try? String(contentsOfFile: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", encoding: .utf8))
         }
 
@@ -383,6 +389,21 @@ extension Hardware {
             let (run, written) = try await Self.wizardOnTheYoga(display: [display.poses[2]] + display.poses, base: basePoses, root: root)
             #expect(run.status == 0, "\(run.output) \(run.errors)")
             #expect(run.output.contains(says), "\(run.output)")
+            let entry = try #require(written, "nothing written")
+            #expect(entry.contains(" ACCEL_MOUNT_MATRIX=\(display.shippedValue)\n ACCEL_LOCATION=display\n"), "\(entry)")
+            #expect(!entry.contains("ACCEL_LOCATION=base"), "\(entry)")
+        }
+
+        /// At a terminal the wizard asks whether the machine folds right back; answered no (a detachable,
+        /// a hinge that stops at 180°), the display is calibrated alone and the base is not checked.
+        @Test func aTwoInOneThatDoesNotFoldBackIsCalibratedByItsDisplayAlone() async throws {
+            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let (display, base) = Self.yoga
+            let (run, written) = try await Self.wizardOnTheYoga(display: display.poses, base: Array(repeating: base.poses[2], count: 4), root: root, answer: "n")
+            #expect(run.status == 0, "\(run.output) \(run.errors)")
+            #expect(run.output.contains("Does the machine fold right back into a tablet, screen out? [Y/n]"), "\(run.output)")
+            #expect(run.output.contains("The base's matrix is not checked") && !run.output.contains("The base's accelerometer (iio:device1)"), "\(run.output)")
             let entry = try #require(written, "nothing written")
             #expect(entry.contains(" ACCEL_MOUNT_MATRIX=\(display.shippedValue)\n ACCEL_LOCATION=display\n"), "\(entry)")
             #expect(!entry.contains("ACCEL_LOCATION=base"), "\(entry)")
