@@ -182,7 +182,7 @@ extension Configuration: SettingsSection {
             check: { (-180...180).contains($0) ? nil : "\($0) is outside -180...180 degrees" }),
         .optional(
             "location", \.location, .text("\"latitude, longitude\" or \"latitude, longitude, altitude\": degrees north, degrees east, m"),
-            default: "none", reload: .live, flag: true,
+            default: "none; with dbus, GeoClue's place, asked while a client watches that frame", reload: .live, flag: true,
             summary: "Where the machine is: the xTrueNorthZVertical frame then turns by the World Magnetic Model's declination there (WMM2025, for the date), unless declination is set.",
             check: { GeographicLocation(parsing: $0) == nil ? "\"\($0)\" is not \"latitude, longitude[, altitude]\" with latitude -90...90, longitude -180...180 degrees, altitude -1000...100000 m" : nil }),
         .optional(

@@ -243,12 +243,18 @@ extension Hardware {
                     guard index + 1 < ups.count else { break }
                     // û turns about a as the device turns at ω = −θ̇·a (dû/dt = û × ω), in the chip's frame.
                     let next = ups[index + 1], axis = up.cross(next) * (1 / up.cross(next).length)
-                    let angle = acos(max(-1, min(1, up.dot(next)))), rate = 0.8, steps = Int(angle / rate * 100)
-                    for step in 1...steps {
-                        let turned = Quaternion(angle: angle * Double(step) / Double(steps), axis: axis).rotate(up)
-                        write(turned * Double(chuwi.countsPerG), "iio:device0", "accel")
+                    let angle = acos(max(-1, min(1, up.dot(next)))), rate = 0.8
+                    // The pose follows the clock, not the count of steps: on a loaded machine a sleep
+                    // overshoots, and the chip would turn slower than the gyroscope says.
+                    let start = Date()
+                    var step = 0
+                    while true {
+                        let turnedBy = min(angle, rate * Date().timeIntervalSince(start))
+                        write(Quaternion(angle: turnedBy, axis: axis).rotate(up) * Double(chuwi.countsPerG), "iio:device0", "accel")
+                        guard turnedBy < angle else { break }
                         // A count of noise, as a real gyroscope's: a reading that never changes is read as
                         // the same measurement again (`ChangeInstant`), not a new one.
+                        step += 1
                         let dither = Vector3(x: 1, y: 1, z: 1) * Double(step % 2)
                         write(chip * (axis * -rate) * (1 / gyroscopeScale) + dither, "iio:device1", "anglvel")
                         Thread.sleep(forTimeInterval: 0.01)
