@@ -98,6 +98,12 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
     /// Whether the magnetic field is currently judged disturbed.
     public var isMagneticFieldDisturbed: Bool { magnetic.isDisturbed }
 
+    /// The dip of the Earth's field where the device is, rad (nil: not known), as `OrientationFilter`'s.
+    public var expectedMagneticDip: Double? {
+        get { magnetic.expectedDip }
+        set { magnetic.expectedDip = newValue }
+    }
+
     /// One accelerometer sample: specific force, m/s² (+9.81 up at rest).
     public mutating func update(accelerometer acceleration: Vector3) {
         let mean = specificForce.update(acceleration)

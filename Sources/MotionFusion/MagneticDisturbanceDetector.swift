@@ -39,6 +39,13 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
     private(set) var referenceNorm = 0.0
     private(set) var referenceDip = 0.0
     private(set) var isDisturbed = true
+    /// The dip of the Earth's field where the device is, rad (the World Magnetic Model's inclination
+    /// there; nil: not known). A new field whose dip is further than `dipThreshold` from it is not
+    /// taken as the undisturbed one: a magnet beside the device when it starts, or one carried with
+    /// it, is not learnt as the Earth's field. Its strength is not used: a calibrated magnetometer's
+    /// scale is not the model's (BROAD's eleven development trials read 41–46 µT in Berlin, where the
+    /// model gives about 50, while their dips, 67.5–71.7°, are within 4° of its 68°).
+    var expectedDip: Double?
     private var undisturbedTime = 0.0
     private var rejectionTime: Double
     private var candidateNorm = -1.0
@@ -89,7 +96,9 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
             if rotationRate >= p.newFieldMinimumRate { candidateTime += period }
             candidateNorm += referenceGain * (current.x - candidateNorm)
             candidateDip += referenceGain * (current.y - candidateDip)
-            if isDisturbed && (candidateTime >= p.newFieldTime || (referenceNorm == 0 && candidateTime >= p.newFieldFirstTime)) {
+            if isDisturbed && (candidateTime >= p.newFieldTime || (referenceNorm == 0 && candidateTime >= p.newFieldFirstTime))
+                && expectedDip.map({ abs(candidateDip - $0) < p.dipThreshold }) ?? true
+            {
                 referenceNorm = candidateNorm
                 referenceDip = candidateDip
                 isDisturbed = false

@@ -156,6 +156,13 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// Whether the magnetic field is currently judged disturbed.
     public var isMagneticFieldDisturbed: Bool { magnetic.isDisturbed }
 
+    /// The dip of the Earth's field where the device is, rad (nil: not known): a new field far from
+    /// it is not taken as the undisturbed one (`MagneticDisturbanceDetector.expectedDip`).
+    public var expectedMagneticDip: Double? {
+        get { magnetic.expectedDip }
+        set { magnetic.expectedDip = newValue }
+    }
+
     /// The heading correction, rad: the turn about the vertical from the arbitrary frame to ENU.
     public var headingCorrection: Double { heading }
 

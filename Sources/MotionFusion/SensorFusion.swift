@@ -23,6 +23,14 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     public private(set) var softIron: SoftIronCalibrator
     /// Magnetic declination, radians east of true north (for `xTrueNorthZVertical`).
     public var declination: Double
+    /// The dip of the Earth's field where the device is, rad, from the World Magnetic Model (nil: not
+    /// known): a new field far from it is not taken as the undisturbed one.
+    public var expectedMagneticDip: Double? {
+        didSet {
+            filter.expectedMagneticDip = expectedMagneticDip
+            gyroscopeFree?.expectedMagneticDip = expectedMagneticDip
+        }
+    }
     private var specificForce = Vector3.zero
     private var rotationRate = Vector3.zero
     private var magneticField = Vector3.zero

@@ -77,7 +77,11 @@ final class FusionStage {
         didSet { box?.fusion.declination = declination * .pi / 180 }
     }
     /// The World Magnetic Model's field at the configured place, as last computed (nil: no place).
-    private(set) var geomagneticField: GeomagneticField?
+    private(set) var geomagneticField: GeomagneticField? {
+        didSet { box?.fusion.expectedMagneticDip = expectedMagneticDip }
+    }
+    /// The model's inclination at the place, rad: what the fusion's disturbance detector expects.
+    private var expectedMagneticDip: Double? { geomagneticField.map { $0.inclination * .pi / 180 } }
     /// When it was computed, s since 1970.
     private var geomagneticFieldTime = -Double.infinity
     /// How long a place's field stands before `refreshGeomagneticField` computes it again, s: 30 days
@@ -131,6 +135,7 @@ final class FusionStage {
                 gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
                 declination: declination)  // degrees here; the property is in radians
             if let saved = calibration.value { fresh.restore(saved) }
+            fresh.expectedMagneticDip = expectedMagneticDip
             box = FusionBox(fresh)
             pendingMotion = nil
             // A gyroscope plugged in anew is checked anew.

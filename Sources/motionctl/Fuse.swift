@@ -27,6 +27,11 @@ struct Fuse: ParsableCommand {
     @Option(help: "Also write the gyroscope calibration per row to this CSV: t,bias_x,bias_y,bias_z,bias_sigma,resting (°/s; resting 0 or 1).")
     var calibrationOutput: String?
 
+    @Option(help: ArgumentHelp(
+        "Where it was recorded, \"latitude, longitude[, altitude]\" (degrees, degrees, m): the World Magnetic Model's dip there (for today) tells the fusion which field is the Earth's, as motiond.conf's location does.",
+        valueName: "place"))
+    var location: String?
+
     @Flag(help: "Print the calibration learnt by the end (gyroscope bias and scale, magnetometer offset) to standard error.")
     var showCalibration = false
 
@@ -40,6 +45,13 @@ struct Fuse: ParsableCommand {
         }
         AccelerometerFiles.reportRepeats(recording.repeatedTimes, in: input)
         var fusion = SensorFusion(gyroscopeRate: recording.rate, magnetometerRate: recording.magnetometerRate)
+        if let location {
+            guard let place = GeographicLocation(parsing: location) else { throw ValidationError("--location \"\(location)\" is not \"latitude, longitude[, altitude]\"") }
+            let field = WorldMagneticModel.wmm2025.field(
+                latitude: place.latitude, longitude: place.longitude, altitude: place.altitude,
+                decimalYear: WorldMagneticModel.decimalYear(unixTime: Date().timeIntervalSince1970))
+            fusion.expectedMagneticDip = field.inclination * .pi / 180
+        }
         var csv = "t,qw,qx,qy,qz\n"
         csv.reserveCapacity(recording.rows.count * 64)
         var calibration = "t,bias_x,bias_y,bias_z,bias_sigma,resting\n"
