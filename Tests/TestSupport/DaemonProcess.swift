@@ -21,6 +21,11 @@ public final class DaemonProcess {
         inheriting: [Int32: String] = [:]
     ) throws {
         self.socket = socket
+        // A state directory of its own unless the test gives one: as root motiond keeps its calibration
+        // in /var/lib/motiond, and one test's learnt gyroscope scale made another's still device
+        // calibrate too slowly, depending on the order they ran in.
+        let arguments = arguments.contains { $0.hasPrefix("--state-directory") }
+            ? arguments : arguments + ["--state-directory", NSTemporaryDirectory() + "daemon-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"]
         if inheriting.isEmpty {
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = ["--socket", socket] + arguments
