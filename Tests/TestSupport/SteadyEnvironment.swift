@@ -12,10 +12,13 @@ public func steadyEnvironment() -> [String: String] {
 }
 
 extension Process {
-    /// `run()`, the environment handed over as read under `environmentLock` (the launch then reads
-    /// the process's own no more).
+    /// `run()` under `environmentLock`, the environment handed over as read there: a launch that only
+    /// read it under the lock still crashed in `Process.run`'s memcpy in a CI run of a later stop, so
+    /// the whole launch (a few ms) now waits for whoever changes the environment, and for the others.
     public func runWithSteadyEnvironment() throws {
-        if environment == nil { environment = steadyEnvironment() }
-        try run()
+        try environmentLock.withLock {
+            if environment == nil { environment = ProcessInfo.processInfo.environment }
+            try run()
+        }
     }
 }
