@@ -157,22 +157,18 @@ final class GeoClueClient: Sendable {
                 "type='signal',sender='\(client.owner)',path='\(client.path)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'"
             ) { [weak self] signal in self?.locationUpdated(signal, of: client) }
         }
-        for (name, value) in [("DesktopId", Property.text(Self.desktopID)), ("RequestedAccuracyLevel", .number(Self.accuracyLevel)),
-                              ("DistanceThreshold", .number(Self.distanceThreshold))] {
-            let set = try bus.newMethodCall(destination: client.owner, path: client.path, interface: "org.freedesktop.DBus.Properties", member: "Set")
-            try set.append("org.freedesktop.GeoClue2.Client")
-            try set.append(name)
-            switch value {
-            case .text(let text): try set.append(container: "v", of: "s") { v throws(BusError) in try v.append(text) }
-            case .number(let number): try set.append(container: "v", of: "u") { v throws(BusError) in try v.append(number) }
-            }
-            try bus.call(set) { [weak self] reply in self?.report(reply, "setting \(name)") }
-        }
+        try set("DesktopId", of: client, as: "s") { v throws(BusError) in try v.append(Self.desktopID) }
+        try set("RequestedAccuracyLevel", of: client, as: "u") { v throws(BusError) in try v.append(Self.accuracyLevel) }
+        try set("DistanceThreshold", of: client, as: "u") { v throws(BusError) in try v.append(Self.distanceThreshold) }
     }
 
-    private enum Property {
-        case text(String)
-        case number(UInt32)
+    /// Sets the client's property `name`, of D-Bus type `type`, to what `value` appends.
+    private func set(_ name: String, of client: Client, as type: String, _ value: (BusMessage) throws(BusError) -> Void) throws(BusError) {
+        let set = try bus.newMethodCall(destination: client.owner, path: client.path, interface: "org.freedesktop.DBus.Properties", member: "Set")
+        try set.append("org.freedesktop.GeoClue2.Client")
+        try set.append(name)
+        try set.append(container: "v", of: type, value)
+        try bus.call(set) { [weak self] reply in self?.report(reply, "setting \(name)") }
     }
 
     private func startLocating(_ client: Client) throws(BusError) {
