@@ -27,19 +27,23 @@ import Testing
         var magneticHeadings: [Int64: Double] = [:]
         var trueHeadings: [Int64: Double] = [:]
         var differences: [Double] = []
-        let deadline = Date().addingTimeInterval(20)
+        var received = (pairsOfLines: 0, magneticHeadings: 0, trueHeadings: 0)
+        // The deadline only bounds a hang: at the full suite's start on two cores a run of 20 s
+        // ended with no pair (the test alone takes about a second).
+        let deadline = Date().addingTimeInterval(60)
         while differences.count < count, Date() < deadline {
             let m = try magnetic.decode(MotionMessage.self, try magnetic.next("MOTION"))
             let t = try trueNorth.decode(MotionMessage.self, try trueNorth.next("MOTION"))
-            if let heading = m.heading { magneticHeadings[m.timestamp] = heading }
-            if let heading = t.heading { trueHeadings[t.timestamp] = heading }
+            received.pairsOfLines += 1
+            if let heading = m.heading { magneticHeadings[m.timestamp] = heading; received.magneticHeadings += 1 }
+            if let heading = t.heading { trueHeadings[t.timestamp] = heading; received.trueHeadings += 1 }
             for stamp in [m.timestamp, t.timestamp] {
                 if let a = trueHeadings.removeValue(forKey: stamp), let b = magneticHeadings.removeValue(forKey: stamp) {
                     differences.append(remainder(a - b, 360))
                 }
             }
         }
-        #expect(differences.count == count, "samples both watchers got with a heading")
+        #expect(differences.count == count, "samples both watchers got with a heading; received \(received)")
         try magnetic.send(#"{"class":"STATUS"}"#)
         let status = try magnetic.decode(StatusReply.self, try magnetic.next("STATUS"))
         return (differences, status)
