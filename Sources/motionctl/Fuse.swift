@@ -24,6 +24,9 @@ struct Fuse: ParsableCommand {
     @Flag(help: "Use the gyroscope and accelerometer only (6D).")
     var noMagnetometer = false
 
+    @Flag(help: "Withhold the gyroscope: the fusion of a machine without one (the accelerometer's tilt and the magnetometer's heading).")
+    var noGyroscope = false
+
     @Option(help: "Also write the gyroscope calibration per row to this CSV: t,bias_x,bias_y,bias_z,bias_sigma,resting (°/s; resting 0 or 1).")
     var calibrationOutput: String?
 
@@ -44,7 +47,9 @@ struct Fuse: ParsableCommand {
             throw ValidationError("\(input): \(error)")
         }
         AccelerometerFiles.reportRepeats(recording.repeatedTimes, in: input)
-        var fusion = SensorFusion(gyroscopeRate: recording.rate, magnetometerRate: recording.magnetometerRate)
+        var fusion = noGyroscope
+            ? SensorFusion(gyroscopeRate: nil, accelerometerRate: recording.rate, magnetometerRate: recording.magnetometerRate)
+            : SensorFusion(gyroscopeRate: recording.rate, magnetometerRate: recording.magnetometerRate)
         if let location {
             guard let place = GeographicLocation(parsing: location) else { throw ValidationError("--location \"\(location)\" is not \"latitude, longitude[, altitude]\"") }
             let field = WorldMagneticModel.wmm2025.field(
@@ -58,12 +63,17 @@ struct Fuse: ParsableCommand {
         let degrees = 180 / Double.pi
         let device = DeviceNumber(0)
         for row in recording.rows {
-            fusion.update(SensorSample(kind: .gyroscope, device: device, timestamp: row.timestamp, vector: row.gyroscope))
+            if !noGyroscope { fusion.update(SensorSample(kind: .gyroscope, device: device, timestamp: row.timestamp, vector: row.gyroscope)) }
             fusion.update(SensorSample(kind: .accelerometer, device: device, timestamp: row.timestamp, vector: row.accelerometer))
             if !noMagnetometer, let field = row.magnetometer {
                 fusion.update(SensorSample(kind: .magnetometer, device: device, timestamp: row.timestamp, vector: field))
             }
-            let q = noMagnetometer ? fusion.filter.attitudeWithoutMagnetometer : fusion.filter.attitude
+            let q: Quaternion
+            if let gyroscopeFree = fusion.gyroscopeFree {
+                q = noMagnetometer ? gyroscopeFree.tilt : gyroscopeFree.attitude
+            } else {
+                q = noMagnetometer ? fusion.filter.attitudeWithoutMagnetometer : fusion.filter.attitude
+            }
             csv += "\(row.time),\(q.w),\(q.x),\(q.y),\(q.z)\n"
             if calibrationOutput != nil {
                 let b = fusion.filter.gyroscopeBias * degrees

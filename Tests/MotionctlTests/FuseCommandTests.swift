@@ -58,6 +58,35 @@ import TestSupport
         #expect(q.angle(to: Quaternion(angle: 0.2 * 2.99, axis: Vector3(x: 0, y: 0, z: 1))) < 0.01)
     }
 
+    /// `--no-gyroscope` fuses as a machine without one: the gyroscope's column, here a lie of 1 rad/s
+    /// about x, is not read, and the attitude is the library's gyroscope-free one, at the pose.
+    @Test func withheldTheGyroscopeIsNotReadAndTheAttitudeIsTheGyroscopeFreeFilters() async throws {
+        let lying = recording.split(separator: "\n").enumerated().map { index, line in
+            guard index > 0 else { return String(line) }
+            var fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            fields[4] = "1"
+            return fields.joined(separator: ",")
+        }.joined(separator: "\n") + "\n"
+        let input = try temporaryFile("no-gyroscope.csv", lying)
+        let output = try temporaryFile("no-gyroscope-out.csv")
+        let result = try await run(["fuse", "--no-gyroscope", "--input", input, "--output", output])
+        #expect(result.status == 0, "\(result.output)")
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 301)
+        let last = lines.last!.split(separator: ",").map { Double($0)! }
+        let q = Quaternion(w: last[1], x: last[2], y: last[3], z: last[4])
+        var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 100, magnetometerRate: 100)
+        for row in try IMUTable(csv: recording).rows {
+            fusion.update(SensorSample(kind: .accelerometer, device: DeviceNumber(0), timestamp: row.timestamp, vector: row.accelerometer))
+            fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: row.timestamp, vector: row.magnetometer!))
+        }
+        let library = try #require(fusion.gyroscopeFree?.attitude)
+        #expect(q.angle(to: library) < 1e-9)
+        // The pose: 0.2 rad/s about up for 2.99 s, which the compass follows late by its heading time
+        // constant (0.5 s): the pose of 2.49 s, within 1°.
+        #expect(q.angle(to: Quaternion(angle: 0.2 * 2.49, axis: Vector3(x: 0, y: 0, z: 1))) < .pi / 180, "\(q)")
+    }
+
     @Test func theCalibrationLearntIsShownOnRequest() async throws {
         let input = try temporaryFile("calibration.csv", recording)
         let result = try await runProgram(
