@@ -65,6 +65,14 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
         return next
     }
 
+    /// Goes on as if it had been fed `value` for ever: its output and state are that steady state.
+    mutating func settle(at value: Value) {
+        output = value
+        isWarm = true
+        s0 = value * (1 - coefficients.b0)
+        s1 = value * (coefficients.b2 - coefficients.a2)
+    }
+
     /// Feeds one sample; returns the filtered value.
     @inline(__always)
     mutating func update(_ x: Value) -> Value {
