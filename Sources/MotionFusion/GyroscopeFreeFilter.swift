@@ -9,7 +9,8 @@ import MotionCore
 ///
 /// Without a gyroscope nothing measures a turn, so the low-pass is the trade: a short time constant
 /// follows a turn quickly and shakes with the hand, a long one is steady and lags. A large, lasting
-/// change of direction is taken for a turn and followed with a short one (tilt and heading alike). A magnet near the device is rejected as the gyroscope-aided filter rejects it
+/// change of direction is taken for a turn and followed with a short one (tilt and heading alike).
+/// A magnet near the device is rejected as the gyroscope-aided filter rejects it
 /// (`MagneticDisturbanceDetector`: the field's strength or dip leaves the learnt ones), so the heading
 /// holds instead of swinging toward it.
 ///
@@ -22,7 +23,7 @@ import MotionCore
 ///   magnetometer's heading wanders by 1–2° a sample), and is followed with the short time constant
 ///   until it is within a quarter of the threshold. A quarter turn is followed within 0.5 s, where
 ///   the heading's low-pass alone took seconds. A tilt is followed the same way
-///   (`update(accelerometer:)`; `followsTilts`, default true).
+///   (`update(accelerometer:)`).
 ///
 /// Each gain is made for the time since the previous magnetometer sample, not for a nominal rate: a
 /// still chip polled for changes only delivers a few a second.
@@ -40,8 +41,6 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         public var turnThreshold = 8 * Double.pi / 180
         /// Time constant of the heading while it follows a turn, s (default 0.05).
         public var turnTau = 0.05
-        /// Whether a tilt is followed as a turn is (default true; see `update(accelerometer:)`).
-        public var followsTilts = true
         var magnetic = MagneticDisturbanceDetector.Parameters()
 
         /// The defaults.
@@ -53,8 +52,13 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
     /// The accelerometer's rate the filter is made for, Hz.
     public var accelerometerRate: Double { 1 / specificForce.period }
     private var up = Vector3(x: 0, y: 0, z: 1)
-    /// The specific force low-passed with `turnTau`, followed while the device tilts.
+    /// The specific force low-passed with `turnTau`, followed while the device tilts, and that
+    /// low-pass's gain per accelerometer sample.
     private var quickForce: Vector3?
+    private var quickGain: Double
+    /// The cosines of `turnThreshold` and of a quarter of it, computed once, not per sample.
+    private let turnCosine: Double
+    private let settledCosine: Double
     /// Accelerometer samples in a row whose direction is `turnThreshold` or more from `up`.
     private var tiltingSamples = 0
     /// Whether the tilt follows a turn.
@@ -74,6 +78,9 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
     public init(accelerometerRate: Double, magnetometerRate: Double? = nil, parameters: Parameters = .init()) {
         self.parameters = parameters
         specificForce = LowPassFilter(tau: parameters.gravityTau, period: 1 / accelerometerRate)
+        quickGain = firstOrderGain(tau: parameters.turnTau, period: 1 / accelerometerRate)
+        turnCosine = cos(parameters.turnThreshold)
+        settledCosine = cos(parameters.turnThreshold / 4)
         magnetometerPeriod = 1 / (magnetometerRate ?? accelerometerRate)
         magnetic = MagneticDisturbanceDetector(parameters: parameters.magnetic, period: magnetometerPeriod)
     }
@@ -83,6 +90,7 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
     public func atAccelerometerRate(_ accelerometerRate: Double) -> GyroscopeFreeFilter {
         var next = self
         next.specificForce = specificForce.atPeriod(1 / accelerometerRate)
+        next.quickGain = firstOrderGain(tau: parameters.turnTau, period: 1 / accelerometerRate)
         return next
     }
 
@@ -127,23 +135,18 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         let mean = specificForce.update(acceleration)
         let length = mean.length
         guard length > 0 else { return }
-        guard parameters.followsTilts else {
-            up = mean * (1 / length)
-            return
-        }
-        let gain = firstOrderGain(tau: parameters.turnTau, period: specificForce.period)
-        let quick = quickForce.map { $0 + (acceleration - $0) * gain } ?? acceleration
+        let quick = quickForce.map { $0 + (acceleration - $0) * quickGain } ?? acceleration
         quickForce = quick
         let strength = acceleration.length
         let cosine = strength > 0 ? acceleration.dot(up) / strength : 1
-        let turning = abs(strength - Units.standardGravity) < 0.1 * Units.standardGravity && cosine < cos(parameters.turnThreshold)
+        let turning = abs(strength - Units.standardGravity) < 0.1 * Units.standardGravity && cosine < turnCosine
         tiltingSamples = turning ? tiltingSamples + 1 : 0
         if tiltingSamples >= 2 { followingTilt = true }
         if followingTilt {
             let quickLength = quick.length
             guard quickLength > 0 else { return }
             up = quick * (1 / quickLength)
-            if cosine >= cos(parameters.turnThreshold / 4) {
+            if cosine >= settledCosine {
                 followingTilt = false
                 specificForce.settle(at: quick)
             }

@@ -57,11 +57,7 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
             next.warmUpSum = warmUpSum * (Double(next.warmUpCount) / Double(warmUpCount))
         }
         next.output = output
-        next.isWarm = isWarm
-        if isWarm {
-            next.s0 = output * (1 - next.coefficients.b0)
-            next.s1 = output * (next.coefficients.b2 - next.coefficients.a2)
-        }
+        if isWarm { next.settle(at: output) }
         return next
     }
 
@@ -80,12 +76,8 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
             warmUpCount += 1
             warmUpSum = warmUpSum + x
             output = warmUpSum * (1 / Double(warmUpCount))
-            isWarm = Double(warmUpCount) * period >= tau
-            if isWarm {
-                // Steady state for a constant input equal to the mean.
-                s0 = output * (1 - coefficients.b0)
-                s1 = output * (coefficients.b2 - coefficients.a2)
-            }
+            // Then the steady state for a constant input equal to the mean.
+            if Double(warmUpCount) * period >= tau { settle(at: output) }
             return output
         }
         let c = coefficients

@@ -46,6 +46,7 @@ struct Fuse: ParsableCommand {
         } catch {
             throw ValidationError("\(input): \(error)")
         }
+        if noGyroscope && calibrationOutput != nil { throw ValidationError("--calibration-output writes the gyroscope's calibration; --no-gyroscope has none") }
         AccelerometerFiles.reportRepeats(recording.repeatedTimes, in: input)
         var fusion = noGyroscope
             ? SensorFusion(gyroscopeRate: nil, accelerometerRate: recording.rate, magnetometerRate: recording.magnetometerRate)
