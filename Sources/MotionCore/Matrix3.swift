@@ -37,7 +37,7 @@ public struct Matrix3: Sendable, Hashable, Codable {
     }
 
     /// `self × v`: each output component is the dot product of a row with `v`.
-    @inlinable
+    @inlinable @inline(__always)
     public static func * (m: Matrix3, v: Vector3) -> Vector3 {
         Vector3(
             x: m.row0.x * v.x + m.row0.y * v.y + m.row0.z * v.z,
@@ -46,7 +46,7 @@ public struct Matrix3: Sendable, Hashable, Codable {
     }
 
     /// The product `a × b` (apply `b`, then `a`).
-    @inlinable
+    @inlinable @inline(__always)
     public static func * (a: Matrix3, b: Matrix3) -> Matrix3 {
         // Each row of the product is a row of `a` combining the rows of `b`.
         func row(_ r: Vector3) -> Vector3 { b.row0 * r.x + b.row1 * r.y + b.row2 * r.z }

@@ -32,7 +32,7 @@ public struct Quaternion: Sendable, Hashable, Codable {
     }
 
     /// The Hamilton product `lhs ⊗ rhs`: first rotate by `rhs`, then by `lhs`.
-    @inlinable
+    @inlinable @inline(__always)
     public static func * (a: Quaternion, b: Quaternion) -> Quaternion {
         Quaternion(
             w: a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
@@ -63,7 +63,7 @@ public struct Quaternion: Sendable, Hashable, Codable {
     }
 
     /// `q v q*`: the vector `v` rotated by this quaternion.
-    @inlinable
+    @inlinable @inline(__always)
     public func rotate(_ v: Vector3) -> Vector3 {
         // v + 2w(u × v) + 2u × (u × v), with u the vector part.
         let tx = 2 * (y * v.z - z * v.y)
@@ -76,7 +76,7 @@ public struct Quaternion: Sendable, Hashable, Codable {
     }
 
     /// The rotation matrix `R` with `R v = rotate(v)`.
-    @inlinable
+    @inlinable @inline(__always)
     public var rotationMatrix: Matrix3 {
         Matrix3(
             row0: Vector3(x: 1 - 2 * (y * y + z * z), y: 2 * (x * y - w * z), z: 2 * (x * z + w * y)),

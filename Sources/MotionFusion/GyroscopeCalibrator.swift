@@ -100,8 +100,11 @@ struct GyroscopeCalibrator: Sendable, Codable, Equatable {
         rotatedBiasMean = LowPassFilter(tau: accelerometerTau, period: accelerometerPeriod)
     }
 
-    /// The bias's standard deviation, rad/s: the square root of the largest diagonal term.
-    var sigma: Double { max(covariance.row0.x, covariance.row1.y, covariance.row2.z).squareRoot() }
+    /// The bias's variance, (rad/s)²: the largest diagonal term.
+    var variance: Double { max(covariance.row0.x, covariance.row1.y, covariance.row2.z) }
+
+    /// The bias's standard deviation, rad/s.
+    var sigma: Double { variance.squareRoot() }
 
     /// The scale's standard deviation: the square root of the largest diagonal term.
     var scaleSigma: Double { max(scaleCovariance.row0.x, scaleCovariance.row1.y, scaleCovariance.row2.z).squareRoot() }

@@ -176,14 +176,7 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         var trust = magnetic.update(fieldEarth: fieldEarth, rotationRate: .greatestFiniteMagnitude, period: period)
         // The detector judges a low-passed field; without a gyroscope to hold the heading, the few
         // samples before its verdict would already swing it, so each sample is judged on its own too.
-        let norm = fieldEarth.length
-        let dip = -asin(max(-1, min(1, fieldEarth.z / norm)))
-        if magnetic.referenceNorm > 0,
-            abs(norm - magnetic.referenceNorm) > parameters.magnetic.normThreshold * magnetic.referenceNorm
-                || abs(dip - magnetic.referenceDip) > parameters.magnetic.dipThreshold
-        {
-            trust = 0
-        }
+        if magnetic.referenceNorm > 0, !magnetic.fitsReference(fieldEarth) { trust = 0 }
         let error = wrapAngle(measured - heading)
         // A field the detector rejects outright is no evidence of a turn (it still half-trusts the
         // first field until it has learnt it, 5 s: a turn then counts).

@@ -34,10 +34,16 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
 
     let parameters: Parameters
     private(set) var referenceGain: Double
-    private var normDipMean: LowPassFilter<Vector3>
-    /// The undisturbed field's norm (µT) and dip angle (rad); norm 0 until one is known.
-    private(set) var referenceNorm = 0.0
-    private(set) var referenceDip = 0.0
+    // The low-passed field as (norm, horizontal, down), µT: the dip as a direction in the vertical
+    // plane, so that no sample needs an inverse sine or tangent (one took 10 % of the fusion's time).
+    // Two directions are within `dipThreshold` when their angle is: their dot product is at least
+    // cos(dipThreshold) times their lengths.
+    private var fieldMean: LowPassFilter<Vector3>
+    private let dipCosineSquared: Double
+    /// The undisturbed field as (norm, horizontal, down), µT; norm 0 until one is known.
+    private var reference = Vector3.zero
+    /// The undisturbed field's norm, µT; 0 until one is known.
+    var referenceNorm: Double { reference.x }
     private(set) var isDisturbed = true
     /// The dip of the Earth's field where the device is, rad (the World Magnetic Model's inclination
     /// there; nil: not known). A new field whose dip is further than `dipThreshold` from it is not
@@ -45,17 +51,21 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
     /// it, is not learnt as the Earth's field. Its strength is not used: a calibrated magnetometer's
     /// scale is not the model's (BROAD's eleven development trials read 41–46 µT in Berlin, where the
     /// model gives about 50, while their dips, 67.5–71.7°, are within 4° of its 68°).
-    var expectedDip: Double?
+    var expectedDip: Double? {
+        didSet { expectedDirection = expectedDip.map { Vector3(x: 1, y: cos($0), z: sin($0)) } }
+    }
+    private var expectedDirection: Vector3?
     private var undisturbedTime = 0.0
     private var rejectionTime: Double
-    private var candidateNorm = -1.0
-    private var candidateDip = 0.0
+    private var candidate = Vector3(x: -1, y: 0, z: 0)
     private var candidateTime = 0.0
 
     init(parameters: Parameters, period: Double) {
         self.parameters = parameters
         referenceGain = firstOrderGain(tau: parameters.referenceTau, period: period)
-        normDipMean = LowPassFilter(tau: parameters.currentTau, period: period)
+        fieldMean = LowPassFilter(tau: parameters.currentTau, period: period)
+        let cosine = cos(parameters.dipThreshold)
+        dipCosineSquared = cosine * cosine
         rejectionTime = parameters.maximumRejectionTime
     }
 
@@ -67,7 +77,7 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
     func atPeriod(_ period: Double) -> MagneticDisturbanceDetector {
         var next = self
         next.referenceGain = firstOrderGain(tau: parameters.referenceTau, period: period)
-        next.normDipMean = normDipMean.atPeriod(period)
+        next.fieldMean = fieldMean.atPeriod(period)
         return next
     }
 
@@ -76,15 +86,14 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
     mutating func update(fieldEarth: Vector3, rotationRate: Double, period: Double) -> Double {
         let norm = fieldEarth.length
         guard norm > 0 else { return 0 }
-        let current = normDipMean.update(Vector3(x: norm, y: -asin(max(-1, min(1, fieldEarth.z / norm))), z: 0))
+        let current = fieldMean.update(Self.normAndDip(fieldEarth, norm: norm))
         let p = parameters
 
-        if abs(current.x - referenceNorm) < p.normThreshold * referenceNorm && abs(current.y - referenceDip) < p.dipThreshold {
+        if agree(current, reference) {
             undisturbedTime += period
             if undisturbedTime >= p.minimumUndisturbedTime {
                 isDisturbed = false
-                referenceNorm += referenceGain * (current.x - referenceNorm)
-                referenceDip += referenceGain * (current.y - referenceDip)
+                reference = reference + (current - reference) * referenceGain
             }
         } else {
             undisturbedTime = 0
@@ -92,22 +101,19 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
         }
 
         // A field that stays steady while the device turns is the new undisturbed field.
-        if abs(current.x - candidateNorm) < p.normThreshold * candidateNorm && abs(current.y - candidateDip) < p.dipThreshold {
+        if agree(current, candidate) {
             if rotationRate >= p.newFieldMinimumRate { candidateTime += period }
-            candidateNorm += referenceGain * (current.x - candidateNorm)
-            candidateDip += referenceGain * (current.y - candidateDip)
-            if isDisturbed && (candidateTime >= p.newFieldTime || (referenceNorm == 0 && candidateTime >= p.newFieldFirstTime))
-                && expectedDip.map({ abs(candidateDip - $0) < p.dipThreshold }) ?? true
+            candidate = candidate + (current - candidate) * referenceGain
+            if isDisturbed && (candidateTime >= p.newFieldTime || (reference.x == 0 && candidateTime >= p.newFieldFirstTime))
+                && expectedDirection.map({ agreeInDip(candidate, $0) }) ?? true
             {
-                referenceNorm = candidateNorm
-                referenceDip = candidateDip
+                reference = candidate
                 isDisturbed = false
                 undisturbedTime = p.minimumUndisturbedTime
             }
         } else {
             candidateTime = 0
-            candidateNorm = current.x
-            candidateDip = current.y
+            candidate = current
         }
 
         if isDisturbed {
@@ -119,5 +125,31 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
         }
         rejectionTime = max(rejectionTime - p.rejectionFactor * period, 0)
         return 1
+    }
+
+    /// Whether one field, unfiltered, in the earth frame (µT), agrees with the undisturbed one in norm
+    /// and dip (false while none is known).
+    func fitsReference(_ fieldEarth: Vector3) -> Bool {
+        let norm = fieldEarth.length
+        return norm > 0 && agree(Self.normAndDip(fieldEarth, norm: norm), reference)
+    }
+
+    /// (norm, horizontal, down) of a field in the earth frame (z up) whose norm is `norm`, µT.
+    @inline(__always)
+    private static func normAndDip(_ fieldEarth: Vector3, norm: Double) -> Vector3 {
+        Vector3(x: norm, y: (fieldEarth.x * fieldEarth.x + fieldEarth.y * fieldEarth.y).squareRoot(), z: -fieldEarth.z)
+    }
+
+    /// Whether two fields agree: norms within `normThreshold` of `b`'s, dips within `dipThreshold`.
+    @inline(__always)
+    private func agree(_ a: Vector3, _ b: Vector3) -> Bool {
+        abs(a.x - b.x) < parameters.normThreshold * b.x && agreeInDip(a, b)
+    }
+
+    /// Whether the dip directions (y, z) of two fields are within `dipThreshold` of each other.
+    @inline(__always)
+    private func agreeInDip(_ a: Vector3, _ b: Vector3) -> Bool {
+        let dot = a.y * b.y + a.z * b.z
+        return dot > 0 && dot * dot >= dipCosineSquared * (a.y * a.y + a.z * a.z) * (b.y * b.y + b.z * b.z)
     }
 }

@@ -63,7 +63,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     private var bx = 0.0, by = 0.0, bz = 0.0, b1 = 0.0, yy = 0.0
     private var sinceEvaluation = 0.0
     private var sinceReset = 0.0
-    private var windowNorm = 0.0
+    private var windowMeanSquare = 0.0
 
     /// The hard-iron offset removed from every reading, µT, device frame.
     public private(set) var offset = Vector3.zero
@@ -117,13 +117,17 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         // different spheres; a window that mixes them fits neither. A jump of the field strength
         // starts a new window (at most once per window time, as a wrong offset makes the strength
         // swing while the device turns).
+        // The strengths are compared squared, and the window's is its mean square: no square root
+        // per reading.
         let calibrated = m - offset
-        let norm = calibrated.length
+        let normSquared = calibrated.squaredLength
         sinceReset += period
-        if windowNorm > 0 && abs(norm - windowNorm) > parameters.resetThreshold * windowNorm && sinceReset >= parameters.windowTau {
+        if windowMeanSquare > 0 && sinceReset >= parameters.windowTau
+            && !Self.within(parameters.resetThreshold, of: windowMeanSquare, normSquared)
+        {
             resetWindow()
         }
-        windowNorm = windowNorm > 0 ? windowNorm * decay + norm * (1 - decay) : norm
+        windowMeanSquare = windowMeanSquare > 0 ? windowMeanSquare * decay + normSquared * (1 - decay) : normSquared
         accumulate(m)
         sinceEvaluation += period
         if sinceEvaluation >= parameters.evaluationInterval {
@@ -133,18 +137,26 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         if sinceEvaluation == 0 {
             // The offset may just have changed.
             let recalibrated = m - offset
-            currentFieldFits = radius > 0 && abs(recalibrated.length - radius) <= 0.1 * radius
+            currentFieldFits = radius > 0 && Self.within(0.1, of: radius * radius, recalibrated.squaredLength)
             return recalibrated
         }
-        currentFieldFits = radius > 0 && abs(norm - radius) <= 0.1 * radius
+        currentFieldFits = radius > 0 && Self.within(0.1, of: radius * radius, normSquared)
         return calibrated
+    }
+
+    /// Whether a strength is within `fraction` of a reference one, both given squared (µT²): |n − r| ≤
+    /// fraction · r.
+    @inline(__always)
+    private static func within(_ fraction: Double, of referenceSquared: Double, _ normSquared: Double) -> Bool {
+        let low = 1 - fraction, high = 1 + fraction
+        return normSquared >= low * low * referenceSquared && normSquared <= high * high * referenceSquared
     }
 
     private mutating func resetWindow() {
         sxx = 0; sxy = 0; sxz = 0; sx = 0; syy = 0; syz = 0; sy = 0; szz = 0; sz = 0; s1 = 0
         bx = 0; by = 0; bz = 0; b1 = 0; yy = 0
         sinceReset = 0
-        windowNorm = 0
+        windowMeanSquare = 0
     }
 
     @inline(__always)

@@ -65,7 +65,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     // Almost-inertial → earth (6D) frame: the accumulated inclination corrections.
     private var inclinationCorrection = Quaternion.identity
     // Heading correction about the vertical, rad: 6D earth → ENU.
-    private var heading = 0.0
+    private var heading = HeadingAngle()
     private var accelerationMean: LowPassFilter<Vector3>
     private var rest: RestDetector
     private var gyroscopeCalibrator: GyroscopeCalibrator
@@ -137,7 +137,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
 
     /// Device → East-North-Up (with the magnetometer's heading).
     public var attitude: Quaternion {
-        Quaternion(w: cos(heading / 2), x: 0, y: 0, z: sin(heading / 2)) * attitudeWithoutMagnetometer
+        Quaternion(w: cos(heading.radians / 2), x: 0, y: 0, z: sin(heading.radians / 2)) * attitudeWithoutMagnetometer
     }
 
     /// The estimated gyroscope bias, rad/s, device frame.
@@ -170,7 +170,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     }
 
     /// The heading correction, rad: the turn about the vertical from the arbitrary frame to ENU.
-    public var headingCorrection: Double { heading }
+    public var headingCorrection: Double { heading.radians }
 
     /// Whether the heading has had its initial fast convergence (one magnetometer time constant).
     public var hasConvergedHeading: Bool { initialMagnetometerGain == 0 }
@@ -192,7 +192,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         // The sensor's own period, not the jittered difference of the host's stamps.
         let period = gyroscopeClock.interval(to: timestamp)
         if parameters.estimatesBiasAtRest || parameters.rejectsMagneticDisturbances {
-            rest.update(gyroscope: rate, bias: gyroscopeCalibrator.bias, biasSigma: gyroscopeCalibrator.sigma)
+            rest.update(gyroscope: rate, bias: gyroscopeCalibrator.bias, biasVariance: gyroscopeCalibrator.variance)
         }
         rateSum = rateSum + rate
         rateCount += 1
@@ -210,17 +210,28 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         // Low-pass in the almost-inertial frame (gravity is constant there, accelerations are not),
         // then into the earth frame and straight up.
         let mean = accelerationMean.update(gyroscopeAttitude.rotate(acceleration))
-        var up = inclinationCorrection.rotate(mean)
-        let length = up.length
-        guard length > 0 else { return }
-        up = up * (1 / length)
-        let w = ((up.z + 1) / 2).squareRoot()
+        let force = inclinationCorrection.rotate(mean)
+        let horizontalSquared = force.x * force.x + force.y * force.y
         let correction: Quaternion
-        if w > 1e-6 {
-            let half = 0.5 / w
-            correction = Quaternion(w: w, x: up.y * half, y: -up.x * half, z: 0)
+        if force.z > 0 && horizontalSquared < 1e-6 * force.z * force.z {
+            // The usual case, the low-passed force already within a milliradian of up: the turn onto
+            // +z is (L + z, y, −x, 0) up to its norm, and L + z = 2z to within the tilt squared, so
+            // (1, y/2z, −x/2z, 0) turns by the same angle to within its cube (below 1e-9 rad) and the
+            // renormalisation below takes up its norm. No square root, one division.
+            let k = 0.5 / force.z
+            correction = Quaternion(w: 1, x: force.y * k, y: -force.x * k, z: 0)
         } else {
-            correction = Quaternion(w: 0, x: 1, y: 0, z: 0)
+            // The shortest turn of `force` onto +z, (L + z, y, −x, 0) / √(2L(L + z)) for a vector of
+            // length L.
+            let length = (horizontalSquared + force.z * force.z).squareRoot()
+            guard length > 0 else { return }
+            let lift = length + force.z
+            if lift > 1e-12 * length {
+                let k = 1 / (2 * length * lift).squareRoot()
+                correction = Quaternion(w: lift * k, x: force.y * k, y: -force.x * k, z: 0)
+            } else {
+                correction = Quaternion(w: 0, x: 1, y: 0, z: 0)
+            }
         }
         inclinationCorrection = (correction * inclinationCorrection).renormalized
 
@@ -233,7 +244,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
                 rateSum = .zero
                 rateCount = 0
                 gyroscopeCalibrator.update(
-                    rotation: attitudeWithoutMagnetometer.rotationMatrix, rate: meanRate, correction: up,
+                    rotation: attitudeWithoutMagnetometer.rotationMatrix, rate: meanRate, correction: force * (1 / force.length),
                     restingRate: resting ? rest.meanRotationRate : nil, period: accelerometerPeriod)
             }
         }
@@ -253,7 +264,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             if initialMagnetometerGain * parameters.magnetometerTau < magnetometerPeriod { initialMagnetometerGain = 0 }
         }
         // Heading error: the horizontal field should point North (+y of ENU).
-        heading = wrapAngle(heading + gain * wrapAngle(atan2(fieldEarth.x, fieldEarth.y) - heading))
+        guard gain > 0 else { return }
+        heading.turn(by: gain * heading.error(east: fieldEarth.x, north: fieldEarth.y))
     }
 }
 
@@ -267,8 +279,10 @@ func rotationStep(_ rate: Vector3, speedSquared: Double, period: Double) -> Quat
     let s: Double  // sin(half angle) / speed
     if halfAngleSquared < 0.0025 {
         let h = halfAngleSquared
-        w = 1 - h / 2 * (1 - h / 12 * (1 - h / 30 * (1 - h / 56)))
-        s = period / 2 * (1 - h / 6 * (1 - h / 20 * (1 - h / 42 * (1 - h / 72))))
+        // Multiplied by the constant reciprocals: a division by a constant is not turned into a
+        // multiplication (it rounds differently), and eight of them were a third of a gyroscope update.
+        w = 1 - h * 0.5 * (1 - h * (1 / 12.0) * (1 - h * (1 / 30.0) * (1 - h * (1 / 56.0))))
+        s = period * 0.5 * (1 - h * (1 / 6.0) * (1 - h * (1 / 20.0) * (1 - h * (1 / 42.0) * (1 - h * (1 / 72.0)))))
     } else {
         let speed = speedSquared.squareRoot()
         let half = speed * period / 2

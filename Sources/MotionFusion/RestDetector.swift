@@ -41,14 +41,16 @@ struct RestDetector: Sendable, Codable, Equatable {
     /// The low-pass mean rotation rate, rad/s (what the bias is at rest).
     var meanRotationRate: Vector3 { gyroscopeMean.output }
 
-    /// One rotation rate (rad/s), with the bias estimated so far and its standard deviation (rad/s).
-    mutating func update(gyroscope rate: Vector3, bias: Vector3 = .zero, biasSigma: Double = .infinity) {
+    /// One rotation rate (rad/s), with the bias estimated so far and its variance ((rad/s)²; the
+    /// variance, not the deviation, saves a square root per sample).
+    mutating func update(gyroscope rate: Vector3, bias: Vector3 = .zero, biasVariance: Double = .infinity) {
         let mean = gyroscopeMean.update(rate)
         let t = parameters.maximumRate
-        let settled = max(parameters.settledRate, parameters.biasSigmaFactor * biasSigma)
+        let settledSquared = max(
+            parameters.settledRate * parameters.settledRate, parameters.biasSigmaFactor * parameters.biasSigmaFactor * biasVariance)
         if (rate - mean).squaredLength >= parameters.gyroscopeThreshold * parameters.gyroscopeThreshold
             || abs(mean.x) > t || abs(mean.y) > t || abs(mean.z) > t
-            || (mean - bias).squaredLength > settled * settled
+            || (mean - bias).squaredLength > settledSquared
         {
             quietTime = 0
             isResting = false

@@ -33,6 +33,9 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     }
 
     let parameters: Parameters
+    // The weight each older stamp keeps per new one, e^(−T/τ) at the nominal period T: a few per cent
+    // off the true period changes τ by as much, and saves an exponential per sample.
+    private let forgetting: Double
     /// The estimated period, s: the nominal one, or after a restart the last estimate, until the fit
     /// spans `minimumSpan`.
     private(set) var period: Double
@@ -51,6 +54,7 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     init(nominalPeriod: Double, parameters: Parameters = .init()) {
         self.parameters = parameters
         period = nominalPeriod
+        forgetting = exp(-nominalPeriod / parameters.tau)
     }
 
     /// The interval to integrate the sample stamped `timestamp` (ns) over, s: the periods since the
@@ -66,7 +70,8 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
             restart(at: timestamp)
             return period
         }
-        let periods = max(1, (difference / period).rounded())
+        // Rounded by truncation (the ratio is at most `maximumGap`): `rounded()` is a call to libm.
+        let periods = max(1, Double(Int(difference / period + 0.5)))
         count += periods
         fit(count: count, stamp: Double(timestamp &- firstTimestamp) * 1e-9)
         if count * period >= parameters.minimumSpan && countVariance > 0 {
@@ -78,13 +83,13 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     // Exponentially weighted Welford update of the means and sums of squares: stable for any length
     // of run, since only deviations from the means are squared.
     private mutating func fit(count k: Double, stamp t: Double) {
-        let forgetting = exp(-period / parameters.tau)
         weight = forgetting * weight + 1
+        let share = 1 / weight
         countVariance *= forgetting
         covariance *= forgetting
         let countDeviation = k - countMean
-        countMean += countDeviation / weight
-        stampMean += (t - stampMean) / weight
+        countMean += countDeviation * share
+        stampMean += (t - stampMean) * share
         countVariance += countDeviation * (k - countMean)
         covariance += countDeviation * (t - stampMean)
     }
