@@ -36,6 +36,12 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     // The weight each older stamp keeps per new one, e^(−T/τ) at the nominal period T: a few per cent
     // off the true period changes τ by as much, and saves an exponential per sample.
     private let forgetting: Double
+    // The nominal rate, Hz: the periods an interval spans are counted against it, not against the
+    // estimate, which kept a chain of three divisions running from each sample into the next.
+    // Within `maximumGap` periods, a sensor 10 % off its nominal rate is still counted right; one
+    // set to half or twice its true rate still is too (it counts 2 per sample, or 1, and the fit's
+    // slope is the period per count).
+    private let nominalRate: Double
     /// The estimated period, s: the nominal one, or after a restart the last estimate, until the fit
     /// spans `minimumSpan`.
     private(set) var period: Double
@@ -55,6 +61,7 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
         self.parameters = parameters
         period = nominalPeriod
         forgetting = exp(-nominalPeriod / parameters.tau)
+        nominalRate = 1 / nominalPeriod
     }
 
     /// The interval to integrate the sample stamped `timestamp` (ns) over, s: the periods since the
@@ -71,7 +78,7 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
             return period
         }
         // Rounded by truncation (the ratio is at most `maximumGap`): `rounded()` is a call to libm.
-        let periods = max(1, Double(Int(difference / period + 0.5)))
+        let periods = max(1, Double(Int(difference * nominalRate + 0.5)))
         count += periods
         fit(count: count, stamp: Double(timestamp &- firstTimestamp) * 1e-9)
         if count * period >= parameters.minimumSpan && countVariance > 0 {
