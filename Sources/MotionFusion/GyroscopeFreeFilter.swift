@@ -173,7 +173,7 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         }
         // No gyroscope tells whether the device turns, so a new steady field is accepted after the
         // detector's `newFieldTime` whether or not it turned (as if it always did).
-        var trust = magnetic.update(fieldEarth: fieldEarth, rotationRate: .greatestFiniteMagnitude, period: period)
+        var trust = magnetic.update(fieldEarth: fieldEarth, rotation: MagneticDisturbanceDetector.alwaysTurning, period: period)
         // The detector judges a low-passed field; without a gyroscope to hold the heading, the few
         // samples before its verdict would already swing it, so each sample is judged on its own too.
         if magnetic.referenceNorm > 0, !magnetic.fitsReference(fieldEarth) { trust = 0 }

@@ -81,9 +81,13 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
         return next
     }
 
-    /// Feeds the field in the earth frame (µT) and the mean rotation rate (rad/s); returns the factor
-    /// (0…1) by which the heading correction's gain is multiplied.
-    mutating func update(fieldEarth: Vector3, rotationRate: Double, period: Double) -> Double {
+    /// A rotation faster than any threshold, rad/s: for a device that cannot tell whether it turns.
+    static let alwaysTurning = Vector3(x: .infinity, y: 0, z: 0)
+
+    /// Feeds the field in the earth frame (µT) and the mean rotation rate (rad/s, a vector: its
+    /// length is compared squared); returns the factor (0…1) by which the heading correction's gain
+    /// is multiplied.
+    mutating func update(fieldEarth: Vector3, rotation: Vector3, period: Double) -> Double {
         let norm = fieldEarth.length
         guard norm > 0 else { return 0 }
         let current = fieldMean.update(Self.normAndDip(fieldEarth, norm: norm))
@@ -102,7 +106,7 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
 
         // A field that stays steady while the device turns is the new undisturbed field.
         if agree(current, candidate) {
-            if rotationRate >= p.newFieldMinimumRate { candidateTime += period }
+            if rotation.squaredLength >= p.newFieldMinimumRate * p.newFieldMinimumRate { candidateTime += period }
             candidate = candidate + (current - candidate) * referenceGain
             if isDisturbed && (candidateTime >= p.newFieldTime || (reference.x == 0 && candidateTime >= p.newFieldFirstTime))
                 && expectedDirection.map({ agreeInDip(candidate, $0) }) ?? true

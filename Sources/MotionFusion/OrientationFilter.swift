@@ -202,7 +202,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let unbiased = gyroscopeCalibrator.corrected(rate)
         let speedSquared = unbiased.squaredLength
         guard speedSquared > 1e-24 else { return }
-        gyroscopeAttitude = (gyroscopeAttitude * rotationStep(unbiased, speedSquared: speedSquared, period: period)).renormalized
+        gyroscopeAttitude = keptUnit(gyroscopeAttitude * rotationStep(unbiased, speedSquared: speedSquared, period: period))
     }
 
     /// One accelerometer sample: specific force in m/s² (+9.81 on the up axis at rest), timestamp in ns.
@@ -217,12 +217,13 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let horizontalSquared = force.x * force.x + force.y * force.y
         let correction: Quaternion
         if force.z > 0 && horizontalSquared < 1e-6 * force.z * force.z {
-            // The usual case, the low-passed force already within a milliradian of up: the turn onto
-            // +z is (L + z, y, −x, 0) up to its norm, and L + z = 2z to within the tilt squared, so
-            // (1, y/2z, −x/2z, 0) turns by the same angle to within its cube (below 1e-9 rad) and the
-            // renormalisation below takes up its norm. No square root, one division.
+            // The usual case, the low-passed force already within a milliradian α of up: the turn
+            // onto +z is (L + z, y, −x, 0) up to its norm, and L + z = 2z to within α², so the
+            // vector part (y, −x) / 2z with w = 1 − |v|²/2 turns by the same angle to within 0.2 α³
+            // (below 1e-9 rad) and is a unit quaternion to within |v|⁴/4. No square root, one division.
             let k = 0.5 / force.z
-            correction = Quaternion(w: 1, x: force.y * k, y: -force.x * k, z: 0)
+            let v = Vector3(x: force.y * k, y: -force.x * k, z: 0)
+            correction = Quaternion(w: 1 - 0.5 * horizontalSquared * k * k, x: v.x, y: v.y, z: 0)
         } else {
             // The shortest turn of `force` onto +z, (L + z, y, −x, 0) / √(2L(L + z)) for a vector of
             // length L.
@@ -236,7 +237,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
                 correction = Quaternion(w: 0, x: 1, y: 0, z: 0)
             }
         }
-        inclinationCorrection = (correction * inclinationCorrection).renormalized
+        inclinationCorrection = keptUnit(correction * inclinationCorrection)
 
         if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
             biasCountdown -= 1
@@ -259,7 +260,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let fieldEarth = attitudeWithoutMagnetometer.rotate(field)
         var gain = magnetometerGain
         if parameters.rejectsMagneticDisturbances {
-            gain *= magnetic.update(fieldEarth: fieldEarth, rotationRate: rest.meanRotationRate.length, period: magnetometerPeriod)
+            gain *= magnetic.update(fieldEarth: fieldEarth, rotation: rest.meanRotationRate, period: magnetometerPeriod)
         }
         if initialMagnetometerGain != 0 {
             gain = max(gain, initialMagnetometerGain)
@@ -293,6 +294,16 @@ func rotationStep(_ rate: Vector3, speedSquared: Double, period: Double) -> Quat
         s = sin(half) / speed
     }
     return Quaternion(w: w, x: s * rate.x, y: s * rate.y, z: s * rate.z)
+}
+
+/// A product of unit quaternions, brought back to unit norm only once rounding has moved it by more
+/// than 1e-13: the test is off the chain each sample waits for (the branch is predicted), while the
+/// Newton step on every product was a quarter of a gyroscope update. A norm off by 1e-13 scales a
+/// rotated vector by as much.
+@inline(__always)
+func keptUnit(_ q: Quaternion) -> Quaternion {
+    let n = q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z
+    return abs(n - 1) > 1e-13 ? q.renormalized : q
 }
 
 /// An angle wrapped into (−π, π], rad.

@@ -19,7 +19,7 @@ import Testing
     static func learn(_ field: Vector3, seconds: Double, on detector: inout MagneticDisturbanceDetector) -> (trusted: Bool, norm: Double) {
         var gain = 0.0
         for _ in 0..<Int(seconds * 50) {
-            gain = detector.update(fieldEarth: field, rotationRate: 30 * .pi / 180, period: 0.02)
+            gain = detector.update(fieldEarth: field, rotation: Vector3(x: 0, y: 0, z: 30 * .pi / 180), period: 0.02)
         }
         return (gain == 1 && !detector.isDisturbed, detector.referenceNorm)
     }
