@@ -4,7 +4,7 @@ import Glibc
 
 /// An angle about the vertical, rad, kept with its cosine and sine, so that the heading correction
 /// measures its error and turns it by a small step without a trigonometric function per
-/// magnetometer sample (glibc's `atan2` took 8 % of the fusion's time). Small errors and steps use
+/// magnetometer sample (glibc's `atan2` took 6 % of the fusion's time). Small errors and steps use
 /// short series; larger ones (the first corrections, a turn seen after a disturbance) the C library.
 struct HeadingAngle: Sendable, Codable, Equatable {
     /// The angle, rad, in (−π, π].
@@ -14,7 +14,7 @@ struct HeadingAngle: Sendable, Codable, Equatable {
 
     init() {}
 
-    /// The angle, rad, in (−π, π], from this heading to the horizontal direction whose east and
+    /// The angle, rad, in [−π, π], from this heading to the horizontal direction whose east and
     /// north components are given (in any one unit): the error of the heading when that direction
     /// is north.
     @inline(__always)

@@ -8,10 +8,11 @@ import MotionCore
 /// 2023, §3.4), and decides how much the heading may be corrected.
 ///
 /// Parameters (defaults are VQF's):
-/// - `currentTau` 0.05 s: time constant of the low-pass on norm and dip;
+/// - `currentTau` 0.05 s: time constant of the low-pass on the field's norm and its direction in the
+///   vertical plane (the dip of the mean direction, not the mean of the dips);
 /// - `referenceTau` 20 s: time constant with which the references follow an undisturbed field;
 /// - `normThreshold` 0.1: largest relative deviation of the norm;
-/// - `dipThreshold` 10°: largest deviation of the dip angle;
+/// - `dipThreshold` 10°: largest deviation of the dip angle (below 90°: it is tested by its cosine);
 /// - `newFieldTime` 20 s: how long a steady new field must be seen, in motion, to be accepted;
 /// - `newFieldFirstTime` 5 s: the same for the first field;
 /// - `newFieldMinimumRate` 20 °/s: rotation needed for that time to count (a magnet moves with the device);

@@ -117,8 +117,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         // different spheres; a window that mixes them fits neither. A jump of the field strength
         // starts a new window (at most once per window time, as a wrong offset makes the strength
         // swing while the device turns).
-        // The strengths are compared squared, and the window's is its mean square: no square root
-        // per reading.
+        // The strengths are compared squared, and the window's is its root mean square (not its
+        // mean: they differ by σ²/2μ for readings of mean μ and spread σ): no square root per reading.
         let calibrated = m - offset
         let normSquared = calibrated.squaredLength
         sinceReset += period

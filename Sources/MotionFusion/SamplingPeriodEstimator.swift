@@ -36,11 +36,10 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     // The weight each older stamp keeps per new one, e^(−T/τ) at the nominal period T: a few per cent
     // off the true period changes τ by as much, and saves an exponential per sample.
     private let forgetting: Double
-    // The nominal rate, Hz: the periods an interval spans are counted against it, not against the
-    // estimate, which kept a chain of three divisions running from each sample into the next.
-    // Within `maximumGap` periods, a sensor 10 % off its nominal rate is still counted right; one
-    // set to half or twice its true rate still is too (it counts 2 per sample, or 1, and the fit's
-    // slope is the period per count).
+    // The nominal rate, Hz. The periods an interval spans are counted against it while the fitted
+    // period is within 5 % of the nominal one (then a gap of up to `maximumGap` periods is still
+    // counted right): a division by the fitted period put a chain of three divisions from each
+    // sample into the next. A sensor further off its nominal rate is counted against the fit.
     private let nominalRate: Double
     /// The estimated period, s: the nominal one, or after a restart the last estimate, until the fit
     /// spans `minimumSpan`.
@@ -78,7 +77,8 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
             return period
         }
         // Rounded by truncation (the ratio is at most `maximumGap`): `rounded()` is a call to libm.
-        let periods = max(1, Double(Int(difference * nominalRate + 0.5)))
+        let rate = abs(period * nominalRate - 1) < 0.05 ? nominalRate : 1 / period
+        let periods = max(1, Double(Int(difference * rate + 0.5)))
         count += periods
         fit(count: count, stamp: Double(timestamp &- firstTimestamp) * 1e-9)
         if count * period >= parameters.minimumSpan && countVariance > 0 {

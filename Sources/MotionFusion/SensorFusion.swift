@@ -186,7 +186,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     public mutating func update(_ sample: SensorSample) {
         // Inlined into the caller, which hands on the fields in registers: a sample built just
         // before (a lap's stamp moved on, a scan decoded) and read back through memory by a wider
-        // load than it was stored with stalled the store forwarding, a quarter of the call's time.
+        // load than it was stored with stalled the store forwarding, half of the call's time.
         guard !sample.isRepeat else { return }
         update(sample.kind, vector: sample.vector, timestamp: sample.timestamp)
     }
