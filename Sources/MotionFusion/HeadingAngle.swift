@@ -12,8 +12,6 @@ struct HeadingAngle: Sendable, Codable, Equatable {
     private var cosine = 1.0
     private var sine = 0.0
 
-    init() {}
-
     /// The angle, rad, in [−π, π], from this heading to the horizontal direction whose east and
     /// north components are given (in any one unit): the error of the heading when that direction
     /// is north.

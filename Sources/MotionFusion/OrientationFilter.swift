@@ -33,12 +33,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         public var estimatesBiasInMotion = true
         /// Whether the gyroscope bias is estimated while the device rests (default true).
         public var estimatesBiasAtRest = true
-        /// The lowest rate the gyroscope bias estimator runs at, Hz (default 25): it takes every n-th
-        /// accelerometer sample, n the largest that keeps it at or above this rate (every sample of a
-        /// slower accelerometer); 0: every sample.
-        /// Its inputs are low-passed with τ = 3 s, so 25 Hz loses nothing: on BROAD's development
-        /// trials every figure moved by at most 0.003° from 50 Hz, at every rate, and its cost per
-        /// 9D sample at 285.7 Hz halved.
+        /// The lowest rate the gyroscope bias estimator runs at, Hz (default 25; 0: every accelerometer
+        /// sample). Its inputs are low-passed with τ = 3 s: on BROAD's trials no figure moved by more
+        /// than 0.003° from 50 Hz.
         public var biasEstimationRate = 25.0
         /// Whether the gyroscope's scale-factor errors are estimated with its bias (default true; see
         /// `GyroscopeCalibrator`).
@@ -95,8 +92,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         gyroscopeClock = SamplingPeriodEstimator(nominalPeriod: gyroscopePeriod)
         accelerationMean = LowPassFilter(tau: parameters.accelerometerTau, period: accelerometerPeriod)
         rest = RestDetector(parameters: parameters.rest, gyroscopePeriod: gyroscopePeriod, accelerometerPeriod: accelerometerPeriod)
-        // The bias changes over minutes and the estimator's inputs are low-passed with τ = 3 s
-        // (cut-off 0.075 Hz), so sampling them at 25 Hz loses nothing; faster samples are skipped.
+        // Every n-th sample, n the largest that keeps the estimator at or above its rate.
         biasDecimation = max(1, Int(parameters.biasEstimationRate == 0 ? 1 : (1 / accelerometerPeriod) / parameters.biasEstimationRate))
         gyroscopeCalibrator = GyroscopeCalibrator(
             parameters: parameters.gyroscope, accelerometerPeriod: accelerometerPeriod * Double(biasDecimation),
@@ -284,8 +280,8 @@ func rotationStep(_ rate: Vector3, speedSquared: Double, period: Double) -> Quat
     let s: Double  // sin(half angle) / speed
     if halfAngleSquared < 0.0025 {
         let h = halfAngleSquared
-        // Multiplied by the constant reciprocals: a division by a constant is not turned into a
-        // multiplication (it rounds differently), and eight of them were a third of a gyroscope update.
+        // Multiplied by constant reciprocals: a division by a constant stays a division (it rounds
+        // differently), eight of them a sample.
         w = 1 - h * 0.5 * (1 - h * (1 / 12.0) * (1 - h * (1 / 30.0) * (1 - h * (1 / 56.0))))
         s = period * 0.5 * (1 - h * (1 / 6.0) * (1 - h * (1 / 20.0) * (1 - h * (1 / 42.0) * (1 - h * (1 / 72.0)))))
     } else {
@@ -297,10 +293,8 @@ func rotationStep(_ rate: Vector3, speedSquared: Double, period: Double) -> Quat
     return Quaternion(w: w, x: s * rate.x, y: s * rate.y, z: s * rate.z)
 }
 
-/// A product of unit quaternions, brought back to unit norm only once rounding has moved its squared
-/// norm by more than 1e-13: the test is off the chain each sample waits for (the branch is predicted), while the
-/// Newton step on every product was a quarter of a gyroscope update. A norm off by 1e-13 scales a
-/// rotated vector by as much.
+/// A product of unit quaternions, renormalised only once rounding has moved its squared norm by 1e-13:
+/// the (predicted) test is off the chain each sample waits for, the Newton step was not.
 @inline(__always)
 func keptUnit(_ q: Quaternion) -> Quaternion {
     let n = q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z

@@ -36,11 +36,6 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     // The weight each older stamp keeps per new one, e^(−T/τ) at the nominal period T: a few per cent
     // off the true period changes τ by as much, and saves an exponential per sample.
     private let forgetting: Double
-    // The nominal rate, Hz. The periods an interval spans are counted against it while the fitted
-    // period is within 5 % of the nominal one (then a gap of up to `maximumGap` periods is still
-    // counted right): a division by the fitted period put a chain of three divisions from each
-    // sample into the next. A sensor further off its nominal rate is counted against the fit.
-    private let nominalRate: Double
     /// The estimated period, s: the nominal one, or after a restart the last estimate, until the fit
     /// spans `minimumSpan`.
     private(set) var period: Double
@@ -60,7 +55,6 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
         self.parameters = parameters
         period = nominalPeriod
         forgetting = exp(-nominalPeriod / parameters.tau)
-        nominalRate = 1 / nominalPeriod
     }
 
     /// The interval to integrate the sample stamped `timestamp` (ns) over, s: the periods since the
@@ -77,8 +71,7 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
             return period
         }
         // Rounded by truncation (the ratio is at most `maximumGap`): `rounded()` is a call to libm.
-        let rate = abs(period * nominalRate - 1) < 0.05 ? nominalRate : 1 / period
-        let periods = max(1, Double(Int(difference * rate + 0.5)))
+        let periods = max(1, Double(Int(difference / period + 0.5)))
         count += periods
         fit(count: count, stamp: Double(timestamp &- firstTimestamp) * 1e-9)
         if count * period >= parameters.minimumSpan && countVariance > 0 {

@@ -16,8 +16,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// The orientation filter of a machine without a gyroscope; `nil` when there is one.
     public private(set) var gyroscopeFree: GyroscopeFreeFilter?
     /// Whether it was made for a gyroscope (else it fuses the accelerometer and magnetometer alone).
-    /// Stored, not read off `gyroscopeFree`: testing the optional copied the whole filter, some 1 kB,
-    /// three times per 9D sample (13 % of the fusion's time).
+    /// (Stored: testing the optional `gyroscopeFree` copied its 1 kB.)
     public let usesGyroscope: Bool
     /// The magnetometer's hard-iron calibration.
     public private(set) var calibrator: MagnetometerCalibrator
@@ -184,9 +183,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// nothing.
     @inlinable
     public mutating func update(_ sample: SensorSample) {
-        // Inlined into the caller, which hands on the fields in registers: a sample built just
-        // before (a lap's stamp moved on, a scan decoded) and read back through memory by a wider
-        // load than it was stored with stalled the store forwarding, half of the call's time.
+        // Inlined, so that the caller hands on the fields in registers: a sample just built, read
+        // back by a wider load than it was stored with, stalled store forwarding.
         guard !sample.isRepeat else { return }
         update(sample.kind, vector: sample.vector, timestamp: sample.timestamp)
     }
@@ -210,7 +208,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             specificForce = vector
             if !usesGyroscope {
                 timestamp = sampleTimestamp
-                gyroscopeFree!.update(accelerometer: vector)
+                gyroscopeFree?.update(accelerometer: vector)
             } else if let last = lastGyroscopeTimestamp, sampleTimestamp <= last {
                 filter.update(accelerometer: vector, timestamp: sampleTimestamp)
             } else {
@@ -226,8 +224,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             magneticField = calibrator.currentFieldFits
                 ? softIron.calibrate(hardIronCorrected) : softIron.matrix * hardIronCorrected
             if !usesGyroscope {
-                gyroscopeFree!.update(magnetometer: magneticField, timestamp: sampleTimestamp)
-                if correctedFrameOffset == nil { correctedFrameOffset = gyroscopeFree!.headingCorrection }
+                gyroscopeFree?.update(magnetometer: magneticField, timestamp: sampleTimestamp)
+                if correctedFrameOffset == nil { correctedFrameOffset = gyroscopeFree?.headingCorrection }
                 return
             }
             filter.update(magnetometer: magneticField, timestamp: sampleTimestamp)
@@ -237,13 +235,20 @@ public struct SensorFusion: Sendable, Codable, Equatable {
         }
     }
 
+    /// Device → earth (z up) without the magnetometer's heading: the gyroscope's arbitrary heading, or
+    /// without a gyroscope the tilt alone.
+    public var attitudeWithoutMagnetometer: Quaternion { gyroscopeFree?.tilt ?? filter.attitudeWithoutMagnetometer }
+
+    /// Device → East-North-Up, from whichever filter runs (not normalised for output, unlike `attitude(in:)`).
+    public var eastNorthUpAttitude: Quaternion { gyroscopeFree?.attitude ?? filter.attitude }
+
     /// The device → reference quaternion in `frame`. Without a magnetometer every frame is the
     /// arbitrary one.
     public func attitude(in frame: AttitudeReferenceFrame) -> Attitude {
-        let withoutMagnetometer = gyroscopeFree?.tilt ?? filter.attitudeWithoutMagnetometer
+        let withoutMagnetometer = attitudeWithoutMagnetometer
         guard hasMagnetometer else { return Attitude(quaternion: withoutMagnetometer) }
         let headingCorrection = gyroscopeFree?.headingCorrection ?? filter.headingCorrection
-        let enu = gyroscopeFree?.attitude ?? filter.attitude
+        let enu = eastNorthUpAttitude
         let q: Quaternion
         switch frame {
         case .xArbitraryZVertical where usesGyroscope:

@@ -69,12 +69,7 @@ struct Fuse: ParsableCommand {
             if !noMagnetometer, let field = row.magnetometer {
                 fusion.update(SensorSample(kind: .magnetometer, device: device, timestamp: row.timestamp, vector: field))
             }
-            let q: Quaternion
-            if let gyroscopeFree = fusion.gyroscopeFree {
-                q = noMagnetometer ? gyroscopeFree.tilt : gyroscopeFree.attitude
-            } else {
-                q = noMagnetometer ? fusion.filter.attitudeWithoutMagnetometer : fusion.filter.attitude
-            }
+            let q = noMagnetometer ? fusion.attitudeWithoutMagnetometer : fusion.eastNorthUpAttitude
             csv += "\(row.time),\(q.w),\(q.x),\(q.y),\(q.z)\n"
             if calibrationOutput != nil {
                 let b = fusion.filter.gyroscopeBias * degrees

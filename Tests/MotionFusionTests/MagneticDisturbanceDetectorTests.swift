@@ -40,4 +40,15 @@ import Testing
         let withEarth = Self.learn(earth, seconds: 6, on: &told)
         #expect(withEarth.trusted && abs(withEarth.norm - 48) < 1, "\(withEarth)")
     }
+
+    /// Once the Earth's field is learnt (48 µT, dip 68°), a field of the same strength whose dip is
+    /// 9° off is undisturbed and one 11° off is disturbed, either side: `dipThreshold` 10° (VQF's).
+    @Test func aDipWithinTenDegreesIsUndisturbedAndOneBeyondIsDisturbed() {
+        for (offset, undisturbed) in [(9.0, true), (-9.0, true), (11.0, false), (-11.0, false)] {
+            var detector = MagneticDisturbanceDetector(parameters: .init(), period: 0.02)
+            #expect(Self.learn(Self.field(norm: 48, dip: 68), seconds: 6, on: &detector).trusted)
+            let tilted = Self.learn(Self.field(norm: 48, dip: 68 + offset), seconds: 1, on: &detector)
+            #expect(tilted.trusted == undisturbed, "dip off by \(offset)°")
+        }
+    }
 }
