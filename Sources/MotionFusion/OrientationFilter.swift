@@ -33,10 +33,11 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         public var estimatesBiasInMotion = true
         /// Whether the gyroscope bias is estimated while the device rests (default true).
         public var estimatesBiasAtRest = true
-        /// The lowest rate the gyroscope bias estimator runs at, Hz (default 25; 0: every accelerometer
-        /// sample). Its inputs are low-passed with τ = 3 s: on BROAD's trials no figure moved by more
-        /// than 0.003° from 50 Hz.
-        public var biasEstimationRate = 25.0
+        /// The lowest rate the gyroscope bias estimator runs at, Hz (default 12.5; 0: every
+        /// accelerometer sample). Its inputs are low-passed with τ = 3 s, a cut-off of 0.075 Hz, far
+        /// below it: on BROAD's development trials, from 25 Hz, no figure moved by more than 0.01°
+        /// at any rate, on either half.
+        public var biasEstimationRate = 12.5
         /// Whether the gyroscope's scale-factor errors are estimated with its bias (default true; see
         /// `GyroscopeCalibrator`).
         public var estimatesGyroscopeScale: Bool {
@@ -80,6 +81,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     // The raw rotation rates since the calibrator's last step, whose mean it is given.
     private var rateSum = Vector3.zero
     private var rateCount = 0
+    // The previous gyroscope sample's turn, rad (the coning correction's).
+    private var previousIncrement = Vector3.zero
 
     /// Creates a filter for sensors sampled at the given rates, Hz (the magnetometer's defaults to the
     /// gyroscope's).
@@ -196,10 +199,15 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         }
         rateSum = rateSum + rate
         rateCount += 1
-        let unbiased = gyroscopeCalibrator.corrected(rate)
-        let speedSquared = unbiased.squaredLength
-        guard speedSquared > 1e-24 else { return }
-        gyroscopeAttitude = keptUnit(gyroscopeAttitude * rotationStep(unbiased, speedSquared: speedSquared, period: period))
+        let increment = gyroscopeCalibrator.corrected(rate) * period
+        // Two-sample coning correction (Savage, "Strapdown inertial navigation integration algorithm
+        // design, part 1", J. Guidance 21(1), 1998, eq. 47): a sample is the mean rate over its
+        // period, and a turn whose axis itself turns is not the turn about the mean axis.
+        let angle = increment + previousIncrement.cross(increment) * (1 / 12.0)
+        previousIncrement = increment
+        let angleSquared = angle.squaredLength
+        guard angleSquared > 1e-30 else { return }
+        gyroscopeAttitude = keptUnit(gyroscopeAttitude * rotationStep(angle, angleSquared: angleSquared))
     }
 
     /// One accelerometer sample: specific force in m/s² (+9.81 on the up axis at rest), timestamp in ns.
@@ -212,7 +220,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let mean = accelerationMean.update(gyroscopeAttitude.rotate(acceleration))
         let force = inclinationCorrection.rotate(mean)
         let horizontalSquared = force.x * force.x + force.y * force.y
-        let correction: Quaternion
+        // A turn about a horizontal axis: its z is 0 (multiplying by a literal 0 is not free, it
+        // could be an infinity's NaN), so its product is written with the 12 terms that remain.
+        let correction: (w: Double, x: Double, y: Double)
         if force.z > 0 && horizontalSquared < 1e-6 * force.z * force.z {
             // The usual case, the low-passed force already within a milliradian α of up: the turn
             // onto +z is (L + z, y, −x, 0) up to its norm, and L + z = 2z to within α², so the
@@ -220,7 +230,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             // (below 1e-9 rad) and is a unit quaternion to within |v|⁴/4. No square root, one division.
             let k = 0.5 / force.z
             let v = Vector3(x: force.y * k, y: -force.x * k, z: 0)
-            correction = Quaternion(w: 1 - 0.5 * horizontalSquared * k * k, x: v.x, y: v.y, z: 0)
+            correction = (1 - 0.5 * horizontalSquared * k * k, v.x, v.y)
         } else {
             // The shortest turn of `force` onto +z, (L + z, y, −x, 0) / √(2L(L + z)) for a vector of
             // length L.
@@ -229,12 +239,17 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             let lift = length + force.z
             if lift > 1e-12 * length {
                 let k = 1 / (2 * length * lift).squareRoot()
-                correction = Quaternion(w: lift * k, x: force.y * k, y: -force.x * k, z: 0)
+                correction = (lift * k, force.y * k, -force.x * k)
             } else {
-                correction = Quaternion(w: 0, x: 1, y: 0, z: 0)
+                correction = (0, 1, 0)
             }
         }
-        inclinationCorrection = keptUnit(correction * inclinationCorrection)
+        let q = inclinationCorrection
+        inclinationCorrection = keptUnit(Quaternion(
+            w: correction.w * q.w - correction.x * q.x - correction.y * q.y,
+            x: correction.w * q.x + correction.x * q.w + correction.y * q.z,
+            y: correction.w * q.y - correction.x * q.z + correction.y * q.w,
+            z: correction.w * q.z + correction.x * q.y - correction.y * q.x))
 
         if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
             biasCountdown -= 1
@@ -270,27 +285,26 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     }
 }
 
-/// The quaternion of a turn at `rate` (rad/s) for `period` (s). The angle per sample is small, so the
-/// half-angle sine and cosine come from their series (error below 1e-15 up to 0.1 rad); larger steps
-/// use the library functions.
+/// The quaternion of the turn by the rotation vector `angle` (rad) whose squared length is
+/// `angleSquared`. The angle per sample is small, so the half-angle sine and cosine come from their
+/// series (error below 1e-15 up to 0.1 rad); larger steps use the library functions.
 @inline(__always)
-func rotationStep(_ rate: Vector3, speedSquared: Double, period: Double) -> Quaternion {
-    let halfAngleSquared = speedSquared * period * period / 4
+func rotationStep(_ angle: Vector3, angleSquared: Double) -> Quaternion {
+    let halfAngleSquared = angleSquared * 0.25
     let w: Double
-    let s: Double  // sin(half angle) / speed
+    let s: Double  // sin(half angle) / angle
     if halfAngleSquared < 0.0025 {
         let h = halfAngleSquared
         // Multiplied by constant reciprocals: a division by a constant stays a division (it rounds
         // differently), eight of them a sample.
         w = 1 - h * 0.5 * (1 - h * (1 / 12.0) * (1 - h * (1 / 30.0) * (1 - h * (1 / 56.0))))
-        s = period * 0.5 * (1 - h * (1 / 6.0) * (1 - h * (1 / 20.0) * (1 - h * (1 / 42.0) * (1 - h * (1 / 72.0)))))
+        s = 0.5 * (1 - h * (1 / 6.0) * (1 - h * (1 / 20.0) * (1 - h * (1 / 42.0) * (1 - h * (1 / 72.0)))))
     } else {
-        let speed = speedSquared.squareRoot()
-        let half = speed * period / 2
-        w = cos(half)
-        s = sin(half) / speed
+        let length = angleSquared.squareRoot()
+        w = cos(length / 2)
+        s = sin(length / 2) / length
     }
-    return Quaternion(w: w, x: s * rate.x, y: s * rate.y, z: s * rate.z)
+    return Quaternion(w: w, x: s * angle.x, y: s * angle.y, z: s * angle.z)
 }
 
 /// A product of unit quaternions, renormalised only once rounding has moved its squared norm by 1e-13:

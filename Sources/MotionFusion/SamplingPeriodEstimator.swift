@@ -72,16 +72,21 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
         }
         // Rounded by truncation (the ratio is at most `maximumGap`): `rounded()` is a call to libm.
         let periods = max(1, Double(Int(difference / period + 0.5)))
+        // The interval is counted in the period fitted up to the last sample, so that the fit's new
+        // slope (a division) is off the chain the gyroscope's integration waits for: a steady fit
+        // moves by parts in 10⁷ a sample, and the first fitted period counts one sample later.
+        let interval = periods * period
         count += periods
         fit(count: count, stamp: Double(timestamp &- firstTimestamp) * 1e-9)
         if count * period >= parameters.minimumSpan && countVariance > 0 {
             period = covariance / countVariance
         }
-        return periods * period
+        return interval
     }
 
     // Exponentially weighted Welford update of the means and sums of squares: stable for any length
     // of run, since only deviations from the means are squared.
+    @inline(__always)
     private mutating func fit(count k: Double, stamp t: Double) {
         weight = forgetting * weight + 1
         let share = 1 / weight
