@@ -203,7 +203,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         // Two-sample coning correction (Savage, "Strapdown inertial navigation integration algorithm
         // design, part 1", J. Guidance 21(1), 1998, eq. 47): a sample is the mean rate over its
         // period, and a turn whose axis itself turns is not the turn about the mean axis.
-        let angle = increment + previousIncrement.cross(increment) * (1 / 12.0)
+        // Only with the sample just before (not across a gap, a lost sample or a restart).
+        let previous = gyroscopeClock.followsLastSample ? previousIncrement : .zero
+        let angle = increment + previous.cross(increment) * (1 / 12.0)
         previousIncrement = increment
         let angleSquared = angle.squaredLength
         guard angleSquared > 1e-30 else { return }
@@ -220,8 +222,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let mean = accelerationMean.update(gyroscopeAttitude.rotate(acceleration))
         let force = inclinationCorrection.rotate(mean)
         let horizontalSquared = force.x * force.x + force.y * force.y
-        // A turn about a horizontal axis: its z is 0 (multiplying by a literal 0 is not free, it
-        // could be an infinity's NaN), so its product is written with the 12 terms that remain.
+        // A turn about a horizontal axis: its z is 0, and IEEE arithmetic does not let the compiler
+        // fold x·0 to 0, so its product is written with the 12 terms that remain.
         let correction: (w: Double, x: Double, y: Double)
         if force.z > 0 && horizontalSquared < 1e-6 * force.z * force.z {
             // The usual case, the low-passed force already within a milliradian α of up: the turn

@@ -40,6 +40,9 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     /// spans `minimumSpan`.
     private(set) var period: Double
     private var lastTimestamp: Int64?
+    /// Whether the last interval was one period after the sample before it (not the first, not
+    /// across a lost sample or a gap).
+    private(set) var followsLastSample = false
     private var firstTimestamp: Int64 = 0
     // The fit: the count of the last sample (periods since the first stamp), the weights' sum, the
     // weighted means of count and stamp (s since the first), and the weighted sums of squares.
@@ -60,6 +63,7 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
     /// The interval to integrate the sample stamped `timestamp` (ns) over, s: the periods since the
     /// last sample.
     mutating func interval(to timestamp: Int64) -> Double {
+        followsLastSample = false
         guard let last = lastTimestamp else {
             restart(at: timestamp)
             return period
@@ -76,6 +80,7 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
         // slope (a division) is off the chain the gyroscope's integration waits for: a steady fit
         // moves by parts in 10⁷ a sample, and the first fitted period counts one sample later.
         let interval = periods * period
+        followsLastSample = periods == 1
         count += periods
         fit(count: count, stamp: Double(timestamp &- firstTimestamp) * 1e-9)
         if count * period >= parameters.minimumSpan && countVariance > 0 {

@@ -28,16 +28,24 @@ import Testing
         #expect(largestError < 0.001, "\(largestError)")
     }
 
+    /// Also says whether each sample follows the one before by one period, which the coning
+    /// correction needs (it pairs a sample with the one just before).
     @Test func aLostSampleIsIntegratedOverTwoPeriodsAndASuspendOverNone() {
         // Set to 99 Hz, running at 100 Hz: after 2 s the period is the stamps' 10 ms.
         var clock = SamplingPeriodEstimator(nominalPeriod: 0.0101)
-        for k in 0..<200 { _ = clock.interval(to: Int64(k) * 10_000_000) }
+        _ = clock.interval(to: 0)
+        #expect(clock.followsLastSample == false)
+        for k in 1..<200 { _ = clock.interval(to: Int64(k) * 10_000_000) }
+        #expect(clock.followsLastSample)
         // Sample 200 lost in a FIFO overrun: the next step spans two periods.
         #expect(abs(clock.interval(to: 201 * 10_000_000) - 0.02) < 1e-9)
+        #expect(clock.followsLastSample == false)
         #expect(abs(clock.period - 0.01) < 1e-9)
         // A 10 s suspend: the rate during it is unknown, so one period is integrated, not 10 s.
         #expect(abs(clock.interval(to: 10_201 * 10_000_000) - 0.01) < 1e-9)
+        #expect(clock.followsLastSample == false)
         #expect(abs(clock.interval(to: 10_202 * 10_000_000) - 0.01) < 1e-9)
+        #expect(clock.followsLastSample)
     }
 
     /// A device shaken about the vertical, its rate swinging ±300 °/s at 2 Hz, gyroscope at 100 Hz with
