@@ -95,8 +95,10 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         gyroscopeClock = SamplingPeriodEstimator(nominalPeriod: gyroscopePeriod)
         accelerationMean = LowPassFilter(tau: parameters.accelerometerTau, period: accelerometerPeriod)
         rest = RestDetector(parameters: parameters.rest, gyroscopePeriod: gyroscopePeriod, accelerometerPeriod: accelerometerPeriod)
-        // Every n-th sample, n the largest that keeps the estimator at or above its rate.
-        biasDecimation = max(1, Int(parameters.biasEstimationRate == 0 ? 1 : (1 / accelerometerPeriod) / parameters.biasEstimationRate))
+        // Every n-th sample, n the largest that keeps the estimator at or above its rate (a rate that
+        // is no rate, NaN or not above 0, means every sample; `Int` of a NaN or a huge ratio traps).
+        let ratio = parameters.biasEstimationRate > 0 ? (1 / accelerometerPeriod) / parameters.biasEstimationRate : 1
+        biasDecimation = ratio >= 2 ? Int(min(ratio, 1e6)) : 1
         gyroscopeCalibrator = GyroscopeCalibrator(
             parameters: parameters.gyroscope, accelerometerPeriod: accelerometerPeriod * Double(biasDecimation),
             accelerometerTau: parameters.accelerometerTau)
@@ -222,17 +224,14 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         let mean = accelerationMean.update(gyroscopeAttitude.rotate(acceleration))
         let force = inclinationCorrection.rotate(mean)
         let horizontalSquared = force.x * force.x + force.y * force.y
-        // A turn about a horizontal axis: its z is 0, and IEEE arithmetic does not let the compiler
-        // fold x·0 to 0, so its product is written with the 12 terms that remain.
-        let correction: (w: Double, x: Double, y: Double)
+        let correction: Quaternion
         if force.z > 0 && horizontalSquared < 1e-6 * force.z * force.z {
             // The usual case, the low-passed force already within a milliradian α of up: the turn
             // onto +z is (L + z, y, −x, 0) up to its norm, and L + z = 2z to within α², so the
             // vector part (y, −x) / 2z with w = 1 − |v|²/2 turns by the same angle to within 0.4 α³
             // (below 1e-9 rad) and is a unit quaternion to within |v|⁴/4. No square root, one division.
             let k = 0.5 / force.z
-            let v = Vector3(x: force.y * k, y: -force.x * k, z: 0)
-            correction = (1 - 0.5 * horizontalSquared * k * k, v.x, v.y)
+            correction = Quaternion(w: 1 - 0.5 * horizontalSquared * k * k, x: force.y * k, y: -force.x * k, z: 0)
         } else {
             // The shortest turn of `force` onto +z, (L + z, y, −x, 0) / √(2L(L + z)) for a vector of
             // length L.
@@ -241,17 +240,12 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             let lift = length + force.z
             if lift > 1e-12 * length {
                 let k = 1 / (2 * length * lift).squareRoot()
-                correction = (lift * k, force.y * k, -force.x * k)
+                correction = Quaternion(w: lift * k, x: force.y * k, y: -force.x * k, z: 0)
             } else {
-                correction = (0, 1, 0)
+                correction = Quaternion(w: 0, x: 1, y: 0, z: 0)
             }
         }
-        let q = inclinationCorrection
-        inclinationCorrection = keptUnit(Quaternion(
-            w: correction.w * q.w - correction.x * q.x - correction.y * q.y,
-            x: correction.w * q.x + correction.x * q.w + correction.y * q.z,
-            y: correction.w * q.y - correction.x * q.z + correction.y * q.w,
-            z: correction.w * q.z + correction.x * q.y - correction.y * q.x))
+        inclinationCorrection = keptUnit(correction * inclinationCorrection)
 
         if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
             biasCountdown -= 1

@@ -68,4 +68,18 @@ import Testing
         fusion.setIMURates(gyroscope: nil, accelerometer: 100)
         #expect(fusion.imuRates == (100, 100))
     }
+
+    /// The bias estimator's rate: every 22nd sample of a 285.7 Hz accelerometer (13 Hz, at least the
+    /// 12.5 asked), every sample of a 10 Hz one; a rate that is no rate (NaN, 0, negative) means every
+    /// sample and one far below any sensor's is bounded, where `Int` of their ratio trapped.
+    @Test func theBiasEstimatorTakesEveryNthSampleAndARateThatIsNoRateIsEverySample() {
+        #expect(OrientationFilter(gyroscopeRate: 285.714).biasDecimation == 22)
+        #expect(OrientationFilter(gyroscopeRate: 10).biasDecimation == 1)
+        for rate in [Double.nan, 0, -5, 1e-300] {
+            var parameters = OrientationFilter.Parameters()
+            parameters.biasEstimationRate = rate
+            let filter = OrientationFilter(gyroscopeRate: 100, parameters: parameters)
+            #expect(filter.biasDecimation == (rate == 1e-300 ? 1_000_000 : 1), "biasEstimationRate \(rate)")
+        }
+    }
 }
