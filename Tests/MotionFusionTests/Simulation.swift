@@ -41,10 +41,15 @@ struct Simulation {
         var q = start
         let speed = omega.length
         let step = speed > 0 ? Quaternion(angle: speed * dt, axis: omega * (1 / speed)) : .identity
+        let halfStep = speed > 0 ? Quaternion(angle: speed * dt / 2, axis: omega * (1 / speed)) : .identity
         for _ in 0..<Int((seconds * rate).rounded()) {
+            // Every sensor gives the mean over the period before the timestamp, as an IMU's digital
+            // low-pass does: the gyroscope the mean rate, the accelerometer and magnetometer the mean
+            // of a vector turning steadily, which points where it does at the period's middle.
+            let middle = (q * halfStep).normalized
             q = (q * step).normalized
             time += Int64(dt * 1e9)
-            let toDevice = q.conjugate
+            let toDevice = middle.conjugate
             let force = toDevice.rotate(Vector3(x: 0, y: 0, z: Units.standardGravity))
             let field = toDevice.rotate(earthField + extraField) + magnetometerOffset
             let read = gyroscopeMapping * Vector3(x: omega.x * gyroscopeSensitivity.x, y: omega.y * gyroscopeSensitivity.y, z: omega.z * gyroscopeSensitivity.z)
