@@ -27,6 +27,6 @@ struct Activity: ParsableCommand {
                 csv += "\(AccelerometerFiles.seconds(change.start)),\(change.kind.rawValue),\(change.confidence.rawValue)\n"
             }
         }
-        try csv.write(toFile: files.output, atomically: true, encoding: .utf8)
+        try writeOutput(csv, to: files.output)
     }
 }

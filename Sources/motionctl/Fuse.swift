@@ -76,8 +76,8 @@ struct Fuse: ParsableCommand {
                 calibration += "\(row.time),\(b.x),\(b.y),\(b.z),\(fusion.filter.gyroscopeBiasSigma * degrees),\(fusion.filter.isResting ? 1 : 0)\n"
             }
         }
-        try csv.write(toFile: output, atomically: true, encoding: .utf8)
-        if let calibrationOutput { try calibration.write(toFile: calibrationOutput, atomically: true, encoding: .utf8) }
+        try writeOutput(csv, to: output)
+        if let calibrationOutput { try writeOutput(calibration, to: calibrationOutput) }
         if showCalibration {
             let c = fusion.calibration
             func show(_ v: Vector3, _ k: Double, _ digits: Int) -> String {

@@ -26,6 +26,6 @@ struct Gestures: ParsableCommand {
                 csv += "\(AccelerometerFiles.seconds(row.timestamp)),\(gesture.rawValue)\n"
             }
         }
-        try csv.write(toFile: files.output, atomically: true, encoding: .utf8)
+        try writeOutput(csv, to: files.output)
     }
 }

@@ -26,6 +26,6 @@ struct Steps: ParsableCommand {
                 csv += "\(AccelerometerFiles.seconds(instant)),\(count)\n"
             }
         }
-        try csv.write(toFile: files.output, atomically: true, encoding: .utf8)
+        try writeOutput(csv, to: files.output)
     }
 }

@@ -35,6 +35,23 @@ import TestSupport
         return text
     }
 
+    /// An output that is not a regular file is written into, not replaced: Foundation's atomic write
+    /// renames a temporary file over the path, and as root `--output /dev/null` left a regular file
+    /// in the device's place. A named pipe stands in for the device (the test may not break the
+    /// machine's /dev/null if it fails): it is still a pipe afterwards, and its reader got every row.
+    @Test func anOutputThatIsNoRegularFileIsWrittenIntoNotReplaced() async throws {
+        let input = try temporaryFile("in.csv", recording)
+        let pipe = try temporaryFile("pipe.csv"), captured = try temporaryFile("captured.csv")
+        try? FileManager.default.removeItem(atPath: pipe)
+        let motionctl = Self.products.appendingPathComponent("motionctl").path
+        let run = try await runProgram("/bin/sh", ["-c", "mkfifo \"$1\" && { cat \"$1\" > \"$2\" & } && \"$3\" fuse --input \"$4\" --output \"$1\" && wait && test -p \"$1\"", "sh", pipe, captured, motionctl, input], timeLimit: 20)
+        #expect(run.status == 0, "\(run.output)\(run.errors)")
+        let lines = try String(contentsOfFile: captured, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "t,qw,qx,qy,qz")
+        #expect(lines.count == 301)
+        try? FileManager.default.removeItem(atPath: pipe)
+    }
+
     @Test func fuseWritesOneUnitQuaternionPerRowMatchingTheLibrary() async throws {
         let input = try temporaryFile("in.csv", recording)
         let output = try temporaryFile("out.csv")
