@@ -75,8 +75,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     public private(set) var offsetError: Double?
     /// Whether the latest reading fits the calibration (its calibrated norm within 10 % of `radius`).
     public private(set) var currentFieldFits = false
-    // The standard error the fit behind `offset` had when it was adopted, µT (nil: none yet). A later
-    // fit of the same sphere replaces it only if it is better determined.
+    // The standard error of the fit behind `offset` when it was adopted, µT (nil: none yet).
     private var adoptedError: Double?
 
     /// Creates a calibrator for a magnetometer sampled at `rate` Hz, starting from `offset` (µT) if
@@ -241,13 +240,10 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         let currentRSS = yy - 2 * (current.x * bx + current.y * by + current.z * bz + currentX3 * b1)
             + quadratic(x: (current.x, current.y, current.z, currentX3))
         let currentResidual = (max(currentRSS, 0) / dof).squareRoot() / (2 * meanSquare.squareRoot())
-        // A fit of the same sphere that determines the centre better than the one adopted refines
-        // it. The first fit to pass is made on the least motion that passes, and kept, it decided the
-        // heading for minutes; which window that was depends on the instants the fits are solved at
-        // (on BROAD's 1 cm magnet the first, standard error 0.93 µT, lay 2 µT from the fits that
-        // followed, 0.4–0.6 µT: the live and offline paths kept different ones). The best standard
-        // error only falls as the device turns more, so this settles, and does not follow a fit's
-        // wandering after.
+        // A better determined fit of the same sphere refines the offset: the first to pass rests on
+        // the least motion that passes (on BROAD's 1 cm magnet it lay 2 µT from the fits after it,
+        // and which one came first differed between the live and offline paths). Only a new lowest
+        // standard error moves it, so it settles rather than following the fits' wandering.
         let refines = adoptedError.map { error < $0 } ?? false
         if currentResidual - residual > parameters.replacementMargin || (refines && residual <= currentResidual) {
             offset = center

@@ -81,7 +81,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     // The raw rotation rates since the calibrator's last step, whose mean it is given.
     private var rateSum = Vector3.zero
     private var rateCount = 0
-    // Half the last gyroscope sample's turn, rad (the coning correction's, and `atMiddleOfLastStep`'s).
+    // Half the turn of one period at the last gyroscope sample's rate, rad (the coning correction's,
+    // and `atMiddleOfLastStep`'s).
     private var previousHalfIncrement = Vector3.zero
 
     /// Creates a filter for sensors sampled at the given rates, Hz (the magnetometer's defaults to the
@@ -203,14 +204,16 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         }
         rateSum = rateSum + rate
         rateCount += 1
-        let increment = gyroscopeCalibrator.corrected(rate) * period
+        let corrected = gyroscopeCalibrator.corrected(rate)
+        let increment = corrected * period
         // Two-sample coning correction (Savage, "Strapdown inertial navigation integration algorithm
         // design, part 1", J. Guidance 21(1), 1998, eq. 47): a sample is the mean rate over its
         // period, and a turn whose axis itself turns is not the turn about the mean axis.
         // Only with the sample just before (not across a gap, a lost sample or a restart).
         let previousHalf = gyroscopeClock.followsLastSample ? previousHalfIncrement : .zero
         let angle = increment + previousHalf.cross(increment) * (1 / 6.0)
-        previousHalfIncrement = increment * 0.5
+        // Half of one period's turn, even after lost samples: a sample stands for its own period.
+        previousHalfIncrement = corrected * (0.5 * gyroscopeClock.period)
         let angleSquared = angle.squaredLength
         guard angleSquared > 1e-30 else { return }
         gyroscopeAttitude = keptUnit(gyroscopeAttitude * rotationStep(angle, angleSquared: angleSquared))
@@ -264,21 +267,15 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         }
     }
 
-    /// A vector measured in the device frame (specific force, field) given in the frame the device
-    /// had half a gyroscope step earlier: `v − δ×v`, δ half the last step's turn (first order; δ is
-    /// below 0.01 rad at 50 Hz and 1 rad/s).
-    ///
-    /// Why: the strapdown step turns by a sample's rate over the period before its timestamp, so the
-    /// attitude is that of the period's end, but a sample's value stands for the middle of it. A
-    /// sensor that averages over its period (an IMU's digital low-pass at its output rate) measures
-    /// the mean, the value at the middle; one that samples the signal at an instant, through the same
-    /// low-pass as the gyroscope, is as far behind the integrated rates (their rectangle rule runs
-    /// half a period ahead). Compared with the attitude at the end, the accelerometer pulled the
-    /// inclination back by half a period's turn (0.57° at 50 Hz and 1 rad/s), a steady pull against
-    /// the turn the scale estimator learnt as a scale error: on BROAD's trial 21 it learnt 0.34 % at
-    /// 50 Hz and 0.19 % at full rate on the same axis; turned back, 0.15 % at every rate.
+    /// `v`, measured in the device frame (specific force, field), in the frame of half a gyroscope
+    /// period earlier: `v − δ×v`, δ half a period's turn (first order). The strapdown step makes the
+    /// attitude that of the period's end, but a sample stands for its middle (a mean over the period,
+    /// or the signal through the same low-pass as the gyroscope's). Compared at the end, the
+    /// accelerometer pulled the inclination back by half a period's turn (0.57° at 50 Hz and 1 rad/s),
+    /// and the scale estimator learnt that as a scale error (BROAD trial 21: 0.34 % at 50 Hz, 0.19 %
+    /// at full rate; compared at the middle, 0.15 % at both).
     @inline(__always)
-    private func atMiddleOfLastStep(_ v: Vector3) -> Vector3 { v + v.cross(previousHalfIncrement) }
+    func atMiddleOfLastStep(_ v: Vector3) -> Vector3 { v + v.cross(previousHalfIncrement) }
 
     /// One magnetometer sample: magnetic field in µT (hard/soft iron already removed), timestamp in ns.
     public mutating func update(magnetometer field: Vector3, timestamp: Int64) {

@@ -57,6 +57,19 @@ import Testing
         #expect(abs(filter.gyroscopeScale.x) < 1e-5, "scale \(filter.gyroscopeScale.x)")
     }
 
+    /// After lost samples (one stamped four periods after the last) the step integrates the four
+    /// periods, but the sample still stands for the middle of its own period: vectors are turned
+    /// back by half of one period's turn (0.01 rad at 1 rad/s, 50 Hz), not of the interval's (0.04).
+    @Test func afterLostSamplesTheHalfStepIsHalfOfOnePeriod() {
+        var filter = OrientationFilter(gyroscopeRate: Self.rate)
+        let rate = Vector3(x: Self.speed, y: 0, z: 0)
+        for k in 1...100 { filter.update(gyroscope: rate, timestamp: Self.timestamp(k)) }
+        filter.update(gyroscope: rate, timestamp: Self.timestamp(104))
+        let up = Vector3(x: 0, y: 0, z: 1)
+        let turned = (filter.atMiddleOfLastStep(up) - up).length
+        #expect(abs(turned - Self.speed * Self.period / 2) < 1e-4, "\(turned) rad")
+    }
+
     /// Turning about the vertical, 60 s: the magnetometer's means of the field turning in the device
     /// frame give the heading within 0.05° of the truth over the last 10 s (0.00004°). Compared with
     /// the attitude at the period's end they lag by half a period's turn, 0.57°.

@@ -52,6 +52,22 @@ import TestSupport
         try? FileManager.default.removeItem(atPath: pipe)
     }
 
+    /// An output that is a symlink to a longer file: the file it points to is replaced whole (written
+    /// through the link without truncation, the old file's tail stayed behind), the link kept.
+    @Test func anOutputThatIsASymlinkReplacesTheFileItPointsTo() async throws {
+        let input = try temporaryFile("in.csv", recording)
+        let target = try temporaryFile("target.csv", String(repeating: "old row\n", count: 10_000))
+        let link = try temporaryFile("link.csv")
+        try? FileManager.default.removeItem(atPath: link)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let result = try await run(["fuse", "--input", input, "--output", link])
+        #expect(result.status == 0, "\(result.output)")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == target)
+        let lines = try String(contentsOfFile: target, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 301 && !lines.contains("old row"))
+        try? FileManager.default.removeItem(atPath: link)
+    }
+
     @Test func fuseWritesOneUnitQuaternionPerRowMatchingTheLibrary() async throws {
         let input = try temporaryFile("in.csv", recording)
         let output = try temporaryFile("out.csv")
