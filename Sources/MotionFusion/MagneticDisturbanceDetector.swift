@@ -16,6 +16,11 @@ import MotionCore
 /// - `newFieldTime` 20 s: how long a steady new field must be seen, in motion, to be accepted;
 /// - `newFieldFirstTime` 5 s: the same for the first field;
 /// - `newFieldMinimumRate` 20 °/s: rotation needed for that time to count (a magnet moves with the device);
+/// - `candidateTolerance` 0.1 s (2 × `currentTau`): how long the field may disagree with the new field
+///   before that field is dropped and its count starts again; a shorter disagreement pauses the count.
+///   Under vibration the low-passed field crosses the thresholds for a sample or two at a time, and
+///   which sample did decided whether 5 s ever passed: on BROAD's phone-vibration slice, one path
+///   learnt the field at 29 s and the other never, and their headings parted by 0.6°;
 /// - `minimumUndisturbedTime` 0.5 s: how long the field must agree before it is trusted again;
 /// - `maximumRejectionTime` 60 s: the longest a disturbance stops heading correction entirely;
 /// - `rejectionFactor` 2: gain divisor after that, and the rate at which rejection time recovers.
@@ -28,6 +33,7 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
         var newFieldTime = 20.0
         var newFieldFirstTime = 5.0
         var newFieldMinimumRate = 20.0 * .pi / 180
+        var candidateTolerance = 0.1
         var minimumUndisturbedTime = 0.5
         var maximumRejectionTime = 60.0
         var rejectionFactor = 2.0
@@ -60,6 +66,8 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
     private var rejectionTime: Double
     private var candidate = Vector3(x: -1, y: 0, z: 0)
     private var candidateTime = 0.0
+    // How long the field has disagreed with the candidate, s.
+    private var candidateMisfitTime = 0.0
 
     init(parameters: Parameters, period: Double) {
         self.parameters = parameters
@@ -107,6 +115,7 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
 
         // A field that stays steady while the device turns is the new undisturbed field.
         if agree(current, candidate) {
+            candidateMisfitTime = 0
             if rotation.squaredLength >= p.newFieldMinimumRate * p.newFieldMinimumRate { candidateTime += period }
             candidate = candidate + (current - candidate) * referenceGain
             if isDisturbed && (candidateTime >= p.newFieldTime || (reference.x == 0 && candidateTime >= p.newFieldFirstTime))
@@ -117,8 +126,11 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
                 undisturbedTime = p.minimumUndisturbedTime
             }
         } else {
-            candidateTime = 0
-            candidate = current
+            candidateMisfitTime += period
+            if candidateMisfitTime >= p.candidateTolerance {
+                candidateTime = 0
+                candidate = current
+            }
         }
 
         if isDisturbed {

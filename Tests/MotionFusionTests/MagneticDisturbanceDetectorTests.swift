@@ -51,4 +51,25 @@ import Testing
             #expect(tilted.trusted == undisturbed, "dip off by \(offset)°")
         }
     }
+
+    /// 6 s of the Earth's field (48 µT, dip 68°) at 50 Hz while turning at 30 °/s, with a spike of
+    /// `spike` samples at 60 % more strength every second: whether the field is learnt.
+    private static func learnWithSpikes(of spike: Int) -> Bool {
+        var detector = MagneticDisturbanceDetector(parameters: .init(), period: 0.02)
+        let earth = field(norm: 48, dip: 68), strong = field(norm: 76.8, dip: 68)
+        var gain = 0.0
+        for i in 0..<300 {
+            gain = detector.update(fieldEarth: i % 50 < spike ? strong : earth, rotation: Vector3(x: 0, y: 0, z: 30 * .pi / 180), period: 0.02)
+        }
+        return gain == 1 && !detector.isDisturbed
+    }
+
+    /// A blip the 50 ms low-pass passes for less than `candidateTolerance` (one 20 ms sample: about
+    /// 40 ms over the threshold) pauses the 5 s count of a new field; a disagreement of 0.2 s starts it
+    /// again, so the field is not learnt in 6 s. Before the tolerance, which sample crossed decided it.
+    @Test func aBlipPausesTheCountOfANewFieldAndALongerDisagreementRestartsIt() {
+        #expect(Self.learnWithSpikes(of: 0))
+        #expect(Self.learnWithSpikes(of: 1))
+        #expect(!Self.learnWithSpikes(of: 10))
+    }
 }
