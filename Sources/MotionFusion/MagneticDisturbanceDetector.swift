@@ -16,11 +16,9 @@ import MotionCore
 /// - `newFieldTime` 20 s: how long a steady new field must be seen, in motion, to be accepted;
 /// - `newFieldFirstTime` 5 s: the same for the first field;
 /// - `newFieldMinimumRate` 20 °/s: rotation needed for that time to count (a magnet moves with the device);
-/// - `candidateTolerance` 0.1 s (2 × `currentTau`): how long the field may disagree with the new field
-///   before that field is dropped and its count starts again; a shorter disagreement pauses the count.
-///   Under vibration the low-passed field crosses the thresholds for a sample or two at a time, and
-///   which sample did decided whether 5 s ever passed: on BROAD's phone-vibration slice, one path
-///   learnt the field at 29 s and the other never, and their headings parted by 0.6°;
+/// - `candidateTolerance` 0.1 s (2 × `currentTau`): a shorter disagreement with the new field pauses its
+///   count instead of starting it again (under vibration a sample or two cross the thresholds, and
+///   which did decided whether the field was ever learnt: live and offline parted by 0.6°);
 /// - `minimumUndisturbedTime` 0.5 s: how long the field must agree before it is trusted again;
 /// - `maximumRejectionTime` 60 s: the longest a disturbance stops heading correction entirely;
 /// - `rejectionFactor` 2: gain divisor after that, and the rate at which rejection time recovers.

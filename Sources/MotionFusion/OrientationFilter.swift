@@ -29,16 +29,13 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         /// 2.94° / 2.07°, 20 s 2.28° / 1.56°, 40 s 2.17° / 1.60°; at 50 Hz 40 s lost on the second
         /// half what it won on the first, 20 s won on both at every rate.
         public var magnetometerTau = 20.0
-        /// The largest heading error one magnetometer sample may correct by, rad (default 0.1; 0 or
-        /// less: no limit). A bounded-influence (Huber) correction: an error within the limit pulls as
-        /// before, a larger one pulls as if it were the limit. An undisturbed field's heading error
-        /// per sample in motion has σ 0.05–0.075 rad (BROAD's undisturbed development trials 01 04 06 10
-        /// 15, from the inclination's errors through the dip); the limit is Huber's 1.345 σ (95 %
-        /// efficiency for normal errors). A field the detector lets through that is not the Earth's
-        /// (a magnet on the device before its hard-iron fit: errors of 2 rad) moves the heading by at
-        /// most the limit's share, so the moment that fit arrives, which differs between the live and
-        /// the offline paths, no longer decides the heading for the next minute. The first sample is
-        /// taken whole: it sets the heading.
+        /// The largest heading error one magnetometer sample corrects by, rad (default 0.1; `.infinity`:
+        /// no limit). A larger error pulls as if it were the limit (Huber's bounded influence), so a
+        /// field the detector lets through that is not the Earth's (a magnet on the device before its
+        /// hard-iron fit: 2 rad off) moves the heading by at most the limit's share. The limit is
+        /// Huber's 1.345 σ, σ the heading error per sample of an undisturbed field in motion (0.05–0.075
+        /// rad on BROAD's undisturbed development trials 01 04 06 10 15). The first sample, which sets
+        /// the heading, is taken whole.
         public var headingErrorLimit = 0.1
         /// Whether the gyroscope bias is estimated while the device moves (default true).
         public var estimatesBiasInMotion = true
@@ -304,10 +301,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         }
         // Heading error: the horizontal field should point North (+y of ENU).
         guard gain > 0 else { return }
-        var error = heading.error(east: fieldEarth.x, north: fieldEarth.y)
-        let limit = parameters.headingErrorLimit
-        if !isFirst && limit > 0 { error = min(max(error, -limit), limit) }
-        heading.turn(by: gain * error)
+        let error = heading.error(east: fieldEarth.x, north: fieldEarth.y)
+        let limit = isFirst ? .infinity : parameters.headingErrorLimit
+        heading.turn(by: gain * min(max(error, -limit), limit))
     }
 }
 
