@@ -29,7 +29,7 @@ SWIFT_BUILD_FLAGS ?= -c release --static-swift-stdlib -Xlinker -z -Xlinker now
 
 BINARIES = motiond motionctl
 DOCS = docs/protocol.md docs/client.md docs/recording.md docs/frames.md docs/security.md docs/dbus.md docs/fleet.md docs/python.md \
-       docs/activity.md docs/games.md docs/view.md
+       docs/activity.md docs/games.md docs/view.md docs/fusion.md
 # `motionctl view`'s page, which motionctl finds at ../share/motiond/view beside itself.
 VIEW = share/view/index.html share/view/view.js share/view/view.css
 

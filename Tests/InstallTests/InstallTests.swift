@@ -71,6 +71,7 @@ import TestSupport
             "/usr/share/doc/motiond/dbus.md",
             "/usr/share/doc/motiond/fleet.md",
             "/usr/share/doc/motiond/frames.md",
+            "/usr/share/doc/motiond/fusion.md",
             "/usr/share/doc/motiond/games.md",
             "/usr/share/doc/motiond/protocol.md",
             "/usr/share/doc/motiond/python.md",
