@@ -16,9 +16,8 @@ import MotionCore
 /// - `newFieldTime` 20 s: how long a steady new field must be seen, in motion, to be accepted;
 /// - `newFieldFirstTime` 5 s: the same for the first field;
 /// - `newFieldMinimumRate` 20 °/s: rotation needed for that time to count (a magnet moves with the device);
-/// - `candidateTolerance` 0.1 s (2 × `currentTau`): a shorter disagreement with the new field pauses its
-///   count instead of starting it again (under vibration a sample or two cross the thresholds, and
-///   which did decided whether the field was ever learnt: live and offline parted by 0.6°);
+/// - `candidateTolerance` 0.1 s (2 × `currentTau`): a shorter disagreement pauses the new field's count
+///   instead of restarting it (under vibration a sample or two cross the thresholds);
 /// - `minimumUndisturbedTime` 0.5 s: how long the field must agree before it is trusted again;
 /// - `maximumRejectionTime` 60 s: the longest a disturbance stops heading correction entirely;
 /// - `rejectionFactor` 2: gain divisor after that, and the rate at which rejection time recovers.

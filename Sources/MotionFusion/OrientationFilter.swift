@@ -30,12 +30,10 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         /// half what it won on the first, 20 s won on both at every rate.
         public var magnetometerTau = 20.0
         /// The largest heading error one magnetometer sample corrects by, rad (default 0.1; `.infinity`:
-        /// no limit). A larger error pulls as if it were the limit (Huber's bounded influence), so a
-        /// field the detector lets through that is not the Earth's (a magnet on the device before its
-        /// hard-iron fit: 2 rad off) moves the heading by at most the limit's share. The limit is
-        /// Huber's 1.345 σ, σ the heading error per sample of an undisturbed field in motion (0.05–0.075
-        /// rad on BROAD's undisturbed development trials 01 04 06 10 15). The first sample, which sets
-        /// the heading, is taken whole.
+        /// no limit); a larger one pulls as the limit does (Huber), so a field that is not the Earth's (a
+        /// magnet before its hard-iron fit, 2 rad off) moves the heading little. 0.1 is 1.345 σ of the
+        /// per-sample error in undisturbed motion (σ 0.05–0.075 on BROAD 01 04 06 10 15). The first
+        /// sample, which sets the heading, is taken whole.
         public var headingErrorLimit = 0.1
         /// Whether the gyroscope bias is estimated while the device moves (default true).
         public var estimatesBiasInMotion = true
@@ -293,7 +291,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         if parameters.rejectsMagneticDisturbances {
             gain *= magnetic.update(fieldEarth: fieldEarth, rotation: rest.meanRotationRate, period: magnetometerPeriod)
         }
-        let isFirst = initialMagnetometerGain == 1
+        let limit = initialMagnetometerGain == 1 ? .infinity : parameters.headingErrorLimit
         if initialMagnetometerGain != 0 {
             gain = max(gain, initialMagnetometerGain)
             initialMagnetometerGain = initialMagnetometerGain / (initialMagnetometerGain + 1)
@@ -302,7 +300,6 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         // Heading error: the horizontal field should point North (+y of ENU).
         guard gain > 0 else { return }
         let error = heading.error(east: fieldEarth.x, north: fieldEarth.y)
-        let limit = isFirst ? .infinity : parameters.headingErrorLimit
         heading.turn(by: gain * min(max(error, -limit), limit))
     }
 }
