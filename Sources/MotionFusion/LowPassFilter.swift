@@ -39,6 +39,8 @@ struct LowPassFilter<Value: FilterValue>: Sendable, Codable, Equatable {
     private var warmUpSum = Value.zero
     /// Whether the warm-up is over.
     private(set) var isWarm = false
+    /// Whether any sample has come in.
+    var hasInput: Bool { isWarm || warmUpCount > 0 }
     private(set) var output = Value.zero
 
     init(tau: Double, period: Double) {

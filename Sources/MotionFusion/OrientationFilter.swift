@@ -285,7 +285,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
 
     /// One magnetometer sample: magnetic field in µT (hard/soft iron already removed), timestamp in ns.
     public mutating func update(magnetometer field: Vector3, timestamp: Int64) {
-        guard field.squaredLength > 0 else { return }
+        // Before the first accelerometer sample the tilt is not known, and a field seen through the
+        // wrong one would set the heading (the first sample is taken whole) for the limit to undo.
+        guard field.squaredLength > 0, accelerationMean.hasInput else { return }
         let fieldEarth = attitudeWithoutMagnetometer.rotate(atMiddleOfLastStep(field))
         var gain = magnetometerGain
         if parameters.rejectsMagneticDisturbances {
