@@ -157,7 +157,9 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
 
     /// One magnetometer sample: the calibrated field, µT, at `timestamp` ns.
     public mutating func update(magnetometer field: Vector3, timestamp: Int64) {
-        guard field.squaredLength > 0 else { return }
+        // Until the first accelerometer sample the tilt is not known, and a field tilted by a guess
+        // would set the heading and the detector's reference wrong (GyroscopeFreeTests).
+        guard field.squaredLength > 0, specificForce.hasInput else { return }
         // Seconds since the previous sample (the nominal period for the first, and after a gap of
         // more than a second, which says nothing of how long the field has held).
         let elapsed = lastFieldTime.map { Double(timestamp &- $0) * 1e-9 } ?? magnetometerPeriod
