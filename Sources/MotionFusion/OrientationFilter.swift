@@ -186,6 +186,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// The heading correction, rad: the turn about the vertical from the arbitrary frame to ENU.
     public var headingCorrection: Double { heading.radians }
 
+    /// Whether the tilt is known: an accelerometer sample has been fused.
+    public var knowsTilt: Bool { accelerationMean.hasInput }
+
     /// Whether the heading has had its initial fast convergence (one magnetometer time constant).
     public var hasConvergedHeading: Bool { initialMagnetometerGain == 0 }
 
@@ -287,7 +290,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     public mutating func update(magnetometer field: Vector3, timestamp: Int64) {
         // Before the first accelerometer sample the tilt is not known, and a field seen through the
         // wrong one would set the heading (the first sample is taken whole) for the limit to undo.
-        guard field.squaredLength > 0, accelerationMean.hasInput else { return }
+        guard field.squaredLength > 0, knowsTilt else { return }
         let fieldEarth = attitudeWithoutMagnetometer.rotate(atMiddleOfLastStep(field))
         var gain = magnetometerGain
         if parameters.rejectsMagneticDisturbances {

@@ -219,7 +219,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             }
         case .magnetometer:
             hasMagnetometer = true
-            let hardIronCorrected = calibrator.calibrate(vector)
+            let knowsAttitude = calibrator.takesAttitude && usesGyroscope && filter.knowsTilt
+            let hardIronCorrected = calibrator.calibrate(vector, attitude: knowsAttitude ? filter.attitudeWithoutMagnetometer : nil)
             // Only undisturbed readings teach the soft-iron fit (a magnet nearby is not an ellipsoid).
             magneticField = calibrator.currentFieldFits
                 ? softIron.calibrate(hardIronCorrected) : softIron.matrix * hardIronCorrected

@@ -125,6 +125,56 @@ import Testing
         #expect(abs(field.length - simulation.earthField.length) < 1.5)
     }
 
+    /// A calibrated device turning on and nodding gets a magnet (the offset moves by 30 µT) and, 2 to
+    /// 5 s later, before that was fitted, it is moved (25 µT more): the hard-iron window then holds two
+    /// spheres, and without the earth-frame check fits between them, 4.4 and 7.7 µT from either offset,
+    /// were adopted (moved after 2 and 2.5 s). With the check every offset adopted is within 2 µT of
+    /// one the readings had; the new one is learnt at the same time, or up to 0.6 s later where the
+    /// unchecked fit slid there through the mixed one (2.5 s: 7.9 s after the move, against 7.3).
+    @Test func aMagnetMovedBeforeItsFitIsNotFittedAsAMixOfTwoOffsets() {
+        func run(movedAfter delay: Double, maximumSpread: Double) -> (worst: Double, learnt: Double?) {
+            var parameters = MagnetometerCalibrator.Parameters()
+            parameters.maximumEarthFrameSpread = maximumSpread
+            var simulation = Simulation()
+            simulation.fusion = SensorFusion(gyroscopeRate: 100, calibration: parameters)
+            simulation.noiseLevel = 1
+            let initial = Vector3(x: 20, y: -10, z: 5)
+            let attached = initial + Vector3(x: 30, y: 0, z: 0), moved = attached + Vector3(x: 0, y: -25, z: 10)
+            simulation.fusion.restore(SensorFusion.Calibration(
+                gyroscopeBias: .zero, gyroscopeBiasSigma: 0.001, magnetometerOffset: initial, magnetometerOffsetError: 0.3,
+                fieldStrength: simulation.earthField.length))
+            // Turning at 1.5 rad/s about the vertical while nodding between upright and 144° over.
+            func path(_ t: Double) -> Quaternion {
+                turn(1.5 * t * 180 / .pi, about: .z) * turn((1 - cos(2 * Double.pi * t / 8)) * 72, about: .y)
+            }
+            simulation.hold(path(0), seconds: 1)
+            var worst = 0.0
+            var learnt: Double?
+            var t = 0.0
+            while t < 22 {
+                simulation.magnetometerOffset = t < 4 ? initial : (t < 4 + delay ? attached : moved)
+                let before = simulation.fusion.calibrator.offset
+                simulation.follow(path, from: t, seconds: 0.2)
+                t += 0.2
+                let now = simulation.fusion.calibrator.offset
+                if now != before { worst = max(worst, min((now - initial).length, (now - attached).length, (now - moved).length)) }
+                if learnt == nil, t > 4 + delay, (now - moved).length < 2 { learnt = t - 4 - delay }
+            }
+            return (worst, learnt)
+        }
+        var worstUnchecked = 0.0
+        for delay in stride(from: 2.0, through: 5.0, by: 0.5) {
+            let checked = run(movedAfter: delay, maximumSpread: MagnetometerCalibrator.Parameters().maximumEarthFrameSpread)
+            let unchecked = run(movedAfter: delay, maximumSpread: .infinity)
+            worstUnchecked = max(worstUnchecked, unchecked.worst)
+            #expect(checked.worst < 2, "moved after \(delay) s: worst offset adopted \(checked.worst) µT")
+            #expect(
+                checked.learnt.map { $0 <= (unchecked.learnt ?? .infinity) + 1 } ?? false,
+                "moved after \(delay) s: learnt after \(String(describing: checked.learnt)) s, without the check \(String(describing: unchecked.learnt)) s")
+        }
+        #expect(worstUnchecked > 5, "without the check, the worst offset adopted: \(worstUnchecked) µT")
+    }
+
     @Test func sensorsAtDifferentRatesAreEachFusedOnTheirOwnTimestamps() {
         // Gyroscope 400 Hz, accelerometer 100 Hz, magnetometer 25 Hz, interleaved by time, turning
         // at 0.4 rad/s about a tilted axis for 10 s after 5 s of rest.

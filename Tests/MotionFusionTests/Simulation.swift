@@ -60,6 +60,24 @@ struct Simulation {
         return q
     }
 
+    /// Follows `path` (device → ENU at each time, s) from `start` for `seconds`, turning at a constant
+    /// rate for each `step` s between its poses; returns the final attitude.
+    @discardableResult
+    mutating func follow(_ path: (Double) -> Quaternion, from start: Double, seconds: Double, step: Double = 0.04) -> Quaternion {
+        var q = path(start)
+        var t = start
+        while t < start + seconds - step / 2 {
+            let next = path(t + step)
+            var delta = q.conjugate * next
+            if delta.w < 0 { delta = Quaternion(w: -delta.w, x: -delta.x, y: -delta.y, z: -delta.z) }
+            let half = acos(min(1, delta.w))
+            let axis = half > 1e-12 ? Vector3(x: delta.x, y: delta.y, z: delta.z) * (1 / sin(half)) : .zero
+            q = rotate(from: q, rate: axis * (2 * half / step), seconds: step)
+            t += step
+        }
+        return q
+    }
+
     private mutating func feed(_ kind: SensorKind, _ v: Vector3) {
         fusion.update(SensorSample(kind: kind, device: DeviceNumber(0), timestamp: time, vector: v))
     }
