@@ -118,10 +118,11 @@ struct GyroscopeCalibrator: Sendable, Codable, Equatable {
     /// One step per (decimated) accelerometer sample.
     ///
     /// - Parameters:
-    ///   - rotation: the current 6D attitude (device → earth).
+    ///   - rotation: the 6D attitude (device → earth) at the middle of the interval since the last step.
     ///   - rate: the mean raw rotation rate since the last step, rad/s.
-    ///   - correction: the normalised low-passed specific force in the earth frame, before this step's
-    ///     inclination correction (its x, y are the tilt error).
+    ///   - correction: the tilt error in x, y (z unused): the normalised low-passed specific force in
+    ///     the earth frame before the inclination correction, averaged over the accelerometer samples
+    ///     since the last step.
     ///   - restingRate: the mean rotation rate if the device is at rest, else `nil`.
     ///   - period: the accelerometer's sampling period, s.
     mutating func update(rotation: Matrix3, rate: Vector3, correction accelerationEarth: Vector3, restingRate: Vector3?, period: Double) {

@@ -40,9 +40,11 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         /// Whether the gyroscope bias is estimated while the device rests (default true).
         public var estimatesBiasAtRest = true
         /// The lowest rate the gyroscope bias estimator runs at, Hz (default 12.5; 0: every
-        /// accelerometer sample). Its inputs are low-passed with τ = 3 s, a cut-off of 0.075 Hz, far
-        /// below it: on BROAD's development trials, from 25 Hz, no figure moved by more than 0.01°
-        /// at any rate, on either half.
+        /// accelerometer sample), to save time. It is given the mean of the tilt errors and the rates
+        /// over its interval and the attitude at the interval's middle, so that it estimates what the
+        /// every-sample estimator does: on BROAD's eleven development trials, at full rate, 100 Hz and
+        /// 50 Hz, 9D and 6D totals per trial 0.002–0.005° from it on average, 0.046° at most (given the last
+        /// sample's tilt error and attitude: 0.011–0.030°, 0.090° at most).
         public var biasEstimationRate = 12.5
         /// Whether the gyroscope's scale-factor errors are estimated with its bias (default true; see
         /// `GyroscopeCalibrator`).
@@ -87,6 +89,15 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     // The raw rotation rates since the calibrator's last step, whose mean it is given.
     private var rateSum = Vector3.zero
     private var rateCount = 0
+    // The tilt errors the inclination corrections took out since the calibrator's last step (x, y of
+    // the unit low-passed force in the earth frame before each), summed, and their count; and the
+    // attitude at those samples' middle (the two middle ones for an even count), summed, and its count.
+    // The calibrator is given the means: the measurement over its whole interval, at the instant it
+    // stands for, as the every-sample estimator sees it (see `biasEstimationRate`).
+    private var tiltErrorSum = Vector3.zero
+    private var tiltErrorCount = 0
+    private var middleRotationSum = Matrix3.zero
+    private var middleRotationCount = 0
     // Half the turn of one period at the last gyroscope sample's rate, rad (the coning correction's,
     // and `atMiddleOfLastStep`'s).
     private var previousHalfIncrement = Vector3.zero
@@ -262,15 +273,30 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         inclinationCorrection = keptUnit(correction * inclinationCorrection)
 
         if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
+            // The correction's vector part is (y, −x, 0)/2 of the unit force, to first order in the tilt.
+            tiltErrorSum = tiltErrorSum + Vector3(x: -2 * correction.y, y: 2 * correction.x, z: 0)
+            tiltErrorCount += 1
             biasCountdown -= 1
+            // This sample is `biasCountdown` samples before the step, which ends `biasDecimation` of them.
+            if abs(2 * biasCountdown - (biasDecimation - 1)) <= 1 {
+                middleRotationSum = middleRotationSum + attitudeWithoutMagnetometer.rotationMatrix
+                middleRotationCount += 1
+            }
             let resting = parameters.estimatesBiasAtRest && rest.isResting
             if biasCountdown <= 0 && (resting || parameters.estimatesBiasInMotion) {
                 biasCountdown = biasDecimation
                 let meanRate = rateCount > 0 ? rateSum * (1 / Double(rateCount)) : .zero
                 rateSum = .zero
                 rateCount = 0
+                let tiltError = tiltErrorSum * (1 / Double(tiltErrorCount))
+                let middleRotation = middleRotationCount > 0
+                    ? middleRotationSum * (1 / Double(middleRotationCount)) : attitudeWithoutMagnetometer.rotationMatrix
+                tiltErrorSum = .zero
+                tiltErrorCount = 0
+                middleRotationSum = .zero
+                middleRotationCount = 0
                 gyroscopeCalibrator.update(
-                    rotation: attitudeWithoutMagnetometer.rotationMatrix, rate: meanRate, correction: force * (1 / force.length),
+                    rotation: middleRotation, rate: meanRate, correction: tiltError,
                     restingRate: resting ? rest.meanRotationRate : nil, period: accelerometerPeriod)
             }
         }
