@@ -148,6 +148,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         next.initialMagnetometerGain = initialMagnetometerGain
         next.magnetic = magnetic
         next.accelerationMean = accelerationMean.atPeriod(1 / accelerometerRate)
+        next.biasCountdown = next.biasDecimation
         next.gyroscopeCalibrator.set(
             bias: gyroscopeBias, sigma: gyroscopeBiasSigma, scale: gyroscopeScale, scaleSigma: gyroscopeScaleSigma)
         return next
@@ -244,6 +245,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         guard acceleration.squaredLength > 0 else { return }
         if parameters.estimatesBiasAtRest { rest.update(accelerometer: acceleration, period: accelerometerPeriod) }
 
+        let isFirstSample = !knowsTilt
         // Low-pass in the almost-inertial frame (gravity is constant there, accelerations are not),
         // then into the earth frame and straight up.
         let mean = accelerationMean.update(gyroscopeAttitude.rotate(atMiddleOfLastStep(acceleration)))
@@ -274,8 +276,13 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
 
         if parameters.estimatesBiasInMotion || parameters.estimatesBiasAtRest {
             // The correction's vector part is (y, −x, 0)/2 of the unit force, to first order in the tilt.
-            tiltErrorSum = tiltErrorSum + Vector3(x: -2 * correction.y, y: 2 * correction.x, z: 0)
-            tiltErrorCount += 1
+            // The first sample's is no tilt error but the start: the whole tilt, from none known.
+            if isFirstSample {
+                biasCountdown = biasDecimation
+            } else {
+                tiltErrorSum = tiltErrorSum + Vector3(x: -2 * correction.y, y: 2 * correction.x, z: 0)
+                tiltErrorCount += 1
+            }
             biasCountdown -= 1
             // This sample is `biasCountdown` samples before the step, which ends `biasDecimation` of them.
             if abs(2 * biasCountdown - (biasDecimation - 1)) <= 1 {
@@ -288,7 +295,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
                 let meanRate = rateCount > 0 ? rateSum * (1 / Double(rateCount)) : .zero
                 rateSum = .zero
                 rateCount = 0
-                let tiltError = tiltErrorSum * (1 / Double(tiltErrorCount))
+                let tiltError = tiltErrorCount > 0 ? tiltErrorSum * (1 / Double(tiltErrorCount)) : .zero
                 let middleRotation = middleRotationCount > 0
                     ? middleRotationSum * (1 / Double(middleRotationCount)) : attitudeWithoutMagnetometer.rotationMatrix
                 tiltErrorSum = .zero
