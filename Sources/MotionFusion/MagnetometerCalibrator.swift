@@ -221,17 +221,15 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     /// finite: a NaN would poison the sums until the next reset).
     private mutating func accumulate(_ m: Vector3, attitude: Quaternion?) {
         let k = attitudeDecay
-        guard let attitude, attitude.w.isFinite, attitude.x.isFinite, attitude.y.isFinite, attitude.z.isFinite else {
-            attitudeWeight *= k; fieldSum = fieldSum * k; fieldSquareSum *= k
-            attitudeSum = attitudeSum * k; rotatedSum = rotatedSum * k
-            return
-        }
+        attitudeWeight *= k; fieldSum = fieldSum * k; fieldSquareSum *= k
+        attitudeSum = attitudeSum * k; rotatedSum = rotatedSum * k
+        guard let attitude, (attitude.w + attitude.x + attitude.y + attitude.z).isFinite else { return }
         let r = attitude.rotationMatrix
-        attitudeWeight = attitudeWeight * k + 1
-        fieldSum = fieldSum * k + m
-        fieldSquareSum = fieldSquareSum * k + m.squaredLength
-        attitudeSum = attitudeSum * k + r
-        rotatedSum = rotatedSum * k + r * m
+        attitudeWeight += 1
+        fieldSum = fieldSum + m
+        fieldSquareSum += m.squaredLength
+        attitudeSum = attitudeSum + r
+        rotatedSum = rotatedSum + r * m
     }
 
     /// Solves the window's normal equations by Cholesky; adopts the fit if it passes every test.

@@ -86,7 +86,7 @@ import Testing
     /// The bias estimator at 13 Hz (every 22nd sample of 285.7 Hz) estimates what the every-sample one
     /// does: a device with a gyroscope bias of (0.5, −0.3, 0.4) °/s and a consumer IMU's noise, turning
     /// at 2 rad/s about an axis that changes every 1.5 s, for 60 s: the two bias estimates stay within
-    /// 0.006 °/s and the attitudes end within 0.06° (0.0027 °/s and 0.028° on this seeded input; given
+    /// 0.004 °/s and the attitudes end within 0.04° (0.0027 °/s and 0.028° on this seeded input; given
     /// the last sample's tilt error and attitude instead of the interval's, and the first sample's
     /// correction as a tilt error, 0.0096 °/s and 0.087°).
     @Test func theDecimatedBiasEstimatorFollowsTheEverySampleOne() {
@@ -110,8 +110,8 @@ import Testing
         let decimated = run(biasEstimationRate: 12.5), everySample = run(biasEstimationRate: 0)
         let worst = zip(decimated.biases, everySample.biases).map { ($0 - $1).length * 180 / .pi }.max() ?? .infinity
         let apart = degrees(decimated.attitude.angle(to: everySample.attitude))
-        #expect(worst < 0.006, "bias estimates apart by up to \(worst) °/s")
-        #expect(apart < 0.06, "attitudes apart by \(apart)°")
+        #expect(worst < 0.004, "bias estimates apart by up to \(worst) °/s")
+        #expect(apart < 0.04, "attitudes apart by \(apart)°")
     }
 
     /// The first accelerometer sample's correction is the start, the whole tilt from none known, not
