@@ -7,7 +7,8 @@ import MotionSystem
 /// `lid` is looked up as `accel-display`, `base` as `accel-base`), else `sensor:modalias:…`, with no
 /// fallback from the first to the second. The parent is the nearest ancestor with a `modalias` (the rules'
 /// `SUBSYSTEMS=="usb|i2c|platform"`: `acpi:BOSC0200:BOSC0200:`, `i2c:bmc150_accel`,
-/// `platform:HID-SENSOR-200073`); the DMI part is `/sys/class/dmi/id/modalias`. udev strips trailing
+/// `platform:HID-SENSOR-200073`, a device tree's `of:NaccelerometerT(null)Csilan,sc7a20`); the DMI part
+/// is `/sys/class/dmi/id/modalias`, empty where there is none (a device-tree machine). udev strips trailing
 /// whitespace from each value and turns every byte outside `[0-9A-Za-z#+-.:=@_/ $%?,]` into `_`
 /// (udev-event.c, `udev_replace_chars`), so `(ShenZhen)` reaches the hwdb as `_ShenZhen_`.
 public struct SensorHwdbKey: Sendable, Hashable {
@@ -32,7 +33,7 @@ public struct SensorHwdbKey: Sendable, Hashable {
     public var plain: String { "sensor:modalias:\(modalias):\(dmi)" }
 
     /// The key of the IIO device at `syspath` (`/sys/devices/…/iio:deviceN`), its DMI modalias read
-    /// from `sysRoot/class/dmi/id/modalias`.
+    /// from `sysRoot/class/dmi/id/modalias` (empty where that file does not exist).
     public static func reading(syspath: String, sysRoot: String = "/sys") throws(DeviceError) -> SensorHwdbKey {
         let device = syspath.split(separator: "/").last.map(String.init) ?? syspath
         func read(_ path: String, _ attribute: String) throws(DeviceError) -> String {
@@ -58,7 +59,15 @@ public struct SensorHwdbKey: Sendable, Hashable {
             default: break
             }
         }
-        let dmi = try read(sysRoot + "/class/dmi/id/modalias", "/sys/class/dmi/id/modalias")
+        // A device-tree machine (a PineTab2, a phone) has no DMI: udev then substitutes nothing for
+        // `$attr{[dmi/id]modalias}` (udev-format.c, an attribute it cannot read) and looks up
+        // `sensor:modalias:of:…:`, which 60-sensor.hwdb's `of:` records are written for.
+        let dmi: String
+        switch Sysfs().read(path: sysRoot + "/class/dmi/id/modalias") {
+        case .success(let text): dmi = text
+        case .failure(.noSuchFileOrDirectory): dmi = ""
+        case .failure(let e): throw .attributeUnreadable(device: device, attribute: "/sys/class/dmi/id/modalias", errno: e.rawValue)
+        }
         return SensorHwdbKey(label: label, modalias: modalias, dmi: dmi)
     }
 

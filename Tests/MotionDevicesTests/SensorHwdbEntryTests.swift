@@ -9,15 +9,17 @@ import Testing
 /// built from that machine's sysfs, or the key is not the one udev looks up.
 @Suite struct SensorHwdbEntryTests {
     /// A machine's sysfs in a temporary directory: the IIO device under its parent (with the parent's
-    /// `modalias`), the DMI modalias, and the device's `label` if any.
-    static func sysfs(parentModalias: String, dmi: String, label: String? = nil) throws -> (root: String, syspath: String) {
+    /// `modalias`), the DMI modalias (none: a device-tree machine has no /sys/class/dmi), and the device's `label` if any.
+    static func sysfs(parentModalias: String, dmi: String?, label: String? = nil) throws -> (root: String, syspath: String) {
         let root = NSTemporaryDirectory() + "hwdb-sysfs-\(UInt32.random(in: 0...UInt32.max))"
         let parent = root + "/devices/pci0000:00/808622C1:04/i2c-4/sensor-parent"
         let syspath = parent + "/iio:device0"
         try FileManager.default.createDirectory(atPath: syspath, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: root + "/class/dmi/id", withIntermediateDirectories: true)
         try (parentModalias + "\n").write(toFile: parent + "/modalias", atomically: true, encoding: .utf8)
-        try (dmi + "\n").write(toFile: root + "/class/dmi/id/modalias", atomically: true, encoding: .utf8)
+        if let dmi {
+            try FileManager.default.createDirectory(atPath: root + "/class/dmi/id", withIntermediateDirectories: true)
+            try (dmi + "\n").write(toFile: root + "/class/dmi/id/modalias", atomically: true, encoding: .utf8)
+        }
         if let label { try (label + "\n").write(toFile: syspath + "/label", atomically: true, encoding: .utf8) }
         return (root, syspath)
     }
@@ -47,6 +49,20 @@ import Testing
              ACCEL_LOCATION=display
 
             """)
+    }
+
+    /// A device-tree machine, the PineTab2: no /sys/class/dmi, so udev's `$attr{[dmi/id]modalias}`
+    /// is empty (udev-format.c: an attribute that cannot be read substitutes nothing) and the key ends
+    /// in the parent's `of:` modalias and a `:`. The kernel writes the node's missing device_type as
+    /// `(null)` (drivers/of/module.c, `of_modalias`), which udev makes `_null_`; 60-sensor.hwdb's
+    /// PineTab2 record (Debian 12's line 989) matches that key.
+    @Test func aDeviceTreeMachineWithoutDMIHasAnEmptyDMIPart() async throws {
+        let machine = try Self.sysfs(parentModalias: "of:NaccelerometerT(null)Csilan,sc7a20", dmi: nil)
+        let key = try SensorHwdbKey.reading(syspath: machine.syspath, sysRoot: machine.root)
+        #expect(key.lookup == "sensor:modalias:of:NaccelerometerT_null_Csilan,sc7a20:")
+        let shipped = try Hwdb.shippedRecord(startingWith: "sensor:modalias:of:NaccelerometerT_null_Csilan,sc7a20:*")
+        let found = try await Hwdb.lookUp(key.lookup, in: ["lib/udev/hwdb.d/60-sensor.hwdb": shipped])
+        #expect(found.properties.contains("ACCEL_MOUNT_MATRIX=0, 0, -1; 1, 0, 0; 0, -1, 0"), "\(found.properties)")
     }
 
     /// Real machines: the shipped record matches the key built from the machine's sysfs (so the key

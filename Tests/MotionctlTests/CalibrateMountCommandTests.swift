@@ -28,7 +28,8 @@ extension Hardware {
             var driverName: String
             /// Extra attributes of the IIO device (`label`, `location`).
             var attributes: [String: String] = [:]
-            var dmi: String
+            /// The DMI modalias; nil on a device-tree machine, which has no /sys/class/dmi.
+            var dmi: String?
             /// Raw counts of 1 g.
             var countsPerG: Int
 
@@ -41,11 +42,8 @@ extension Hardware {
             var fixture: String {
                 let scale = String(format: "%.9f", 9.80665 / Double(countsPerG))
                 let extra = attributes.sorted { $0.key < $1.key }.map { "A: \($0.key)=\($0.value)\\n\n" }.joined()
-                return """
-                    P: /devices/virtual/dmi/id
-                    E: SUBSYSTEM=dmi
-                    A: modalias=\(dmi)\\n
-
+                let dmiDevice = dmi.map { "P: /devices/virtual/dmi/id\nE: SUBSYSTEM=dmi\nA: modalias=\($0)\\n\n\n" } ?? ""
+                return dmiDevice + """
                     P: \(parent)
                     E: SUBSYSTEM=\(parentSubsystem)
                     A: modalias=\(parentModalias)\\n
@@ -131,6 +129,38 @@ extension Hardware {
                 dmi: "dmi:bvncoreboot:bvrGoogle_Eve.9584.230.0:bd08/26/2019:br4.0:svnGoogle:pnEve:pvr1.0:rvnGoogle:rnEve:rvr1.0:cvnGoogle:ct9:cvr:",
                 countsPerG: 1024),
         ]
+
+        /// The PineTab2, a device-tree machine (60-sensor.hwdb line 989, its only `of:` record): no DMI,
+        /// an SC7A20 (st_accel, name `sc7a20`, Linux 6.3) on i2c whose parent's modalias the kernel writes
+        /// with its node's missing device_type as `(null)` (drivers/of/module.c). Its shipped z row is
+        /// x × y, where the wizard writes the other z row, as 154 of the file's records have it: motiond
+        /// completes both as x × y (`DeviceFrame`), so the two read the same.
+        static let pineTab2 = Machine(
+            name: "PineTab2, device tree, no DMI (line 989)",
+            shippedMatch: "sensor:modalias:of:NaccelerometerT_null_Csilan,sc7a20:*", shipped: [0, 0, -1, 1, 0, 0, 0, -1, 0],
+            parent: "/devices/platform/fe5c0000.i2c/i2c-4/4-0018", parentSubsystem: "i2c", parentModalias: "of:NaccelerometerT(null)Csilan,sc7a20",
+            driverName: "sc7a20", dmi: nil, countsPerG: 1024)
+
+        /// On the PineTab2 the wizard finishes: its key has udev's empty DMI part and the shipped record
+        /// matches it; the x and y rows it writes are the shipped ones, and motiond reads its matrix as
+        /// the shipped one. Before, it exited 1: "cannot read /sys/class/dmi/id/modalias (ENOENT)".
+        @Test func theWizardFinishesOnADeviceTreeMachineWithoutDMI() async throws {
+            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let machine = Self.pineTab2
+            let (run, written, _) = try await Self.wizard(on: machine, poses: machine.poses, root: root)
+            #expect(run.status == 0, "\(run.output) \(run.errors)")
+            let entry = try #require(written, "nothing written")
+            let keys = entry.split(separator: "\n").filter { $0.hasPrefix("sensor:") }.map(String.init)
+            #expect(keys == ["sensor:modalias:of:NaccelerometerT_null_Csilan,sc7a20:"], "\(keys)")
+            let shipped = try await Hwdb.lookUp(try #require(keys.first), in: ["lib/udev/hwdb.d/60-sensor.hwdb": try Hwdb.shippedRecord(startingWith: machine.shippedMatch)])
+            #expect(shipped.properties.contains("ACCEL_MOUNT_MATRIX=\(machine.shippedValue)"), "\(keys): \(shipped.properties)")
+            let value = try #require(entry.split(separator: "\n").first { $0.hasPrefix(" ACCEL_MOUNT_MATRIX=") }).dropFirst(" ACCEL_MOUNT_MATRIX=".count)
+            let wizards = try #require(MountMatrixOverride(match: .name(machine.driverName), matrix: String(value))).matrix
+            let theirs = Matrix3(rowMajor: machine.shipped.map(Double.init))
+            #expect(wizards.row0 == theirs.row0 && wizards.row1 == theirs.row1, "\(value)")
+            #expect(try DeviceFrame.transform(mountMatrix: wizards).matrix == DeviceFrame.transform(mountMatrix: theirs).matrix, "\(value)")
+        }
 
         /// Holds each pose for `seconds`, one after the other, on a thread of its own.
         static func makePoses(_ poses: [[Int]], on testbed: Testbed, seconds: Double) -> Thread {
