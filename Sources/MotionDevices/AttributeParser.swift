@@ -52,14 +52,16 @@ enum AttributeParser {
         return Matrix3(rowMajor: values)
     }
 
-    /// Parses `sampling_frequency_available`: a list (`12.5 25 50 100`) or a range (`[min step max]`).
+    /// Parses `sampling_frequency_available`: a list (`12.5 25 50 100`) or a range (`[min step max]`),
+    /// in Hz. A rate outside `PlausibleRate.hertz` makes the whole attribute malformed: a device
+    /// that lists a rate no chip runs at is not trusted with the others.
     static func availableRates(_ text: String) -> AvailableRates? {
         let trimmed = text.trimmingWhitespace
         if trimmed.hasPrefix("[") && trimmed.hasSuffix("]") {
             let parts = trimmed.dropFirst().dropLast().split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard parts.count == 3,
-                let low = number(String(parts[0])), let step = number(String(parts[1])),
-                let high = number(String(parts[2])), low > 0, step > 0, high >= low
+                let low = rate(String(parts[0])), let step = number(String(parts[1])),
+                let high = rate(String(parts[2])), step > 0, high >= low
             else { return nil }
             return .range(minimum: low, step: step, maximum: high)
         }
@@ -67,10 +69,16 @@ enum AttributeParser {
         guard !parts.isEmpty else { return nil }
         var rates: [Double] = []
         for part in parts {
-            guard let v = number(String(part)), v > 0 else { return nil }
+            guard let v = rate(String(part)) else { return nil }
             rates.append(v)
         }
         return .list(rates.sorted())
+    }
+
+    /// Parses one sampling rate (`sampling_frequency`), Hz; `nil` for text that is no number or a
+    /// rate outside `PlausibleRate.hertz`.
+    static func rate(_ text: String) -> Double? {
+        number(text).flatMap { PlausibleRate.hertz.contains($0) ? $0 : nil }
     }
 
     /// Parses a scan element type, `[be|le]:[s|u|S|U]bits/storage[Xrepeat][>>shift]`
@@ -135,15 +143,18 @@ public enum AvailableRates: Sendable, Hashable, Codable {
     /// Every rate from `minimum` to `maximum` in steps of `step`.
     case range(minimum: Double, step: Double, maximum: Double)
 
-    /// The lowest offered rate that is at least `requested` Hz, or the highest offered if none is.
+    /// The lowest offered rate that is at least `requested` Hz, or the highest offered if none is;
+    /// within `PlausibleRate.hertz` also where the rates did not come through the parser.
     public func rate(atLeast requested: Double) -> Double {
         switch self {
         case .list(let rates):
-            return rates.first(where: { $0 >= requested - 1e-9 }) ?? rates.last ?? requested
+            return PlausibleRate.clamped(rates.first(where: { $0 >= requested - 1e-9 }) ?? rates.last ?? requested)
         case .range(let low, let step, let high):
-            if requested <= low { return low }
+            if requested <= low { return PlausibleRate.clamped(low) }
             let steps = ((requested - low) / step - 1e-9).rounded(.up)
-            return min(high, low + steps * step)
+            // A step too small to count in (steps infinite, or NaN times 0) leaves the rate asked for.
+            let offered = low + steps * step
+            return PlausibleRate.clamped(min(high, offered.isFinite ? offered : requested))
         }
     }
 }
@@ -159,9 +170,10 @@ extension StringProtocol where SubSequence == Substring {
 
 extension DeviceDescriptor {
     /// The rate the device itself is set to for a capture asking `requested` Hz: the lowest it offers
-    /// that is at least that (its highest if none is), or `requested` where it lists none.
+    /// that is at least that (its highest if none is), or `requested` where it lists none; always
+    /// within `PlausibleRate.hertz`.
     public func hardwareRate(for requested: Double) -> Double {
-        availableRates?.rate(atLeast: requested) ?? requested
+        availableRates?.rate(atLeast: requested) ?? PlausibleRate.clamped(requested)
     }
 
     /// The rate a capture asking `requested` Hz delivers samples at, read in `mode`: a buffer's, the
@@ -169,6 +181,6 @@ extension DeviceDescriptor {
     /// orientation's 4 Hz on an accelerometer whose slowest rate is 15.62 Hz is then 4 reads a second,
     /// not 16 (docs/protocol.md: polled sensors are read 4 times a second for event streams).
     public func captureRate(for requested: Double, in mode: CaptureMode) -> Double {
-        mode == .buffered ? hardwareRate(for: requested) : min(requested, hardwareRate(for: requested))
+        mode == .buffered ? hardwareRate(for: requested) : PlausibleRate.clamped(min(requested, hardwareRate(for: requested)))
     }
 }

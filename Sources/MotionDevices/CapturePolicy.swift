@@ -23,15 +23,15 @@ public struct CapturePolicy: Sendable, Equatable {
     public static let presenceChecksPerSecond = 10.0
 
     /// - Parameters:
-    ///   - rate: the device's real rate, Hz (positive).
+    ///   - rate: the device's real rate, Hz (brought into `PlausibleRate.hertz`).
     ///   - batch: scans per read of its buffer (default 1).
     ///   - remote: whether it is another machine's (default false).
     ///   - firstDataTimeout: seconds, instead of the rule's (default: the rule's).
     public init(rate: Double, batch: Int = 1, remote: Bool = false, firstDataTimeout: Double? = nil) {
-        self.rate = rate
+        self.rate = PlausibleRate.clamped(rate)
         self.batch = max(1, batch)
         self.remote = remote
-        self.firstDataTimeout = firstDataTimeout ?? max(remote ? 2.0 : 1.0, 10 / rate) + Double(self.batch) / rate
+        self.firstDataTimeout = firstDataTimeout ?? max(remote ? 2.0 : 1.0, 10 / self.rate) + Double(self.batch) / self.rate
     }
 
     /// Seconds from one check of a buffer's scans to the next, once it has given its first.
@@ -39,5 +39,5 @@ public struct CapturePolicy: Sendable, Equatable {
 
     /// Reads between checks of a polled device's presence: about `presenceChecksPerSecond` a second,
     /// at most one per read.
-    public var readsPerPresenceCheck: Int { max(1, Int(rate / Self.presenceChecksPerSecond)) }
+    public var readsPerPresenceCheck: Int { max(1, Int(saturating: rate / Self.presenceChecksPerSecond)) }
 }

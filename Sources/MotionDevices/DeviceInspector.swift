@@ -54,7 +54,7 @@ struct DeviceInspector {
             if availableRates == nil {
                 problems.append(.attributeMalformed(
                     device: sysname, attribute: "sampling_frequency_available", value: text,
-                    expected: "rates in Hz separated by spaces, or [min step max]"))
+                    expected: "rates from \(Self.plausibleRates) Hz separated by spaces, or [min step max]"))
             }
         }
         let samplingFrequencyAttribute = (["sampling_frequency"] + sensors.flatMap {
@@ -64,7 +64,11 @@ struct DeviceInspector {
         if let samplingFrequencyAttribute,
             case .success(let text) = sysfs.read(device: sysname, attribute: samplingFrequencyAttribute)
         {
-            samplingFrequency = AttributeParser.number(text)
+            samplingFrequency = AttributeParser.rate(text)
+            if samplingFrequency == nil {
+                problems.append(.attributeMalformed(
+                    device: sysname, attribute: samplingFrequencyAttribute, value: text, expected: "a rate from \(Self.plausibleRates) Hz"))
+            }
         }
 
         var timestampScan: TimestampScan? = nil
@@ -91,6 +95,9 @@ struct DeviceInspector {
             trigger: triggers.flatMap { trigger(for: sysname, name: name, triggers: $0) },
             problems: problems)
     }
+
+    /// `PlausibleRate.hertz` as the problems name it: `0.01 to 100000`.
+    private static let plausibleRates = "\(PlausibleRate.hertz.lowerBound) to \(Int(PlausibleRate.hertz.upperBound))"
 
     /// Why the device cannot be captured buffered, or `nil` if it can.
     private func bufferedCaptureProblem(sysname: String, sensors: [SensorDescriptor]) -> DeviceError? {

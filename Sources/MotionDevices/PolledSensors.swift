@@ -29,8 +29,8 @@ public final class PolledSensors: @unchecked Sendable {
     /// Opens the value attributes of `kinds` on `device`, to be read at `rate` Hz. Blocks for the
     /// sysfs writes: call it off an event loop.
     public init(device: DeviceDescriptor, kinds: [SensorKind], rate: Double) throws(DeviceError) {
-        // The timer's period is 1/rate: no period, no timer (and no trap converting an infinite one).
-        guard rate > 0, rate <= 1e9 else {
+        // A rate no chip runs at is the caller's error (rates are brought into the range where they are parsed).
+        guard PlausibleRate.hertz.contains(rate) else {
             throw .bufferFailed(device: device.number.sysname, operation: "poll at \(rate) Hz", errno: ErrnoValue.invalidArgument)
         }
         self.device = device
@@ -52,7 +52,7 @@ public final class PolledSensors: @unchecked Sendable {
 
     /// A descriptor that becomes readable once per period, for the owner's event loop, which owns it.
     public func makeTimer() throws(DeviceError) -> Int32 {
-        switch Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) {
+        switch Syscall.makePeriodicTimer(period: PlausibleRate.period(rate)) {
         case .success(let fd): return fd
         case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "timerfd", errno: e.rawValue)
         }

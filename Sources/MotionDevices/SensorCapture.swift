@@ -82,7 +82,7 @@ public final class SensorCapture: Sendable {
         self.rate = device.captureRate(for: rate, in: mode ?? device.captureMode)
         self.sysfs = sysfs
         // Up to 1 kHz, one scan per refill keeps latency at one sample period.
-        policy = CapturePolicy(rate: self.rate, batch: Int(self.rate / 1000), remote: remote, firstDataTimeout: firstDataTimeout)
+        policy = CapturePolicy(rate: self.rate, batch: Int(saturating: self.rate / 1000), remote: remote, firstDataTimeout: firstDataTimeout)
         do {
             thread = try WakeableThread(name: device.number.sysname)
         } catch {
@@ -195,7 +195,7 @@ public final class SensorCapture: Sendable {
         do {
             reader = try BufferedReader(
                 device: device, kinds: kinds, rate: rate, samplesPerRefill: policy.batch,
-                timeoutMilliseconds: UInt32(policy.firstDataTimeout * 1000), sysfs: sysfs)
+                timeoutMilliseconds: UInt32(saturating: policy.firstDataTimeout * 1000), sysfs: sysfs)
         } catch {
             return lifecycle.openFailed(error, deviceExists: sysfs.deviceExists(name))
         }
@@ -239,7 +239,7 @@ public final class SensorCapture: Sendable {
             return lifecycle.openFailed(error, deviceExists: sysfs.deviceExists(name))
         }
         lifecycle.opened()
-        let period = Int64(1e9 / rate)
+        let period = PlausibleRate.period(rate)
         var deadline = Syscall.monotonicNanoseconds()
         var rejections = RejectionReport(device: name, kinds: kinds)
         while !stopRequested {
@@ -269,7 +269,7 @@ public final class SensorCapture: Sendable {
         let remaining = deadline - Syscall.monotonicNanoseconds()
         if remaining > 2_000_000 {
             // Long waits block on the thread's wake so that stop() is immediate.
-            if case .success(let wakeup) = thread.wait(timeoutMilliseconds: Int32((remaining - 1_000_000) / 1_000_000)), wakeup.woken {
+            if case .success(let wakeup) = thread.wait(timeoutMilliseconds: Int32(clamping: (remaining - 1_000_000) / 1_000_000)), wakeup.woken {
                 return
             }
         }

@@ -79,7 +79,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         self.device = device
         self.kinds = kinds
         self.rate = device.captureRate(for: rate, in: startMode)
-        batch = min(CapturePlan.largestBatch, max(1, Int((latency * self.rate).rounded(.down))))
+        batch = min(CapturePlan.largestBatch, max(1, Int(saturating: latency * self.rate)))
         self.eventLoop = eventLoop
         policy = CapturePolicy(rate: self.rate, batch: batch, firstDataTimeout: firstDataTimeout)
         state = Mutex(State(lifecycle: CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: startMode)))
@@ -154,7 +154,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// can be a wake-up of its own (a batch of 0.1 s at 100 Hz wakes the loop 10 times a second; this
     /// adds one every 2 s).
     private func watch(_ buffer: ScanBuffer, after delay: Double? = nil) {
-        eventLoop.scheduleTask(in: .nanoseconds(Int64((delay ?? policy.firstDataTimeout) * 1e9))) { [weak self] in
+        eventLoop.scheduleTask(in: .nanoseconds(Int64(saturating: (delay ?? policy.firstDataTimeout) * 1e9))) { [weak self] in
             guard let self, state.withLock({ $0.buffer === buffer }) else { return }
             switch lifecycle({ $0.checkDue(deviceExists: buffer.deviceExists) }) {
             // A hub that keeps still at rest is checked once a heartbeat: each check is a wake-up.
@@ -513,7 +513,7 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     private func retime() {
         guard let wanted = adaptive?.rate, wanted != timerRate, timer >= 0 else { return }
         // A timer that cannot be set keeps its rate: the readings go on, only more often than needed.
-        if case .success = Syscall.setTimerPeriod(timer, period: Int64(1e9 / wanted)) { timerRate = wanted }
+        if case .success = Syscall.setTimerPeriod(timer, period: Int64(saturating: 1e9 / wanted)) { timerRate = wanted }
     }
 
     /// From now, the chip's motion events wake the capture: read now, for the reading later moves

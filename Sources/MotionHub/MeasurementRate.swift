@@ -22,13 +22,17 @@ struct MeasurementRate {
     /// Counts a measurement at `timestamp` (ns); once `window` of them came without a pause, their
     /// rate, Hz (then counting starts again).
     mutating func add(_ timestamp: Int64) -> Double? {
-        guard let first, timestamp > last, timestamp - last < ChangeInstant.longestHold else {
+        // A device's instants can be anything: a difference too large for an Int64 is a hole.
+        let (gap, jumped) = timestamp.subtractingReportingOverflow(last)
+        guard let first, !jumped, gap > 0, gap < ChangeInstant.longestHold else {
             (first, last, count) = (timestamp, timestamp, 1)
             return nil
         }
         (last, count) = (timestamp, count + 1)
-        guard timestamp - first >= window else { return nil }
+        // Each gap since `first` was short and positive: this difference holds.
+        let counted = timestamp - first
+        guard counted >= window else { return nil }
         defer { self.first = nil }
-        return Double(count - 1) / (Double(timestamp - first) * 1e-9)
+        return Double(count - 1) / (Double(counted) * 1e-9)
     }
 }

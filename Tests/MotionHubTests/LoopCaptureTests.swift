@@ -52,6 +52,29 @@ extension Hardware {
             #expect(abs(z - 16384 * 0.000598) < 1e-9)
         }
 
+        /// A device that lists only rates no chip runs at (`PlausibleRate.hertz`) is read at the rate
+        /// asked for: from a buffer that gives nothing it falls back to polling, on the loop at the
+        /// event streams' rate (1e-10 Hz trapped converting the buffer check's delay, and the timer's
+        /// period once resting), on a thread at 100 Hz (1e308 Hz trapped in `SensorCapture.init`).
+        @Test(arguments: [("1e-10", CapturePlan.eventRate, false), ("1e-10", CapturePlan.eventRate, true), ("1e-9", CapturePlan.eventRate, true), ("1e308", 100, false)])
+        func aDeviceListingOnlyRatesNoChipRunsAtIsReadAtTheRateAskedFor(available: String, rate: Double, restsWhenStill: Bool) throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            try testbed.setAttribute("iio:device0", "sampling_frequency_available", "\(available)\n")
+            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let capture = LoopCapture(
+                device: device, kinds: [.accelerometer], rate: rate, latency: 0, eventLoop: group.next(), firstDataTimeout: 0.3,
+                restsWhenStill: restsWhenStill)
+            #expect(capture.rate == rate)
+            let events = Events()
+            capture.start { events.take($0) }
+            defer { capture.stop() }
+            try waitUntil { events.samples >= 2 }
+            #expect(capture.modeName == "polled")
+        }
+
         /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it
         /// only falls silent. The capture then notices by itself that the device is gone (within two
         /// of its silence checks, `CapturePolicy.silenceCheck`), without waiting for udev's listing.

@@ -22,6 +22,17 @@ import Testing
         #expect(Self.rate(of: stride(from: Int64(0), through: 10_000_000_000, by: 100_000_000)) == nil)
     }
 
+    /// Instants a device's clock could give, as far apart as an Int64 holds (a clock that jumped, or
+    /// garbage in a buffer's timestamp): a hole, not a trap subtracting them (it took the daemon down).
+    @Test func instantsFurtherApartThanAnIntervalHoldsAreAHole() {
+        #expect(Self.rate(of: [Int64.min + 1, Int64.max, Int64.max - 1]) == nil)
+        var meter = MeasurementRate()
+        _ = meter.add(-9_000_000_000_000_000_000)
+        let afterJump = stride(from: Int64(9_000_000_000_000_000_000), through: 9_000_000_003_000_000_000, by: 10_000_000)
+        let rate = afterJump.lazy.compactMap { meter.add($0) }.first
+        #expect(rate.map { abs($0 - 100) < 1e-9 } == true, "\(rate.map { "\($0)" } ?? "none")")
+    }
+
     /// A hole in the readings (the sensor stopped for a second) starts the count again: the rate is
     /// that of the measurements after it, not one diluted by the hole.
     @Test func aHoleStartsTheCountAgain() {
