@@ -29,14 +29,25 @@ struct EventStage {
         baseAccelerometer = base
         if base == nil {
             hingeEstimator = nil
+            hinge = nil
         } else if hingeEstimator == nil {
             hingeEstimator = HingeEstimator(rate: rate())
         }
     }
 
-    /// Every sensor stopped: no stream has a latest value until they run again.
-    mutating func sensorsStopped() {
-        (orientation, tilt, hinge, gesture, proximity, light) = (nil, nil, nil, nil, nil, nil)
+    /// Follows which sensors are read (`running`: the kinds the plan's captures read, the base's
+    /// accelerometer not counted). A stream whose sensor stopped has no latest value until it runs
+    /// again, and the accelerometer's detectors start afresh: the first sample after a restart then
+    /// sends its state, which a watcher that came while the sensor was stopped (and got no state
+    /// when it asked) gets as its first, and no hysteresis or value from before the stop is kept
+    /// (the device may have turned meanwhile).
+    mutating func follow(running: Set<SensorKind>) {
+        if !running.contains(.accelerometer) {
+            (orientation, tilt, hinge, gesture) = (nil, nil, nil, nil)
+            (orientationDetector, tiltDetector) = (OrientationDetector(), TiltDetector())
+        }
+        if !running.contains(.proximity) { proximity = nil }
+        if !running.contains(.light) { light = nil }
     }
 
     /// Takes a sample: the display's accelerometer (`isWalking`: whether a walk is under way, which
@@ -58,13 +69,15 @@ struct EventStage {
                     emit(.hinge(hinge!))
                 }
             }
+            // Sent when it differs from the latest value, which there is none of after a stop: a
+            // state is sent even where the detector's first update gives the value it starts from.
             let gravity = sample.vector.accelerationFromSpecificForce
-            let previous = orientationDetector.state
+            let previous = orientation?.orientation
             orientation = OrientationMessage(timestamp: t, orientation: orientationDetector.update(gravity: gravity))
-            if orientationDetector.state != previous { emit(.orientation(orientation!)) }
-            let previousTilt = tiltDetector.state
+            if orientation!.orientation != previous { emit(.orientation(orientation!)) }
+            let previousTilt = tilt?.tilt
             tilt = TiltMessage(timestamp: t, tilt: tiltDetector.update(gravity: gravity))
-            if tiltDetector.state != previousTilt { emit(.tilt(tilt!)) }
+            if tilt!.tilt != previousTilt { emit(.tilt(tilt!)) }
             gestures.update(specificForce: sample.vector, timestamp: t, isWalking: isWalking) { made in
                 gesture = GestureMessage(timestamp: t, gesture: made)
                 emit(.gesture(gesture!))

@@ -42,9 +42,10 @@ final class MotionPipeline {
         }
         func rate(of device: DeviceNumber) -> Double? { deviceRate(device) ?? plan.captures.first { $0.device == device }?.rate }
         events.followHinge(base: plan.baseAccelerometer, rate: plan.baseAccelerometer.flatMap(rate(of:)) ?? CapturePlan.eventRate)
+        // The base's accelerometer feeds the hinge only: it keeps no screen orientation going.
+        events.follow(running: Set(plan.captures.flatMap { $0.device == plan.baseAccelerometer ? $0.kinds.subtracting([.accelerometer]) : $0.kinds }))
         if plan.captures.isEmpty {
             fusion.sensorsStopped()
-            events.sensorsStopped()
             gait.sensorsStopped()
         }
         fusion.follow(motionNeeded: motionNeeded) { kind in plan.captures.first { $0.kinds.contains(kind) }.flatMap { rate(of: $0.device) } }

@@ -95,6 +95,29 @@ extension Hardware {
             _ = daemon
         }
 
+        /// A desktop releases the accelerometer at each lock and suspend and claims it again at each
+        /// unlock and resume, with the device lying still: each claim returns with the orientation, one
+        /// read of the sensor after it opens (as the first claim does), not after the 3 s that a claim
+        /// waits at most for a state (`SensorProxyService.claimPatience`), which every claim after the
+        /// first took when the hub sent only changes.
+        @Test func everyClaimAfterAReleaseReturnsWithTheStateAtOnce() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "tablet-iio-sensor-proxy")
+            let bus = try PrivateSystemBus()
+            let daemon = try Self.daemon(on: bus)
+            let client = try BusClient(address: bus.address)
+            for claim in 1...3 {
+                let start = ContinuousClock.now
+                try client.call("ClaimAccelerometer")
+                let took = ContinuousClock.now - start
+                #expect(try client.property("AccelerometerOrientation") == "normal")
+                print("claim \(claim) returned after \(took)")
+                #expect(took < .milliseconds(500), "claim \(claim) took \(took)")
+                try client.call("ReleaseAccelerometer")
+                #expect(daemon.waitForLog("sensor closed", count: claim), "the release closed the accelerometer")
+            }
+        }
+
         /// Two programs claim the accelerometer; one vanishes without releasing (killed): the other
         /// is still served, as upstream counts claims per sender.
         @Test func theOtherClaimantStaysServedWhenOneVanishes() throws {

@@ -38,8 +38,8 @@ import Testing
         let latest = try #require(stage.latest(.orientation))
         guard case .orientation(let now) = latest else { Issue.record("\(latest)"); return }
         #expect(now.orientation == .leftUp && now.timestamp == 1_960_000_000, "the latest sample's, for a poll")
-        stage.sensorsStopped()
-        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) == nil)
+        stage.follow(running: [.light])
+        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) == nil, "forgotten once the accelerometer stops")
     }
 
     /// The base's samples feed the hinge only (no orientation from them); each display sample then
