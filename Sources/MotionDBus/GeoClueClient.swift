@@ -48,6 +48,9 @@ final class GeoClueClient: Sendable {
     private nonisolated(unsafe) var state = State.idle
     /// The clients whose `LocationUpdated` is followed (each once: a match stays as long as the bus).
     private nonisolated(unsafe) var followed: Set<Client> = []
+    /// The client told to `Start` and not yet to `Stop`, whatever `state` became since (a GeoClue
+    /// asked again keeps the same client for the same connection): the bus thread's alone.
+    private nonisolated(unsafe) var locating: Client?
     private let wanted = Atomic<Bool>(false)
     private let logger: Logger
     private let located: @Sendable (GeographicLocation) -> Void
@@ -66,11 +69,7 @@ final class GeoClueClient: Sendable {
         // GeoClue gone or started again: its clients went with it, so a new one is asked for.
         try bus.subscribe(
             "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.busName)'"
-        ) { [weak self] _ in
-            guard let self else { return }
-            state = .idle
-            thread.wake()
-        }
+        ) { [weak self] signal in self?.geoClueOwnerChanged(signal) }
     }
 
     /// Asks GeoClue for the place while `wanted`, and stops asking when not.
@@ -99,7 +98,7 @@ final class GeoClueClient: Sendable {
                         .mapError { BusError(call: "poll", code: $0.rawValue) }.get()
                 }
                 // Said to GeoClue on the way out, so that it does not go on locating for nobody.
-                if case .started(let client) = state { try call(client, "Stop") { _ in } }
+                if let client = locating { try call(client, "Stop") { _ in } }
                 try bus.process()
             } catch {
                 logger.error("lost the system bus: no more places from GeoClue", metadata: ["error": "\(error)"])
@@ -122,10 +121,26 @@ final class GeoClueClient: Sendable {
         case (true, .stopped(let client)): try startLocating(client)
         case (false, .started(let client)):
             state = .stopped(client)
-            try call(client, "Stop") { [weak self] reply in self?.report(reply, "Stop") }
         case (false, .unavailable): state = .idle
         default: break
         }
+        // Whatever the state: a client started is stopped once nobody wants the place.
+        if !wanted.load(ordering: .acquiring), let client = locating {
+            locating = nil
+            try call(client, "Stop") { [weak self] reply in self?.report(reply, "Stop") }
+        }
+    }
+
+    /// `NameOwnerChanged(name, old, new)` for GeoClue's name: taken only from the bus itself (any
+    /// connection may send a signal to motiond's, and sd-bus cannot check a well-known sender
+    /// locally, issue 60); GeoClue's client went with its old owner, so a new one is asked for.
+    private func geoClueOwnerChanged(_ signal: BusMessage) {
+        guard signal.sender == "org.freedesktop.DBus" else {
+            return logger.warning("ignored a NameOwnerChanged that did not come from the bus", metadata: ["sender": "\(signal.sender ?? "none")"])
+        }
+        if let client = locating, (try? signal.readString()) == Self.busName, (try? signal.readString()) == client.owner { locating = nil }
+        state = .idle
+        thread.wake()
     }
 
     private func askForClient() throws(BusError) {
@@ -173,10 +188,12 @@ final class GeoClueClient: Sendable {
 
     private func startLocating(_ client: Client) throws(BusError) {
         state = .started(client)
+        locating = client
         try call(client, "Start") { [weak self] reply in
             // A refusal ends this start only (a later one may have begun meanwhile).
             guard let self, report(reply, "Start"), state == .started(client) else { return }
             state = .unavailable
+            locating = nil
         }
     }
 

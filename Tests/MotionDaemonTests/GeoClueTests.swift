@@ -97,6 +97,63 @@ import Testing
         try waitUntil(seconds: 10) { abs(((try? Self.status(client).geomagnetic?.declination) ?? .nan) - paris.declination) < 1e-3 }
     }
 
+    /// A `NameOwnerChanged` saying GeoClue started again, sent to motiond's GeoClue connection by a
+    /// peer rather than by the bus (any local user may send a signal to a unique name on the system
+    /// bus; issue 60, defect 7), does not make motiond forget the client it started: when the last
+    /// true-north watch ends, `Stop` reaches GeoClue, in every trial. The peer pings motiond after the
+    /// forgery on the same connection, and the bus keeps one sender's messages in order, so motiond
+    /// has handled the forgery before the watch ends; the stand-in answers `GetClient` 1 s late, so
+    /// that a client asked for again because of the forgery is not there yet when the watch ends.
+    @Test func aForgedNameOwnerChangedDoesNotKeepGeoClueLocating() throws {
+        let (bus, standIn, daemon) = try Self.start(options: ["--answer-after=1"])
+        defer { withExtendedLifetime(bus) {} }
+        let client = try TestClient.greeted(path: daemon.socket)
+        func count(_ line: String) -> Int { standIn.output.split(separator: "\n").filter { $0.hasPrefix(line) }.count }
+        let trials = 5
+        for trial in 1...trials {
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
+            do {
+                try waitUntil(seconds: 10) { count("Start motiond 4 5000") >= trial }
+            } catch {
+                Issue.record("trial \(trial) of \(trials): GeoClue was not started\n\(standIn.output)\n\(daemon.log)")
+                throw error
+            }
+            let motiond = try #require(standIn.output.split(separator: "\n").last { $0.hasPrefix("GetClient") }?.split(separator: " ").last.map(String.init))
+            let forged = try Self.forgeNameOwnerChanged(to: motiond, on: bus)
+            #expect(forged.isEmpty, "\(forged)")
+            try client.send(#"{"class":"WATCH","streams":["motion"],"enable":false}"#)
+            do {
+                try waitUntil(seconds: 10) { count("Stop motiond") == trial }
+            } catch {
+                Issue.record("trial \(trial) of \(trials): no Stop reached GeoClue after a forged NameOwnerChanged\n\(standIn.output)")
+                throw error
+            }
+        }
+    }
+
+    /// Sends `destination` a `NameOwnerChanged` that says GeoClue's name moved to a new owner, from a
+    /// connection of its own (not the bus driver), then pings `destination` on that connection and
+    /// waits for the answer; what went wrong (its standard error carries the details), or nothing.
+    static func forgeNameOwnerChanged(to destination: String, on bus: PrivateSystemBus) throws -> String {
+        let script = """
+            import sys
+            from gi.repository import Gio, GLib
+            bus = Gio.DBusConnection.new_for_address_sync(sys.argv[1],
+                Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+            owner = bus.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                GLib.Variant("(s)", ("org.freedesktop.GeoClue2",)), None, 0, 5000, None).unpack()[0]
+            bus.emit_signal(sys.argv[2], "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                GLib.Variant("(sss)", ("org.freedesktop.GeoClue2", owner, ":1.9999")))
+            bus.call_sync(sys.argv[2], "/", "org.freedesktop.DBus.Peer", "Ping", None, None, 0, 5000, None)
+            """
+        let forger = Process()
+        forger.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        forger.arguments = ["-c", script, bus.address, destination]
+        try forger.runWithSteadyEnvironment()
+        forger.waitUntilExit()
+        return forger.terminationStatus == 0 ? "" : "forging failed: python3 exited \(forger.terminationStatus)"
+    }
+
     /// A `LocationUpdated` sent to motiond's GeoClue connection by another connection (any local user
     /// may send a signal to a unique name on the system bus), naming GeoClue's client and a location
     /// GeoClue serves but never announced: ignored. GeoClue's own next one is taken. motiond handles

@@ -9,6 +9,9 @@ as GeoClue makes it (/org/freedesktop/GeoClue2/Client/1/Location/0). It also ser
 (…/Location/99) that it never announces. Each call, property set and location read is printed, one
 line each, for the test to follow.
 
+With --answer-after=SECONDS, GetClient is answered that long after it came, as a GeoClue busy
+starting its sources may answer.
+
 With --refuse, Start answers org.freedesktop.DBus.Error.AccessDenied, as GeoClue does for a system
 service its configuration does not list.
 """
@@ -51,6 +54,7 @@ refuse = "--refuse" in sys.argv
 latitude, longitude = float(arguments[0]), float(arguments[1])
 altitude = -sys.float_info.max if arguments[2] == "unknown" else float(arguments[2])
 then = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--then=")), None)
+answer_after = float(next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--answer-after=")), "0"))
 places = {"99": (-45.0, 170.0, 0.0)}  # the decoy's
 
 bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
@@ -70,7 +74,11 @@ def manager_call(connection, sender, path, interface, method, parameters, invoca
         connection.register_object(client, CLIENT, client_call, client_get, client_set)
     # When, on CLOCK_MONOTONIC (the test's clock too): what came before a moment the test marks.
     say("GetClient", clients[sender]["path"], "at", "%.6f" % time.monotonic(), "for", sender)
-    invocation.return_value(GLib.Variant("(o)", (clients[sender]["path"],)))
+    answer = GLib.Variant("(o)", (clients[sender]["path"],))
+    if answer_after > 0:
+        GLib.timeout_add(int(answer_after * 1000), lambda: invocation.return_value(answer) or GLib.SOURCE_REMOVE)
+    else:
+        invocation.return_value(answer)
 
 
 def client_of(path):
