@@ -14,21 +14,33 @@ public struct GeographicLocation: Sendable, Hashable, Codable {
     }
 
     /// A place written `latitude, longitude` or `latitude, longitude, altitude` (degrees, degrees,
-    /// metres: `52.52, 13.40, 34`); nil for anything else.
+    /// metres: `52.52, 13.40, 34`): exactly two or three fields, each a decimal number (an optional
+    /// sign, ASCII digits, at most one point; spaces around it), in range; nil for anything else (an
+    /// empty field, a hexadecimal float, an exponent, `nan`, `inf`).
     public init?(parsing text: String) {
-        let parts = text.split(separator: ",").map { Double($0.trimmingPrefixAndSuffix(while: \.isWhitespace)) }
-        guard parts.count == 2 || parts.count == 3, let latitude = parts[0], let longitude = parts[1] else { return nil }
-        let altitude = parts.count == 3 ? parts[2] : 0
+        let fields = text.split(separator: ",", omittingEmptySubsequences: false).map { Self.decimal($0) }
+        guard fields.count == 2 || fields.count == 3, let latitude = fields[0], let longitude = fields[1] else { return nil }
+        let altitude = fields.count == 3 ? fields[2] : 0
         guard let altitude else { return nil }
         self.init(latitude: latitude, longitude: longitude, altitude: altitude)
     }
-}
 
-extension Substring {
-    fileprivate func trimmingPrefixAndSuffix(while predicate: (Character) -> Bool) -> Substring {
-        var s = self
-        while let first = s.first, predicate(first) { s.removeFirst() }
-        while let last = s.last, predicate(last) { s.removeLast() }
-        return s
+    /// `field` as a decimal number: `[+-]?(digits[.digits*] | .digits)` between spaces, else nil.
+    /// Checked before `Double`'s parser, which also takes hexadecimal, exponents, `nan` and `inf`.
+    private static func decimal(_ field: Substring) -> Double? {
+        let number = field.utf8.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }.reversed()
+            .drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }.reversed()
+        var rest = number[...]
+        if let sign = rest.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { rest = rest.dropFirst() }
+        let isDigit = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        let whole = rest.prefix(while: isDigit)
+        rest = rest.dropFirst(whole.count)
+        var fraction = rest.prefix(0)
+        if rest.first == UInt8(ascii: ".") {
+            fraction = rest.dropFirst().prefix(while: isDigit)
+            rest = rest.dropFirst(1 + fraction.count)
+        }
+        guard rest.isEmpty, !whole.isEmpty || !fraction.isEmpty else { return nil }
+        return Double(String(decoding: number, as: UTF8.self))
     }
 }
