@@ -71,6 +71,19 @@ struct CapturePlan: Sendable, Hashable {
     /// The base's accelerometer, opened for the hinge only (its samples feed nothing else).
     private(set) var baseAccelerometer: DeviceNumber?
 
+    /// Whether `device`'s capture feeds `stream` with a sensor it cannot go without, so that the stream
+    /// ends when the device goes. The stream table names kinds, not devices; the plan gives each kind
+    /// one device, but for the base's accelerometer, which feeds the hinge only (a 2-in-1's screen
+    /// orientation and tilt come from the display's).
+    func feeds(_ stream: StreamKind, from device: DeviceNumber) -> Bool {
+        guard var kinds = captures.first(where: { $0.device == device })?.kinds else { return false }
+        if device == baseAccelerometer {
+            if stream == .hinge { return true }
+            kinds.remove(.accelerometer)
+        }
+        return !kinds.isDisjoint(with: stream.descriptor.required)
+    }
+
     /// Why the streams in `unavailable` cannot be had, one sentence each: "motion needs an
     /// accelerometer, and this machine has none".
     static func reasons(for streams: Set<StreamKind>, devices: [DeviceDescriptor]) -> String {

@@ -245,7 +245,7 @@ package final class Hub: @unchecked Sendable {
         pipeline.events.vendorUnitLight = Set(devices.filter { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }.map(\.number))
         for gone in captures.stop(absentFrom: Set(devices.map(\.number))) {
             logger.notice("sensor removed", metadata: ["device": "\(gone.device)"])
-            fanout.endStreams(needing: gone.kinds, reason: "\(gone.device) was removed")
+            endStreams(fedBy: gone.device, reason: "\(gone.device) was removed")
         }
         replan()
         devicesChanged()
@@ -458,12 +458,18 @@ package final class Hub: @unchecked Sendable {
         case .ended(let error):
             errorCounts[DaemonError.sensorEnded.index] += 1
             logger.warning("sensor ended", metadata: ["device": "\(number)", "reason": "\(error)"])
-            guard let plan = captures.ended(number) else { return }
-            fanout.endStreams(needing: plan.kinds, reason: error.meansDeviceGone ? "\(number) was removed" : "\(error)")
+            guard captures.ended(number) != nil else { return }
+            endStreams(fedBy: number, reason: error.meansDeviceGone ? "\(number) was removed" : "\(error)")
             if error.meansDeviceGone { devices.removeAll { $0.number == number } }
             replan()
             if error.meansDeviceGone { devicesChanged() }
         }
+    }
+
+    /// Ends the streams that `device`'s capture fed in the plan it ran in (the one followed last).
+    private func endStreams(fedBy device: DeviceNumber, reason: String) {
+        guard let plan = followedPlan else { return }
+        fanout.endStreams(fedBy: device, in: plan, reason: reason)
     }
 
     /// What mends a gyroscope or magnetometer whose readings `mending` puts right (in motiond's

@@ -109,9 +109,10 @@ final class StreamFanout {
         for subscription in subscriptions[stream.index] { clients.deliver(message, line: line, to: subscription.outbox, kind: .kept) }
     }
 
-    /// Ends, with `ENDED` and its reason, every watch of a stream that needs one of `kinds`.
-    func endStreams(needing kinds: Set<SensorKind>, reason: String) {
-        for stream in StreamKind.allCases where !stream.descriptor.required.isDisjoint(with: kinds) {
+    /// Ends, with `ENDED` and its reason, every watch of a stream that `device`'s capture fed in
+    /// `plan` (the one it ran in) with a sensor the stream needs: the others go on.
+    func endStreams(fedBy device: DeviceNumber, in plan: CapturePlan, reason: String) {
+        for stream in StreamKind.allCases where plan.feeds(stream, from: device) {
             for id in subscriptions[stream.index].map(\.id) {
                 setWatch(nil, of: stream, for: id)
                 clients.send(Ended(stream: stream, reason: reason), to: id)

@@ -116,4 +116,20 @@ import Testing
         #expect(plan.unavailable.isEmpty)
         #expect(plan.captures == [.init(device: DeviceNumber(0), kinds: [.accelerometer], rate: 20), .init(device: DeviceNumber(1), kinds: [.magnetometer], rate: 20)])
     }
+
+    /// Which streams a device's going ends: those it feeds with a sensor they need. A convertible's
+    /// base carries an IMU (accelerometer and gyroscope): its accelerometer feeds the hinge alone, its
+    /// gyroscope the gyroscope stream; `motion` needs only an accelerometer, the display's, and goes
+    /// on without the gyroscope (docs/protocol.md: `motion` needs only an accelerometer).
+    @Test func aDeviceFeedsTheStreamsItGivesASensorTheyNeed() {
+        var base = device(1, [.accelerometer, .gyroscope])
+        base.location = .base
+        let display = device(0, [.accelerometer])
+        let streams: [StreamKind] = [.orientation, .tilt, .hinge, .gyroscope, .motion]
+        let plan = CapturePlan(demands: streams.map { .init(stream: $0, interval: 0.1) }, devices: [display, base])
+        #expect(plan.baseAccelerometer == base.number)
+        #expect(streams.filter { plan.feeds($0, from: base.number) } == [.hinge, .gyroscope])
+        #expect(streams.filter { plan.feeds($0, from: display.number) } == [.orientation, .tilt, .hinge, .motion])
+        #expect(!plan.feeds(.orientation, from: DeviceNumber(7)), "a device the plan does not read feeds nothing")
+    }
 }

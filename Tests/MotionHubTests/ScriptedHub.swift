@@ -108,6 +108,8 @@ final class ScriptedSource: SensorSource {
     let pose = Mutex<[DeviceNumber: Vector3]>([:])
     /// How many times each device was opened.
     let openings = Mutex<[DeviceNumber: Int]>([:])
+    /// Each device's latest opening.
+    private let streams = Mutex<[DeviceNumber: Stream]>([:])
 
     init(devices: [DeviceDescriptor]) { self.devices = devices }
 
@@ -117,8 +119,13 @@ final class ScriptedSource: SensorSource {
         _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
     ) throws -> any SensorStream {
         openings.withLock { $0[device.number, default: 0] += 1 }
-        return Stream(source: self, device: device.number, kinds: kinds, rate: rate, eventLoop: eventLoop)
+        let stream = Stream(source: self, device: device.number, kinds: kinds, rate: rate, eventLoop: eventLoop)
+        streams.withLock { $0[device.number] = stream }
+        return stream
     }
+
+    /// `device`'s capture ends as one does when its device is unplugged (before udev's listing says so).
+    func vanish(_ device: DeviceNumber) { streams.withLock { $0[device] }?.vanish() }
 
     var followsHotPlug: Bool { true }
 
@@ -133,6 +140,7 @@ final class ScriptedSource: SensorSource {
         private let kinds: [SensorKind]
         private let eventLoop: any EventLoop
         private let reads = Mutex<RepeatedTask?>(nil)
+        private let handler = Mutex<(@Sendable (SensorEvent) -> Void)?>(nil)
 
         init(source: ScriptedSource, device: DeviceNumber, kinds: [SensorKind], rate: Double, eventLoop: any EventLoop) {
             (self.source, self.device, self.kinds, self.rate, self.eventLoop) = (source, device, kinds, rate, eventLoop)
@@ -148,8 +156,15 @@ final class ScriptedSource: SensorSource {
                 handler(.readComplete)
             }
             reads.withLock { $0 = task }
+            self.handler.withLock { $0 = handler }
         }
 
         func stop() { reads.withLock { $0?.cancel() } }
+
+        /// Stops reading and says the device vanished (on the loop, as a capture read there does).
+        func vanish() {
+            stop()
+            handler.withLock { $0 }?(.ended(.deviceVanished(device: device.sysname)))
+        }
     }
 }
