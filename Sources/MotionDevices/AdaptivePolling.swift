@@ -48,6 +48,8 @@ public struct AdaptivePolling: Sendable, Equatable {
     private var last: Vector3?
     /// When the readings last moved, or an event said so, ns.
     private var lastMoved: Int64 = 0
+    /// When the last reading was made, ns (nil: none yet).
+    private var lastRead: Int64?
 
     /// Polling at rest until a reading moves, then at `movingRate` Hz; `heartbeat` seconds between
     /// reads at rest while motion events wake the capture.
@@ -59,6 +61,9 @@ public struct AdaptivePolling: Sendable, Equatable {
     /// The rate to poll at now, Hz.
     public var rate: Double { isMoving ? movingRate : wakesOnEvents ? 1 / heartbeat : restRate }
 
+    /// The period of `rate`, ns, for a timer (saturated: a heartbeat of any length sets one).
+    public var period: Int64 { Int64(saturating: 1e9 / rate) }
+
     /// From now, the chip's motion events wake the capture (`on`), or they are given up. The next
     /// reading is the one later moves are measured from: a move before the events were armed was
     /// no event's to announce.
@@ -67,14 +72,21 @@ public struct AdaptivePolling: Sendable, Equatable {
         (eventsSeen, unannouncedChange, last) = (false, nil, nil)
     }
 
-    /// The chip reported motion at `t` ns: reads go at `movingRate` until still for `settle`.
-    public mutating func motionReported(at t: Int64) {
+    /// The chip reported motion at `t` ns: reads go at `movingRate` until still for `settle`. Returns
+    /// whether to read now: only where no read is due sooner, that is while resting, and a moving
+    /// period after the last read (else the owner sets its timer to `period` from now). A chip sends
+    /// an event per sample while it moves (a bma250e 15.6 to 125 a second): reading at each would
+    /// add that many reads to the moving rate's.
+    public mutating func motionReported(at t: Int64) -> Bool {
+        let wasMoving = isMoving
         (eventsSeen, isMoving, lastMoved) = (true, true, t)
+        guard !wasMoving else { return false }
+        return lastRead.map { Double(t &- $0) >= 1e9 / movingRate } ?? true
     }
 
     /// Takes a reading (specific force, m/s²) made at `t` ns.
     public mutating func update(_ reading: Vector3, at t: Int64) {
-        defer { last = reading }
+        defer { (last, lastRead) = (reading, t) }
         let change = last.map { ($0 - reading).length } ?? 0
         let moved = change > threshold
         if moved, wakesOnEvents, !eventsSeen, !isMoving { unannouncedChange = change }

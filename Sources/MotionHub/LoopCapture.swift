@@ -509,11 +509,11 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
         retime()
     }
 
-    /// Sets the timer to the rate the adaptive polling wants now.
+    /// Sets the timer to the rate the adaptive polling wants now, its first tick a period from now.
     private func retime() {
-        guard let wanted = adaptive?.rate, wanted != timerRate, timer >= 0 else { return }
+        guard let adaptive, adaptive.rate != timerRate, timer >= 0 else { return }
         // A timer that cannot be set keeps its rate: the readings go on, only more often than needed.
-        if case .success = Syscall.setTimerPeriod(timer, period: Int64(saturating: 1e9 / wanted)) { timerRate = wanted }
+        if case .success = Syscall.setTimerPeriod(timer, period: adaptive.period) { timerRate = adaptive.rate }
     }
 
     /// From now, the chip's motion events wake the capture: read now, for the reading later moves
@@ -529,9 +529,10 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
         retime()
     }
 
-    /// The chip said it moved: read now, and fast until it is still again.
+    /// The chip said it moved: fast until it is still again, and read now only where no read is due
+    /// sooner (`AdaptivePolling.motionReported`).
     func motionReported() {
-        adaptive?.motionReported(at: Syscall.monotonicNanoseconds())
+        guard adaptive?.motionReported(at: Syscall.monotonicNanoseconds()) == true else { return retime() }
         poll()
     }
 
@@ -562,8 +563,9 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     }
 }
 
-/// Reads an accelerometer's motion events (`iio_event_data` records) and wakes the poller for each
-/// read that brought one of them: the samples themselves come from the poller's read.
+/// Reads an accelerometer's motion events (`iio_event_data` records) and tells the poller of each
+/// read that brought one of them, which reads at once only where no read is due sooner: the samples
+/// themselves come from the poller's reads.
 private final class MotionEventReader: ChannelInboundHandler, @unchecked Sendable {
     // @unchecked: runs on its channel's event loop only.
     typealias InboundIn = ByteBuffer

@@ -1,5 +1,6 @@
 import Foundation
 import MotionWire
+import Synchronization
 import TestSupport
 import Testing
 
@@ -126,6 +127,54 @@ extension Hardware {
             #expect(Date().timeIntervalSince(pushed) < 0.5)
             tablet.daemon.signal(SIGTERM)
             #expect(try tablet.enableAttributes() == ["0", "0", "0"])
+        }
+
+        /// Motion events as a bma250e sends them while it moves (bmc150-accel's slowest rate, 15.6 a
+        /// second: one per sample beyond the slope threshold), at its fastest 125, and a storm of
+        /// 100,000 a second: each event only brings the next read forward when none is due sooner, so
+        /// the accelerometer is read at the moving rate (`CapturePlan.eventRate`, 4 a second) plus at
+        /// most one. Each read is three I²C transfers on hardware; every event read it at once before
+        /// (19.7, 104 and 1,557 reads a second).
+        @Test(arguments: [15.6, 125, 100_000])
+        func motionEventsAddNoReadsBeyondTheMovingRate(eventsPerSecond: Double) throws {
+            let tablet = try Tablet { $0 == MotionEventsCapture.getEventDescriptor ? .integer(MotionEventsCapture.eventDescriptor) : .failure(ENOTTY) }
+            _ = try tablet.watchOrientation()
+            _ = try tablet.waitForRest("motion-events")
+            let seconds = 3.0
+            let reads = try Self.duringEvents(to: tablet.events, perSecond: eventsPerSecond) {
+                try tablet.testbed.reads(of: "in_accel_x_raw", on: "iio:device0", during: seconds)
+            }
+            let movingRate = 4.0
+            #expect(Double(reads) / seconds <= movingRate + 1, "\(reads) reads in \(seconds) s at \(eventsPerSecond) events/s")
+            #expect(Double(reads) / seconds >= movingRate - 1, "still read at the moving rate: \(reads) in \(seconds) s")
+        }
+
+        /// Runs `body` while a thread of its own writes `perSecond` motion events a second to `fifo`:
+        /// those due each millisecond together, as an interrupt handler pushes them; what a full FIFO
+        /// does not take is dropped, as the kernel's event queue drops what its reader leaves.
+        static func duringEvents<T>(to fifo: Int32, perSecond: Double, _ body: () throws -> T) throws -> T {
+            let stop = Atomic<Bool>(false)
+            let ended = DispatchSemaphore(value: 0)
+            Thread {
+                let start = Date()
+                var pushed = 0
+                while !stop.load(ordering: .relaxed) {
+                    let due = Int(Date().timeIntervalSince(start) * perSecond) + 1
+                    if due > pushed {
+                        // At most PIPE_BUF (4096 bytes, 256 records): a write that size is whole or refused, never a part record.
+                        let records = (0..<min(due - pushed, 256)).flatMap { _ in rateOfChangeEvent(rising: true, at: 1_700_000_000_000_000_000) }
+                        _ = records.withUnsafeBytes { write(fifo, $0.baseAddress, $0.count) }
+                        pushed = due
+                    }
+                    usleep(1000)
+                }
+                ended.signal()
+            }.start()
+            defer {
+                stop.store(true, ordering: .relaxed)
+                ended.wait()
+            }
+            return try body()
         }
 
         /// An interrupt line that is not wired: the attributes take `1` and no event ever comes. The

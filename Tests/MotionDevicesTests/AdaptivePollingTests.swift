@@ -58,12 +58,77 @@ import Testing
         polling.wakeOnEvents(true)
         polling.update(Self.tilted(0), at: 0)
         #expect(polling.rate == 1.0 / 30)
-        polling.motionReported(at: 10_000_000_000)
+        let readsAtOnce = polling.motionReported(at: 10_000_000_000)
+        #expect(readsAtOnce, "resting, last read 10 s ago: read at once")
         #expect(polling.isMoving && polling.rate == 4)
         polling.update(Self.tilted(0), at: 10_250_000_000)
         #expect(polling.isMoving, "still within 1.5 s of the event")
         polling.update(Self.tilted(0), at: 11_600_000_000)
         #expect(!polling.isMoving && polling.rate == 1.0 / 30 && polling.unannouncedChange == nil)
+    }
+
+    /// An event brings the next read forward to now only while the device rests and its last read
+    /// is a moving period (0.25 s) old; else the read the moving timer makes within that period
+    /// serves it.
+    @Test func anEventReadsAtOnceOnlyWhereNoReadIsDueSooner() {
+        var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
+        polling.wakeOnEvents(true)
+        polling.update(Self.tilted(0), at: 0)
+        let readsAfterARead = polling.motionReported(at: 100_000_000)
+        #expect(!readsAfterARead, "read 0.1 s ago: the timer's next read, 0.25 s on, serves it")
+        #expect(polling.isMoving && polling.period == 250_000_000)
+        let readsWhileMoving = polling.motionReported(at: 200_000_000)
+        #expect(!readsWhileMoving, "moving: a read is due within a period")
+        polling.update(Self.tilted(0), at: 350_000_000)
+        polling.update(Self.tilted(0), at: 2_000_000_000)
+        #expect(!polling.isMoving && polling.period == 30_000_000_000)
+        let readsRested = polling.motionReported(at: 2_300_000_000)
+        #expect(readsRested, "resting, read 0.3 s ago: at once")
+    }
+
+    /// Reads a second of a device lying still whose chip reports motion `eventsPerSecond` times a
+    /// second for `seconds`, driven as `PollTicker` drives the value: one read to arm the events, a
+    /// periodic timer set to `period` from the instant the rate changes, a read at each tick, and
+    /// one at an event only where `motionReported` asks for it.
+    static func readsPerSecond(eventsPerSecond: Double, seconds: Double) -> Double {
+        var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
+        polling.wakeOnEvents(true)
+        var (period, tick, reads) = (polling.period, Int64(0), 0)
+        let (start, end) = (Int64(1_000_000_000), Int64(1_000_000_000 + seconds * 1e9))
+        func retime(at t: Int64) {
+            guard polling.period != period else { return }
+            (period, tick) = (polling.period, t + polling.period)
+        }
+        func read(at t: Int64) {
+            polling.update(tilted(0), at: t)
+            if t >= start && t < end { reads += 1 }
+            retime(at: t)
+        }
+        read(at: 0)
+        var event = 0
+        while true {
+            let next = start + Int64((Double(event) * 1e9 / eventsPerSecond).rounded())
+            if next >= end && tick >= end { break }
+            if tick <= next {
+                let t = tick
+                tick += period
+                read(at: t)
+            } else {
+                event += 1
+                if polling.motionReported(at: next) { read(at: next) } else { retime(at: next) }
+            }
+        }
+        return Double(reads) / seconds
+    }
+
+    /// A bma250e sends an event per sample while it moves: 15.6 a second at its slowest rate, 125 at
+    /// its fastest; a storm sends 100,000. However many come, the device is read at the moving rate
+    /// (4 a second) plus at most the one read that starts it (every event read it at once: 19.6, 129
+    /// and 100,004 reads a second).
+    @Test(arguments: [15.6, 125, 100_000])
+    func eventsAddNoReadsBeyondTheMovingRate(eventsPerSecond: Double) {
+        let rate = Self.readsPerSecond(eventsPerSecond: eventsPerSecond, seconds: 5)
+        #expect(rate <= 4 + 1 && rate >= 4, "\(rate) reads/s")
     }
 
     /// A quarter turn between two heartbeats with no event since they were armed: the events do
@@ -82,7 +147,8 @@ import Testing
         var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
         polling.wakeOnEvents(true)
         polling.update(Self.tilted(0), at: 0)
-        polling.motionReported(at: 1_000_000_000)
+        let readsAtFirstEvent = polling.motionReported(at: 1_000_000_000)
+        #expect(readsAtFirstEvent)
         polling.update(Self.tilted(0), at: 1_250_000_000)
         polling.update(Self.tilted(0), at: 3_000_000_000)
         polling.update(Self.tilted(90), at: 33_000_000_000)
