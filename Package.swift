@@ -156,6 +156,8 @@ let package = Package(
             name: "motionctl",
             dependencies: [
                 "MotionFusion", "MotionCore", "MotionClient", "MotionSystem", "MotionDevices",
+                // The mount wizard reads motiond.conf with motiond's own loader before and after its edit.
+                "MotionConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `motionctl view`'s web server.
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -61,7 +61,7 @@ public struct Configuration: Sendable, Equatable {
     }
 
     /// The largest configuration file read, bytes.
-    static let maximumFileSize = 64 * 1024
+    public static let maximumFileSize = 64 * 1024
     /// The most values (YAML nodes, aliases expanded) a configuration may hold.
     static let maximumNodes = 10_000
 
@@ -84,9 +84,19 @@ public struct Configuration: Sendable, Equatable {
         case .success(.contents), .success(.tooLarge):
             throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be")
         }
+        return try parse(String(decoding: data, as: UTF8.self), file: path)
+    }
+
+    /// Reads and checks `text` as `load` reads the file at `path`'s content: what motiond would make
+    /// of it (`motionctl calibrate mount` checks its edits of motiond.conf with it).
+    public static func parse(_ text: String, file path: String) throws(Invalid) -> Configuration {
+        let file = Place(file: path)
+        guard text.utf8.count <= maximumFileSize else {
+            throw file.invalid("is larger than \(maximumFileSize) bytes, the most a configuration may be")
+        }
         let root: YAMLNode?
         do {
-            root = try YAMLNode.parse(String(decoding: data, as: UTF8.self), maximumNodes: maximumNodes)
+            root = try YAMLNode.parse(text, maximumNodes: maximumNodes)
         } catch {
             throw file.invalid(error.description)
         }

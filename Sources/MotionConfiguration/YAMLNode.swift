@@ -32,7 +32,10 @@ indirect enum YAMLNode {
         return false
     }
 
-    /// Parses the first document of `text`; `nil` when it has none (empty, or comments only).
+    /// Parses the one document of `text`; `nil` when it has none (empty, or comments only). Anything
+    /// after that document (a second one after `---`, or content after a top-level flow collection or
+    /// after `...`, which libyaml reads as the start of another) is an error at its line: stopping at
+    /// the first document's end silently ignored the rest of the file.
     static func parse(_ text: String, maximumNodes: Int) throws(ParseError) -> YAMLNode? {
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else { throw ParseError(description: "libyaml could not start a parser") }
@@ -41,16 +44,24 @@ indirect enum YAMLNode {
         return try bytes.withUnsafeBufferPointer { buffer throws(ParseError) in
             yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
             var builder = Builder(limit: maximumNodes)
+            var documentEnded = false
+            let oneDocument = "motiond reads one YAML document, and would ignore this and all after it"
             while true {
                 var event = yaml_event_t()
                 guard yaml_parser_parse(&parser, &event) == 1 else {
                     let problem = parser.problem.map { String(cString: $0) } ?? "syntax error"
                     let mark = parser.problem_mark
-                    throw ParseError(description: "\(mark.line + 1):\(mark.column + 1): \(problem)")
+                    throw ParseError(description: "\(mark.line + 1):\(mark.column + 1): \(problem)" + (documentEnded ? " after the end of the document: \(oneDocument)" : ""))
                 }
                 defer { yaml_event_delete(&event) }
-                if event.type == YAML_STREAM_END_EVENT || event.type == YAML_DOCUMENT_END_EVENT { return builder.root }
-                try builder.take(event)
+                switch event.type {
+                case YAML_STREAM_END_EVENT: return builder.root
+                case YAML_DOCUMENT_END_EVENT: documentEnded = true
+                case YAML_DOCUMENT_START_EVENT where documentEnded:
+                    let mark = event.start_mark
+                    throw ParseError(description: "\(mark.line + 1):\(mark.column + 1): a second document: \(oneDocument)")
+                default: try builder.take(event)
+                }
             }
         }
     }

@@ -65,7 +65,7 @@ struct CalibrateMount: ParsableCommand {
         } catch {
             fail("cannot build the hwdb key of \(chosen.device): \(error)")
         }
-        let hwdb = HwdbFile(path: (root ?? "") + Self.localHwdb)
+        let hwdb = HwdbFile(path: (root ?? "") + Self.localHwdb, root: root ?? "")
         // A 2-in-1's other accelerometer, in its base: checked against the display's on the same poses.
         // One whose key cannot be built is left out: the display's matrix is what was asked for.
         let baseSensor = accelerometers.first { $0.location == SensorLocation.base.rawValue && $0.device != chosen.device }.flatMap {
@@ -240,6 +240,8 @@ struct CalibrateMount: ParsableCommand {
                 switch try file.set(name: device.name, matrix: matrix) {
                 case .written: print("Written to \(file.path); restart motiond (systemctl restart motiond) for it to read the matrix.")
                 case .ownedByTheFile: print("\(file.path) has a mount_matrices key of its own: add the entry to it, then restart motiond.")
+                case .refused(let why): print("\(file.path) is not edited: \(why). Add the entry to it yourself, then restart motiond.")
+                case .unchanged: break
                 }
             } catch {
                 fail("cannot write \(file.path): \(error)")
@@ -257,15 +259,17 @@ struct CalibrateMount: ParsableCommand {
         values.allSatisfy({ [-1, 0, 1].contains($0) }) ? matrix(values) : nil
     }
 
-    /// Writes `record` in place of this key's earlier one, compiles the hwdb, checks that the key
-    /// finds it, and has udev apply it.
+    /// Writes `record` in place of this key's earlier one once a copy of the hwdb with it gives it
+    /// for the key, compiles the hwdb, checks that the key finds it, and has udev apply it.
     private func install(_ record: SensorHwdbRecord, in hwdb: HwdbFile, syspath: String) throws {
         do {
-            try hwdb.replace(record.matches[0], with: record.text)
+            try hwdb.replace(record.matches[0], with: record.text, expecting: "ACCEL_MOUNT_MATRIX=\(record.matrixValue)")
+        } catch let refusal as HwdbFile.Refusal {
+            fail("\(hwdb.path) is not edited: \(refusal)")
         } catch {
             fail("cannot write \(hwdb.path): \(error)")
         }
-        try compile()
+        compile()
         let found = run("systemd-hwdb", rootArguments + ["query", record.matches[0]])
         guard found.output.contains("ACCEL_MOUNT_MATRIX=\(record.matrixValue)") else {
             fail("the hwdb does not give the entry for its key after the update: \(found.output)\(found.errors)")
@@ -285,13 +289,19 @@ struct CalibrateMount: ParsableCommand {
     private func remove(_ sensors: [(key: SensorHwdbKey, syspath: String)], from hwdb: HwdbFile) throws {
         let conf = MountMatricesBlock(path: (root ?? "") + config)
         do {
-            if try conf.remove() { print("Removed from \(conf.path) the mount matrices this command wrote; restart motiond for it to read them no more.") }
+            switch try conf.remove() {
+            case .written: print("Removed from \(conf.path) the mount matrices this command wrote; restart motiond for it to read them no more.")
+            case .refused(let why): print("\(conf.path) is not edited: \(why). Remove the entries after \"\(MountMatricesBlock.marker)\" yourself.")
+            case .unchanged, .ownedByTheFile: break
+            }
         } catch {
             fail("cannot write \(conf.path): \(error)")
         }
         let removed = sensors.filter { sensor in
             do {
                 if try hwdb.replace(sensor.key.lookup, with: nil) { return true }
+            } catch let refusal as HwdbFile.Refusal {
+                fail("\(hwdb.path) is not edited: \(refusal)")
             } catch {
                 fail("cannot write \(hwdb.path): \(error)")
             }
@@ -299,7 +309,7 @@ struct CalibrateMount: ParsableCommand {
             return false
         }
         guard !removed.isEmpty else { return }
-        try compile()
+        compile()
         for sensor in removed {
             if root == nil { _ = run("udevadm", ["trigger", "--action=change", "--settle", sensor.syspath]) }
             print("Removed the entry for \(sensor.key.lookup).")
@@ -308,63 +318,23 @@ struct CalibrateMount: ParsableCommand {
 
     private var rootArguments: [String] { root.map { ["--root", $0] } ?? [] }
 
-    /// `systemd-hwdb update`: it exits 0 even on a malformed file (systemd 252), so what it says on
-    /// standard error is the failure.
-    private func compile() throws {
+    /// `systemd-hwdb update`, once the edit was checked on a copy. What it says (it exits 0 even on
+    /// a malformed file, systemd 252) is of other files, another package's or the admin's: shown as
+    /// warnings, not taken for a failure of this command's.
+    private func compile() {
         let update = run("systemd-hwdb", rootArguments + ["update"])
-        guard update.status == 0, update.errors.isEmpty else { fail("systemd-hwdb update: \(update.errors)") }
+        guard update.status == 0 else { fail("systemd-hwdb update exited \(update.status): \(update.errors)") }
+        for warning in update.errors.split(separator: "\n") {
+            FileHandle.standardError.write(Data("motionctl: warning: systemd-hwdb: \(warning)\n".utf8))
+        }
     }
 
     private func run(_ program: String, _ arguments: [String]) -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [program] + arguments
-        let (output, errors) = (Pipe(), Pipe())
-        process.standardOutput = output
-        process.standardError = errors
-        do { try process.run() } catch { fail("cannot run \(program): \(error)") }
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        do { return try runCapturing(program, arguments) } catch { fail("cannot run \(program): \(error)") }
     }
 
     private func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("motionctl: \(message)\n".utf8))
         Foundation.exit(ExitStatus.failure)
-    }
-}
-
-/// The local hwdb file: records this command wrote follow a marker line naming their key, so that
-/// a new matrix replaces the old one and `--undo` removes it, and other records are left alone.
-struct HwdbFile {
-    let path: String
-
-    static func marker(_ key: String) -> String { "# motionctl calibrate mount: \(key)" }
-
-    /// Replaces the record after `key`'s marker by `text` (nil: removes it); returns whether there was one.
-    @discardableResult
-    func replace(_ key: String, with text: String?) throws -> Bool {
-        let file = EditedFile(path: path)
-        // Records end at a blank line, one of spaces or a CR among them (a file edited on another
-        // system): the hwdb's parser skips those too.
-        var records: [[String]] = [[]]
-        for line in try file.readLines() {
-            if line.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-                if !records[records.count - 1].isEmpty { records.append([]) }
-            } else {
-                records[records.count - 1].append(line)
-            }
-        }
-        records.removeAll(where: \.isEmpty)
-        let marker = Self.marker(key)
-        let before = records.count
-        records.removeAll { $0[0].trimmingCharacters(in: .whitespacesAndNewlines) == marker }
-        let hadOne = records.count < before
-        // Nothing to remove: the file is left as it is (or not made).
-        if text == nil && !hadOne { return false }
-        if let text { records.append([marker, text.trimmingCharacters(in: .newlines)]) }
-        try file.write(records.map { $0.joined(separator: "\n") }.joined(separator: "\n\n") + "\n")
-        return hadOne
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MotionSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -8,16 +9,34 @@ import Glibc
 /// their owner's: read as text or not at all, and written back where it lies, as it was kept.
 struct EditedFile {
     let path: String
+    /// The most it reads, bytes: a larger file is refused, not read (a 100 MB one took 442 MB).
+    var maximumSize = 1 << 20
 
-    /// A write that failed: what, and the system's reason.
-    struct WriteError: Error, CustomStringConvertible {
+    /// A read or write that failed: what, and the system's reason.
+    struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
     /// The text; empty where there is no file. One that cannot be read as text is an error, not an
-    /// empty file: written back, its owner's lines would be lost.
+    /// empty file: written back, its owner's lines would be lost. Only a regular file is read, opened
+    /// without blocking (a FIFO would hang the command) and only up to `maximumSize`.
     func read() throws -> String {
-        FileManager.default.fileExists(atPath: path) ? try String(contentsOfFile: path, encoding: .utf8) : ""
+        let found: RegularFileContents
+        do {
+            found = try LocalFiles().regularFileContents(of: path, atMost: maximumSize)
+        } catch {
+            throw Failure(description: "cannot read \(path): \(error)")
+        }
+        switch found {
+        case .missing: return ""
+        case .notRegular(let kind): throw Failure(description: "\(path) is \(kind), not a regular file")
+        case .tooLarge(let size): throw Failure(description: "\(path) is \(size) bytes, more than the \(maximumSize) this command edits")
+        case .contents(let bytes) where bytes.count > maximumSize:
+            throw Failure(description: "\(path) is more than the \(maximumSize) bytes this command edits")
+        case .contents(let bytes):
+            guard let text = String(validating: bytes, as: UTF8.self) else { throw Failure(description: "\(path) is not UTF-8 text") }
+            return text
+        }
     }
 
     /// The text's lines, split on LF alone: a CRLF line keeps its CR, as its owner wrote it (a String's
@@ -58,8 +77,8 @@ struct EditedFile {
     }
 
     /// The failure `what`, with the system's reason (`errno`, read before anything else can change it).
-    private static func failure(_ what: @autoclosure () -> String) -> WriteError {
+    private static func failure(_ what: @autoclosure () -> String) -> Failure {
         let code = errno
-        return WriteError(description: "\(what()): \(String(cString: strerror(code)))")
+        return Failure(description: "\(what()): \(String(cString: strerror(code)))")
     }
 }

@@ -152,6 +152,11 @@ import MotionCore
         ("location: \"52.5, 13.4, high\"", "location"),
         ("socket: [1, 2]", "socket"),
         ("socket: /a\n  bad: indentation", "2:6"),  // a syntax error gives line and column
+        ("{\"log_level\": \"info\"}\nsocket: /run/x.sock\n", "2:1: did not find expected <document start> after the end of the document: motiond reads one YAML document"),
+        ("{\"log_level\": \"info\"}\n\n# the wizard's block\nmount_matrices:\n  - {name: bmg160, matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"}\n", "4:1: did not find expected <document start>"),
+        ("log_level: info\n---\nsocket: /run/x.sock\n", "2:1: a second document: motiond reads one YAML document"),
+        ("---\nlog_level: info\n...\n---\nlog_level: debug\n", "4:1: a second document"),
+        ("log_level: info\n...\nsocket: /run/x.sock\n", "3:1: did not find expected <document start> after the end of the document"),
     ])
     func aBadValueIsAnErrorNamingTheFileAndTheSetting(text: String, setting: String) throws {
         let path = try file(text)
@@ -162,6 +167,15 @@ import MotionCore
             #expect(error.description.hasPrefix(path), "\(error)")
             #expect(error.description.contains(setting), "\(error)")
         }
+    }
+
+    /// Issue 60, defect 11: libyaml reads one document and motiond stopped there, so whatever followed
+    /// a top-level flow mapping (valid YAML: `{"log_level": "info"}`) was silently ignored, and so was a
+    /// second document after `---` (the bad value cases above, each naming the line where the ignored
+    /// content starts); a document that ends with `...` and comments alone is still read.
+    @Test func aDocumentEndedByDotsAndCommentsIsRead() throws {
+        let path = try file("---\nlog_level: debug\n...\n# the end\n")
+        #expect(try Configuration.load(path: path, required: true).logLevel == "debug")
     }
 
     @Test func aMissingRequiredFileIsAnError() {

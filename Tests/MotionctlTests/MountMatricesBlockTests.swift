@@ -43,9 +43,9 @@ import Glibc
             MountMatrixOverride(match: .name("bmi260"), matrix: .identity),
         ])
         // `--undo`: the block goes, the owner's lines stay.
-        #expect(try block.remove())
+        #expect(try block.remove() == .written)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "# mine\nlog_level: debug\n")
-        #expect(try !block.remove())
+        #expect(try block.remove() == .unchanged)
     }
 
     @Test func aFileWithItsOwnersMountMatricesIsNotEdited() throws {
@@ -102,7 +102,7 @@ import Glibc
         #expect(try block.set(name: "bmi260", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1") == .written)
         #expect(try block.set(name: "bmi260", matrix: "1, 0, 0; 0, 1, 0; 0, 0, 1") == .written)
         #expect(try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "bmi260").count == 2, "one entry, replaced")
-        #expect(try block.remove())
+        #expect(try block.remove() == .written)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(other.utf8))
     }
 
@@ -119,8 +119,64 @@ import Glibc
         let directory = (path as NSString).deletingLastPathComponent
         let blocked = directory + "/blocked"
         try FileManager.default.createDirectory(atPath: blocked + "/inside", withIntermediateDirectories: true)
-        #expect(throws: EditedFile.WriteError.self) { try EditedFile(path: blocked).write("log_level: info\n") }
+        #expect(throws: EditedFile.Failure.self) { try EditedFile(path: blocked).write("log_level: info\n") }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["blocked", "motiond.conf"])
+    }
+
+    /// Issue 60, defect 11: the file is read by motiond's own loader before and after the edit. The
+    /// owner's key written quoted (`"mount_matrices":`, or as a complex key) was not seen, and a second
+    /// key made motiond refuse the file (exit 64): a key of the owner's, however written, leaves the
+    /// file alone. After a top-level flow mapping (valid YAML) motiond read nothing more, so the block
+    /// appended was ignored; a file motiond refuses is not edited either: the wizard writes only what
+    /// motiond then reads as its entry, else nothing, and says why, naming the file and the line.
+    @Test(arguments: [
+        ("\"mount_matrices\":\n  - {label: accel-display, matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"}\n", nil),
+        ("'mount_matrices': [{label: accel-display, matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"}]\n", nil),
+        ("? mount_matrices\n: [{label: accel-display, matrix: \"1, 0, 0; 0, 1, 0; 0, 0, 1\"}]\n", nil),
+        ("{\"log_level\": \"info\"}\n", "4:1: did not find expected <document start> after the end of the document"),
+        ("log_level: info\n---\nheight: 1.8\n", "2:1: a second document"),
+        ("log_level: [loud\n", "2:1: did not find expected ',' or ']'"),
+    ] as [(String, String?)])
+    func aFileMotiondWouldNotReadTheEntryFromAsMeantIsNotEdited(text: String, refusal: String?) throws {
+        let path = try Self.scratch()
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let outcome = try MountMatricesBlock(path: path).set(name: "bmi260", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1")
+        if let refusal {
+            guard case .refused(let why) = outcome else {
+                Issue.record("\(outcome)")
+                return
+            }
+            #expect(why.contains("\(path): \(refusal)"), "\(why)")
+        } else {
+            #expect(outcome == .ownedByTheFile)
+            #expect(try Configuration.load(path: path, required: true).mountMatrices?.count == 1)
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == text)
+    }
+
+    /// Issue 60, defect 11: `--undo` removed the whole block, with an entry its owner had added inside
+    /// it (a block-style one lost its first line and left the rest dangling). Only the wizard's own
+    /// entries go; the owner's stay, read by motiond's loader as they were, also after another run.
+    @Test func theOwnersEntriesInsideTheBlockStay() throws {
+        let path = try Self.scratch()
+        let owners = [
+            #"  - {label: accel-display, matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1"}"#,
+            "  - label: accel-base",
+            #"    matrix: "-1, 0, 0; 0, -1, 0; 0, 0, 1""#,
+        ]
+        let text = (["log_level: info", "", MountMatricesBlock.marker, "mount_matrices:", MountMatricesBlock.entry(name: "bmg160", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1")] + owners).joined(separator: "\n") + "\n"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let block = MountMatricesBlock(path: path)
+        let theirs = [
+            MountMatrixSetting(label: "accel-display", matrix: "0, 1, 0; 1, 0, 0; 0, 0, -1"),
+            MountMatrixSetting(label: "accel-base", matrix: "-1, 0, 0; 0, -1, 0; 0, 0, 1"),
+        ]
+        #expect(try block.set(name: "ak09911", matrix: "-1, 0, 0; 0, 1, 0; 0, 0, -1") == .written)
+        let both = try #require(try Configuration.load(path: path, required: true).mountMatrices)
+        #expect(both.count == 4 && theirs.allSatisfy(both.contains), "\(both)")
+        #expect(try block.remove() == .written)
+        #expect(try Configuration.load(path: path, required: true).mountMatrices == theirs)
+        #expect(try String(contentsOfFile: path, encoding: .utf8).contains(owners.joined(separator: "\n") + "\n"))
     }
 
     @Test func aNameIsQuotedAsYAMLReadsIt() {
