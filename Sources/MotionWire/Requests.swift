@@ -117,8 +117,15 @@ public enum Request: Sendable, Hashable {
     public static func decode(_ line: [UInt8]) -> Result<Request, ErrorReply> {
         let data = Data(line)
         let decoder = JSONDecoder()
-        guard let header = try? decoder.decode(Header.self, from: data) else {
-            return .failure(ErrorReply(id: nil, code: .malformed, message: "not a JSON object"))
+        let header: Header
+        do {
+            header = try decoder.decode(Header.self, from: data)
+        } catch {
+            // Foundation's parser says only that the text is not JSON. The likeliest cause in an object
+            // is a number JSON has not, which a language's float formatting writes (`NaN`, `Infinity`):
+            // named, with its key.
+            let problem = line.first(where: { !Self.isJSONSpace($0) }) == UInt8(ascii: "{") ? Self.numberProblem(in: line) : nil
+            return .failure(ErrorReply(id: nil, code: .malformed, message: problem.map { "not valid JSON: \($0)" } ?? "not a JSON object"))
         }
         if header.idIsInvalid {
             return .failure(ErrorReply(id: nil, code: .malformed, message: "\"id\" must be a number or a string"))
@@ -185,7 +192,8 @@ public enum Request: Sendable, Hashable {
             // The header decoded, so the text is JSON: what Foundation's parser refuses only once a
             // field is read is a number no Double holds (`"from":1e400`). A malformed request, as any
             // other value of the wrong kind.
-            return .failure(ErrorReply(id: header.id, code: .malformed, message: "not valid JSON: a number beyond ±1.8e308?"))
+            let problem = Self.numberProblem(in: line) ?? "a number beyond ±1.8e308"
+            return .failure(ErrorReply(id: header.id, code: .malformed, message: "not valid JSON: \(problem)"))
         } catch let DecodingError.dataCorrupted(context) {
             return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: describe(context)))
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
@@ -195,6 +203,52 @@ public enum Request: Sendable, Hashable {
         } catch {
             return .failure(ErrorReply(id: header.id, code: .malformed, message: "\(error)"))
         }
+    }
+
+    /// The first number in `line` that JSON has not (RFC 8259, section 6: "Numeric values that cannot
+    /// be represented ... (such as Infinity and NaN) are not permitted") or that no Double holds,
+    /// with the key it is under: `"interval" is NaN, …`. Strings are skipped; nil if there is none.
+    private static func numberProblem(in line: [UInt8]) -> String? {
+        var key: String?
+        var lastString: String?
+        var i = 0
+        while i < line.count {
+            switch line[i] {
+            case UInt8(ascii: "\""):
+                var end = i + 1
+                while end < line.count && line[end] != UInt8(ascii: "\"") { end += line[end] == UInt8(ascii: "\\") ? 2 : 1 }
+                lastString = String(decoding: line[(i + 1)..<min(end, line.count)], as: UTF8.self)
+                i = end + 1
+            case UInt8(ascii: ":"):
+                key = lastString
+                i += 1
+            case let byte where isJSONSpace(byte) || isJSONStructural(byte):
+                i += 1
+            default:
+                var end = i
+                while end < line.count && !isJSONSpace(line[end]) && !isJSONStructural(line[end]) && line[end] != UInt8(ascii: "\"") { end += 1 }
+                let token = String(decoding: line[i..<end], as: UTF8.self)
+                i = end
+                // Swift reads `nan`, `inf` and `infinity` in any case, and a numeral beyond a Double as ±inf.
+                guard let value = Double(token), !value.isFinite else { continue }
+                let named = (key.map { "\"\($0.prefix(40))\" is " } ?? "") + token.prefix(40)
+                let isNumeral = token.drop { $0 == "-" || $0 == "+" }.first?.isNumber == true
+                return isNumeral
+                    ? "\(named), beyond the largest number a double holds (±1.8e308)"
+                    : "\(named), which JSON has no number for: send a finite number"
+            }
+        }
+        return nil
+    }
+
+    /// JSON's whitespace (RFC 8259, section 2).
+    private static func isJSONSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
+    }
+
+    /// JSON's structural characters but `:` (RFC 8259, section 2).
+    private static func isJSONStructural(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "{") || byte == UInt8(ascii: "}") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") || byte == UInt8(ascii: ",")
     }
 
     private static func describe(_ context: DecodingError.Context) -> String {

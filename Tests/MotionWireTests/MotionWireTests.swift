@@ -121,6 +121,49 @@ extension LineFramerTests {
         #expect(!error.message.isEmpty)
     }
 
+    /// Issue 60, defect 14b: NaN and Infinity are not JSON (RFC 8259 section 6: "Numeric values that
+    /// cannot be represented ... (such as Infinity and NaN) are not permitted"), and neither is a number
+    /// beyond a double's ±1.8e308 for this daemon; each was answered "not a JSON object", which a
+    /// JSON object with one bad number is not. The answer names the field and what is wrong, with
+    /// `malformed` (docs/protocol.md: not valid JSON).
+    @Test(arguments: [
+        (#"{"class":"WATCH","streams":["motion"],"interval":NaN}"#, #""interval" is NaN"#),
+        (#"{"class":"WATCH","streams":["motion"],"interval":Infinity}"#, #""interval" is Infinity"#),
+        (#"{"class":"WATCH","streams":["motion"],"interval":-Infinity}"#, #""interval" is -Infinity"#),
+        (#"{"class":"WATCH","streams":["motion"],"latency":nan}"#, #""latency" is nan"#),
+        (#"{"class":"WATCH","streams":["motion"],"interval":1e400}"#, #""interval" is 1e400"#),
+        (#"{"class":"HISTORY","stream":"pedometer","from":1e400}"#, #""from" is 1e400"#),
+        (#"{"class":"POLL","id":NaN,"streams":["motion"]}"#, #""id" is NaN"#),
+        (#"{"class":"WATCH","streams":["motion"],"interval":[1,NaN]}"#, #""interval" is NaN"#),
+    ])
+    func aNumberJSONHasNotIsNamedAsMalformed(text: String, named: String) {
+        guard case .failure(let error) = decode(text) else {
+            Issue.record("\(text) was accepted")
+            return
+        }
+        #expect(error.code == .malformed, "\(text): \(error.message)")
+        #expect(error.message.hasPrefix("not valid JSON: \(named)"), "\(text): \(error.message)")
+        #expect(error.message.contains("finite") || error.message.contains("1.8e308"), "\(text): \(error.message)")
+    }
+
+    /// The neighbours of NaN, each with the error it should get: a negative interval is a number out
+    /// of range (`invalid_argument`, the range named), NaN inside a string is a string, and a line
+    /// that is no object at all is still said to be none.
+    @Test func numbersNearNaNGetTheirOwnAnswers() {
+        let nan = "not valid JSON: \"interval\" is NaN, which JSON has no number for: send a finite number"
+        #expect(throws: ErrorReply(id: nil, code: .malformed, message: nan)) { try decode(#"{"class":"WATCH","streams":["motion"],"interval":NaN}"#).get() }
+        let huge = "not valid JSON: \"interval\" is 1e400, beyond the largest number a double holds (±1.8e308)"
+        #expect(throws: ErrorReply(id: nil, code: .malformed, message: huge)) { try decode(#"{"class":"WATCH","streams":["motion"],"interval":1e400}"#).get() }
+        #expect(throws: ErrorReply(id: nil, code: .invalidArgument, message: "interval -1.0 s is outside 0.001…60.0 s")) {
+            try decode(#"{"class":"WATCH","streams":["motion"],"interval":-1}"#).get()
+        }
+        #expect(throws: ErrorReply(id: nil, code: .malformed, message: "interval: Expected to decode Double but found a string instead.")) {
+            try decode(#"{"class":"WATCH","streams":["motion"],"interval":"NaN"}"#).get()
+        }
+        #expect(throws: ErrorReply(id: nil, code: .malformed, message: "not a JSON object")) { try decode("NaN").get() }
+        #expect(throws: ErrorReply(id: nil, code: .malformed, message: "not a JSON object")) { try decode("not json").get() }
+    }
+
     /// Issue 40, defect 12: `"stream":""` was answered with Swift's decoding text ("Cannot initialize
     /// StreamKind from invalid String value "), which names a type and no choice.
     @Test(arguments: [#"{"class":"HISTORY","stream":"","from":0}"#, #"{"class":"WATCH","streams":["speed"]}"#])
