@@ -12,11 +12,19 @@ import MotionCore
 /// - `tau` 0.2 s: time constant of the low-pass on each accelerometer (a hand on the lid shakes it);
 /// - `verticalHingeLimit` 25°: within this of vertical the hinge axis is too close to gravity for
 ///   the angle to show, and the last one is kept;
-/// - `foldedLimit` 20°: nearer than this to 0°/360°, the base's keyboard tells shut from folded back.
+/// - `foldedLimit` 20°: nearer than this to 0°/360° the halves lie parallel, and shut reads as
+///   folded right back (both halves read the same gravity whichever way the device faces). The angle
+///   then stays on the side it came from: a hinge cannot go from 0° to 360° but through 180°. So a
+///   tablet held upright or turned screen down stays folded back, and a shut laptop turned over stays
+///   shut;
+/// - `keyboardLimit` 30°: with no side yet (the first estimate has the halves parallel), the base's
+///   keyboard (−z of its frame) facing up says shut and facing down says folded back, but only while
+///   it faces more than this away from the horizon; on edge, no estimate is made until it does.
 public struct HingeEstimator: Sendable, Codable, Equatable {
     public var tau = 0.2
     public var verticalHingeLimit = 25.0 * .pi / 180
     public var foldedLimit = 20.0
+    public var keyboardLimit = 30.0 * .pi / 180
     private var display: LowPassFilter<Vector3>
     private var base: LowPassFilter<Vector3>
     /// The display's low-passed specific force, m/s², in its frame.
@@ -55,12 +63,19 @@ public struct HingeEstimator: Sendable, Codable, Equatable {
         guard abs(d.x) / dLength < limit, abs(b.x) / bLength < limit else { return }
         var degrees = atan2(b.y * d.z - b.z * d.y, b.y * d.y + b.z * d.z) * 180 / .pi
         if degrees < 0 { degrees += 360 }
-        let folded = degrees < foldedLimit || degrees > 360 - foldedLimit
-        if folded {
-            // Shut and folded right back read alike; the base's keyboard (−z of its frame) says which.
-            let keyboardUp = b.z < 0
-            mode = keyboardUp ? .closed : .tablet
-            angle = keyboardUp ? (degrees > 180 ? 0 : degrees) : (degrees < 180 ? 360 : degrees)
+        let parallel = degrees < foldedLimit || degrees > 360 - foldedLimit
+        if parallel {
+            // Shut and folded right back read alike: the side the hinge came from says which.
+            let foldedBack: Bool
+            if let last = angle {
+                foldedBack = last > 180
+            } else {
+                guard abs(b.z) / bLength > sin(keyboardLimit) else { return }
+                foldedBack = b.z > 0  // the keyboard faces down
+            }
+            // Past 0° or 360° is the halves' play or the sensors' noise: the hinge stops there.
+            angle = foldedBack ? (degrees > 180 ? degrees : 360) : (degrees < 180 ? degrees : 0)
+            mode = foldedBack ? .tablet : .closed
         } else {
             angle = degrees
             mode = degrees < 200 ? .laptop : degrees < 330 ? .tent : .tablet

@@ -47,6 +47,7 @@ import Testing
         #expect(estimator.mode?.rawValue == example["mode"] as? String)
     }
 
+    /// With no side yet, the base's keyboard facing up says shut and facing down folded back.
     @Test func shutAndFoldedBackAreToldApartByTheKeyboard() {
         var shut = HingeEstimator(rate: 50)
         Self.settle(&shut, display: Vector3(x: 0, y: 0, z: -Self.g), base: Vector3(x: 0, y: 0, z: -Self.g))
@@ -55,6 +56,40 @@ import Testing
         var tablet = HingeEstimator(rate: 50)
         Self.settle(&tablet, display: Vector3(x: 0, y: 0, z: Self.g), base: Vector3(x: 0, y: 0, z: Self.g))
         #expect(tablet.angle == 360 && tablet.mode == .tablet)
+    }
+
+    /// The halves parallel keep the side the hinge came from, not the keyboard's: shut from a laptop
+    /// and turned over (carried keyboard down) it stays shut at 0°; folded back from a tent and laid
+    /// screen down (keyboard up) it stays a tablet at 360°.
+    @Test func parallelHalvesKeepTheSideTheHingeCameFrom() {
+        let keyboardUp = Vector3(x: 0, y: 0, z: -Self.g)
+        var shut = HingeEstimator(rate: 50)
+        Self.settle(&shut, display: Self.opened(90), base: keyboardUp)
+        Self.settle(&shut, display: keyboardUp, base: keyboardUp)
+        // Turned over about the hinge, 10° a step.
+        for step in 1...18 {
+            let a = Double(step) * 10 * .pi / 180
+            let force = Vector3(x: 0, y: Self.g * sin(a), z: -Self.g * cos(a))
+            Self.settle(&shut, display: force, base: force)
+        }
+        #expect(shut.angle == 0 && shut.mode == .closed)
+        var folded = HingeEstimator(rate: 50)
+        Self.settle(&folded, display: Self.opened(270), base: keyboardUp)
+        Self.settle(&folded, display: keyboardUp, base: keyboardUp)
+        #expect(folded.angle == 360 && folded.mode == .tablet)
+    }
+
+    /// The first estimate with the halves parallel and the base on edge (its keyboard facing the
+    /// horizon, within `keyboardLimit`): nothing tells shut from folded back, and no angle is given
+    /// until the keyboard faces clearly down (then folded back) or the hinge opens.
+    @Test func parallelHalvesOnEdgeGiveNoFirstAngle() {
+        var estimator = HingeEstimator(rate: 50)
+        let upright = Vector3(x: 0, y: Self.g * cos(0.3), z: Self.g * sin(0.3))  // 17° off vertical
+        Self.settle(&estimator, display: upright, base: upright)
+        #expect(estimator.angle == nil && estimator.mode == nil)
+        let screenUp = Vector3(x: 0, y: Self.g * cos(1.0), z: Self.g * sin(1.0))  // 57°
+        Self.settle(&estimator, display: screenUp, base: screenUp)
+        #expect(estimator.angle == 360 && estimator.mode == .tablet)
     }
 
     @Test func aVerticalHingeKeepsTheLastAngle() {
