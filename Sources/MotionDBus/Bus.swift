@@ -1,17 +1,27 @@
 import CSDBus
+import MotionSystem
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A connection to a D-Bus bus through sd-bus, flushed and closed when it goes. sd-bus is not to be
-/// used from two threads: one thread owns it (the service's bus thread).
+/// A connection to a D-Bus bus through sd-bus, closed when it goes (`flush` first sends what is
+/// queued, bounded). sd-bus is not to be used from two threads: one thread owns it (the service's bus
+/// thread). Nothing here waits for the bus: a bus that accepts the connection and never answers holds
+/// no caller (issue 60, defect 9); every call is sent asynchronously, its answer comes from `process`.
 final class Bus {
+    /// How long a method call waits for its answer before sd-bus answers it with a timeout error, µs
+    /// (sd-bus's default is 25 s): the bus driver, polkit and GeoClue answer in milliseconds, and
+    /// GeoClue's bus activation in a second or two.
+    static let methodCallTimeout: UInt64 = 10_000_000
+
     private let pointer: OpaquePointer
     /// The handlers sd-bus calls for served objects and matched signals: kept as long as the bus.
     private var handlers: [Handler] = []
 
-    /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus.
+    /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus,
+    /// without waiting: the socket's `connect` does not block, and authentication and `Hello` go on
+    /// in `process`.
     init(address: String?) throws(BusError) {
         var connection: OpaquePointer?
         do {
@@ -23,6 +33,7 @@ final class Bus {
             } else {
                 try BusError.check("sd_bus_open_system", sd_bus_open_system(&connection))
             }
+            try BusError.check("sd_bus_set_method_call_timeout", sd_bus_set_method_call_timeout(connection, Self.methodCallTimeout))
         } catch {
             sd_bus_unref(connection)
             throw error
@@ -30,16 +41,27 @@ final class Bus {
         pointer = connection!
     }
 
-    deinit { sd_bus_flush_close_unref(pointer) }
+    /// Closed without `sd_bus_flush`, which waits for a bus that is still authenticating (up to
+    /// sd-bus's 90 s) and for one that does not read: what matters is sent by `flush` before.
+    deinit { sd_bus_close_unref(pointer) }
 
-    /// A handler's closure, handed to sd-bus as its userdata.
+    /// A handler's closures, handed to sd-bus as its userdata: `handle` for the messages, `answered`
+    /// for the reply to the call that set it up (a match's `AddMatch`, `RequestName`).
     private final class Handler {
         let handle: (BusMessage) -> Int32
-        init(_ handle: @escaping (BusMessage) -> Int32) { self.handle = handle }
+        let answered: (BusMessage) -> Void
+        init(_ handle: @escaping (BusMessage) -> Int32, answered: @escaping (BusMessage) -> Void = { _ in }) {
+            (self.handle, self.answered) = (handle, answered)
+        }
     }
 
     private static let trampoline: sd_bus_message_handler_t = { message, userdata, _ in
         Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().handle(BusMessage(borrowing: message!))
+    }
+
+    private static let answerTrampoline: sd_bus_message_handler_t = { message, userdata, _ in
+        Unmanaged<Handler>.fromOpaque(userdata!).takeUnretainedValue().answered(BusMessage(borrowing: message!))
+        return 1
     }
 
     /// Serves the object at `path`: every call to it goes to `handler`, which returns whether it
@@ -58,19 +80,38 @@ final class Bus {
         handlers.append(box)
     }
 
-    /// Calls `handler` with every message that matches `rule` (a D-Bus match rule).
-    func subscribe(_ rule: String, _ handler: @escaping (BusMessage) -> Void) throws(BusError) {
-        let box = Handler { message in
-            handler(message)
-            return 0
-        }
-        try BusError.check("sd_bus_add_match \(rule)", sd_bus_add_match(pointer, nil, rule, Self.trampoline, Unmanaged.passUnretained(box).toOpaque()))
+    /// Calls `handler` with every message that matches `rule` (a D-Bus match rule), once the bus has
+    /// installed it; `failed` gets the bus's refusal (the rule is then never matched).
+    func subscribe(_ rule: String, failed: @escaping (BusError) -> Void, _ handler: @escaping (BusMessage) -> Void) throws(BusError) {
+        let box = Handler(
+            { message in
+                handler(message)
+                return 0
+            },
+            answered: { reply in
+                if reply.error != nil { failed(BusError(call: "AddMatch \(rule)", code: reply.errno)) }
+            })
+        try BusError.check(
+            "sd_bus_add_match_async \(rule)",
+            sd_bus_add_match_async(pointer, nil, rule, Self.trampoline, Self.answerTrampoline, Unmanaged.passUnretained(box).toOpaque()))
         handlers.append(box)
     }
 
-    /// Takes the well-known `name`; throws `EEXIST` when another connection owns it.
-    func requestName(_ name: String) throws(BusError) {
-        try BusError.check("sd_bus_request_name \(name)", sd_bus_request_name(pointer, name, 0))
+    /// Asks for the well-known `name`; `answer` gets nil once it is this connection's, or the error:
+    /// `EEXIST` when another connection owns it (as `sd_bus_request_name` says it).
+    func requestName(_ name: String, answer: @escaping (BusError?) -> Void) throws(BusError) {
+        let call = "sd_bus_request_name \(name)"
+        let box = Handler({ _ in 0 }) { reply in
+            guard reply.error == nil else { return answer(BusError(call: call, code: reply.errno)) }
+            // RequestName's answer (D-Bus specification): 1 primary owner, 2 queued (not asked for), 3 exists, 4 already owner.
+            switch try? reply.readUInt32() {
+            case 1, 4: answer(nil)
+            case 3: answer(BusError(call: call, code: EEXIST))
+            default: answer(BusError(call: call, code: EBADMSG))
+            }
+        }
+        try BusError.check(call, sd_bus_request_name_async(pointer, nil, name, 0, Self.answerTrampoline, Unmanaged.passUnretained(box).toOpaque()))
+        handlers.append(box)
     }
 
     // MARK: Messages
@@ -142,6 +183,21 @@ final class Bus {
     /// Handles what has arrived: dispatches calls, replies and signals, until nothing is left.
     func process() throws(BusError) {
         while try BusError.check("sd_bus_process", sd_bus_process(pointer, nil)) > 0 {}
+    }
+
+    /// Sends what is queued, on `thread` (the bus's own, stopping), for at most `milliseconds`: a bus
+    /// that has not taken it by then (hung, or not yet past authentication) is left, never waited for.
+    func flush(on thread: WakeableThread, milliseconds: Int64) {
+        let deadline = Syscall.monotonicNanoseconds() + milliseconds * 1_000_000
+        while true {
+            guard (try? process()) != nil, let waiting = try? waitingFor() else { return }
+            // Running, with nothing left to write: sent.
+            if sd_bus_is_ready(pointer) > 0 && waiting.events & Int16(POLLOUT) == 0 { return }
+            let left = deadline - Syscall.monotonicNanoseconds()
+            guard left > 0 else { return }
+            guard case .success = thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: Int32(clamping: left / 1_000_000 + 1))
+            else { return }
+        }
     }
 
     /// What to wait for: the bus's descriptor, the `poll` events it needs, and sd-bus's next deadline

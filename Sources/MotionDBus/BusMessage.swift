@@ -60,6 +60,10 @@ final class BusMessage {
         }
     }
 
+    /// The errno of the D-Bus error this message carries (sd-bus's mapping of its name; EIO for a
+    /// name it does not know), 0 if it is no error.
+    var errno: Int32 { sd_bus_message_get_errno(pointer) }
+
     /// The D-Bus error this message carries (a method error reply), if it is one.
     var error: (name: String, message: String)? {
         guard let error = sd_bus_message_get_error(pointer) else { return nil }
@@ -112,6 +116,9 @@ final class BusMessage {
     func readObjectPath() throws(BusError) -> String {
         String(cString: try readBasic("o", UnsafePointer<CChar>?.none)!)
     }
+
+    /// The next argument, a 32-bit unsigned integer; throws `EBADMSG` when there is none or it is of another type.
+    func readUInt32() throws(BusError) -> UInt32 { try readBasic("u", UInt32(0)) }
 
     /// The next argument, a double; throws `EBADMSG` when there is none or it is of another type.
     func readDouble() throws(BusError) -> Double { try readBasic("d", 0.0) }

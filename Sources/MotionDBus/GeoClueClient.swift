@@ -22,6 +22,9 @@ final class GeoClueClient: Sendable {
     static let accuracyLevel: UInt32 = 4
     /// Metres moved before GeoClue tells again ("a few km").
     static let distanceThreshold: UInt32 = 5000
+    /// How long the last `Stop` may take to leave at motiond's stop, ms: a bus that does not take it
+    /// by then is not answering, and must not hold SIGTERM.
+    static let farewellPatience: Int64 = 500
 
     /// A client GeoClue made for motiond: the unique bus name of the GeoClue that made it (only that
     /// connection's signals are taken: a signal's well-known sender is not checked locally) and its path.
@@ -68,7 +71,8 @@ final class GeoClueClient: Sendable {
         self.located = located
         // GeoClue gone or started again: its clients went with it, so a new one is asked for.
         try bus.subscribe(
-            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.busName)'"
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.busName)'",
+            failed: { [logger] error in logger.warning("a GeoClue started again will not be seen", metadata: ["error": "\(error)"]) }
         ) { [weak self] signal in self?.geoClueOwnerChanged(signal) }
     }
 
@@ -98,8 +102,10 @@ final class GeoClueClient: Sendable {
                         .mapError { BusError(call: "poll", code: $0.rawValue) }.get()
                 }
                 // Said to GeoClue on the way out, so that it does not go on locating for nobody.
-                if let client = locating { try call(client, "Stop") { _ in } }
-                try bus.process()
+                if let client = locating {
+                    try call(client, "Stop") { _ in }
+                    bus.flush(on: thread, milliseconds: Self.farewellPatience)
+                }
             } catch {
                 logger.error("lost the system bus: no more places from GeoClue", metadata: ["error": "\(error)"])
             }
@@ -169,7 +175,8 @@ final class GeoClueClient: Sendable {
     private func configure(_ client: Client) throws(BusError) {
         if followed.insert(client).inserted {
             try bus.subscribe(
-                "type='signal',sender='\(client.owner)',path='\(client.path)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'"
+                "type='signal',sender='\(client.owner)',path='\(client.path)',interface='org.freedesktop.GeoClue2.Client',member='LocationUpdated'",
+                failed: { [logger] error in logger.warning("GeoClue's places will not be seen", metadata: ["error": "\(error)"]) }
             ) { [weak self] signal in self?.locationUpdated(signal, of: client) }
         }
         try set("DesktopId", of: client, as: "s") { v throws(BusError) in try v.append(Self.desktopID) }

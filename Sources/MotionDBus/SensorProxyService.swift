@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Logging
 import MotionSystem
@@ -47,9 +48,14 @@ final class SensorProxyService: Sendable {
     private let started = Atomic<Bool>(false)
     /// The connection; used by the bus thread only once `start` has run.
     private nonisolated(unsafe) let bus: Bus
+    /// The bus's answer to the name's request (nil: none yet); `named` is signalled by it and by
+    /// `interruptWaiting`.
+    private let naming = Mutex<Result<Void, BusError>?>(nil)
+    private let named = DispatchSemaphore(value: 0)
 
     /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus,
-    /// serves the interface's objects and takes the name `net.hadess.SensorProxy`.
+    /// serves the interface's objects and asks for the name `net.hadess.SensorProxy`, without waiting
+    /// for the bus (`waitUntilNamed` does, bounded).
     init(
         address: String? = nil, logger: Logger = Logger(label: "motiond.dbus"),
         demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
@@ -67,10 +73,40 @@ final class SensorProxyService: Sendable {
             try bus.serve(path: path) { [weak self] call throws(BusError) in try self?.handle(call, at: path) ?? false }
         }
         // A claimant that leaves the bus (exits, crashes) releases what it claimed.
-        try bus.subscribe("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'") {
-            [weak self] signal in self?.nameOwnerChanged(signal)
+        try bus.subscribe(
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'",
+            failed: { [logger] error in logger.error("claimants leaving the bus will not be seen: their claims stay", metadata: ["error": "\(error)"]) }
+        ) { [weak self] signal in self?.nameOwnerChanged(signal) }
+        try bus.requestName(SensorProxyInterface.busName) { [weak self] error in self?.nameAnswered(error) }
+    }
+
+    /// Waits until the bus has given the service its name, for at most `seconds`, or until
+    /// `interruptWaiting`: whether it has (false: not yet; the service takes it when the bus answers).
+    /// Throws the bus's refusal (`EEXIST`: another program owns the name), and the service then ends.
+    func waitUntilNamed(seconds: Double) throws(BusError) -> Bool {
+        _ = named.wait(timeout: .now() + seconds)
+        switch naming.withLock({ $0 }) {
+        case .success: return true
+        case .failure(let error): throw error
+        case nil: return false
         }
-        try bus.requestName(SensorProxyInterface.busName)
+    }
+
+    /// Makes a `waitUntilNamed` under way (or the next) return at once.
+    func interruptWaiting() {
+        named.signal()
+    }
+
+    /// The bus's answer to the name's request, on the bus thread: a refusal ends the bus thread.
+    private func nameAnswered(_ error: BusError?) {
+        naming.withLock { $0 = error.map { .failure($0) } ?? .success(()) }
+        named.signal()
+        if let error {
+            logger.error("cannot serve D-Bus", metadata: ["error": "\(error)"])
+            thread.requestStop()
+        } else {
+            logger.info("serving D-Bus", metadata: ["name": "\(SensorProxyInterface.busName)"])
+        }
     }
 
     /// The senders (unique bus names) that hold a claim on `sensor`.

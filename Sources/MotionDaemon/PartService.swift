@@ -48,8 +48,13 @@ struct PartService: Service {
             return
         }
         do {
-            // Blocking work (it waits for the hub's loop): on NIO's thread pool, not the loop.
-            try await NIOThreadPool.singleton.runIfActive { [part] in try part.start() }
+            // Blocking work (it waits for the hub's loop): on NIO's thread pool, not the loop. A stop
+            // asked meanwhile (SIGTERM) interrupts what the start waits for (a bus that never answers).
+            try await withGracefulShutdownHandler {
+                try await NIOThreadPool.singleton.runIfActive { [part] in try part.start() }
+            } onGracefulShutdown: { [part] in
+                part.interruptStart()
+            }
         } catch {
             logger.error("\(part.name) did not start", metadata: ["error": "\(error)"])
             order.passed(index, started: false)

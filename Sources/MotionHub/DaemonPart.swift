@@ -14,4 +14,12 @@ package protocol DaemonPart: AnyObject, Sendable {
     func start() throws
     /// Stops it and waits until it has, blocking; called once, after a `start` that succeeded.
     func stop() throws
+    /// Called from another thread while `start` runs, when the daemon is told to stop: a `start` that
+    /// waits for something outside (a bus) returns at once, so that `stop` follows without delay.
+    func interruptStart()
+}
+
+extension DaemonPart {
+    /// A part whose `start` never waits for anything outside has nothing to interrupt.
+    package func interruptStart() {}
 }

@@ -25,6 +25,7 @@ import Testing
         served.withLock { $0 = service }
         service.publish(values)
         service.start()
+        try #require(try service.waitUntilNamed(seconds: 10), "the bus gave no answer to the name's request")
         return service
     }
 
@@ -252,8 +253,11 @@ import Testing
         let bus = try PrivateSystemBus()
         let first = try SensorProxyServiceTests.serving(SensorProxyInterface.Properties(), on: bus)
         defer { first.stop() }
+        let second = try SensorProxyService(address: bus.address)
+        second.start()
+        defer { second.stop() }
         #expect {
-            _ = try SensorProxyService(address: bus.address)
+            _ = try second.waitUntilNamed(seconds: 10)
         } throws: { error in
             guard let error = error as? BusError else { return false }
             return error.call == "sd_bus_request_name net.hadess.SensorProxy" && error.code == EEXIST

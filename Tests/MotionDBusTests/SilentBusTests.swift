@@ -1,0 +1,48 @@
+import Foundation
+import Logging
+import TestSupport
+import Testing
+
+@testable import MotionDBus
+
+/// The D-Bus connections on a bus that accepts them and never answers (issue 60, defect 9): making
+/// one, starting it and stopping it each return at once, whatever the bus does.
+@Suite struct SilentBusTests {
+    /// Seconds `body` took.
+    static func seconds(_ body: () throws -> Void) rethrows -> Double {
+        let start = Date()
+        try body()
+        return Date().timeIntervalSince(start)
+    }
+
+    /// The drop-in's service: made and started at once; its wait for the name, interrupted from
+    /// another thread, returns at once, without the name; its stop too.
+    @Test func theServiceNeitherStartsNorStopsWaitingForTheBus() throws {
+        let bus = try SilentBus()
+        var service: SensorProxyService?
+        let made = try Self.seconds { service = try SensorProxyService(address: bus.address) }
+        let started = try #require(service)
+        started.start()
+        try waitUntil(seconds: 10) { bus.connections == 1 }
+        Thread { usleep(200_000); started.interruptWaiting() }.start()
+        var named = true
+        let waited = try Self.seconds { named = try started.waitUntilNamed(seconds: 30) }
+        let stopped = Self.seconds { started.stop() }
+        #expect(!named)
+        #expect(made < 1 && waited < 1 && stopped < 1, "made in \(made) s, waited \(waited) s (interrupted after 0.2 s), stopped in \(stopped) s")
+    }
+
+    /// GeoClue's client: made, started, asked for the place, and stopped (its last `Stop` queued for
+    /// a bus that never takes it) within a second.
+    @Test func geoCluesClientNeitherStartsNorStopsWaitingForTheBus() throws {
+        let bus = try SilentBus()
+        let took = try Self.seconds {
+            let client = try GeoClueClient(address: bus.address, logger: Logger(label: "test")) { _ in }
+            client.start()
+            client.setLocationWanted(true)
+            try waitUntil(seconds: 10) { bus.connections == 1 }
+            client.stop()
+        }
+        #expect(took < 1.5, "\(took) s")
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A system bus that accepts motiond's connections and never answers (a bus daemon stuck, or
+/// something else on its socket) must neither hold motiond's start nor its SIGTERM (issue 60, defect 9:
+/// the D-Bus parts' synchronous sd-bus calls in `start()` made SIGTERM take 88 s, then exit 1, and
+/// systemd's stop timeout is 90 s).
+@Suite struct HungBusTests {
+    /// `motiond --dbus` (the sensor-proxy drop-in and the GeoClue client) on a bus that never answers:
+    /// it serves its socket, and SIGTERM ends it within 3 s (systemd's stop timeout is 90 s), with
+    /// status 0: sent while the drop-in's start waits for its name, or once that wait gave up (10 s)
+    /// and GeoClue's client, the next part, has connected too.
+    @Test(arguments: [false, true])
+    func sigtermEndsMotiondPromptlyWhileTheBusNeverAnswers(afterGeoClueConnected: Bool) throws {
+        let bus = try SilentBus()
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--dbus"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        try waitUntil(seconds: 10) { bus.connections >= 1 }
+        if afterGeoClueConnected {
+            try waitUntil(seconds: 20) { bus.connections >= 2 }
+            #expect(daemon.log.contains("the system bus has not answered in 10 s"), "\(daemon.log)")
+        }
+        let sent = Date()
+        kill(daemon.process.processIdentifier, SIGTERM)
+        let ended = daemon.process.waitUntilExit(seconds: 30)
+        let seconds = Date().timeIntervalSince(sent)
+        #expect(ended && seconds < 3, "SIGTERM took \(seconds) s\(ended ? "" : " (killed after 30 s)"): \(daemon.log)")
+        #expect(!ended || daemon.process.terminationStatus == 0, "exit status \(daemon.process.terminationStatus): \(daemon.log)")
+    }
+}
