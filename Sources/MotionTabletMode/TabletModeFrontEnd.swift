@@ -8,11 +8,15 @@ import NIOCore
 
 /// Tablet mode from the hinge, for convertibles whose kernel reports none: a `SW_TABLET_MODE`
 /// switch of motiond's own (`TabletModeSwitch`, uinput), set from the hinge between the display's
-/// and the base's accelerometers (`TabletModePolicy`). It starts only where it is needed: the
-/// kernel has no such switch, `/dev/uinput` opens, and the machine has a hinge (the hub refuses a
-/// `hinge` watch otherwise). While it runs, both accelerometers run too: the price of the switch.
+/// and the base's accelerometers (`TabletModePolicy`). The switch is made only where it is needed:
+/// the kernel has no such switch, `/dev/uinput` opens, and the machine has a hinge (a display's and a
+/// base's accelerometer). While it runs, both accelerometers run too: the price of the switch.
 ///
-/// A client of the hub that watches the hinge and the display's tilt and sets the switch.
+/// A client of the hub that watches the hinge and the display's tilt and sets the switch. Sensors
+/// come and go: it follows the hub's devices (as the D-Bus bridge does), so that a base that comes
+/// late makes the switch then, and one plugged back in is watched again; a watch the hub ends
+/// (`ENDED`: a sensor removed, or failing) or refuses is asked for again after `rewatchDelay`,
+/// doubling up to `longestRewatchDelay` while it keeps ending.
 package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Sendable {
     // @unchecked: its state is used on the hub's loop only.
     private let hub: Hub
@@ -21,6 +25,23 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
     private var id: Hub.ClientID?
     private var policy = TabletModePolicy()
     private var displayFlat = false
+    /// The streams the hub sends us, as its last `WATCHING` said.
+    private var watching: Set<StreamKind> = []
+    private var rewatch: Scheduled<Void>?
+    private var nextRewatchDelay = TabletModeFrontEnd.rewatchDelay
+    /// Said once while it lasts: why there is no switch, and that writing it fails.
+    private var saidNoSwitch: String?
+    private var saidWriteFails = false
+
+    /// The streams it watches, and their interval, s: the hinge's samples come as fast as the
+    /// orientation's (4 a second), so a fold is seen within 0.25 s.
+    static let streams: Set<StreamKind> = [.hinge, .tilt]
+    static let interval = 0.25
+    /// The first wait before a watch that ended is asked for again: a sensor's failing reads end its
+    /// capture within about a second, and a second later it is opened anew.
+    static let rewatchDelay = TimeAmount.seconds(1)
+    /// The longest wait between asks while the watch keeps ending (a base that always fails).
+    static let longestRewatchDelay = TimeAmount.seconds(32)
 
     package var name: String { "tablet mode switch" }
 
@@ -30,39 +51,83 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
     }
 
     package func start() throws {
-        // No hinge (a display's and a base's accelerometer): no switch, not even one that stays off.
-        let hasHinge = try hub.eventLoop.submit { [hub] in
-            Set(hub.devices.filter { $0.kinds.contains(.accelerometer) }.map(\.location)).isSuperset(of: [.display, .base])
-        }.wait()
-        guard hasHinge else { return logger.info("tablet mode: no hinge (one accelerometer, or none)") }
         if TabletModeSwitch.kernelHasOne() {
             return logger.info("tablet mode: the kernel reports it already (an input device with SW_TABLET_MODE)")
         }
-        let device: TabletModeSwitch
-        do {
-            device = try TabletModeSwitch()
-        } catch {
-            return logger.info("tablet mode: no switch of motiond's", metadata: ["reason": "\(error)"])
-        }
         try hub.eventLoop.submit { [self] in
-            self.device = device
             id = hub.connect(self)
-            guard let id else { return logger.warning("tablet mode: the hub has no room for the switch's watch") }
-            // The hinge's samples come as fast as the orientation's (4 a second): a fold is seen within 0.25 s.
-            hub.handle(.watch(Request.Watch(streams: [.hinge, .tilt], interval: 0.25)), from: id)
+            guard id != nil else { return logger.warning("tablet mode: the hub has no room for the switch's watch") }
+            // Weak: the hub keeps its observers for good, and this part may stop before it.
+            hub.observeDevices { [weak self] devices in self?.follow(devices) }
+            follow(hub.devices)
         }.wait()
     }
 
     package func stop() throws {
         try hub.eventLoop.submit { [self] in
-            disconnect()
+            rewatch?.cancel()
+            rewatch = nil
+            if let id { hub.disconnect(id) }
+            id = nil
             device = nil  // uinput's device goes with it
         }.wait()
     }
 
-    private func disconnect() {
-        if let id { hub.disconnect(id) }
-        id = nil
+    /// Makes the switch and watches the hinge where the devices have one; else waits for them to.
+    private func follow(_ devices: [DeviceDescriptor]) {
+        guard id != nil else { return }
+        let accelerometers = Set(devices.filter { $0.kinds.contains(.accelerometer) }.map(\.location))
+        // No hinge: no switch, not even one that stays off (libinput would take the machine for a convertible).
+        guard accelerometers.isSuperset(of: [.display, .base]) else {
+            return sayNoSwitch("no hinge (one accelerometer, or none): waiting for a display's and a base's")
+        }
+        if device == nil {
+            do {
+                device = try TabletModeSwitch()
+            } catch {
+                // Tried again at the next change of the devices.
+                return sayNoSwitch("no switch of motiond's: \(error)")
+            }
+            logger.info("tablet mode: switch made; following the hinge")
+        }
+        saidNoSwitch = nil
+        guard !watching.isSuperset(of: Self.streams), let id else { return }
+        rewatch?.cancel()
+        rewatch = nil
+        hub.handle(.watch(Request.Watch(streams: Array(Self.streams), interval: Self.interval)), from: id)
+    }
+
+    private func sayNoSwitch(_ reason: String) {
+        guard saidNoSwitch != reason else { return }
+        saidNoSwitch = reason
+        logger.info("tablet mode: \(reason)")
+    }
+
+    /// Asks for the watch again once `nextRewatchDelay` has passed, unless already due; scheduled,
+    /// never asked for at once: the hub is in the middle of a delivery when it ends or refuses one.
+    private func rewatchLater() {
+        guard id != nil, rewatch == nil else { return }
+        let delay = nextRewatchDelay
+        nextRewatchDelay = min(delay * 2, Self.longestRewatchDelay)
+        rewatch = hub.eventLoop.scheduleTask(in: delay) { [weak self] in
+            guard let self else { return }
+            rewatch = nil
+            follow(hub.devices)
+        }
+    }
+
+    /// Sets the switch to what the policy wants, if it holds another state: at every hinge sample
+    /// until a write succeeds. Only a change the switch took is logged.
+    private func applyPolicy(at angle: Double) {
+        guard let device, device.isOn != policy.isTablet else { return }
+        do {
+            try device.set(policy.isTablet)
+            saidWriteFails = false
+            logger.notice("tablet mode \(device.isOn ? "on" : "off")", metadata: ["hinge": "\(Int(angle.rounded()))°"])
+        } catch {
+            if !saidWriteFails { logger.warning("tablet mode: cannot set the switch; trying again at each hinge sample", metadata: ["error": "\(error)"]) }
+            saidWriteFails = true
+        }
     }
 
     package func receive(_ message: AnyServerMessage, line: () -> ByteBuffer?) {
@@ -70,17 +135,19 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         case .tilt(let tilt):
             displayFlat = tilt.tilt == .faceUp || tilt.tilt == .faceDown
         case .hinge(let hinge):
-            guard let device, let tablet = policy.update(angle: hinge.angle, displayFlat: displayFlat) else { return }
-            do {
-                try device.set(tablet)
-                logger.notice("tablet mode \(tablet ? "on" : "off")", metadata: ["hinge": "\(Int(hinge.angle.rounded()))°"])
-            } catch {
-                logger.warning("tablet mode: cannot set the switch", metadata: ["error": "\(error)"])
-            }
+            nextRewatchDelay = Self.rewatchDelay  // the watch serves again
+            _ = policy.update(angle: hinge.angle, displayFlat: displayFlat)
+            applyPolicy(at: hinge.angle)
+        case .watching(let message):
+            watching = Set(message.streams.map(\.stream))
+        case .ended(let ended):
+            watching.remove(ended.stream)
+            logger.info("tablet mode: the hub ended the \(ended.stream.rawValue) stream; asking again in a while", metadata: ["reason": "\(ended.reason)"])
+            rewatchLater()
         case .error(let error):
-            // No hinge here (one accelerometer): nothing to switch from.
-            logger.info("tablet mode: no hinge to follow", metadata: ["reason": "\(error.message)"])
-            disconnect()
+            // Refused (the base went away meanwhile): asked again later, and when the devices change.
+            logger.info("tablet mode: the hinge cannot be watched now", metadata: ["reason": "\(error.message)"])
+            rewatchLater()
         default:
             break
         }

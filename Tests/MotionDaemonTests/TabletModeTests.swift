@@ -44,12 +44,7 @@ extension Hardware {
         /// switch is made off, goes on once past 210° and off once below 190°, and holds while the
         /// display lies flat (180°: the angle says nothing then). Destroyed at stop.
         @Test func foldingPastTheTentTogglesTheSwitchOncePerCrossingAndNeverLyingFlat() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "convertible-two-accelerometers")
-            try testbed.add(fixture: "uinput")
-            let uinput = try testbed.handleIoctls(on: "/dev/uinput") { _ in .success }
-            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath())
-            try waitUntil { uinput.requests.count >= 4 && Self.switchValues(uinput.writes) == [0] }
+            let (testbed, uinput, daemon) = try Self.convertibleWithItsSwitch()
             #expect(uinput.requests == [Self.setEventBit, Self.setSwitchBit, Self.setUp, Self.create])
             for (degrees, expected) in [(120.0, [0]), (180, [0]), (240, [0, 1]), (300, [0, 1]), (200, [0, 1]), (150, [0, 1, 0])] as [(Double, [Int32])] {
                 try Self.fold(testbed, to: degrees)
@@ -59,6 +54,96 @@ extension Hardware {
             #expect(daemon.waitForLog("tablet mode on") && daemon.waitForLog("tablet mode off"))
             daemon.signal(SIGTERM)
             #expect(uinput.requests.last == Self.destroy)
+        }
+
+        /// The convertible fixture's two devices: the display's and the base's descriptions.
+        static func convertibleParts() throws -> (display: String, base: String) {
+            let parts = try Testbed.fixture("convertible-two-accelerometers").components(separatedBy: "\n\n")
+            let display = try #require(parts.first { $0.contains("location=lid") })
+            let base = try #require(parts.first { $0.contains("location=base") })
+            return (display, base)
+        }
+
+        static let baseSyspath = "/sys/devices/platform/cros-ec-accel.1/iio:device1"
+
+        /// A daemon on a convertible whose switch has been made, off: the testbed and uinput's handler.
+        static func convertibleWithItsSwitch() throws -> (Testbed, IoctlHandler, DaemonProcess) {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "convertible-two-accelerometers")
+            try testbed.add(fixture: "uinput")
+            let uinput = try testbed.handleIoctls(on: "/dev/uinput") { _ in .success }
+            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath())
+            try waitUntil { uinput.requests.count >= 4 && Self.switchValues(uinput.writes) == [0] }
+            return (testbed, uinput, daemon)
+        }
+
+        /// Issue 60, item 3: a base accelerometer probed after the daemon started (2 s later: its
+        /// driver's module came late) makes the switch then, which follows the hinge.
+        @Test func aBaseThatComesLateMakesTheSwitch() throws {
+            let (display, base) = try Self.convertibleParts()
+            let testbed = try Testbed()
+            try testbed.add(display)
+            try testbed.add(fixture: "uinput")
+            let uinput = try testbed.handleIoctls(on: "/dev/uinput") { _ in .success }
+            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath())
+            #expect(daemon.waitForLog("tablet mode: no hinge"))
+            try testbed.add(base)
+            try waitUntil(seconds: 10) { uinput.requests.count >= 4 && Self.switchValues(uinput.writes) == [0] }
+            try Self.fold(testbed, to: 300)
+            try? waitUntil(seconds: 5) { Self.switchValues(uinput.writes) == [0, 1] }
+            #expect(Self.switchValues(uinput.writes) == [0, 1])
+            daemon.signal(SIGTERM)
+        }
+
+        /// Issue 60, item 3: the base removed while tablet mode is on, plugged back in, and the
+        /// convertible opened to a laptop at 120°: the switch goes off (it stayed on: the hinge was
+        /// never watched again).
+        @Test func aBasePluggedBackInIsFollowedAgain() throws {
+            let (_, base) = try Self.convertibleParts()
+            let (testbed, uinput, daemon) = try Self.convertibleWithItsSwitch()
+            try Self.fold(testbed, to: 300)
+            try waitUntil { Self.switchValues(uinput.writes) == [0, 1] }
+            testbed.remove(syspath: Self.baseSyspath)
+            #expect(daemon.waitForLog("sensor removed"))
+            try testbed.add(base)
+            try Self.fold(testbed, to: 120)
+            try? waitUntil(seconds: 10) { Self.switchValues(uinput.writes) == [0, 1, 0] }
+            #expect(Self.switchValues(uinput.writes) == [0, 1, 0])
+            daemon.signal(SIGTERM)
+        }
+
+        /// Issue 60, item 3: the base's values unreadable long enough to end its capture (ENDED),
+        /// then readable again, and the convertible folded to 300°: the switch goes on (it never did).
+        @Test func aBaseWhoseReadsFailedIsFollowedAgain() throws {
+            let (testbed, uinput, daemon) = try Self.convertibleWithItsSwitch()
+            try testbed.setAttribute("iio:device1", "in_accel_z_raw", "garbage\n")
+            #expect(daemon.waitForLog("sensor ended", seconds: 15))
+            try testbed.setAttribute("iio:device1", "in_accel_z_raw", "-1000\n")
+            try Self.fold(testbed, to: 300)
+            try? waitUntil(seconds: 10) { Self.switchValues(uinput.writes) == [0, 1] }
+            #expect(Self.switchValues(uinput.writes) == [0, 1])
+            daemon.signal(SIGTERM)
+        }
+
+        /// Issue 60, item 14: a write to uinput that fails is tried again at the next hinge sample
+        /// while the switch holds another state than the hinge asks for, and the journal tells only
+        /// changes the switch took: folded to 300° while writes fail (on refused), back to 150° (off:
+        /// nothing to write, and no "off" for a switch never on), to 300° again, then writes taken.
+        @Test func aFailedWriteIsTriedAgainAndOnlyAChangeTakenIsLogged() throws {
+            let (testbed, uinput, daemon) = try Self.convertibleWithItsSwitch()
+            uinput.writeError = EIO
+            try Self.fold(testbed, to: 300)
+            #expect(daemon.waitForLog("cannot set the switch"))
+            try Self.fold(testbed, to: 150)
+            try Self.fold(testbed, to: 300)
+            uinput.writeError = nil
+            try? waitUntil(seconds: 5) { Self.switchValues(uinput.writes) == [0, 1] }
+            #expect(Self.switchValues(uinput.writes) == [0, 1], "tried again once writes are taken")
+            #expect(daemon.waitForLog("tablet mode on"))
+            daemon.signal(SIGTERM)
+            let log = daemon.finalLog()
+            #expect(log.components(separatedBy: "tablet mode off").count == 1, "no off for a switch never on: \(log.suffix(3000))")
+            #expect(log.components(separatedBy: "tablet mode on").count == 2, "one on, the write that took")
         }
 
         /// A tablet with one accelerometer has no hinge: no switch is made, not even one left off

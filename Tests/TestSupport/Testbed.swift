@@ -202,8 +202,16 @@ public final class IoctlHandler: @unchecked Sendable {
     /// What the program wrote to the node, one element per `write`.
     public var writes: [[UInt8]] { lock.withLock { written } }
 
+    private var failingWrites: Int32?
+    /// The errno each write fails with from now on, not kept in `writes` (nil: writes are taken).
+    public var writeError: Int32? {
+        get { lock.withLock { failingWrites } }
+        set { lock.withLock { failingWrites = newValue } }
+    }
+
     /// Keeps a write to the node whole, in order.
     private func take(_ client: UnsafeMutablePointer<UMockdevIoctlClient>) {
+        if let code = writeError { return umockdev_ioctl_client_complete(client, -1, code) }
         guard let data = umockdev_ioctl_client_get_arg(client) else { return umockdev_ioctl_client_complete(client, -1, EFAULT) }
         let count = Int(data.pointee.data_len)
         let bytes = count > 0 && data.pointee.data != nil ? Array(UnsafeBufferPointer(start: data.pointee.data, count: count)) : []
