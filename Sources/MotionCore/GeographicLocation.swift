@@ -7,9 +7,13 @@ public struct GeographicLocation: Sendable, Hashable, Codable {
     /// Metres above the WGS-84 ellipsoid (near enough, above sea level).
     public var altitude: Double
 
+    /// The altitudes taken, m: from below the Dead Sea's shore (−430 m) with room to spare, to the
+    /// edge of space (the World Magnetic Model's own limit is 850 km, but no device reports from there).
+    public static let plausibleAltitudes: ClosedRange<Double> = -1000...100_000
+
     /// A place of these coordinates (degrees, degrees, m); nil where one is outside its range or not finite.
     public init?(latitude: Double, longitude: Double, altitude: Double = 0) {
-        guard (-90...90).contains(latitude), (-180...180).contains(longitude), (-1000...100_000).contains(altitude) else { return nil }
+        guard (-90...90).contains(latitude), (-180...180).contains(longitude), Self.plausibleAltitudes.contains(altitude) else { return nil }
         (self.latitude, self.longitude, self.altitude) = (latitude, longitude, altitude)
     }
 

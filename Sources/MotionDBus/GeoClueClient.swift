@@ -56,6 +56,11 @@ final class GeoClueClient: Sendable {
     private nonisolated(unsafe) var locating: Client?
     private let wanted = Atomic<Bool>(false)
     private let logger: Logger
+    /// The warnings a peer can provoke by the thousand (signals, replies): a few a minute. The bus
+    /// thread's alone.
+    private nonisolated(unsafe) var warnings: WarningLimiter
+    /// Whether an implausible altitude was said in the journal (once is enough). The bus thread's alone.
+    private nonisolated(unsafe) var warnedOfAltitude = false
     private let located: @Sendable (GeographicLocation) -> Void
 
     /// Connects to the bus at `address`, or to the system bus; `located` gets each place GeoClue
@@ -68,6 +73,7 @@ final class GeoClueClient: Sendable {
         }
         bus = try Bus(address: address)
         self.logger = logger
+        warnings = WarningLimiter(logger: logger)
         self.located = located
         // GeoClue gone or started again: its clients went with it, so a new one is asked for.
         try bus.subscribe(
@@ -92,7 +98,7 @@ final class GeoClueClient: Sendable {
                     } catch {
                         // A call that could not be sent (out of memory, the bus's queue full): given up
                         // until the next watch, the thread goes on.
-                        logger.warning("cannot ask GeoClue", metadata: ["error": "\(error)"])
+                        warnings.warning("cannot ask GeoClue", metadata: ["error": "\(error)"])
                         state = .unavailable
                     }
                     try bus.process()
@@ -109,6 +115,7 @@ final class GeoClueClient: Sendable {
             } catch {
                 logger.error("lost the system bus: no more places from GeoClue", metadata: ["error": "\(error)"])
             }
+            warnings.flush()
         }
         if let failure { logger.error("cannot ask GeoClue", metadata: ["error": "\(BusError(call: "pthread_create", code: failure.rawValue))"]) }
     }
@@ -142,7 +149,7 @@ final class GeoClueClient: Sendable {
     /// locally, issue 60); GeoClue's client went with its old owner, so a new one is asked for.
     private func geoClueOwnerChanged(_ signal: BusMessage) {
         guard signal.sender == "org.freedesktop.DBus" else {
-            return logger.warning("ignored a NameOwnerChanged that did not come from the bus", metadata: ["sender": "\(signal.sender ?? "none")"])
+            return warnings.warning("ignored a NameOwnerChanged that did not come from the bus", metadata: ["sender": "\(signal.sender ?? "none")"])
         }
         if let client = locating, (try? signal.readString()) == Self.busName, (try? signal.readString()) == client.owner { locating = nil }
         state = .idle
@@ -164,7 +171,7 @@ final class GeoClueClient: Sendable {
                 try configure(client)
                 if wanted.load(ordering: .acquiring) { try startLocating(client) } else { state = .stopped(client) }
             } catch {
-                logger.warning("GeoClue's client cannot be set up", metadata: ["error": "\(error)"])
+                warnings.warning("GeoClue's client cannot be set up", metadata: ["error": "\(error)"])
                 state = .unavailable
             }
         }
@@ -218,9 +225,9 @@ final class GeoClueClient: Sendable {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
             logger.notice("no GeoClue on the system bus: xTrueNorthZVertical needs motiond.conf's location or declination")
         case "org.freedesktop.DBus.Error.AccessDenied":
-            logger.warning("GeoClue refused \(what): list motiond in its configuration (docs/dbus.md)", metadata: metadata)
+            warnings.warning("GeoClue refused \(what): list motiond in its configuration (docs/dbus.md)", metadata: metadata)
         default:
-            logger.warning("GeoClue answered \(what) with an error", metadata: metadata)
+            warnings.warning("GeoClue answered \(what) with an error", metadata: metadata)
         }
         return true
     }
@@ -232,7 +239,7 @@ final class GeoClueClient: Sendable {
             _ = try signal.readObjectPath()
             let location = try signal.readObjectPath()
             guard location.hasPrefix(client.path + "/") else {
-                return logger.warning("GeoClue named a location that is not its client's", metadata: ["location": "\(location)"])
+                return warnings.warning("GeoClue named a location that is not its client's", metadata: ["location": "\(location)"])
             }
             let getAll = try bus.newMethodCall(destination: client.owner, path: location, interface: "org.freedesktop.DBus.Properties", member: "GetAll")
             try getAll.append("org.freedesktop.GeoClue2.Location")
@@ -240,20 +247,31 @@ final class GeoClueClient: Sendable {
                 guard let self, !report(reply, "reading the location") else { return }
                 do throws(BusError) {
                     let values = try reply.readDoubleProperties()
-                    // GeoClue gives −Double.greatestFiniteMagnitude for an altitude it does not know.
-                    let altitude = values["Altitude"].flatMap { $0 > -1e300 ? $0 : nil } ?? 0
                     guard let latitude = values["Latitude"], let longitude = values["Longitude"],
-                        let place = GeographicLocation(latitude: latitude, longitude: longitude, altitude: altitude)
+                        let place = GeographicLocation(latitude: latitude, longitude: longitude, altitude: altitude(values["Altitude"]))
                     else {
-                        return logger.warning("GeoClue gave a location without a place on Earth", metadata: ["values": "\(values)"])
+                        return warnings.warning("GeoClue gave a location without a place on Earth", metadata: ["values": "\(values)"])
                     }
                     located(place)
                 } catch {
-                    logger.warning("GeoClue's location cannot be read", metadata: ["error": "\(error)"])
+                    warnings.warning("GeoClue's location cannot be read", metadata: ["error": "\(error)"])
                 }
             }
         } catch {
-            logger.warning("GeoClue's LocationUpdated cannot be read", metadata: ["error": "\(error)"])
+            warnings.warning("GeoClue's LocationUpdated cannot be read", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// The altitude to take from GeoClue's `Altitude`, m: sea level for one it does not know (it gives
+    /// −Double.greatestFiniteMagnitude) and for an implausible one, which is said once; the latitude
+    /// and longitude stand without it (the declination changes by hundredths of a degree per km up).
+    private func altitude(_ given: Double?) -> Double {
+        guard let given, given > -1e300 else { return 0 }
+        guard !GeographicLocation.plausibleAltitudes.contains(given) else { return given }
+        if !warnedOfAltitude {
+            warnedOfAltitude = true
+            logger.warning("GeoClue gave an implausible altitude: its places are taken at sea level", metadata: ["metres": "\(given)"])
+        }
+        return 0
     }
 }

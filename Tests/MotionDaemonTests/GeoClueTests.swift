@@ -185,6 +185,45 @@ import Testing
         try waitUntil(seconds: 10) { abs(((try? Self.status(client).geomagnetic?.declination) ?? .nan) - paris.declination) < 1e-3 }
     }
 
+    /// An altitude GeoClue gives out of any plausible range (1,000 km up): the latitude and longitude
+    /// are taken, at sea level, and the journal says so once (issue 60, 14c: the whole place was
+    /// dropped, and the frame stayed magnetic).
+    @Test func anImplausibleAltitudeKeepsTheLatitudeAndLongitude() throws {
+        let (bus, standIn, daemon) = try Self.start(place: ["52.52", "13.40", "1000000"])
+        defer { withExtendedLifetime(bus) {} }
+        let client = try TestClient.greeted(path: daemon.socket)
+        try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
+        let expected = WorldMagneticModel.wmm2025.field(
+            latitude: 52.52, longitude: 13.40, altitude: 0, decimalYear: WorldMagneticModel.decimalYear(unixTime: Date().timeIntervalSince1970))
+        do {
+            try waitUntil(seconds: 10) { abs(((try? Self.status(client).geomagnetic?.declination) ?? .nan) - expected.declination) < 1e-3 }
+        } catch {
+            Issue.record("no declination from GeoClue's place: \(daemon.log)\n\(standIn.output)")
+            throw error
+        }
+        #expect(daemon.log.split(separator: "\n").filter { $0.contains("implausible altitude") }.count == 1, "one warning of the altitude: \(daemon.log)")
+    }
+
+    /// 2,000 `LocationUpdated` from GeoClue naming locations that are not its client's, as fast as it
+    /// can send them: at most 3 warnings of them go to the journal, and, at motiond's stop, how many
+    /// more there were (issue 60, 14d: 3,600–6,400 warnings a second). The genuine location sent after
+    /// them is read, so motiond has handled the flood.
+    @Test func aFloodOfLocationUpdatedIsWarnedOfAFewTimes() throws {
+        let (bus, standIn, daemon) = try Self.start(options: ["--flood=2000", "--then=48.85,2.35"])
+        defer { withExtendedLifetime(bus) {} }
+        let client = try TestClient.greeted(path: daemon.socket)
+        try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
+        try waitUntil(seconds: 10) { standIn.output.contains("Read /org/freedesktop/GeoClue2/Client/1/Location/0") }
+        standIn.signal(SIGUSR2)
+        try waitUntil(seconds: 20) { standIn.output.contains("Flooded 2000") }
+        standIn.signal(SIGUSR1)
+        try waitUntil(seconds: 20) { standIn.output.contains("Read /org/freedesktop/GeoClue2/Client/1/Location/1") }
+        #expect(daemon.stop())
+        let warned = daemon.log.split(separator: "\n").filter { $0.contains("GeoClue named a location that is not its client's") && !$0.contains("more") }.count
+        #expect(warned <= 3, "\(warned) warnings of the flood")
+        #expect(daemon.log.contains("1997 more"), "the count of those left out: \(daemon.log.suffix(2000))")
+    }
+
     /// A place in motiond.conf wins: GeoClue is not asked while it stands, and STATUS says where the
     /// place came from. The place taken out of motiond.conf (a reload): GeoClue is asked then, and
     /// only then (its first `GetClient` came after the reload).

@@ -9,6 +9,9 @@ as GeoClue makes it (/org/freedesktop/GeoClue2/Client/1/Location/0). It also ser
 (…/Location/99) that it never announces. Each call, property set and location read is printed, one
 line each, for the test to follow.
 
+With --flood=N, SIGUSR2 makes it send each started client N LocationUpdated naming a location that
+is not the client's (/org/freedesktop/GeoClue2/Location/K), then print "Flooded N".
+
 With --answer-after=SECONDS, GetClient is answered that long after it came, as a GeoClue busy
 starting its sources may answer.
 
@@ -54,6 +57,7 @@ refuse = "--refuse" in sys.argv
 latitude, longitude = float(arguments[0]), float(arguments[1])
 altitude = -sys.float_info.max if arguments[2] == "unknown" else float(arguments[2])
 then = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--then=")), None)
+flood = int(next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--flood=")), "0"))
 answer_after = float(next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--answer-after=")), "0"))
 places = {"99": (-45.0, 170.0, 0.0)}  # the decoy's
 
@@ -138,10 +142,22 @@ def next_place():
     return GLib.SOURCE_REMOVE
 
 
+def send_flood():
+    for client in clients.values():
+        if client["Active"]:
+            for k in range(flood):
+                bus.emit_signal(None, client["path"], "org.freedesktop.GeoClue2.Client", "LocationUpdated",
+                                GLib.Variant("(oo)", (client["Location"], "/org/freedesktop/GeoClue2/Location/%d" % k)))
+    bus.flush_sync(None)
+    say("Flooded", flood)
+    return GLib.SOURCE_REMOVE
+
+
 bus.register_object("/org/freedesktop/GeoClue2/Manager", MANAGER, manager_call, None, None)
 bus.register_object("/org/freedesktop/GeoClue2/Client/1/Location/99", LOCATION, None, location_get, None)
 # A parent may hand its blocked signals down (the test's does).
-signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1, signal.SIGUSR2])
 GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR1, lambda: GLib.idle_add(next_place) and True)
+GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR2, lambda: GLib.idle_add(send_flood) and True)
 Gio.bus_own_name_on_connection(bus, "org.freedesktop.GeoClue2", Gio.BusNameOwnerFlags.NONE, None, None)
 GLib.MainLoop().run()
