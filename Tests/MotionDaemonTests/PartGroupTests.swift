@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import MotionHub
 import Synchronization
@@ -60,5 +61,45 @@ import Testing
         let group = PartGroup(parts: parts, logger: Logger(label: "test"))
         await #expect(throws: RefusedStart(part: "metrics")) { try await group.start() }
         #expect(journal.all == ["start hub", "start socket", "start metrics", "stop socket", "stop hub"])
+    }
+
+    /// A part whose start waits for something outside (30 s at most here) until `interruptStart`.
+    final class WaitingPart: DaemonPart {
+        let name = "bus"
+        let journal: Journal
+        private let interrupted = DispatchSemaphore(value: 0)
+
+        init(journal: Journal) { self.journal = journal }
+
+        func start() throws {
+            journal.record("start \(name)")
+            _ = interrupted.wait(timeout: .now() + 30)
+            journal.record("started \(name)")
+        }
+
+        func interruptStart() {
+            journal.record("interrupt \(name)")
+            interrupted.signal()
+        }
+
+        func stop() throws { journal.record("stop \(name)") }
+    }
+
+    /// A stop asked while a part's start waits interrupts that start (issue 60, defect 9: a bus that
+    /// never answered held SIGTERM 87 s): the part is stopped at once, those before it after it, and
+    /// those after it never start.
+    @Test func aStopDuringAStartInterruptsIt() async throws {
+        let journal = Journal()
+        let group = PartGroup(
+            parts: [RecordingPart("hub", journal: journal), WaitingPart(journal: journal), RecordingPart("metrics", journal: journal)],
+            logger: Logger(label: "test"))
+        let starting = Task { try await group.start() }
+        while !journal.all.contains("start bus") { try await Task.sleep(for: .milliseconds(1)) }
+        let asked = ContinuousClock.now
+        try await group.stop()
+        let took = ContinuousClock.now - asked
+        _ = try? await starting.value
+        #expect(took < .seconds(2), "\(took)")
+        #expect(journal.all == ["start hub", "start bus", "interrupt bus", "started bus", "stop bus", "stop hub"])
     }
 }
