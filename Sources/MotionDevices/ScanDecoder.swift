@@ -53,6 +53,9 @@ public struct ScanDecoder {
     /// CLOCK_MONOTONIC) stamps the samples when the scans have no timestamp channel.
     @inline(__always)
     public mutating func decode(scan: UnsafeRawPointer, fallbackTimestamp: Int64, emit: (SensorSample) -> Void) {
+        // The device's timestamp is taken as it is, any Int64 (a bit pattern: decoding never traps);
+        // what consumes it saturates its arithmetic and treats a jump as a gap (MotionCore's
+        // `TimestampArithmetic`).
         let time = timestamp.map { $0.type.decode(scan + $0.offset) } ?? fallbackTimestamp
         for s in sensors.indices {
             var raw = Vector3.zero

@@ -78,8 +78,8 @@ public struct ActivityClassifier: Sendable {
     /// activity when the reported one changes (kind, start or a rise in confidence), else `nil`.
     public mutating func update(specificForce: Vector3, timestamp: Int64, detector: StepDetector) -> Activity? {
         let p = parameters
-        // Wrapping: a garbage timestamp is a jump to start over at, not a trap.
-        let dt = lastTimestamp.map { Double(timestamp &- $0) * 1e-9 } ?? -1
+        // Saturating (`TimestampArithmetic`): a step back or a jump of any size is a gap to start over after.
+        let dt = lastTimestamp.map { timestamp.seconds(since: $0) } ?? -1
         guard dt >= 0, dt <= p.maximumGap else {
             mean = specificForce
             deviationPower = 0
@@ -106,7 +106,7 @@ public struct ActivityClassifier: Sendable {
             candidate = kind
             candidateStart = timestamp
         }
-        let held = Double(timestamp &- candidateStart) * 1e-9
+        let held = timestamp.seconds(since: candidateStart)
         guard held >= p.minimumDuration else { return nil }
         let confidence: MotionActivityConfidence
         switch kind {

@@ -78,8 +78,9 @@ public struct AltitudeEstimator: Sendable {
         guard Self.plausiblePressures.contains(pressure),
             let altitude = StandardAtmosphere.altitude(pressure: pressure, seaLevelPressure: parameters.seaLevelPressure), altitude.isFinite
         else { return nil }
+        // Saturating (`TimestampArithmetic`): a barometer's clock may jump by any Int64; a jump is a gap.
         if let previous, timestamp > previous.timestamp {
-            let allowed = Self.maximumVerticalSpeed * Double(timestamp - previous.timestamp) * 1e-9 + Self.verticalSlack
+            let allowed = Self.maximumVerticalSpeed * timestamp.seconds(since: previous.timestamp) + Self.verticalSlack
             if abs(altitude - previous.altitude) > allowed {
                 jumps += 1
                 guard jumps >= Self.glitchRun else { return nil }
@@ -96,9 +97,9 @@ public struct AltitudeEstimator: Sendable {
             meanSquareDifference = 0
             differences = 0
         }
-        if let previous, timestamp > previous.timestamp, Double(timestamp - previous.timestamp) * 1e-9 <= parameters.noiseTimeConstant {
+        if let previous, timestamp > previous.timestamp, timestamp.seconds(since: previous.timestamp) <= parameters.noiseTimeConstant {
             let difference = altitude - previous.altitude
-            let dt = Double(timestamp - previous.timestamp) * 1e-9
+            let dt = timestamp.seconds(since: previous.timestamp)
             let weight = differences == 0 ? 1 : 1 - exp(-dt / parameters.noiseTimeConstant)
             meanSquareDifference += weight * (difference * difference - meanSquareDifference)
             differences += 1

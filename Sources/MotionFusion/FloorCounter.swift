@@ -1,3 +1,5 @@
+import MotionCore
+
 /// Floors climbed and descended on foot, from the altitude of a pressure sensor while the step
 /// detector has a walk under way, as CoreMotion's `CMPedometer` counts them: a floor is about 3 m.
 ///
@@ -44,17 +46,20 @@ public struct FloorCounter: Sendable {
         guard reading.isFinite else { return false }
         if isWalking { lastWalking = timestamp }
         guard let previous = lastTimestamp, timestamp > previous, let low = altitude, low.isFinite else {
-            // The first reading, or a clock gone back: start from here.
+            // The first reading, or a clock gone back: start from here (a walk stamped on the clock
+            // before is not recent on this one).
             altitude = reading
             reference = reading
             lastTimestamp = timestamp
+            if !isWalking { lastWalking = nil }
             return false
         }
         lastTimestamp = timestamp
-        let dt = Double(timestamp - previous) * 1e-9
+        // Saturating (`TimestampArithmetic`): a jump of any size forward is a long gap, not a trap.
+        let dt = timestamp.seconds(since: previous)
         let smoothed = low + (reading - low) * min(1, dt / parameters.timeConstant)
         altitude = smoothed
-        guard let walked = lastWalking, Double(timestamp - walked) * 1e-9 <= parameters.grace else {
+        guard let walked = lastWalking, timestamp.seconds(since: walked) <= parameters.grace else {
             reference = smoothed
             return false
         }

@@ -162,7 +162,8 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
         guard field.squaredLength > 0, specificForce.hasInput else { return }
         // Seconds since the previous sample (the nominal period for the first, and after a gap of
         // more than a second, which says nothing of how long the field has held).
-        let elapsed = lastFieldTime.map { Double(timestamp &- $0) * 1e-9 } ?? magnetometerPeriod
+        // Saturating (`TimestampArithmetic`): a jump of any size either way is such a gap.
+        let elapsed = lastFieldTime.map { timestamp.seconds(since: $0) } ?? magnetometerPeriod
         lastFieldTime = timestamp
         let period = elapsed > 0 && elapsed <= 1 ? elapsed : magnetometerPeriod
         let fieldEarth = tilt.rotate(field)

@@ -64,7 +64,8 @@ public struct PickUpDetector: Sendable {
             return false
         }
         lastTimestamp = timestamp
-        let dt = Double(timestamp - previous) * 1e-9
+        // Saturating (`TimestampArithmetic`): a device's jump of any size is a long gap, not a trap.
+        let dt = timestamp.seconds(since: previous)
         let updated = low + (specificForce - low) * min(1, dt / parameters.gravityTimeConstant)
         gravity = updated
         deviation += ((specificForce - updated).squaredLength - deviation) * min(1, dt / parameters.deviationTimeConstant)
@@ -74,7 +75,7 @@ public struct PickUpDetector: Sendable {
             // Still again in the pose it lay in: a nudge (the table touched), not the start of a
             // pick-up; the window starts over at the next motion.
             if let pose = restingPose, Self.angle(pose, updated) < parameters.turn / 3 { movingSince = nil }
-            if timestamp - stillSince! >= Int64(parameters.restDuration * 1e9) {
+            if timestamp.nanoseconds(since: stillSince!) >= Int64(parameters.restDuration * 1e9) {
                 restingPose = updated
                 movingSince = nil
             }
@@ -83,7 +84,7 @@ public struct PickUpDetector: Sendable {
         stillSince = nil
         guard let pose = restingPose else { return false }
         if movingSince == nil { movingSince = timestamp }
-        if timestamp - movingSince! > Int64(parameters.window * 1e9) {
+        if timestamp.nanoseconds(since: movingSince!) > Int64(parameters.window * 1e9) {
             restingPose = nil  // moved without turning: carried, not picked up
             return false
         }

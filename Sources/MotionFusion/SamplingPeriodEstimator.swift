@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MotionCore
 
 /// Estimates the true sampling period of a sensor from its timestamps, for integrating its samples.
 ///
@@ -69,7 +70,9 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
             return period
         }
         lastTimestamp = timestamp
-        let difference = Double(timestamp &- last) * 1e-9
+        // Saturating (`TimestampArithmetic`): wrapping turned a jump back of 2^64 − 2 ns into a step of
+        // 2 ns; saturated, any step back or jump is a gap.
+        let difference = timestamp.seconds(since: last)
         guard difference > 0 && difference <= parameters.maximumGap * period else {
             restart(at: timestamp)
             return period
@@ -82,7 +85,7 @@ struct SamplingPeriodEstimator: Sendable, Codable, Equatable {
         let interval = periods * period
         followsLastSample = periods == 1
         count += periods
-        fit(count: count, stamp: Double(timestamp &- firstTimestamp) * 1e-9)
+        fit(count: count, stamp: timestamp.seconds(since: firstTimestamp))
         if count * period >= parameters.minimumSpan && countVariance > 0 {
             period = covariance / countVariance
         }

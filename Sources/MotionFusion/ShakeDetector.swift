@@ -42,7 +42,8 @@ public struct ShakeDetector: Sendable {
         let window = Int64(parameters.window * 1e9)
         // A clock that goes back, or a gap longer than the window, starts the window over.
         if count > 0, timestamp < times[(head + count - 1) % Self.capacity] { reset() }
-        while count > 0, timestamp - times[head] > window || count == Self.capacity { dropOldest() }
+        // Saturating (`TimestampArithmetic`): a jump of any size forward empties the window.
+        while count > 0, timestamp.nanoseconds(since: times[head]) > window || count == Self.capacity { dropOldest() }
         let isAccelerating = specificForce.squaredLength > parameters.threshold * parameters.threshold
         let slot = (head + count) % Self.capacity
         times[slot] = timestamp
@@ -50,10 +51,10 @@ public struct ShakeDetector: Sendable {
         count += 1
         if isAccelerating { acceleratingCount += 1 }
         guard count >= parameters.minimumSamples,
-            timestamp - times[head] >= window * 3 / 4,  // the window is (nearly) full: not the first jolt alone
+            timestamp.nanoseconds(since: times[head]) >= window * 3 / 4,  // the window is (nearly) full: not the first jolt alone
             Double(acceleratingCount) >= parameters.acceleratingFraction * Double(count)
         else { return false }
-        if let last = lastShake, timestamp - last < Int64(parameters.refractory * 1e9) { return false }
+        if let last = lastShake, timestamp.nanoseconds(since: last) < Int64(parameters.refractory * 1e9) { return false }
         lastShake = timestamp
         return true
     }

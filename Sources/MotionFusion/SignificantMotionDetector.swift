@@ -1,3 +1,5 @@
+import MotionCore
+
 /// Android's significant motion, "a motion that might lead to a change in the user's location": a
 /// walk or run the step detector confirms, after a quiet spell. A still pocket or a shaking table
 /// makes no walk (StepDetector's gait gate); a pause at a crossing is not a new motion.
@@ -29,6 +31,6 @@ public struct SignificantMotionDetector: Sendable {
         }
         guard isWalking, !wasWalking else { return false }
         guard let last = lastWalking, timestamp >= last else { return true }  // the first walk, or a clock gone back
-        return timestamp - last > Int64(parameters.quietTime * 1e9)
+        return timestamp.nanoseconds(since: last) > Int64(parameters.quietTime * 1e9)
     }
 }

@@ -162,8 +162,8 @@ public struct StepDetector: Sendable {
     public mutating func update(specificForce: Vector3, timestamp: Int64, step: (Int64) -> Void) {
         let magnitude = specificForce.length
         guard let origin else { return restart(at: timestamp, magnitude: magnitude, specificForce: specificForce) }
-        // Wrapping: a garbage timestamp is a jump to restart at, not a trap.
-        let time = Double(timestamp &- origin) * 1e-9
+        // Saturating (`TimestampArithmetic`): a step back or a jump of any size is a gap to restart at.
+        let time = timestamp.seconds(since: origin)
         let dt = time - lastTime
         if dt == 0 { return }
         guard dt > 0, dt <= parameters.maximumGap else { return restart(at: timestamp, magnitude: magnitude, specificForce: specificForce) }
@@ -264,7 +264,7 @@ public struct StepDetector: Sendable {
         counted.append(time)
         if counted.count > 2 { stepPeriod = Self.medianInterval(counted, scratch: &scratch) }
         steps += 1
-        step((origin ?? 0) + Int64((time * 1e9).rounded()))
+        step((origin ?? 0).saturatingAdvanced(by: Int64((time * 1e9).rounded())))
     }
 
     /// Looks at the window: is it gait (the conditions in the type's documentation)?

@@ -69,12 +69,15 @@ struct TurnEvidence: Sendable {
     /// Takes the direction `u` (a unit vector) and the gyroscope's rate `ω` (rad/s) at `t` ns;
     /// returns whether an interval closed (and a verdict may be due).
     mutating func add(direction u: Vector3, rotationRate ω: Vector3, at t: Int64) -> Bool {
-        // Wrapping differences: a replay's stamps may lie anywhere in Int64, and a gap of any size restarts.
-        guard let first = start, t > lastTime, t &- lastTime < Self.longestGap, t &- startTime <= Self.longestInterval else {
+        // Saturating (`TimestampArithmetic`): a replay's stamps may lie anywhere in Int64, and a gap of
+        // any size restarts (wrapped, Int64.max after Int64.min was a step of −1 ns, and went on).
+        guard let first = start, t > lastTime, t.nanoseconds(since: lastTime) < Self.longestGap,
+            t.nanoseconds(since: startTime) <= Self.longestInterval
+        else {
             (start, startTime, lastTime, turn) = (u, t, t, .zero)
             return false
         }
-        turn = turn + ω * (Double(t &- lastTime) * 1e-9)
+        turn = turn + ω * t.seconds(since: lastTime)
         lastTime = t
         guard turn.squaredLength >= Self.intervalTurn * Self.intervalTurn else { return false }
         let seen = u - first

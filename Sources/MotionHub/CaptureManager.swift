@@ -36,14 +36,15 @@ final class CaptureManager: @unchecked Sendable {
             let kind = sample.kind.index
             defer { lastByKind[kind] = sample.timestamp }
             guard let last = lastByKind[kind], sample.timestamp > last else { return planned }
-            return min(sample.timestamp - last, 4 * planned)
+            // Where a device's timestamp enters the hub: any Int64, so saturated (`TimestampArithmetic`).
+            return min(sample.timestamp.nanoseconds(since: last), 4 * planned)
         }
 
         /// Samples per second per kind, measured over the capture's life.
         var measuredRate: Double? {
             guard let first = firstTimestamp, let last = lastTimestamp, last > first, samples > 1 else { return nil }
             let perScan = Double(max(1, plan.kinds.count))
-            return (Double(samples) / perScan - 1) / (Double(last - first) * 1e-9)
+            return (Double(samples) / perScan - 1) / last.seconds(since: first)
         }
     }
 

@@ -109,6 +109,7 @@ struct GaitStage {
 
     /// The wall-clock time (ns of Unix time) of monotonic instant `t`: the two clocks' offset now.
     static func wallClockNow(_ t: Int64) -> Int64 {
-        t &+ (Syscall.realtimeNanoseconds() &- Syscall.monotonicNanoseconds())
+        // Saturated: `t` is a device's timestamp, any Int64, and a wrapped sum would date steps in 1677.
+        t.saturatingAdvanced(by: Syscall.realtimeNanoseconds().nanoseconds(since: Syscall.monotonicNanoseconds()))
     }
 }

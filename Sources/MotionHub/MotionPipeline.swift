@@ -51,7 +51,9 @@ final class MotionPipeline {
         fusion.follow(motionNeeded: motionNeeded) { kind in plan.captures.first { $0.kinds.contains(kind) }.flatMap { rate(of: $0.device) } }
     }
 
-    /// Takes a sample of capture `device`, `period` ns after the previous one of its kind.
+    /// Takes a sample of capture `device`, `period` ns after the previous one of its kind. Its
+    /// timestamp is the device's, any Int64: every stage compares timestamps or saturates their
+    /// arithmetic (MotionCore's `TimestampArithmetic`), and a step back or a jump is a gap to them.
     func add(_ sample: SensorSample, period: Int64, from device: DeviceNumber) {
         merger.add(.init(sample: sample, period: period), from: device, into: &merged)
         fuseMerged()

@@ -47,7 +47,8 @@ struct SampleMerger {
         }
         let index = held.firstIndex { $0.entry.sample.timestamp > t } ?? held.count
         held.insert((entry, device), at: index)
-        let oldestKept = t - maximumHold
+        // A device's timestamp may be any Int64: saturated, not trapping, near Int64.min.
+        let oldestKept = t.saturatingAdvanced(by: -maximumHold)
         var due = max(0, held.count - capacity)
         while due < held.count, held[due].entry.sample.timestamp < oldestKept { due += 1 }
         release(count: due, into: &ready)

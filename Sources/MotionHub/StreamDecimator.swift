@@ -1,3 +1,5 @@
+import MotionCore
+
 /// Chooses which samples of a stream a client gets, on the samples' own timestamps.
 ///
 /// Samples are due every `interval`; the first sample within half a sensor period of a due time (or
@@ -18,7 +20,8 @@ struct StreamDecimator: Sendable, Hashable {
         self.interval = Int64((interval * 1e9).rounded())
     }
 
-    /// Whether the sample taken at `timestamp` (ns) goes to the client; `sensorPeriod` in ns.
+    /// Whether the sample taken at `timestamp` (ns) goes to the client; `sensorPeriod` in ns. The
+    /// timestamp is a device's, any Int64: the schedule saturates (`saturatingAdvanced`), never traps.
     mutating func accepts(_ timestamp: Int64, sensorPeriod: Int64) -> Bool {
         let slack = sensorPeriod / 2
         guard let due else {
@@ -28,20 +31,20 @@ struct StreamDecimator: Sendable, Hashable {
         if timestamp < lastSent {
             // Older than what the client has (a sample in flight from a capture reopened meanwhile):
             // never sent. Far older: the sensor's clock was reset; a new schedule starts.
-            guard lastSent - timestamp > Self.clockReset else { return false }
+            guard lastSent.nanoseconds(since: timestamp) > Self.clockReset else { return false }
             restart(at: timestamp)
             return true
         }
-        guard timestamp >= due - slack else { return false }
+        guard timestamp >= due.saturatingAdvanced(by: -slack) else { return false }
         lastSent = timestamp
-        self.due = due + interval
+        self.due = due.saturatingAdvanced(by: interval)
         // After a gap in the data, start again from here rather than catch up in a burst.
-        if self.due! < timestamp - slack { self.due = timestamp + interval }
+        if self.due! < timestamp.saturatingAdvanced(by: -slack) { self.due = timestamp.saturatingAdvanced(by: interval) }
         return true
     }
 
     private mutating func restart(at timestamp: Int64) {
         lastSent = timestamp
-        due = timestamp + interval
+        due = timestamp.saturatingAdvanced(by: interval)
     }
 }

@@ -106,6 +106,12 @@ final class ScriptedSource: SensorSource {
     let devices: [DeviceDescriptor]
     /// Each device's accelerometer reading, specific force in m/s² (device frame).
     let pose = Mutex<[DeviceNumber: Vector3]>([:])
+    /// Each other kind's reading, in its unit (a gyroscope's rate, rad/s; a magnetometer's field, µT;
+    /// a barometer's pressure in x, kPa); the accelerometer's `pose` where none is set.
+    let readings = Mutex<[SensorKind: Vector3]>([:])
+    /// The timestamps (ns) each device stamps its next reads with, first first, in place of the loop's
+    /// clock: a device's own clock, which may say anything (then the loop's again).
+    let stamps = Mutex<[DeviceNumber: [Int64]]>([:])
     /// How many times each device was opened.
     let openings = Mutex<[DeviceNumber: Int]>([:])
     /// Each device's latest opening.
@@ -150,9 +156,13 @@ final class ScriptedSource: SensorSource {
             let period = TimeAmount.nanoseconds(Int64(1e9 / rate))
             let (source, device, kinds, eventLoop) = (source, device, kinds, eventLoop)
             let task = eventLoop.scheduleRepeatedTask(initialDelay: period, delay: period) { _ in
-                let t = Int64(eventLoop.now.uptimeNanoseconds)
+                let scripted = source.stamps.withLock { $0[device]?.isEmpty == false ? $0[device]!.removeFirst() : nil }
+                let t = scripted ?? Int64(eventLoop.now.uptimeNanoseconds)
                 let force = source.pose.withLock { $0[device] } ?? Vector3(x: 0, y: 0, z: Units.standardGravity)
-                for kind in kinds { handler(.sample(SensorSample(kind: kind, device: device, timestamp: t, vector: force))) }
+                let readings = source.readings.withLock { $0 }
+                for kind in kinds {
+                    handler(.sample(SensorSample(kind: kind, device: device, timestamp: t, vector: readings[kind] ?? force)))
+                }
                 handler(.readComplete)
             }
             reads.withLock { $0 = task }
