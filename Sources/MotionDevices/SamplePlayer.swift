@@ -30,7 +30,8 @@ public final class SamplePlayer: Sendable {
         self.epoch = epoch ?? Self.now()
         let first = self.samples.first?.kind
         let stamps = self.samples.filter { $0.kind == first }.map(\.timestamp)
-        let gaps = zip(stamps.dropFirst(), stamps).map { $0 - $1 }.sorted()
+        // A recording's stamps may be any Int64 (`TimestampArithmetic`): differences saturate.
+        let gaps = zip(stamps.dropFirst(), stamps).map { $0.nanoseconds(since: $1) }.sorted()
         rate = gaps.isEmpty ? 0 : 1e9 / Double(gaps[gaps.count / 2]) * speed
     }
 
@@ -63,7 +64,8 @@ public final class SamplePlayer: Sendable {
             return
         }
         // One cycle lasts the recording plus one sample interval, so that a loop keeps the rhythm.
-        let cycle = last - first + (rate > 0 ? Int64(1e9 / rate * speed) : 1)
+        // Saturated, and at least 1 ns: a recording of one instant has no interval (a division by zero).
+        let cycle = max(1, last.nanoseconds(since: first).saturatingAdvanced(by: rate > 0 ? Int64(saturating: 1e9 / rate * speed) : 1))
         let played = Int64(Double(Self.now() - epoch) * speed)
         var round = played / cycle
         if !loops && round > 0 {
@@ -71,7 +73,7 @@ public final class SamplePlayer: Sendable {
             return
         }
         // Join where the recording is by now; a player started at once (the first) plays from the start.
-        let position = first + played % cycle - Self.joinTolerance
+        let position = first.saturatingAdvanced(by: played % cycle - Self.joinTolerance)
         var index = samples.partitioningIndex { $0.timestamp >= position }
         while !state.withLock({ $0.stopRequested }) {
             if index == samples.count {
@@ -83,7 +85,8 @@ public final class SamplePlayer: Sendable {
                 round += 1
             }
             var sample = samples[index]
-            let due = epoch + Int64(Double(sample.timestamp - first + round * cycle) / speed)
+            let offset = Double(sample.timestamp.nanoseconds(since: first)) + Double(round) * Double(cycle)
+            let due = epoch.saturatingAdvanced(by: Int64(saturating: offset / speed))
             if Self.now() < due { handler(.readComplete) }  // what was due is out: now a wait
             // Sleep in short slices so that a stop is never kept waiting by a gap in the recording.
             while Self.now() < due {
