@@ -57,6 +57,8 @@ import TestSupport
         }
         let got = after()
         for stream in periodic { #expect(got.contains { $0.stream == stream }, "\(stream) after sane timestamps resumed") }
+        // The activity classifier started over at the jump back to sane stamps, and 2 s still is stationary again.
+        #expect(got.contains { if case .activity(let a) = $0 { a.activity == .stationary } else { false } }, "activity after sane stamps")
         #expect(waited != nil, "every stream again, and the turn upright: \(Set(got.compactMap(\.stream)))")
         let nonFinite = client.received.map(\.message).filter { !storedDoubles(in: $0).allSatisfy(\.isFinite) }
         #expect(nonFinite.isEmpty, "\(nonFinite.prefix(3))")
