@@ -186,7 +186,7 @@ public enum Request: Sendable, Hashable {
             default:
                 return .failure(ErrorReply(
                     id: header.id, code: .unknownRequest,
-                    message: "no request \"\(name.prefix(40))\"; requests are WATCH, POLL, HISTORY, DEVICES, STATUS"))
+                    message: "no request \"\(name.echoed)\"; requests are WATCH, POLL, HISTORY, DEVICES, STATUS"))
             }
         } catch let DecodingError.dataCorrupted(context) where context.codingPath.isEmpty {
             // The header decoded, so the text is JSON: what Foundation's parser refuses only once a
@@ -231,7 +231,7 @@ public enum Request: Sendable, Hashable {
                 i = end
                 // Swift reads `nan`, `inf` and `infinity` in any case, and a numeral beyond a Double as ±inf.
                 guard let value = Double(token), !value.isFinite else { continue }
-                let named = (key.map { "\"\($0.prefix(40))\" is " } ?? "") + token.prefix(40)
+                let named = (key.map { "\"\($0.echoed)\" is " } ?? "") + token.echoed
                 let isNumeral = token.drop { $0 == "-" || $0 == "+" }.first?.isNumber == true
                 return isNumeral
                     ? "\(named), beyond the largest number a double holds (±1.8e308)"
@@ -279,3 +279,21 @@ public enum Request: Sendable, Hashable {
 }
 
 enum ClassKey: String, CodingKey { case `class` }
+
+extension StringProtocol {
+    /// The text as an error message quotes it: at most 40 bytes of UTF-8 in whole scalars, and `…`
+    /// if it was cut. Bounded in bytes, not Characters: one Character can carry thousands of bytes
+    /// of combining marks, and a reply must not echo most of a 4 kB line back.
+    var echoed: String {
+        let limit = 40
+        guard utf8.count > limit else { return String(self) }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in unicodeScalars {
+            bytes += UTF8.width(scalar)
+            guard bytes <= limit else { break }
+            kept.append(scalar)
+        }
+        return String(kept) + "…"
+    }
+}

@@ -60,7 +60,7 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
         let name = try container.decode(String.self)
         guard let kind = StreamKind(rawValue: name) else {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "\"\(name.prefix(40))\" is not a stream; streams are \(Self.allCases.map(\.rawValue).joined(separator: ", "))")
+                in: container, debugDescription: "\"\(name.echoed)\" is not a stream; streams are \(Self.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         self = kind
     }

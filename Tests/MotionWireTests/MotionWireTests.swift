@@ -164,6 +164,31 @@ extension LineFramerTests {
         #expect(throws: ErrorReply(id: nil, code: .malformed, message: "not a JSON object")) { try decode("not json").get() }
     }
 
+    /// A name echoed in an error is bounded in bytes, not Characters: "e" and 1,900 combining acute
+    /// accents (U+0301, 2 bytes each) are one Character, so a prefix of 40 Characters echoed the
+    /// whole 3.8 kB of a 4 kB line (ProtocolVersion.maximumLineLength). The echo keeps whole
+    /// scalars (valid UTF-8, no U+FFFD) and says it was cut.
+    @Test(arguments: [
+        #"{"class":"WATCH","streams":["motion"],"NAME":NaN}"#,
+        #"{"class":"NAME"}"#,
+        #"{"class":"WATCH","streams":["NAME"]}"#,
+    ])
+    func aNameEchoedInAnErrorIsBoundedInBytes(template: String) {
+        let name = "e" + String(repeating: "\u{301}", count: 1_900)
+        #expect(name.count == 1 && name.utf8.count == 3_801)
+        let text = template.replacingOccurrences(of: "NAME", with: name)
+        #expect(text.utf8.count <= ProtocolVersion.maximumLineLength)
+        guard case .failure(let error) = decode(text) else {
+            Issue.record("\(template) was accepted")
+            return
+        }
+        // The fixed text (up to 175 bytes: the streams' list), 40 bytes of the name and "…".
+        #expect(error.message.utf8.count < 240, "\(template): \(error.message.utf8.count) bytes")
+        #expect(!error.message.unicodeScalars.contains("\u{FFFD}"), "\(template): a scalar was cut")
+        // Compared as bytes: as Characters "e" with 1 mark is not "e" with 19.
+        #expect(error.message.utf8.firstRange(of: "e\u{301}\u{301}".utf8) != nil, "\(template): the name is not echoed")
+    }
+
     /// Issue 40, defect 12: `"stream":""` was answered with Swift's decoding text ("Cannot initialize
     /// StreamKind from invalid String value "), which names a type and no choice.
     @Test(arguments: [#"{"class":"HISTORY","stream":"","from":0}"#, #"{"class":"WATCH","streams":["speed"]}"#])
