@@ -113,6 +113,45 @@ import TestSupport
         #expect(last.mode == .tablet && last.angle > 340, "HINGE says \(last.mode) at \(last.angle)°")
     }
 
+    /// Issue 60 review of item 1: near the vertical-hinge limit the halves' y-z projections are
+    /// ~0.42 g, so zero-g offsets of ±50-80 mg each (BMA250E, BMI160 data sheets) turn a reading
+    /// by ~20°. Folded back at 356°, half a second with the base read 26° further (382°, which
+    /// atan2 wraps to 22°, outside the parallel zone) is no laptop at 22°: the hinge cannot pass
+    /// 360°, so it stays a tablet, and so does every 356° after it.
+    @Test func aFoldedBackTabletReadPast360StaysATablet() {
+        var run = Run()
+        run.foldBackIntoATabletHeldUpright()
+        let folded = run.time
+        run.run(seconds: 2) { _ in (Self.display(pitch: 0), 356) }
+        run.run(seconds: 0.5) { _ in (Self.display(pitch: 0), 356 + 26) }
+        run.run(seconds: 5) { _ in (Self.display(pitch: 0), 356) }
+        let after = run.toggles.filter { $0.time > folded }
+        #expect(after.isEmpty, "toggles after the fold: \(after)")
+        #expect(run.policy.isTablet)
+        let notTablet = run.hinges.filter { $0.time > folded && ($0.mode != .tablet || $0.angle < 340) }
+        #expect(notTablet.count == 0, "\(notTablet.count) HINGE samples not folded back, first \(String(describing: notTablet.first))")
+    }
+
+    /// The mirror: a laptop shut on the table, then carried upright, whose base reads 21° past 0°
+    /// for half a second (339°, just outside the parallel zone) is still shut: tablet mode never
+    /// goes on.
+    @Test func aShutLaptopReadPast0StaysShut() {
+        var run = Run()
+        let baseFlat = Vector3(x: 0, y: 0, z: -Self.g)
+        func onTheTable(_ hinge: Double) -> (Vector3, Double) { (Self.rotatedAboutHinge(baseFlat, hinge), hinge) }
+        run.run(seconds: 2) { _ in onTheTable(120) }
+        run.run(seconds: 2) { f in onTheTable(120 * (1 - f)) }
+        let shut = run.time
+        // Shut on the table the screen faces down (pitch −90°); lifted upright to be carried.
+        run.run(seconds: 2) { f in (Self.display(pitch: -90 + 90 * f), 0) }
+        run.run(seconds: 0.5) { _ in (Self.display(pitch: 0), -21) }
+        run.run(seconds: 5) { _ in (Self.display(pitch: 0), 0) }
+        #expect(run.toggles.isEmpty, "toggles: \(run.toggles)")
+        #expect(!run.policy.isTablet)
+        let notShut = run.hinges.filter { $0.time > shut && ($0.mode != .closed || $0.angle > 20) }
+        #expect(notShut.count == 0, "\(notShut.count) HINGE samples not shut, first \(String(describing: notShut.first))")
+    }
+
     /// Angles within 20° of 0° or 360° keep the state once an angle has set it (shut and folded back
     /// read alike there); the first angle, with nothing set yet, is taken as the estimator gives it.
     @Test func parallelAnglesKeepTheStateOnceOneIsSet() {

@@ -92,6 +92,20 @@ import Testing
         #expect(estimator.angle == 360 && estimator.mode == .tablet)
     }
 
+    /// A hinge moved while its axis was vertical (no estimate) is taken where it is read, though the
+    /// step from the last angle crosses 0°/360°: folded back at 350°, stood on its side, closed to a
+    /// laptop at 60° and laid down reads 60° (the nearer side, 420°, is too far past 360° for error).
+    @Test func aHingeMovedWhileVerticalIsTakenWhereItIsRead() throws {
+        var estimator = HingeEstimator(rate: 50)
+        let keyboardUp = Vector3(x: 0, y: 0, z: -Self.g)
+        for degrees in stride(from: 90.0, through: 350, by: 10) { Self.settle(&estimator, display: Self.opened(degrees), base: keyboardUp) }
+        #expect(abs(try #require(estimator.angle) - 350) < 0.5)
+        Self.settle(&estimator, display: Vector3(x: Self.g, y: 0, z: 0), base: Vector3(x: Self.g, y: 0, z: 0))
+        Self.settle(&estimator, display: Self.opened(60), base: keyboardUp)
+        #expect(abs(try #require(estimator.angle) - 60) < 0.01)
+        #expect(estimator.mode == .laptop)
+    }
+
     @Test func aVerticalHingeKeepsTheLastAngle() {
         var estimator = HingeEstimator(rate: 50)
         Self.settle(&estimator, display: Self.opened(110), base: Vector3(x: 0, y: 0, z: -Self.g))
