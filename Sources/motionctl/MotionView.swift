@@ -1,5 +1,6 @@
 import Foundation
 import MotionClient
+import MotionCore
 
 /// What `watch` and `get` show: the latest value of every stream, as lines of text.
 struct MotionView {
@@ -68,14 +69,20 @@ struct MotionView {
     }
 
     private mutating func count(_ timestamp: Int64) {
+        // A clock that went back starts the count over; timestamps are the server's, any Int64.
+        if let last = recent.last, timestamp < last { recent.removeAll() }
         recent.append(timestamp)
-        recent.removeAll { $0 < timestamp - 1_000_000_000 }
+        let since = timestamp.saturatingAdvanced(by: -1_000_000_000)
+        recent.removeAll { $0 < since }
     }
+
+    /// How many updates the rate is counted over now.
+    var windowCount: Int { recent.count }
 
     /// Updates per second, over the last second of sample timestamps.
     var rate: Double? {
         guard recent.count > 1, let first = recent.first, let last = recent.last, last > first else { return nil }
-        return Double(recent.count - 1) / (Double(last - first) * 1e-9)
+        return Double(recent.count - 1) / last.seconds(since: first)
     }
 
     func render(color: Bool) -> [String] {

@@ -1,0 +1,34 @@
+import MotionClient
+import MotionCore
+import MotionWire
+@testable import motionctl
+import Testing
+import TestSupport
+
+/// `motionctl watch`'s rate line counts the server's sample timestamps, which come from a device:
+/// any Int64 (docs/protocol.md, timestamps).
+@Suite struct MotionViewTests {
+    @Test func hostileTimestampsNeitherTrapNorGrowTheRateWindow() {
+        var view = MotionView()
+        for t in hostileTimestamps {
+            view.take(.accelerometer(AccelerometerMessage(timestamp: t, acceleration: Vector3(x: 0, y: -1, z: 0))))
+            if let rate = view.rate { #expect(rate.isFinite && rate > 0) }
+        }
+        // Sane timestamps again: 10 updates 0.1 s apart read as 10 a second, whatever came before.
+        for k in 0..<11 {
+            view.take(.accelerometer(AccelerometerMessage(timestamp: 5_000_000_000 + Int64(k) * 100_000_000, acceleration: .zero)))
+        }
+        #expect(view.rate.map { abs($0 - 10) < 1e-9 } == true)
+    }
+
+    /// A clock that only goes back kept every update (none was older than a second before the newest):
+    /// the window is one second of the current clock.
+    @Test func aClockRunningBackwardsKeepsOneUpdateInTheWindow() {
+        var view = MotionView()
+        for k in 0..<10_000 {
+            view.take(.accelerometer(AccelerometerMessage(timestamp: -Int64(k) * 1_000, acceleration: .zero)))
+        }
+        #expect(view.rate == nil)
+        #expect(view.windowCount == 1)
+    }
+}
