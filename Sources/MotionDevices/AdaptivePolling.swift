@@ -74,14 +74,16 @@ public struct AdaptivePolling: Sendable, Equatable {
 
     /// The chip reported motion at `t` ns: reads go at `movingRate` until still for `settle`. Returns
     /// whether to read now: only where no read is due sooner, that is while resting, and a moving
-    /// period after the last read (else the owner sets its timer to `period` from now). A chip sends
-    /// an event per sample while it moves (a bma250e 15.6 to 125 a second): reading at each would
-    /// add that many reads to the moving rate's.
+    /// period after the last read (else the owner sets its timer to `period` from now), or while
+    /// moving with no read for two moving periods (the timer missed a whole tick: one that could
+    /// not be set to the moving rate keeps the heartbeat's). A chip sends an event per sample while
+    /// it moves (a bma250e 15.6 to 125 a second): reading at each would add that many reads to the
+    /// moving rate's.
     public mutating func motionReported(at t: Int64) -> Bool {
         let wasMoving = isMoving
         (eventsSeen, isMoving, lastMoved) = (true, true, t)
-        guard !wasMoving else { return false }
-        return lastRead.map { Double(t &- $0) >= 1e9 / movingRate } ?? true
+        guard let lastRead else { return true }
+        return Double(t &- lastRead) >= (wasMoving ? 2 : 1) * 1e9 / movingRate
     }
 
     /// Takes a reading (specific force, m/s²) made at `t` ns.

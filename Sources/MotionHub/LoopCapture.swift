@@ -512,7 +512,8 @@ private final class PollTicker: ChannelInboundHandler, @unchecked Sendable {
     /// Sets the timer to the rate the adaptive polling wants now, its first tick a period from now.
     private func retime() {
         guard let adaptive, adaptive.rate != timerRate, timer >= 0 else { return }
-        // A timer that cannot be set keeps its rate: the readings go on, only more often than needed.
+        // A timer that cannot be set keeps its rate and is tried again at the next change or event;
+        // meanwhile the events read where the timer misses a tick (`AdaptivePolling.motionReported`).
         if case .success = Syscall.setTimerPeriod(timer, period: adaptive.period) { timerRate = adaptive.rate }
     }
 

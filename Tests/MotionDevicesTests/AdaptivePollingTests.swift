@@ -86,22 +86,23 @@ import Testing
         #expect(readsRested, "resting, read 0.3 s ago: at once")
     }
 
-    /// Reads a second of a device lying still whose chip reports motion `eventsPerSecond` times a
-    /// second for `seconds`, driven as `PollTicker` drives the value: one read to arm the events, a
-    /// periodic timer set to `period` from the instant the rate changes, a read at each tick, and
-    /// one at an event only where `motionReported` asks for it.
-    static func readsPerSecond(eventsPerSecond: Double, seconds: Double) -> Double {
+    /// The reads of a device lying still whose chip reports motion `eventsPerSecond` times a second
+    /// for `seconds` from 1 s on, ns, driven as `PollTicker` drives the value: one read to arm the
+    /// events, a periodic timer set to `period` from the instant the rate changes (where
+    /// `timerTakes`: else `timerfd_settime` fails and the timer keeps its heartbeat), a read at each
+    /// tick, and one at an event only where `motionReported` asks for it.
+    static func reads(eventsPerSecond: Double, seconds: Double, timerTakes: Bool = true) -> [Int64] {
         var polling = AdaptivePolling(movingRate: 4, heartbeat: 30)
         polling.wakeOnEvents(true)
-        var (period, tick, reads) = (polling.period, Int64(0), 0)
+        var (period, tick, reads) = (polling.period, Int64(0), [Int64]())
         let (start, end) = (Int64(1_000_000_000), Int64(1_000_000_000 + seconds * 1e9))
         func retime(at t: Int64) {
-            guard polling.period != period else { return }
+            guard timerTakes, polling.period != period else { return }
             (period, tick) = (polling.period, t + polling.period)
         }
         func read(at t: Int64) {
             polling.update(tilted(0), at: t)
-            if t >= start && t < end { reads += 1 }
+            if t >= start && t < end { reads.append(t) }
             retime(at: t)
         }
         read(at: 0)
@@ -118,7 +119,7 @@ import Testing
                 if polling.motionReported(at: next) { read(at: next) } else { retime(at: next) }
             }
         }
-        return Double(reads) / seconds
+        return reads
     }
 
     /// A bma250e sends an event per sample while it moves: 15.6 a second at its slowest rate, 125 at
@@ -127,8 +128,19 @@ import Testing
     /// and 100,004 reads a second).
     @Test(arguments: [15.6, 125, 100_000])
     func eventsAddNoReadsBeyondTheMovingRate(eventsPerSecond: Double) {
-        let rate = Self.readsPerSecond(eventsPerSecond: eventsPerSecond, seconds: 5)
+        let rate = Double(Self.reads(eventsPerSecond: eventsPerSecond, seconds: 5).count) / 5
         #expect(rate <= 4 + 1 && rate >= 4, "\(rate) reads/s")
+    }
+
+    /// A timer that cannot be set to the moving rate (`timerfd_settime` failing) keeps its heartbeat
+    /// of 30 s, while every event is told a read is due within a moving period: the reads stopped
+    /// at the first. An event with no read for two moving periods (a whole tick of the timer missed)
+    /// reads: at most 0.5 s and one event's interval between reads.
+    @Test(arguments: [15.6, 125, 100_000])
+    func aTimerThatCannotBeSetStarvesNoReads(eventsPerSecond: Double) {
+        let reads = Self.reads(eventsPerSecond: eventsPerSecond, seconds: 5, timerTakes: false)
+        let gaps = zip(reads.dropFirst(), reads).map { Double($0 - $1) * 1e-9 }
+        #expect(reads.count >= 9 && gaps.allSatisfy { $0 <= 0.5 + 1 / eventsPerSecond }, "\(reads.count) reads in 5 s, gaps up to \(gaps.max() ?? 5) s")
     }
 
     /// A quarter turn between two heartbeats with no event since they were armed: the events do
