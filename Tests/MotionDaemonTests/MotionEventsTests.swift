@@ -146,7 +146,9 @@ extension Hardware {
             }
             let movingRate = 4.0
             #expect(Double(reads) / seconds <= movingRate + 1, "\(reads) reads in \(seconds) s at \(eventsPerSecond) events/s")
-            #expect(Double(reads) / seconds >= movingRate - 1, "still read at the moving rate: \(reads) in \(seconds) s")
+            // Starved reads (events that keep putting the next read off) give 0 or 1; half the moving
+            // rate leaves room for a loop and a writing thread sharing 2 busy cores with other tests.
+            #expect(Double(reads) / seconds >= movingRate / 2, "still read at the moving rate: \(reads) in \(seconds) s")
         }
 
         /// Runs `body` while a thread of its own writes `perSecond` motion events a second to `fifo`:
