@@ -16,7 +16,8 @@ import NIOCore
 /// come and go: it follows the hub's devices (as the D-Bus bridge does), so that a base that comes
 /// late makes the switch then, and one plugged back in is watched again; a watch the hub ends
 /// (`ENDED`: a sensor removed, or failing) or refuses is asked for again after `rewatchDelay`,
-/// doubling up to `longestRewatchDelay` while it keeps ending.
+/// doubling up to `longestRewatchDelay` while it keeps ending; meanwhile the switch is off (the
+/// keyboard works), and the hinge decides afresh once it is back.
 package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Sendable {
     // @unchecked: its state is used on the hub's loop only.
     private let hub: Hub
@@ -130,6 +131,23 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         }
     }
 
+    /// The hinge can no longer be followed (its stream ended or was refused): the switch goes off,
+    /// since a keyboard that works is the safe failure, and the policy starts afresh, so that the
+    /// first angle once the hinge is back decides. Said once, when the switch was on; a failing write
+    /// is tried again at the next loss (each asked-for watch) or hinge sample.
+    private func loseTheHinge(because reason: String) {
+        policy = TabletModePolicy()
+        guard let device, device.isOn else { return }
+        do {
+            try device.set(false)
+            saidWriteFails = false
+            logger.notice("tablet mode off: the hinge cannot be followed", metadata: ["reason": "\(reason)"])
+        } catch {
+            if !saidWriteFails { logger.warning("tablet mode: cannot set the switch off though the hinge is lost; trying again", metadata: ["error": "\(error)"]) }
+            saidWriteFails = true
+        }
+    }
+
     package func receive(_ message: AnyServerMessage, line: () -> ByteBuffer?) {
         switch message {
         case .tilt(let tilt):
@@ -143,10 +161,12 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         case .ended(let ended):
             watching.remove(ended.stream)
             logger.info("tablet mode: the hub ended the \(ended.stream.rawValue) stream; asking again in a while", metadata: ["reason": "\(ended.reason)"])
+            if ended.stream == .hinge { loseTheHinge(because: ended.reason) }
             rewatchLater()
         case .error(let error):
             // Refused (the base went away meanwhile): asked again later, and when the devices change.
             logger.info("tablet mode: the hinge cannot be watched now", metadata: ["reason": "\(error.message)"])
+            loseTheHinge(because: error.message)
             rewatchLater()
         default:
             break

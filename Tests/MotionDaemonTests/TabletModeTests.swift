@@ -112,17 +112,27 @@ extension Hardware {
             daemon.signal(SIGTERM)
         }
 
-        /// Issue 60, item 3: the base's values unreadable long enough to end its capture (ENDED),
-        /// then readable again, and the convertible folded to 300°: the switch goes on (it never did).
-        @Test func aBaseWhoseReadsFailedIsFollowedAgain() throws {
+        /// Issue 60, item 3 and its review: folded to 300° (tablet mode on), then the base's values
+        /// unreadable long enough to end its capture (ENDED): the hinge can no longer be followed, so
+        /// the switch goes off (a working keyboard is the safe failure; it stayed on while the user
+        /// opened a laptop with a dead base), said once. Readable again and still at 300°: the hinge
+        /// is followed again and the switch goes back on.
+        @Test func aBaseWhoseReadsFailedTurnsTheSwitchOffAndIsFollowedAgain() throws {
             let (testbed, uinput, daemon) = try Self.convertibleWithItsSwitch()
+            try Self.fold(testbed, to: 300)
+            try waitUntil { Self.switchValues(uinput.writes) == [0, 1] }
             try testbed.setAttribute("iio:device1", "in_accel_z_raw", "garbage\n")
             #expect(daemon.waitForLog("sensor ended", seconds: 15))
+            try? waitUntil(seconds: 5) { Self.switchValues(uinput.writes) == [0, 1, 0] }
+            #expect(Self.switchValues(uinput.writes) == [0, 1, 0], "off once the hinge is lost")
+            #expect(daemon.waitForLog("the hinge cannot be followed"))
             try testbed.setAttribute("iio:device1", "in_accel_z_raw", "-1000\n")
             try Self.fold(testbed, to: 300)
-            try? waitUntil(seconds: 10) { Self.switchValues(uinput.writes) == [0, 1] }
-            #expect(Self.switchValues(uinput.writes) == [0, 1])
+            try? waitUntil(seconds: 10) { Self.switchValues(uinput.writes) == [0, 1, 0, 1] }
+            #expect(Self.switchValues(uinput.writes) == [0, 1, 0, 1])
             daemon.signal(SIGTERM)
+            let log = daemon.finalLog()
+            #expect(log.components(separatedBy: "the hinge cannot be followed").count == 2, "said once: \(log.suffix(3000))")
         }
 
         /// Issue 60, item 14: a write to uinput that fails is tried again at the next hinge sample
