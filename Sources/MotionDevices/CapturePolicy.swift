@@ -9,9 +9,14 @@ public struct CapturePolicy: Sendable, Equatable {
     /// Whether the device is another machine's, its scans crossing a network.
     public let remote: Bool
     /// Seconds a buffer may go without its first scan before the capture falls back to polling: ten
-    /// sample periods, at least 1 s (2 s for another machine's: the scan crosses a network), plus the
-    /// time a batch takes to fill; or what the owner set.
+    /// sample periods, at least 1 s (2 s for another machine's: the scan crosses a network) and at
+    /// most `firstDataMargin`, plus the time a batch takes to fill; or what the owner set.
     public let firstDataTimeout: Double
+
+    /// The most a buffer's first scan is waited for beyond the time its batch takes to fill, s: ten
+    /// periods of a slow chip are minutes (103 s at `PlausibleRate.hertz`'s 0.097 Hz), in which a
+    /// silent buffer would deliver nothing.
+    public static let firstDataMargin = 10.0
 
     /// Failed reads in a row that end a capture (a read that fails now and then does not).
     public static let failuresThatEnd = 10
@@ -31,7 +36,8 @@ public struct CapturePolicy: Sendable, Equatable {
         self.rate = PlausibleRate.clamped(rate)
         self.batch = max(1, batch)
         self.remote = remote
-        self.firstDataTimeout = firstDataTimeout ?? max(remote ? 2.0 : 1.0, 10 / self.rate) + Double(self.batch) / self.rate
+        self.firstDataTimeout = firstDataTimeout
+            ?? max(remote ? 2.0 : 1.0, min(10 / self.rate, Self.firstDataMargin)) + Double(self.batch) / self.rate
     }
 
     /// Seconds from one check of a buffer's scans to the next, once it has given its first.

@@ -96,7 +96,7 @@ struct DeviceInspector {
             problems: problems)
     }
 
-    /// `PlausibleRate.hertz` as the problems name it: `0.01 to 100000`.
+    /// `PlausibleRate.hertz` as the problems name it: `0.097 to 100000`.
     private static let plausibleRates = "\(PlausibleRate.hertz.lowerBound) to \(Int(PlausibleRate.hertz.upperBound))"
 
     /// Why the device cannot be captured buffered, or `nil` if it can.

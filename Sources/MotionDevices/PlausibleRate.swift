@@ -4,17 +4,18 @@
 public enum PlausibleRate {
     /// The rates a device may say it runs at, Hz. IIO gives `sampling_frequency` and its
     /// `_available` list in Hz (Documentation/ABI/testing/sysfs-bus-iio); motion chips run from
-    /// 0.1 Hz (ADXL345's slowest data rate; bma400's low-power mode 0.78 Hz) to 32 kHz (ICM-42688's
-    /// fastest). A decade below the slowest (a period of 100 s) and about three times the fastest
-    /// (10 µs, as often as a poller or a timer can keep): anything beyond is no chip's rate.
-    public static let hertz: ClosedRange<Double> = 0.01...100_000
+    /// ADXL345's slowest data rate (0.10 Hz in its data sheet, 3200 Hz / 2^15, which Linux's
+    /// adxl345 driver lists as `0.097000`: `adxl345_odr_tbl`) to 32 kHz (ICM-42688's fastest). From
+    /// that slowest (a period of 10.3 s: a rate below it is one a stream would wait minutes on) to
+    /// about three times the fastest (10 µs, as often as a poller or a timer can keep).
+    public static let hertz: ClosedRange<Double> = 0.097...100_000
 
     /// `rate` brought into `hertz`, Hz (not a number: the lowest).
     public static func clamped(_ rate: Double) -> Double {
         rate.isNaN ? hertz.lowerBound : min(max(rate, hertz.lowerBound), hertz.upperBound)
     }
 
-    /// The period of `rate` Hz brought into `hertz`, ns: 10 µs to 100 s.
+    /// The period of `rate` Hz brought into `hertz`, ns: 10 µs to 10.3 s.
     public static func period(_ rate: Double) -> Int64 {
         Int64((1e9 / clamped(rate)).rounded())
     }

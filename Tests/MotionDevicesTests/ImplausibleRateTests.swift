@@ -19,20 +19,45 @@ import Testing
         #expect(AttributeParser.availableRates(text) == nil)
     }
 
+    /// The slowest rate taken is the slowest a motion chip runs at: ADXL345's, 0.10 Hz in its data
+    /// sheet (BW_RATE's rate code 0000), 3200 Hz / 2^15, which Linux's adxl345 driver lists as
+    /// `0.097000` (adxl345_core.c, `adxl345_odr_tbl`; `0.097656250` before 6.15). A device
+    /// whose only rate was 0.01 Hz was captured at it, its first scan waited for 1,100 s: a stream
+    /// that never delivers, inside the range. ADXL345's own list is whole.
+    @Test func theSlowestRateIsTheSlowestAChipRunsAt() {
+        #expect(PlausibleRate.hertz.lowerBound == 0.097)
+        let adxl345 = "0.097000 0.195000 0.390000 0.781000 1.562000 3.125000 6.250000 12.500000 25 50 100 200 400 800 1600 3200\n"
+        #expect(AttributeParser.availableRates(adxl345)?.rate(atLeast: 0) == 0.097)
+        #expect(AttributeParser.availableRates("0.097656250 0.195312500\n") != nil)
+        #expect(AttributeParser.availableRates("0.01\n") == nil && AttributeParser.availableRates("0.05 1\n") == nil)
+    }
+
+    /// A buffer that gives no scan is found out within seconds at any rate taken: ten periods, at
+    /// most 10 s, beyond the time its batch takes (at 0.01 Hz it was 1,100 s, at 0.1 Hz 110 s).
+    @Test(arguments: [PlausibleRate.hertz.lowerBound, 0.5, 1, 4, 100, 100_000])
+    func aSilentBufferIsFoundWithinSeconds(rate: Double) {
+        for remote in [false, true] {
+            let policy = CapturePolicy(rate: rate, batch: 1, remote: remote)
+            #expect(policy.firstDataTimeout <= 1 / rate + 10, "\(rate) Hz: \(policy.firstDataTimeout) s")
+            #expect(policy.firstDataTimeout >= min(10 / rate, 10) + 1 / rate, "\(rate) Hz: waits for the first scan")
+        }
+        #expect(CapturePolicy(rate: PlausibleRate.hertz.lowerBound).firstDataTimeout < 21)
+    }
+
     /// The ends of the range are rates: the slowest and fastest a device may say it runs at.
     @Test func theEndsOfThePlausibleRangeAreRates() {
-        #expect(PlausibleRate.hertz == 0.01...100_000)
-        #expect(AttributeParser.availableRates("0.01 0.78 100000\n") == .list([0.01, 0.78, 100_000]))
-        #expect(AttributeParser.availableRates("[0.01 0.01 100000]\n") == .range(minimum: 0.01, step: 0.01, maximum: 100_000))
+        #expect(PlausibleRate.hertz.upperBound == 100_000)
+        #expect(AttributeParser.availableRates("0.097 0.78 100000\n") == .list([0.097, 0.78, 100_000]))
+        #expect(AttributeParser.availableRates("[0.097 0.097 100000]\n") == .range(minimum: 0.097, step: 0.097, maximum: 100_000))
     }
 
     /// Rates that did not come through the parser (a decoded listing) are brought into the range
     /// before any capture uses them.
     @Test func ratesThatBypassedTheParserAreClamped() {
-        #expect(AvailableRates.list([1e-10]).rate(atLeast: 4) == 0.01)
+        #expect(AvailableRates.list([1e-10]).rate(atLeast: 4) == 0.097)
         #expect(AvailableRates.list([]).rate(atLeast: .infinity) == 100_000)
         #expect(AvailableRates.range(minimum: 1e308, step: 1, maximum: 1e308).rate(atLeast: 4) == 100_000)
-        #expect(AvailableRates.range(minimum: 1, step: 5e-324, maximum: 100).rate(atLeast: 50) <= 100)
+        #expect(AvailableRates.range(minimum: 1, step: .leastNonzeroMagnitude, maximum: 100).rate(atLeast: 50) <= 100)
     }
 
     /// The conversions a period or a timeout goes through: the nearest integer of the type, never a trap.
@@ -43,9 +68,9 @@ import Testing
         #expect(Int(saturating: 1e305) == .max)
     }
 
-    /// A period is that of the rate brought into the range: 100 s at most, 10 µs at least.
+    /// A period is that of the rate brought into the range: 10.3 s at most (1 / 0.097 Hz), 10 µs at least.
     @Test(arguments: [
-        (1e-10, 100_000_000_000), (-5, 100_000_000_000), (Double.nan, 100_000_000_000), (0, 100_000_000_000),
+        (1e-10, 10_309_278_351), (-5, 10_309_278_351), (Double.nan, 10_309_278_351), (0, 10_309_278_351),
         (1e308, 10_000), (Double.infinity, 10_000), (4, 250_000_000),
     ] as [(Double, Int64)])
     func periodsComeFromPlausibleRates(rate: Double, nanoseconds: Int64) {
@@ -57,7 +82,7 @@ import Testing
     func aPolicyForAnImplausibleRateIsBounded(rate: Double) {
         let policy = CapturePolicy(rate: rate, batch: 1)
         #expect(PlausibleRate.hertz.contains(policy.rate))
-        #expect(policy.firstDataTimeout <= 10 / PlausibleRate.hertz.lowerBound + 1 / PlausibleRate.hertz.lowerBound)
+        #expect(policy.firstDataTimeout <= CapturePolicy.firstDataMargin + 1 / PlausibleRate.hertz.lowerBound)
         #expect(policy.readsPerPresenceCheck >= 1 && policy.readsPerPresenceCheck <= 10_000)
     }
 }
@@ -74,7 +99,7 @@ extension Hardware.BadInput {
         #expect(device.availableRates == nil)
         #expect(device.problems.contains(.attributeMalformed(
             device: "iio:device0", attribute: "sampling_frequency_available", value: "\(available)\n",
-            expected: "rates from 0.01 to 100000 Hz separated by spaces, or [min step max]")))
+            expected: "rates from 0.097 to 100000 Hz separated by spaces, or [min step max]")))
         for mode in [CaptureMode.polled, .buffered] {
             let capture = try SensorCapture(device: device, kinds: [.accelerometer], rate: 20, mode: mode, firstDataTimeout: 0.2)
             #expect(capture.rate == 20)
@@ -93,6 +118,6 @@ extension Hardware.BadInput {
         let device = try #require(listing.devices.first { $0.name == "acc" })
         #expect(device.samplingFrequency == nil)
         #expect(device.problems.contains(.attributeMalformed(
-            device: "iio:device0", attribute: "sampling_frequency", value: "\(value)\n", expected: "a rate from 0.01 to 100000 Hz")))
+            device: "iio:device0", attribute: "sampling_frequency", value: "\(value)\n", expected: "a rate from 0.097 to 100000 Hz")))
     }
 }
