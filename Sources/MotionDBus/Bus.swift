@@ -12,7 +12,8 @@ import Glibc
 final class Bus {
     /// How long a method call waits for its answer before sd-bus answers it with a timeout error, µs
     /// (sd-bus's default is 25 s): the bus driver, polkit and GeoClue answer in milliseconds, and
-    /// GeoClue's bus activation in a second or two.
+    /// GeoClue's bus activation in a second or two. Not for the setup calls (`subscribe`,
+    /// `requestName`), which wait for their answer as long as it takes.
     static let methodCallTimeout: UInt64 = 10_000_000
 
     private let pointer: OpaquePointer
@@ -93,7 +94,7 @@ final class Bus {
             })
         try BusError.check(
             "sd_bus_add_match_async \(rule)",
-            sd_bus_add_match_async(pointer, nil, rule, Self.trampoline, Self.answerTrampoline, Unmanaged.passUnretained(box).toOpaque()))
+            withoutTimeout { sd_bus_add_match_async(pointer, nil, rule, Self.trampoline, Self.answerTrampoline, Unmanaged.passUnretained(box).toOpaque()) })
         handlers.append(box)
     }
 
@@ -110,8 +111,20 @@ final class Bus {
             default: answer(BusError(call: call, code: EBADMSG))
             }
         }
-        try BusError.check(call, sd_bus_request_name_async(pointer, nil, name, 0, Self.answerTrampoline, Unmanaged.passUnretained(box).toOpaque()))
+        try BusError.check(
+            call, withoutTimeout { sd_bus_request_name_async(pointer, nil, name, 0, Self.answerTrampoline, Unmanaged.passUnretained(box).toOpaque()) })
         handlers.append(box)
+    }
+
+    /// Runs `send`, which queues a setup call (`AddMatch`, `RequestName`), with no timeout for its
+    /// answer: a bus that answers late (slow at boot, busy) must still install the match and give the
+    /// name, not leave the service without them for good after a local timeout (sd-bus's
+    /// `sd_bus_call_async` waits forever for `UINT64_MAX`, and takes the bus's method-call timeout for
+    /// the calls of `sd_bus_add_match_async` and `sd_bus_request_name_async`, which have no argument for it).
+    private func withoutTimeout(_ send: () -> Int32) -> Int32 {
+        sd_bus_set_method_call_timeout(pointer, .max)
+        defer { sd_bus_set_method_call_timeout(pointer, Self.methodCallTimeout) }
+        return send()
     }
 
     // MARK: Messages

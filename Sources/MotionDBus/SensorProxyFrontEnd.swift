@@ -15,6 +15,8 @@ package final class SensorProxyFrontEnd: DaemonPart, Sendable {
     /// The service, from the moment `start` makes it (so that `interruptStart` reaches it) until `stop`.
     private let service = Mutex<SensorProxyService?>(nil)
     private let interrupted = Atomic<Bool>(false)
+    /// The bus's refusal of the name after `start` (the bus answered after `namePatience`), for `failure`.
+    private let refusals = AsyncStream<any Error>.makeStream()
 
     package var name: String { "D-Bus" }
 
@@ -27,9 +29,10 @@ package final class SensorProxyFrontEnd: DaemonPart, Sendable {
     package func start() throws {
         let hub = self.hub
         let bridge = NIOLoopBoundBox.makeEmptyBox(valueType: SensorProxyBridge.self, eventLoop: hub.eventLoop)
-        let service = try SensorProxyService(logger: hub.logger) { sensor, claimed in
-            hub.eventLoop.execute { bridge.value?.claimChanged(sensor, claimed: claimed) }
-        }
+        let service = try SensorProxyService(
+            logger: hub.logger,
+            demand: { sensor, claimed in hub.eventLoop.execute { bridge.value?.claimChanged(sensor, claimed: claimed) } },
+            refused: { [refusals] error in refusals.continuation.yield(error) })
         self.service.withLock { $0 = service }
         try hub.eventLoop.submit {
             let fed = SensorProxyBridge(hub: hub, service: service)
@@ -40,13 +43,21 @@ package final class SensorProxyFrontEnd: DaemonPart, Sendable {
         if interrupted.load(ordering: .acquiring) { service.interruptWaiting() }
         do {
             if try !service.waitUntilNamed(seconds: Self.namePatience) && !interrupted.load(ordering: .acquiring) {
-                hub.logger.warning("the system bus has not answered in \(Int(Self.namePatience)) s: D-Bus is served once it does")
+                hub.logger.warning("the system bus has not answered in \(Int(Self.namePatience)) s: D-Bus is served once it does (and motiond ends if another program owns the name)")
             }
         } catch {
             service.stop()
             self.service.withLock { $0 = nil }
             throw error
         }
+    }
+
+    /// The bus's refusal of the name when it comes after `start` returned (a refusal within the wait
+    /// fails the start): another program serves `net.hadess.SensorProxy`, and the daemon ends with
+    /// that error rather than run on without D-Bus.
+    package func failure() async -> (any Error)? {
+        for await error in refusals.stream { return error }
+        return nil
     }
 
     /// Makes a `start` waiting for the bus return at once.

@@ -52,15 +52,20 @@ final class SensorProxyService: Sendable {
     /// `interruptWaiting`.
     private let naming = Mutex<Result<Void, BusError>?>(nil)
     private let named = DispatchSemaphore(value: 0)
+    /// Told the bus's refusal of the name (another program owns it), whenever it comes: the owner
+    /// ends the daemon rather than run it without D-Bus.
+    private let refused: @Sendable (BusError) -> Void
 
     /// Connects to the bus at `address` (a D-Bus address such as `unix:path=…`), or to the system bus,
     /// serves the interface's objects and asks for the name `net.hadess.SensorProxy`, without waiting
     /// for the bus (`waitUntilNamed` does, bounded).
     init(
         address: String? = nil, logger: Logger = Logger(label: "motiond.dbus"),
-        demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in }
+        demand: @escaping @Sendable (ClaimBook.Sensor, Bool) -> Void = { _, _ in },
+        refused: @escaping @Sendable (BusError) -> Void = { _ in }
     ) throws(BusError) {
         self.demand = demand
+        self.refused = refused
         self.logger = logger
         do {
             thread = try WakeableThread(name: "dbus")
@@ -97,13 +102,15 @@ final class SensorProxyService: Sendable {
         named.signal()
     }
 
-    /// The bus's answer to the name's request, on the bus thread: a refusal ends the bus thread.
+    /// The bus's answer to the name's request, on the bus thread: a refusal ends the bus thread and is
+    /// told to `refused`.
     private func nameAnswered(_ error: BusError?) {
         naming.withLock { $0 = error.map { .failure($0) } ?? .success(()) }
         named.signal()
         if let error {
             logger.error("cannot serve D-Bus", metadata: ["error": "\(error)"])
             thread.requestStop()
+            refused(error)
         } else {
             logger.info("serving D-Bus", metadata: ["name": "\(SensorProxyInterface.busName)"])
         }

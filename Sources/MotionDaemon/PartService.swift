@@ -61,12 +61,15 @@ struct PartService: Service {
             throw error
         }
         order.passed(index, started: true)
-        try? await gracefulShutdown()
+        // Runs until the daemon stops, or the part fails for good, which stops the daemon with its error.
+        let failure = await cancelWhenGracefulShutdown { [part] in await part.failure() }
+        if let failure { logger.error("\(part.name) failed", metadata: ["error": "\(failure)"]) }
         do {
             try await NIOThreadPool.singleton.runIfActive { [part] in try part.stop() }
         } catch {
             logger.error("\(part.name) did not stop cleanly", metadata: ["error": "\(error)"])
             throw error
         }
+        if let failure { throw failure }
     }
 }

@@ -17,9 +17,23 @@ package protocol DaemonPart: AnyObject, Sendable {
     /// Called from another thread while `start` runs, when the daemon is told to stop: a `start` that
     /// waits for something outside (a bus) returns at once, so that `stop` follows without delay.
     func interruptStart()
+    /// Waits, after a `start` that succeeded, until the part fails for good (the daemon then stops,
+    /// exiting with the error) or the task is cancelled (nil: the daemon is stopping).
+    func failure() async -> (any Error)?
 }
 
 extension DaemonPart {
     /// A part whose `start` never waits for anything outside has nothing to interrupt.
     package func interruptStart() {}
+
+    /// A part that cannot fail once started waits for the daemon's stop.
+    package func failure() async -> (any Error)? {
+        let (never, keptOpen) = AsyncStream<Never>.makeStream()
+        await withTaskCancellationHandler {
+            for await _ in never {}
+        } onCancel: {
+            keptOpen.finish()
+        }
+        return nil
+    }
 }

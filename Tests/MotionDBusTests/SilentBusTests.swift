@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import TestSupport
 import Testing
 
@@ -44,5 +45,37 @@ import Testing
             client.stop()
         }
         #expect(took < 1.5, "\(took) s")
+    }
+
+    /// A bus that answers after 11 s, longer than a method call's timeout (10 s), as a bus slow at boot
+    /// or restarted does: the service takes its name then, serves a claim, and releases it when its
+    /// claimant leaves the bus (the `NameOwnerChanged` match, asked for at start, is in place). The
+    /// setup calls, queued while the bus is silent, must not time out before it answers.
+    @Test func aBusThatAnswersAfterElevenSecondsIsServed() throws {
+        let system = try PrivateSystemBus()
+        let bus = try SilentBus(wakingInto: system)
+        let began = Date()
+        let served = Mutex<SensorProxyService?>(nil)
+        let service = try SensorProxyService(address: bus.address) { sensor, claimed in
+            if claimed { served.withLock { $0 }?.markReady(sensor) }
+        }
+        served.withLock { $0 = service }
+        service.start()
+        defer { service.stop() }
+        #expect(try !service.waitUntilNamed(seconds: 10), "named by a bus that has not answered")
+        // The scenario is the bus's silence itself: 11 s from the start, then it answers.
+        Thread.sleep(forTimeInterval: max(0, 11 - Date().timeIntervalSince(began)))
+        bus.wake()
+        var named = false
+        do { named = try service.waitUntilNamed(seconds: 10) } catch { Issue.record("the name refused: \(error)") }
+        #expect(named && system.hasOwner(SensorProxyInterface.busName), "no name 10 s after the bus woke")
+        var client: BusClient? = try BusClient(address: system.address)
+        try client?.call("ClaimAccelerometer")
+        let claimant = client?.uniqueName ?? ""
+        #expect(service.claimants(of: .accelerometer) == [claimant])
+        client = nil
+        #expect(throws: Never.self, "the claim of a client that left stays") {
+            try waitUntil(seconds: 5) { service.claimants(of: .accelerometer).isEmpty }
+        }
     }
 }

@@ -27,4 +27,23 @@ import Testing
         #expect(ended && seconds < 3, "SIGTERM took \(seconds) s\(ended ? "" : " (killed after 30 s)"): \(daemon.log)")
         #expect(!ended || daemon.process.terminationStatus == 0, "exit status \(daemon.process.terminationStatus): \(daemon.log)")
     }
+
+    /// A bus that answers only after the drop-in's start stopped waiting (10 s), and then refuses the
+    /// name (another motiond, as iio-sensor-proxy would, owns `net.hadess.SensorProxy`): motiond ends
+    /// with an error and a non-zero status, as when the refusal comes within the wait, rather than run
+    /// on without D-Bus.
+    @Test func aNameRefusedAfterTheWaitEndsMotiond() throws {
+        let system = try PrivateSystemBus()
+        let holder = try ReplayDaemon(arguments: ["--loop", "--dbus"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": system.address])
+        try waitUntil(seconds: 10) { system.hasOwner("net.hadess.SensorProxy") }
+        let bus = try SilentBus(wakingInto: system)
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--dbus"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        try waitUntil(seconds: 20) { daemon.log.contains("the system bus has not answered in 10 s") }
+        bus.wake()
+        let ended = daemon.process.waitUntilExit(seconds: 10)
+        #expect(ended, "motiond still runs 10 s after the bus refused its name: \(daemon.log)")
+        #expect(!ended || daemon.process.terminationStatus != 0, "exit status 0: \(daemon.log)")
+        #expect(daemon.log.contains("Error: net.hadess.SensorProxy is owned by another program"), "\(daemon.log)")
+        withExtendedLifetime(holder) {}
+    }
 }
