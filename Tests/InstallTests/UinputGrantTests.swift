@@ -2,14 +2,29 @@ import Foundation
 import Testing
 import TestSupport
 
+/// Whether the rule can be applied here: as root (udevadm test, the mounts), under
+/// umockdev-wrapper (its preload goes to the rule's PROGRAM), and `unshare --mount` works.
+private let canApplyTheUinputRule: Bool = {
+    guard getuid() == 0, ProcessInfo.processInfo.environment["LD_PRELOAD"]?.contains("umockdev") == true else { return false }
+    let probe = Process()
+    probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    probe.arguments = ["unshare", "--mount", "true"]
+    probe.standardOutput = FileHandle.nullDevice
+    probe.standardError = FileHandle.nullDevice
+    guard (try? probe.run()) != nil else { return false }
+    probe.waitUntilExit()
+    return probe.terminationStatus == 0
+}()
+
 extension Hardware {
     /// Issue 60, item 13: `/dev/uinput`, through which a process can make a keyboard, is the service's
     /// only where the tablet-mode switch can be wanted: a convertible with an accelerometer in its
     /// base (60-sensor.hwdb's `ACCEL_LOCATION=base`, or the driver's `label` accel-base or `location`
     /// base, as motiond reads them), with motiond.conf not setting `tablet_mode: off`. The rule applied
-    /// by udevadm to umockdev machines; needs root (the rule goes in /run/udev/rules.d, and
-    /// /etc/motiond is bound over in a mount namespace of the test's own).
-    @Suite struct UinputGrant {
+    /// by udevadm to umockdev machines, in a mount namespace of the test's own: skipped where that
+    /// cannot be (not root, no umockdev-wrapper, no `unshare --mount`, which needs CAP_SYS_ADMIN).
+    @Suite(.enabled(if: canApplyTheUinputRule, "needs root, umockdev-wrapper and unshare --mount (CAP_SYS_ADMIN)"))
+    struct UinputGrant {
         static let uinput = "/sys/devices/virtual/misc/uinput"
         static let grant = "setfacl -m g:motiond:rw /dev/uinput"
         static let revoke = "setfacl -x g:motiond /dev/uinput"
@@ -34,22 +49,43 @@ extension Hardware {
         }
 
         /// What `udevadm test` does with `syspath` under the rule, with `configuration` as
-        /// /etc/motiond/motiond.conf (nil: none).
+        /// /etc/motiond/motiond.conf (nil: none). In a mount namespace of its own, so that the host
+        /// keeps its state: a tmpfs holding only this rule over /run/udev/rules.d (a udevd running on
+        /// the host never sees it), a temporary directory over /etc/motiond. A mount point that is
+        /// missing (the package not installed) is made for the run and removed after it.
         static func udevTest(_ syspath: String, configuration: String? = nil) async throws -> String {
-            try FileManager.default.createDirectory(atPath: "/run/udev/rules.d", withIntermediateDirectories: true)
-            let installed = "/run/udev/rules.d/70-motiond.rules"
-            try? FileManager.default.removeItem(atPath: installed)
-            try FileManager.default.copyItem(atPath: InstallTests.root + "/udev-rules/70-motiond.rules", toPath: installed)
-            defer { try? FileManager.default.removeItem(atPath: installed) }
             let etc = NSTemporaryDirectory() + "motiond-etc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: etc) }
             if let configuration { try configuration.write(toFile: etc + "/motiond.conf", atomically: true, encoding: .utf8) }
-            // The mount point: the package's own directory, empty where the package is not installed.
-            try FileManager.default.createDirectory(atPath: "/etc/motiond", withIntermediateDirectories: true)
-            let run = try await InstallTests.run(
-                "unshare", ["--mount", "sh", "-c", "mount --bind \"$0\" /etc/motiond && exec udevadm test --action=add \"$1\"", etc, syspath])
-            return run.output
+            let rule = InstallTests.root + "/udev-rules/70-motiond.rules"
+            let script = """
+                mount -t tmpfs motiond-test /run/udev/rules.d && cp "$0" /run/udev/rules.d/ && mount --bind "$1" /etc/motiond \
+                && exec udevadm test --action=add "$2"
+                """
+            return try await withMountPoints(["/run/udev/rules.d", "/etc/motiond"]) {
+                try await InstallTests.run("unshare", ["--mount", "sh", "-c", script, rule, etc, syspath]).output
+            }
+        }
+
+        /// Runs `body` with each of `paths` a directory: those missing (and their missing parents) are
+        /// made before and removed after, only if still empty.
+        static func withMountPoints<T>(_ paths: [String], _ body: () async throws -> T) async throws -> T {
+            var made: [String] = []
+            defer { for path in made.reversed() { rmdir(path) } }
+            for path in paths {
+                var missing: [String] = []
+                var parent = path
+                while !FileManager.default.fileExists(atPath: parent) {
+                    missing.append(parent)
+                    parent = (parent as NSString).deletingLastPathComponent
+                }
+                for directory in missing.reversed() {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+                    made.append(directory)
+                }
+            }
+            return try await body()
         }
 
         /// The programs the rule would run for the device (udevadm test lists them, runs none).
@@ -57,38 +93,31 @@ extension Hardware {
             output.split(separator: "\n").filter { $0.hasPrefix("run: ") }.map(String.init)
         }
 
-        static let hwdbBase = """
-            P: /devices/platform/HID-SENSOR-200073.11.auto/iio:device1
-            N: iio:device1
-            E: SUBSYSTEM=iio
-            E: DEVNAME=/dev/iio:device1
-            E: ACCEL_LOCATION=base
-            A: dev=250:1\\n
-            A: name=accel_3d\\n
-            A: in_accel_x_raw=0\\n
-            """
-        static let labelledBase = """
-            P: /devices/platform/i2c-1/1-0019/iio:device1
-            N: iio:device1
-            E: SUBSYSTEM=iio
-            E: DEVNAME=/dev/iio:device1
-            A: dev=250:1\\n
-            A: name=bmc150_accel\\n
-            A: label=accel-base\\n
-            A: in_accel_x_raw=0\\n
-            """
+        /// An accelerometer, iio:device1 at `path`, with udev `properties` and sysfs `attributes`.
+        static func accelerometer(_ path: String, name: String, properties: [String] = [], attributes: [String] = []) -> String {
+            (["P: \(path)/iio:device1", "N: iio:device1", "E: SUBSYSTEM=iio", "E: DEVNAME=/dev/iio:device1"]
+                + properties.map { "E: \($0)" } + (["dev=250:1", "name=\(name)"] + attributes + ["in_accel_x_raw=0"]).map { "A: \($0)\\n" })
+                .joined(separator: "\n")
+        }
+        static let hwdbBase = accelerometer("/devices/platform/HID-SENSOR-200073.11.auto", name: "accel_3d", properties: ["ACCEL_LOCATION=base"])
+        static let labelledBase = accelerometer("/devices/platform/i2c-1/1-0019", name: "bmc150_accel", attributes: ["label=accel-base"])
+        /// The hwdb says display, the driver's label and location say base: motiond takes the hwdb's
+        /// word (DeviceInspector: ACCEL_LOCATION, else the label, else location), so no base.
+        static let hwdbDisplayLabelledBase = accelerometer(
+            "/devices/platform/i2c-1/1-0019", name: "bmc150_accel", properties: ["ACCEL_LOCATION=display"], attributes: ["label=accel-base", "location=base"])
 
         /// A base accelerometer as the hwdb names it, as a cros-ec driver (location) and as a
         /// device-tree label name it: granted. A tablet with one accelerometer, and a machine with no
         /// IIO device: taken back (before: granted on every machine).
         @Test(arguments: [
-            ("hwdb", true), ("cros-ec", true), ("label", true), ("tablet", false), ("none", false),
+            ("hwdb", true), ("cros-ec", true), ("label", true), ("tablet", false), ("none", false), ("hwdb display, label base", false),
         ])
         func uinputIsTheServicesOnlyWhereABaseAccelerometerIs(machine: String, granted: Bool) async throws {
             let devices: String? = switch machine {
             case "hwdb": Self.hwdbBase
             case "cros-ec": try Testbed.fixture("convertible-two-accelerometers")
             case "label": Self.labelledBase
+            case "hwdb display, label base": Self.hwdbDisplayLabelledBase
             case "tablet": try Testbed.fixture("tablet-iio-sensor-proxy")
             default: nil
             }
@@ -100,17 +129,39 @@ extension Hardware {
             #expect(!runs.contains { $0.contains(granted ? Self.revoke : Self.grant) }, "\(machine): \(runs)")
         }
 
-        /// motiond.conf setting `tablet_mode: off` (plainly, quoted, in a flow mapping): withheld even
-        /// on a convertible; `auto`, or `off` in a comment: granted.
+        /// motiond.conf setting `tablet_mode: off`, in any of the spellings libyaml reads as that
+        /// (each checked with PyYAML's BaseLoader, which follows the same YAML 1.1 grammar: plainly,
+        /// quoted, on the next line, tagged, through an alias, as a folded block, with an escape in the
+        /// key, in a flow mapping after a quoted `#` or after a line that only looks like a comment,
+        /// after a comment ended by a lone CR, set twice): withheld even on a convertible. Only no
+        /// mention, or exactly `tablet_mode: auto` (quoted or not, a comment after it), grants it.
         @Test(arguments: [
             ("tablet_mode: off\n", false), ("log_level: info\ntablet_mode: \"off\"\n", false), ("{'tablet_mode': off, log_level: info}\n", false),
-            ("tablet_mode: auto\n", true), ("# tablet_mode: off\nlog_level: info\n", true),
+            ("tablet_mode:\n  off\n", false), ("tablet_mode: !!str off\n", false), ("dbus: &a off\ntablet_mode: *a\n", false),
+            ("tablet_mode: >-\n  off\n", false), ("\"tablet\\x5fmode\": off\n", false), ("{log_level: \"#\", tablet_mode: off}\n", false),
+            ("{log_level: \"info\n#\", tablet_mode: off}\n", false), ("# a comment\rtablet_mode: off\n", false),
+            ("tablet_mode: auto\ntablet_mode: off\n", false),
+            ("tablet_mode: auto\n", true), ("\"tablet_mode\": 'auto'  # the default\n", true), ("# tablet_mode: off\nlog_level: info\n", true),
+            ("log_level: info\n", true),
         ])
         func tabletModeOffInMotiondConfWithholdsIt(configuration: String, granted: Bool) async throws {
             let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
             let runs = Self.runs(try await Self.udevTest(Self.uinput, configuration: configuration))
             _ = testbed
             #expect(runs.contains { $0.contains(granted ? Self.grant : Self.revoke) }, "\(configuration): \(runs)")
+        }
+
+        /// Applying the rule leaves the host as it was: no /etc/motiond made (it was left behind, empty,
+        /// where the package is not installed), no rule left in /run/udev/rules.d.
+        @Test func applyingTheRuleLeavesTheHostAsItWas() async throws {
+            let paths = ["/etc/motiond", "/etc/motiond/motiond.conf", "/run/udev", "/run/udev/rules.d", "/run/udev/rules.d/70-motiond.rules"]
+            func present() -> [String] { paths.filter { FileManager.default.fileExists(atPath: $0) } }
+            let before = present()
+            let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
+            let runs = Self.runs(try await Self.udevTest(Self.uinput, configuration: "tablet_mode: auto\n"))
+            _ = testbed
+            #expect(runs.contains { $0.contains(Self.grant) }, "\(runs)")
+            #expect(present() == before, "before: \(before)")
         }
 
         /// A base accelerometer that appears after uinput has it decided again (a change event to
