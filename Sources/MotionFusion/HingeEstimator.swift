@@ -29,6 +29,7 @@ public struct HingeEstimator: Sendable, Codable, Equatable {
     public var tau = 0.2
     public var verticalHingeLimit = 25.0 * .pi / 180
     public var foldedLimit = 20.0
+    /// Degrees past 0° or 360° that a reading may be and still count as the sensors' error (above).
     public var wrapLimit = 45.0
     public var keyboardLimit = 30.0 * .pi / 180
     private var display: LowPassFilter<Vector3>
