@@ -72,20 +72,11 @@ struct HwdbFile {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let name = (path as NSString).lastPathComponent
         let copy = scratch + "/etc/udev/hwdb.d/" + name
-        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         do {
-            for directory in Self.directories {
-                let entries = (try? FileManager.default.contentsOfDirectory(atPath: root + directory)) ?? []
-                try FileManager.default.createDirectory(atPath: scratch + directory, withIntermediateDirectories: true)
-                for entry in entries where entry.hasSuffix(".hwdb") && !(directory == "/etc/udev/hwdb.d" && entry == name) {
-                    // Links resolved here: under --root an absolute link would lead inside the scratch root.
-                    let source = URL(fileURLWithPath: root + directory + "/" + entry).resolvingSymlinksInPath().path
-                    // Regular files only: a FIFO would block the copy (systemd-hwdb too, but not here first).
-                    guard source != target, (try? FileManager.default.attributesOfItem(atPath: source)[.type] as? FileAttributeType) == .typeRegular else { continue }
-                    try FileManager.default.copyItem(atPath: source, toPath: scratch + directory + "/" + entry)
-                }
-            }
+            try copyOthers(into: scratch)
             try text.write(toFile: copy, atomically: false, encoding: .utf8)
+        } catch let refusal as Refusal {
+            throw refusal
         } catch {
             throw Refusal(description: "cannot make a copy of the hwdb to check the edit in \(scratch): \(error)")
         }
@@ -103,6 +94,55 @@ struct HwdbFile {
         guard found.output.split(separator: "\n").contains(Substring(expecting)) else {
             throw Refusal(description: "the hwdb would not give the entry for its key (another file's record wins?): it gives \(found.output.isEmpty ? "nothing" : found.output)\(found.errors)")
         }
+    }
+}
+
+extension HwdbFile {
+    /// The most this command copies of the other hwdb files to check an edit with, bytes: systemd's
+    /// own come to 8.7 MB (Debian 12's /lib/udev/hwdb.d, systemd 252), and the copy goes to the
+    /// temporary directory, perhaps memory.
+    static let maximumCopied = 64 << 20
+
+    /// Copies the hwdb files but this one into the same directories under `scratch`; returns the
+    /// bytes copied. A directory reached again (merged /usr: /lib is a link to usr/lib) is copied
+    /// once, its second place in the copy a link to the first, as on the machine: systemd-hwdb reads
+    /// only its own build's one (UDEVLIBEXECDIR: /lib/udev on Debian 12, /usr/lib/udev elsewhere).
+    /// Throws a `Refusal` past `maximumCopied` in all.
+    @discardableResult
+    func copyOthers(into scratch: String) throws -> Int {
+        let name = (path as NSString).lastPathComponent
+        let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        var copied = 0
+        // Each directory read, by where it really is, and where its copy is, under `scratch`.
+        var copies: [String: String] = [:]
+        for directory in Self.directories {
+            let real = URL(fileURLWithPath: root + directory).resolvingSymlinksInPath().path
+            if let first = copies[real] {
+                let parent = (directory as NSString).deletingLastPathComponent
+                try FileManager.default.createDirectory(atPath: scratch + parent, withIntermediateDirectories: true)
+                // Relative: systemd-hwdb --root reads an absolute link's target outside the root.
+                let up = String(repeating: "../", count: parent.split(separator: "/").count)
+                try FileManager.default.createSymbolicLink(atPath: scratch + directory, withDestinationPath: up + first.dropFirst())
+                continue
+            }
+            copies[real] = directory
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: root + directory)) ?? []
+            try FileManager.default.createDirectory(atPath: scratch + directory, withIntermediateDirectories: true)
+            for entry in entries.sorted() where entry.hasSuffix(".hwdb") && !(directory == "/etc/udev/hwdb.d" && entry == name) {
+                // Links resolved here: under --root an absolute link would lead inside the scratch root.
+                let source = URL(fileURLWithPath: root + directory + "/" + entry).resolvingSymlinksInPath().path
+                // Regular files only: a FIFO would block the copy (systemd-hwdb too, but not here first).
+                guard source != target, let attributes = try? FileManager.default.attributesOfItem(atPath: source),
+                    attributes[.type] as? FileAttributeType == .typeRegular
+                else { continue }
+                copied += attributes[.size] as? Int ?? 0
+                guard copied <= Self.maximumCopied else {
+                    throw Refusal(description: "the hwdb files come to more than \(Self.maximumCopied) bytes, the most this command copies to check an edit with, at \(source)")
+                }
+                try FileManager.default.copyItem(atPath: source, toPath: scratch + directory + "/" + entry)
+            }
+        }
+        return copied
     }
 }
 

@@ -1,6 +1,11 @@
 import Foundation
+@testable import motionctl
 import TestSupport
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Issue 60, defect 12: the mount wizard's hwdb edit is compiled and checked on a copy before it
 /// takes the file's place, and what systemd-hwdb says of other files is a warning.
@@ -45,5 +50,63 @@ extension Hardware.CalibrateMountCommand {
         #expect(run.status == 0, "\(run.output) \(run.errors)")
         #expect(run.errors.contains("70-other.hwdb:1: Match expected"), "\(run.errors)")
         #expect(written?.contains("ACCEL_MOUNT_MATRIX=\(chuwi.shippedValue)") == true, "\(written ?? "nothing written")")
+    }
+}
+
+/// The copy of the other hwdb files the wizard checks its edit with.
+@Suite struct HwdbCheckCopyTests {
+    /// A root with `/usr/lib/udev/hwdb.d/60-sensor.hwdb` holding `text`, and `/lib` a link to `usr/lib`
+    /// (merged /usr, as Debian 12 and later install it).
+    static func mergedUsrRoot(_ text: String) throws -> String {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("hwdb-root-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/usr/lib/udev/hwdb.d", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/etc/udev/hwdb.d", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root + "/lib", withDestinationPath: "usr/lib")
+        try text.write(toFile: root + "/usr/lib/udev/hwdb.d/60-sensor.hwdb", atomically: true, encoding: .utf8)
+        return root
+    }
+
+    /// On merged /usr, /lib/udev/hwdb.d and /usr/lib/udev/hwdb.d are one directory: each of its files
+    /// was copied twice. It is copied once, and the other directory in the copy leads to it, so the
+    /// copy reads alike for a systemd-hwdb that reads /lib/udev (Debian 12's UDEVLIBEXECDIR) and one
+    /// that reads /usr/lib/udev; the edit is checked against the shipped record as before.
+    @Test func aDirectoryReachedTwiceIsCopiedOnce() throws {
+        let shipped = "sensor:modalias:acpi:BOSC0200*:dmi:*:svnA:*\n ACCEL_MOUNT_MATRIX=0, 1, 0; 1, 0, 0; 0, 0, 1\n"
+        let root = try Self.mergedUsrRoot(shipped)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let scratch = root + "-scratch"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let hwdb = HwdbFile(path: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", root: root)
+        let copied = try hwdb.copyOthers(into: scratch)
+        #expect(copied == shipped.utf8.count, "\(copied) bytes copied of one \(shipped.utf8.count)-byte file")
+        for directory in ["/lib/udev/hwdb.d", "/usr/lib/udev/hwdb.d"] {
+            #expect(try String(contentsOfFile: scratch + directory + "/60-sensor.hwdb", encoding: .utf8) == shipped, "\(directory)")
+        }
+        // systemd-hwdb finds the shipped record in the copy: the key gives its matrix beside the edit's line.
+        let key = "sensor:modalias:acpi:BOSC0200:BOSC0200::dmi:bvnX:svnA:pnY:"
+        try hwdb.replace(key, with: key + "\n ACCEL_LOCATION=display\n", expecting: "ACCEL_MOUNT_MATRIX=0, 1, 0; 1, 0, 0; 0, 0, 1")
+    }
+
+    /// Only the edited file was bounded (`HwdbFile.maximumSize`): the others were copied whatever
+    /// their size. Past `maximumCopied` in all the check is refused, saying so, with nothing more copied.
+    @Test func theCopiesAreBoundedInAll() throws {
+        let root = try Self.mergedUsrRoot("")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let scratch = root + "-scratch"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        // Sparse: 68 MB of size on no disk.
+        for name in ["70-a.hwdb", "71-b.hwdb"] {
+            let path = root + "/usr/lib/udev/hwdb.d/" + name
+            #expect(FileManager.default.createFile(atPath: path, contents: nil) && truncate(path, 34_000_000) == 0)
+        }
+        let hwdb = HwdbFile(path: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", root: root)
+        #expect {
+            try hwdb.copyOthers(into: scratch)
+        } throws: { error in
+            "\(error)".hasPrefix("the hwdb files come to more than 67108864 bytes, the most this command copies to check an edit with, at ")
+                && "\(error)".hasSuffix("/usr/lib/udev/hwdb.d/71-b.hwdb")
+        }
+        let left = (try? FileManager.default.subpathsOfDirectory(atPath: scratch)) ?? []
+        #expect(!left.contains { $0.hasSuffix("71-b.hwdb") }, "\(left)")
     }
 }
