@@ -92,7 +92,7 @@ extension Hardware.BadInput {
     /// period of 1e-10 Hz, or the batch of 1e308 Hz, and never read again at 1e-9 Hz): the attribute is
     /// a problem of the device, which is read at the rate asked for, polled and after a buffer that
     /// could not open (the fallback), its `sampling_frequency` set to that rate.
-    @Test(arguments: ["1e-10", "1e-9", "1e308", "[1e-10 1e-10 1e-10]"])
+    @Test(arguments: ["1e-10", "1e-9", "0.01", "1e308", "[1e-10 1e-10 1e-10]"])
     func ratesNoChipRunsAtAreAProblemAndTheDeviceIsReadAtTheRateAskedFor(available: String) throws {
         let (listing, testbed) = try listing(accelerometer(["sampling_frequency_available": "\(available)\\n", "sampling_frequency": "10\\n"]))
         let device = try #require(listing.devices.first { $0.name == "acc" })
