@@ -23,7 +23,11 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
     private let hub: Hub
     private let logger: Logger
     private var device: TabletModeSwitch?
+    /// Its client id, taken only while the machine has a hinge: a part that watches nothing is no
+    /// client (STATUS counts it, and it would take one of `maximumClients`).
     private var id: Hub.ClientID?
+    /// Between start and stop: the hub keeps its device observers for good.
+    private var following = false
     private var policy = TabletModePolicy()
     private var displayFlat = false
     /// The streams the hub sends us, as its last `WATCHING` said.
@@ -56,8 +60,7 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
             return logger.info("tablet mode: the kernel reports it already (an input device with SW_TABLET_MODE)")
         }
         try hub.eventLoop.submit { [self] in
-            id = hub.connect(self)
-            guard id != nil else { return logger.warning("tablet mode: the hub has no room for the switch's watch") }
+            following = true
             // Weak: the hub keeps its observers for good, and this part may stop before it.
             hub.observeDevices { [weak self] devices in self?.follow(devices) }
             follow(hub.devices)
@@ -68,6 +71,7 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         try hub.eventLoop.submit { [self] in
             rewatch?.cancel()
             rewatch = nil
+            following = false
             if let id { hub.disconnect(id) }
             id = nil
             device = nil  // uinput's device goes with it
@@ -76,7 +80,7 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
 
     /// Makes the switch and watches the hinge where the devices have one; else waits for them to.
     private func follow(_ devices: [DeviceDescriptor]) {
-        guard id != nil else { return }
+        guard following else { return }
         let accelerometers = Set(devices.filter { $0.kinds.contains(.accelerometer) }.map(\.location))
         // No hinge: no switch, not even one that stays off (libinput would take the machine for a convertible).
         guard accelerometers.isSuperset(of: [.display, .base]) else {
@@ -92,6 +96,11 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
             logger.info("tablet mode: switch made; following the hinge")
         }
         saidNoSwitch = nil
+        if id == nil {
+            id = hub.connect(self)
+            // Tried again at the next change of the devices.
+            guard id != nil else { return logger.warning("tablet mode: the hub has no room for the switch's watch") }
+        }
         guard !watching.isSuperset(of: Self.streams), let id else { return }
         rewatch?.cancel()
         rewatch = nil
