@@ -18,7 +18,8 @@ import Testing
     static func start(place: [String] = ["52.52", "13.40", "34"], options: [String] = [], arguments: [String] = []) throws -> (PrivateSystemBus, Peer, ReplayDaemon) {
         let bus = try PrivateSystemBus()
         let standIn = try Peer("/usr/bin/python3", arguments: [Self.standIn] + place + options, bus: bus)
-        try waitUntil(seconds: 20) { bus.hasOwner("org.freedesktop.GeoClue2") }
+        // The bus's grant of the name, as the stand-in hears it (GDBus's name-acquired callback).
+        try waitUntil(seconds: 20) { standIn.output.contains("Owned org.freedesktop.GeoClue2") }
         let daemon = try ReplayDaemon(arguments: ["--loop", "--dbus"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         return (bus, standIn, daemon)
     }

@@ -7,7 +7,7 @@ location's Latitude, Longitude, Accuracy and Altitude), giving the place on its 
 starts, and a second place (--then LATITUDE,LONGITUDE) at SIGUSR1. A location is its client's child,
 as GeoClue makes it (/org/freedesktop/GeoClue2/Client/1/Location/0). It also serves a decoy location
 (…/Location/99) that it never announces. Each call, property set and location read is printed, one
-line each, for the test to follow.
+line each, for the test to follow, and so are the bus's grant of its name ("Owned …") and its loss ("Lost …").
 
 With --flood=N, SIGUSR2 makes it send each started client N LocationUpdated naming a location that
 is not the client's (/org/freedesktop/GeoClue2/Location/K), then print "Flooded N".
@@ -159,5 +159,8 @@ bus.register_object("/org/freedesktop/GeoClue2/Client/1/Location/99", LOCATION, 
 signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1, signal.SIGUSR2])
 GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR1, lambda: GLib.idle_add(next_place) and True)
 GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR2, lambda: GLib.idle_add(send_flood) and True)
-Gio.bus_own_name_on_connection(bus, "org.freedesktop.GeoClue2", Gio.BusNameOwnerFlags.NONE, None, None)
+# The name's grant (and loss) printed: the event a test waits for before it starts motiond, and, lost,
+# why motiond found no GeoClue.
+Gio.bus_own_name_on_connection(bus, "org.freedesktop.GeoClue2", Gio.BusNameOwnerFlags.NONE,
+                               lambda connection, name: say("Owned", name), lambda connection, name: say("Lost", name))
 GLib.MainLoop().run()
