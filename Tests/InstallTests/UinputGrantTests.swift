@@ -50,9 +50,10 @@ extension Hardware {
 
         /// What `udevadm test` does with `syspath` under the rule, with `configuration` as
         /// /etc/motiond/motiond.conf (nil: none). In a mount namespace of its own, so that the host
-        /// keeps its state: a tmpfs holding only this rule over /run/udev/rules.d (a udevd running on
-        /// the host never sees it), a temporary directory over /etc/motiond. A mount point that is
-        /// missing (the package not installed) is made for the run and removed after it.
+        /// keeps its state: a tmpfs over /run/udev holding only this rule in rules.d (a udevd running on
+        /// the host never sees it) and taking the database udevadm test writes (data, tags), a
+        /// temporary directory over /etc/motiond. A mount point that is missing (the package not
+        /// installed) is made for the run and removed after it.
         static func udevTest(_ syspath: String, configuration: String? = nil) async throws -> String {
             let etc = NSTemporaryDirectory() + "motiond-etc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
@@ -60,10 +61,10 @@ extension Hardware {
             if let configuration { try configuration.write(toFile: etc + "/motiond.conf", atomically: true, encoding: .utf8) }
             let rule = InstallTests.root + "/udev-rules/70-motiond.rules"
             let script = """
-                mount -t tmpfs motiond-test /run/udev/rules.d && cp "$0" /run/udev/rules.d/ && mount --bind "$1" /etc/motiond \
+                mount -t tmpfs motiond-test /run/udev && mkdir /run/udev/rules.d && cp "$0" /run/udev/rules.d/ && mount --bind "$1" /etc/motiond \
                 && exec udevadm test --action=add "$2"
                 """
-            return try await withMountPoints(["/run/udev/rules.d", "/etc/motiond"]) {
+            return try await withMountPoints(["/run/udev", "/etc/motiond"]) {
                 try await InstallTests.run("unshare", ["--mount", "sh", "-c", script, rule, etc, syspath]).output
             }
         }
@@ -162,6 +163,30 @@ extension Hardware {
             _ = testbed
             #expect(runs.contains { $0.contains(Self.grant) }, "\(runs)")
             #expect(present() == before, "before: \(before)")
+        }
+
+        /// Nor the host's udev database: `udevadm test` writes the device's entry (/run/udev/data,
+        /// /run/udev/tags), and umockdev's preload redirects /sys and /dev, not /run. Left there, a
+        /// testbed's entry is read for every later testbed's device of that name: the convertible's
+        /// iio:device1 made the tablet fixture's light sensor `IIO_SENSOR_PROXY_TYPE=iio-poll-accel`,
+        /// and iio-sensor-proxy found no light (Hardware.SensorProxyBridge).
+        @Test func applyingTheRuleWritesNothingInTheHostsUdevDatabase() async throws {
+            func database() -> [String: String] {
+                var entries: [String: String] = [:]
+                for directory in ["/run/udev/data", "/run/udev/tags"] {
+                    entries[directory] = FileManager.default.fileExists(atPath: directory) ? "" : nil
+                    for path in FileManager.default.enumerator(atPath: directory)?.allObjects as? [String] ?? [] {
+                        entries[directory + "/" + path] = FileManager.default.contents(atPath: directory + "/" + path).map { String(decoding: $0, as: UTF8.self) } ?? ""
+                    }
+                }
+                return entries
+            }
+            let before = database()
+            let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
+            _ = try await Self.udevTest("/sys/devices/platform/cros-ec-accel.1/iio:device1")
+            _ = try await Self.udevTest(Self.uinput)
+            _ = testbed
+            #expect(database() == before)
         }
 
         /// A base accelerometer that appears after uinput has it decided again (a change event to
