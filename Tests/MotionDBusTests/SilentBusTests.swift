@@ -50,10 +50,14 @@ import Testing
     /// A bus that answers after 11 s, longer than a method call's timeout (10 s), as a bus slow at boot
     /// or restarted does: the service takes its name then, serves a claim, and releases it when its
     /// claimant leaves the bus (the `NameOwnerChanged` match, asked for at start, is in place). The
-    /// setup calls, queued while the bus is silent, must not time out before it answers.
-    @Test func aBusThatAnswersAfterElevenSecondsIsServed() throws {
+    /// setup calls must not time out before it answers: silent from the start (sd-bus counts a call's
+    /// timeout from the end of authentication), or authenticating at once and answering `Hello` but
+    /// not the calls after it until 11 s (`driverAnswersLate`).
+    @Test(arguments: [false, true])
+    func aBusThatAnswersAfterElevenSecondsIsServed(driverAnswersLate: Bool) throws {
         let system = try PrivateSystemBus()
-        let bus = try SilentBus(wakingInto: system)
+        let bus = try SilentBus(wakingInto: system, driverAnswersLate: driverAnswersLate)
+        if driverAnswersLate { bus.wake() }
         let began = Date()
         let served = Mutex<SensorProxyService?>(nil)
         let service = try SensorProxyService(address: bus.address) { sensor, claimed in
@@ -65,7 +69,7 @@ import Testing
         #expect(try !service.waitUntilNamed(seconds: 10), "named by a bus that has not answered")
         // The scenario is the bus's silence itself: 11 s from the start, then it answers.
         Thread.sleep(forTimeInterval: max(0, 11 - Date().timeIntervalSince(began)))
-        bus.wake()
+        if driverAnswersLate { bus.letTheDriverAnswer() } else { bus.wake() }
         var named = false
         do { named = try service.waitUntilNamed(seconds: 10) } catch { Issue.record("the name refused: \(error)") }
         #expect(named && system.hasOwner(SensorProxyInterface.busName), "no name 10 s after the bus woke")

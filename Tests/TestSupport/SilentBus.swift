@@ -8,7 +8,9 @@ import Glibc
 /// byte: a bus that never answers a client's authentication (issue 60, defect 9). Made with a bus to
 /// wake into, it answers once `wake` is called: every connection, held and new, is handed to that bus
 /// (what was held sent first, then bytes relayed both ways), as a system bus slow at boot or restarted
-/// answers late. Killed when released.
+/// answers late; made with `driverAnswersLate` too, only the authentication and `Hello` are answered
+/// at the wake, and the bus's other replies wait for `letTheDriverAnswer` (a bus driver slow at boot).
+/// Killed when released.
 public final class SilentBus {
     /// Its D-Bus address, for `DBUS_SYSTEM_BUS_ADDRESS`.
     public let address: String
@@ -18,14 +20,15 @@ public final class SilentBus {
     private let target: PrivateSystemBus?
 
     /// A bus that never answers, or, given `wakingInto` a private bus, one that answers
-    /// through that bus once woken.
-    public init(wakingInto target: PrivateSystemBus? = nil) throws {
+    /// through that bus once woken (and, with `driverAnswersLate`, answers more than `Hello` once
+    /// `letTheDriverAnswer` is called).
+    public init(wakingInto target: PrivateSystemBus? = nil, driverAnswersLate: Bool = false) throws {
         self.target = target
         directory = NSTemporaryDirectory() + "silent-bus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         address = "unix:path=\(directory)/bus"
         let script = """
-            import os, socket, sys, threading
+            import os, socket, struct, sys, threading
             server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             server.bind(sys.argv[1])
             server.listen(16)
@@ -41,6 +44,33 @@ public final class SilentBus {
                         end.shutdown(socket.SHUT_RDWR)
                     except OSError:
                         pass
+            def hold_driver(upstream, connection):
+                # The authentication's lines (text, each begun with a capital) and the first message
+                # (Hello's reply) pass; the rest waits for the file argv[5].
+                buffer, passed = b"", False
+                upstream.settimeout(0.01)
+                while not (passed and os.path.exists(sys.argv[5])):
+                    while not passed and buffer[:1].isupper() and b"\\r\\n" in buffer:
+                        line, buffer = buffer.split(b"\\r\\n", 1)
+                        connection.sendall(line + b"\\r\\n")
+                    if not passed and buffer[:1] in (b"l", b"B") and len(buffer) >= 16:
+                        # A message's size (D-Bus specification, Message Format): its fixed header (16
+                        # bytes), the header fields' array padded to 8, then the body.
+                        body, _, fields = struct.unpack(("<" if buffer[:1] == b"l" else ">") + "III", buffer[4:16])
+                        size = 16 + (fields + 7) // 8 * 8 + body
+                        if len(buffer) >= size:
+                            connection.sendall(buffer[:size])
+                            buffer, passed = buffer[size:], True
+                    try:
+                        data = upstream.recv(65536)
+                    except socket.timeout:
+                        continue
+                    if not data:
+                        return
+                    buffer += data
+                upstream.settimeout(None)
+                connection.sendall(buffer)
+                relay(upstream, connection)
             def serve(connection):
                 held = b""
                 connection.settimeout(0.01)
@@ -56,7 +86,8 @@ public final class SilentBus {
                 upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 upstream.connect(sys.argv[3])
                 upstream.sendall(held)
-                threading.Thread(target=relay, args=(upstream, connection), daemon=True).start()
+                answer = hold_driver if sys.argv[5] else relay
+                threading.Thread(target=answer, args=(upstream, connection), daemon=True).start()
                 relay(connection, upstream)
             while True:
                 connection, _ = server.accept()
@@ -69,6 +100,7 @@ public final class SilentBus {
         // without a bus to wake into.
         listener.arguments = [
             "-c", script, "\(directory)/bus", "\(directory)/connections", target.map { $0.directory + "/bus" } ?? "", "\(directory)/woken",
+            driverAnswersLate ? "\(directory)/driver-answers" : "",
         ]
         try listener.runWithSteadyEnvironment()
         try waitUntil(seconds: 10) { FileManager.default.fileExists(atPath: "\(directory)/connections") }
@@ -83,6 +115,11 @@ public final class SilentBus {
     public func wake() {
         guard target != nil else { return }
         _ = FileManager.default.createFile(atPath: "\(directory)/woken", contents: nil)
+    }
+
+    /// Lets a bus made with `driverAnswersLate` give its other replies, held until now.
+    public func letTheDriverAnswer() {
+        _ = FileManager.default.createFile(atPath: "\(directory)/driver-answers", contents: nil)
     }
 
     deinit {
