@@ -162,6 +162,14 @@ final class GeoClueClient: Sendable {
             destination: Self.busName, path: "/org/freedesktop/GeoClue2/Manager", interface: "org.freedesktop.GeoClue2.Manager", member: "GetClient")
         try bus.call(get) { [weak self] reply in
             guard let self, state == .asking else { return }
+            // Unanswered in `Bus.methodCallTimeout` (sd-bus's own error): the bus or GeoClue is slow (a
+            // bus driver at boot), not absent, so it is asked again rather than given up until the
+            // next watch; one call per 10 s while it stays silent.
+            if reply.error?.name == "org.freedesktop.DBus.Error.NoReply" {
+                warnings.warning("GeoClue has not answered GetClient: asking again")
+                state = .idle
+                return thread.wake()
+            }
             do throws(BusError) {
                 guard !report(reply, "GetClient"), let owner = reply.sender else {
                     state = .unavailable

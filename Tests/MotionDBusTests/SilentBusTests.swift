@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MotionCore
 import Synchronization
 import TestSupport
 import Testing
@@ -80,6 +81,37 @@ import Testing
         client = nil
         #expect(throws: Never.self, "the claim of a client that left stays") {
             try waitUntil(seconds: 5) { service.claimants(of: .accelerometer).isEmpty }
+        }
+    }
+
+    /// GeoClue's client on a bus that authenticates and answers `Hello` at once but gives its other
+    /// replies only after 11 s (a bus driver slow at boot), with a true-north watch from the start: it
+    /// gets GeoClue's place once the bus answers (its `GetClient`, unanswered in 10 s, is asked again),
+    /// and a GeoClue started again at another place is asked again (its `NameOwnerChanged` match,
+    /// asked for at start, is in place).
+    @Test func geoCluesClientOnABusThatAnswersLateGetsThePlace() throws {
+        let system = try PrivateSystemBus()
+        let standIn = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../TestSupport/Fixtures/geoclue-stand-in.py").standardized.path
+        var geoClue = try Peer("/usr/bin/python3", arguments: [standIn, "52.52", "13.40", "34"], bus: system)
+        try waitUntil(seconds: 20) { geoClue.output.contains("Owned org.freedesktop.GeoClue2") }
+        let bus = try SilentBus(wakingInto: system, driverAnswersLate: true)
+        bus.wake()
+        let began = Date()
+        let places = Mutex<[GeographicLocation]>([])
+        let client = try GeoClueClient(address: bus.address, logger: Logger(label: "test")) { place in places.withLock { $0.append(place) } }
+        client.start()
+        defer { client.stop() }
+        client.setLocationWanted(true)
+        Thread.sleep(forTimeInterval: max(0, 11 - Date().timeIntervalSince(began)))
+        bus.letTheDriverAnswer()
+        #expect(throws: Never.self, "no place 10 s after the bus answered: \(geoClue.output)") {
+            try waitUntil(seconds: 10) { places.withLock { $0.contains { abs($0.latitude - 52.52) < 1e-6 } } }
+        }
+        geoClue.stop()
+        geoClue = try Peer("/usr/bin/python3", arguments: [standIn, "48.85", "2.35", "35"], bus: system)
+        #expect(throws: Never.self, "a GeoClue started again was not asked: \(geoClue.output)") {
+            try waitUntil(seconds: 10) { places.withLock { $0.contains { abs($0.latitude - 48.85) < 1e-6 } } }
         }
     }
 }
