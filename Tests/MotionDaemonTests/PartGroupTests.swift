@@ -99,7 +99,9 @@ import Testing
         try await group.stop()
         let took = ContinuousClock.now - asked
         _ = try? await starting.value
-        #expect(took < .seconds(2), "\(took)")
+        // Interrupted, not waited out: well under the part's 30 s wait (the whole suite shares 2 cores
+        // and Swift's cooperative pool, which has stretched this to 6 s; without the interrupt, 30 s).
+        #expect(took < .seconds(15), "\(took)")
         #expect(journal.all == ["start hub", "start bus", "interrupt bus", "started bus", "stop bus", "stop hub"])
     }
 }
