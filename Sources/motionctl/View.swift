@@ -27,14 +27,14 @@ struct View: AsyncParsableCommand {
             FileHandle.standardError.write(Data("motionctl: the page's files are not installed (looked in \(Self.assetDirectories().joined(separator: ", ")))\n".utf8))
             throw ExitCode(ExitStatus.failure)
         }
+        let feed = ViewFeed(socketPath: connection.client.socketPath, frame: frame)
         let server: ViewServer
         do {
-            server = try ViewServer(assets: try ViewAssets(directory: directory))
+            server = try ViewServer(assets: try ViewAssets(directory: directory), pages: feed.pages)
         } catch {
             FileHandle.standardError.write(Data("motionctl: cannot serve the page from \(directory): \(error)\n".utf8))
             throw ExitCode(ExitStatus.failure)
         }
-        let feed = ViewFeed(socketPath: connection.client.socketPath, frame: frame)
         feed.start(publish: { server.publish($0) }, report: { server.report($0) })
         FileHandle.standardOutput.write(Data("\(server.url)\n".utf8))
         if !noOpen { Self.open(server.url) }

@@ -1,29 +1,39 @@
 import Foundation
 import MotionClient
+import MotionCore
 
-/// `motionctl view`'s side of motiond: watches what the machine has, asks `STATUS` every second, and
-/// hands the daemon's lines on as they are, in batches, to the page (they are JSON already: nothing is
-/// decoded or encoded again on the way). Says when motiond is not there or refuses this user, and
-/// tries again every second, so that the page survives a restart of motiond.
+/// `motionctl view`'s side of motiond: while a page is open, watches what the machine has, asks
+/// `STATUS` every second, and hands the daemon's lines on as they are, in batches, to the page (they
+/// are JSON already: nothing is encoded again on the way). With no page open it holds no connection, so
+/// that motiond's sensors and fusion stop (they run only while someone watches). Says when motiond is
+/// not there, refuses this user, or goes silent, and tries again every second, so that the page
+/// survives a restart of motiond.
 final class ViewFeed: Sendable {
     /// What the page is told about the daemon.
     struct State: Sendable, Equatable, Encodable {
-        /// `connected`, `absent` (no daemon), `denied` (the socket refuses this user), `failed`.
+        /// `connected`, `absent` (no daemon), `denied` (the socket refuses this user), `silent`
+        /// (connected, but nothing has come for `silenceLimit`: stopped or hung), `failed`.
         var state: String
         var socket: String
         var message: String
     }
 
-    /// Batches a second at most: the page draws at the display's rate, and a batch per frame or two
-    /// is what it needs (attitude is watched at 60 Hz); fewer wake-ups keep motionctl cheap.
+    /// Wake-ups a second, each taking the lines that came meanwhile: fewer keep motionctl cheap.
+    /// Batches go to the page at half this rate at most while the device turns, and once a second at
+    /// rest (`ViewBatcher`): each event costs the browser as much as a small drawing.
     static let batchesPerSecond = 30.0
     /// The attitude's rate, Hz: a display's.
     static let motionRate = 60.0
     /// The raw sensors' rate on the plots, Hz.
     static let plotRate = 50.0
+    /// Seconds without a line from motiond (which answers `STATUS` every second) before the page is
+    /// told that it has gone silent.
+    static let silenceLimit = 3.0
 
     let socketPath: String
     let frame: AttitudeReferenceFrame
+    /// The pages whose event streams are open: motiond is watched only while there is one.
+    let pages = ViewPages()
 
     init(socketPath: String, frame: AttitudeReferenceFrame) {
         self.socketPath = socketPath
@@ -36,9 +46,14 @@ final class ViewFeed: Sendable {
         Thread { [self] in
             var last: State?
             while true {
-                let state = session(publish: publish) { state in
+                pages.waitForOne()
+                guard let state = session(publish: publish, report: { state in
                     if state != last { report(state) }
                     last = state
+                }) else {
+                    // The last page left: the next one is told afresh how motiond is.
+                    last = nil
+                    continue
                 }
                 if state != last { report(state) }
                 last = state
@@ -47,17 +62,21 @@ final class ViewFeed: Sendable {
         }.start()
     }
 
-    /// One connection, for as long as it lasts; what ended it.
-    private func session(publish: @Sendable ([[UInt8]]) -> Void, connected: (State) -> Void) -> State {
+    /// One connection, for as long as it lasts and a page is open; what ended it, or nil when the
+    /// last page left.
+    private func session(publish: @Sendable ([[UInt8]]) -> Void, report: (State) -> Void) -> State? {
         do throws(MotionClientError) {
             let connection = try LineConnection(socketPath: socketPath)
             let devices = try connection.roundTrip(.devices(id: .integer(0)), id: .integer(0), expecting: DevicesReply.self, timeout: 5).devices
             for watch in watches(for: devices) { try connection.send(.watch(watch)) }
-            connected(State(state: "connected", socket: socketPath, message: "motiond at \(socketPath)"))
+            let connected = State(state: "connected", socket: socketPath, message: "motiond at \(socketPath)")
+            report(connected)
             var statusID: Int64 = 1
             var nextStatus = Date()
             var nextBatch = Date()
-            while true {
+            var lastLine = Date()
+            var batcher = ViewBatcher()
+            while !pages.isEmpty {
                 if Date() >= nextStatus {
                     try connection.send(.status(id: .integer(statusID)))
                     statusID += 1
@@ -67,10 +86,26 @@ final class ViewFeed: Sendable {
                 // Sleep, then take all that came meanwhile: one wake-up a batch, not one a line.
                 nextBatch = max(nextBatch + 1 / Self.batchesPerSecond, Date())
                 Thread.sleep(until: nextBatch)
-                var batch: [[UInt8]] = []
-                while let line = try Self.lineWaiting(on: connection) { batch.append(line) }
-                if !batch.isEmpty { publish(batch) }
+                let now = Date()
+                var any = false
+                while let line = try Self.lineWaiting(on: connection) {
+                    batcher.add(line)
+                    any = true
+                }
+                if any {
+                    lastLine = now
+                    report(connected)
+                } else if now.timeIntervalSince(lastLine) >= Self.silenceLimit {
+                    // Connected, yet not even STATUS is answered: motiond is stopped (SIGSTOP, a
+                    // debugger) or hung. The page must not show what it has as live.
+                    report(
+                        State(
+                            state: "silent", socket: socketPath,
+                            message: "motiond is not running: no data from \(socketPath) for \(Int(now.timeIntervalSince(lastLine))) s (stopped?)"))
+                }
+                if let batch = batcher.take(at: now) { publish(batch) }
             }
+            return nil
         } catch {
             return Self.state(of: error, socket: socketPath)
         }
@@ -108,6 +143,15 @@ final class ViewFeed: Sendable {
         return watches
     }
 
+    /// The `class` of a line of motiond's, which writes it first (`{"class":"MOTION",…`).
+    static func className(_ line: [UInt8]) -> String? {
+        let prefix = Array(#"{"class":""#.utf8)
+        guard line.count > prefix.count, line.starts(with: prefix) else { return nil }
+        let rest = line[prefix.count...]
+        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        return String(decoding: rest[..<end], as: UTF8.self)
+    }
+
     /// The name of the group that owns `path` (the socket's: its members may connect), if known.
     static func group(of path: String) -> String? {
         (try? FileManager.default.attributesOfItem(atPath: path))?[.groupOwnerAccountName] as? String
@@ -129,5 +173,105 @@ final class ViewFeed: Sendable {
         default:
             State(state: "failed", socket: socket, message: "\(error)")
         }
+    }
+}
+
+/// The pages open, counted by the server's event streams and waited for by the feed's thread.
+final class ViewPages: @unchecked Sendable {
+    // `count` is read and written only under `condition`'s lock.
+    private let condition = NSCondition()
+    private var count = 0
+
+    /// A page's event stream opened.
+    func opened() {
+        condition.lock()
+        count += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// A page's event stream closed.
+    func closed() {
+        condition.lock()
+        count -= 1
+        condition.unlock()
+    }
+
+    /// Whether no page is open.
+    var isEmpty: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return count == 0
+    }
+
+    /// Blocks until a page is open.
+    func waitForOne() {
+        condition.lock()
+        while count == 0 { condition.wait() }
+        condition.unlock()
+    }
+}
+
+/// Gathers motiond's lines into the page's batches: every `turnInterval` while the device turns or
+/// when an event or a reply comes, but only every `restInterval` while nothing but samples of a device
+/// at rest come. Each event costs the browser (headless chromium: 2.2 % of a core at 30
+/// events a second, 0.5 % at 5, whatever their size), and so does each drawing of the plots they
+/// scroll; at rest the page has nothing to move.
+struct ViewBatcher {
+    /// Seconds between batches at rest.
+    static let restInterval = 1.0
+    /// Seconds between batches at least, while the device turns: 15 a second, every other wake-up
+    /// (the page plays the samples 0.1 s behind, and draws 30 frames a second).
+    static let turnInterval = 1 / 15.0
+    /// The turn, degrees, since the attitude last sent that makes the device one that moves: under
+    /// one pixel of the page's model (its axes reach about 190 px from the centre: 1 degree is 3.3 px).
+    static let turn = 0.1
+    /// The samples' classes, which alone may wait.
+    static let samples: Set<String> = ["MOTION", "ACCELEROMETER", "MAGNETOMETER", "ALTITUDE", "STATUS"]
+
+    private var lines: [[UInt8]] = []
+    private var urgent = false
+    private var sent: Quaternion?
+    private var newest: Quaternion?
+    private var lastSent: Date = .distantPast
+
+    /// Takes one line of motiond's.
+    mutating func add(_ line: [UInt8]) {
+        lines.append(line)
+        guard let name = ViewFeed.className(line), Self.samples.contains(name) else { return urgent = true }
+        guard name == "MOTION", let attitude = Self.attitude(line) else { return }
+        newest = attitude
+        if let sent, Self.degrees(sent, attitude) < Self.turn { return }
+        urgent = true
+    }
+
+    /// The lines gathered, if they are to go at `now`.
+    mutating func take(at now: Date) -> [[UInt8]]? {
+        let since = now.timeIntervalSince(lastSent)
+        // A thousandth of a second's slack: the wake-ups come at multiples of a thirtieth.
+        guard !lines.isEmpty, urgent && since >= Self.turnInterval - 0.001 || since >= Self.restInterval - 0.001 else { return nil }
+        defer {
+            lines = []
+            urgent = false
+            lastSent = now
+            sent = newest ?? sent
+        }
+        return lines
+    }
+
+    /// The angle between two attitudes, degrees.
+    static func degrees(_ a: Quaternion, _ b: Quaternion) -> Double {
+        let dot = abs(a.w * b.w + a.x * b.x + a.y * b.y + a.z * b.z)
+        return 2 * acos(min(1, dot)) * 180 / .pi
+    }
+
+    private struct Motion: Decodable {
+        struct Attitude: Decodable { var quaternion: Quaternion }
+        var attitude: Attitude
+    }
+
+    /// A `MOTION` line's attitude; nil if it has none (a malformed line goes on all the same).
+    private static func attitude(_ line: [UInt8]) -> Quaternion? {
+        try? JSONDecoder().decode(Motion.self, from: Data(line)).attitude.quaternion
     }
 }

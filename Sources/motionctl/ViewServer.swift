@@ -41,13 +41,14 @@ final class ViewServer: Sendable {
     private let channel: any Channel
     private let fanout: EventFanout
 
-    /// Listens on 127.0.0.1, at a port the kernel picks, serving `assets`.
-    init(assets: ViewAssets) throws {
+    /// Listens on 127.0.0.1, at a port the kernel picks, serving `assets`; counts the event
+    /// streams open in `pages`.
+    init(assets: ViewAssets, pages: ViewPages) throws {
         token = Self.makeToken()
         // One thread: every connection and the fan-out on one loop, so they share state without locks.
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
-        let fanout = EventFanout(eventLoop: loop)
+        let fanout = EventFanout(eventLoop: loop, pages: pages)
         self.fanout = fanout
         let connections = ConnectionTable(eventLoop: loop)
         let token = token
@@ -294,19 +295,27 @@ private final class EventFanout: @unchecked Sendable {
     /// The latest line of each class that is a state, by class.
     private var latest: [String: [UInt8]] = [:]
     private var state: ViewFeed.State?
+    private let pages: ViewPages
 
     /// The classes a newcomer is given the latest of: states, not samples (it waits for the next),
     /// nor replies and errors of the past.
     private static let states: Set<String> = ["ORIENTATION", "TILT", "PROXIMITY", "LIGHT", "PEDOMETER", "ACTIVITY", "GESTURE", "STATUS"]
 
-    init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+    init(eventLoop: any EventLoop, pages: ViewPages) {
+        self.eventLoop = eventLoop
+        self.pages = pages
+    }
 
     var count: Int { streams.count }
 
     func add(_ channel: any Channel) {
         eventLoop.preconditionInEventLoop()
         streams[ObjectIdentifier(channel)] = (channel, nil)
-        channel.closeFuture.assumeIsolated().whenComplete { [self] _ in streams[ObjectIdentifier(channel)] = nil }
+        pages.opened()
+        channel.closeFuture.assumeIsolated().whenComplete { [self] _ in
+            streams[ObjectIdentifier(channel)] = nil
+            pages.closed()
+        }
         // The browser's EventSource tries again a second after the connection drops.
         var first = Array("retry: 1000\n\n".utf8)
         if let state { first += Self.event(state) }
@@ -317,7 +326,7 @@ private final class EventFanout: @unchecked Sendable {
     func publish(_ lines: [[UInt8]]) {
         eventLoop.preconditionInEventLoop()
         for line in lines {
-            guard let name = Self.className(line), Self.states.contains(name) else { continue }
+            guard let name = ViewFeed.className(line), Self.states.contains(name) else { continue }
             latest[name] = line
         }
         broadcast(Self.event(lines))
@@ -367,14 +376,5 @@ private final class EventFanout: @unchecked Sendable {
     private static func event(_ state: ViewFeed.State) -> [UInt8] {
         let json = (try? JSONEncoder().encode(state)).map(Array.init) ?? Array("{}".utf8)
         return Array("event: status\ndata: ".utf8) + json + Array("\n\n".utf8)
-    }
-
-    /// The `class` of a line of motiond's, which writes it first (`{"class":"MOTION",…`).
-    private static func className(_ line: [UInt8]) -> String? {
-        let prefix = Array(#"{"class":""#.utf8)
-        guard line.count > prefix.count, line.starts(with: prefix) else { return nil }
-        let rest = line[prefix.count...]
-        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-        return String(decoding: rest[..<end], as: UTF8.self)
     }
 }

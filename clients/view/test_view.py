@@ -25,6 +25,8 @@ import urllib.parse
 import urllib.request
 import zlib
 
+import random
+
 import pytest
 import websocket
 
@@ -58,16 +60,18 @@ def wait_for(what, condition, timeout=20.0):
 class Daemon:
     """`motiond --replay … --loop` on a socket of its own; `stop` and `start` again on the same path."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, recording=RECORDING, name="motiond"):
         self.directory = directory
-        self.socket = os.path.join(directory, "motiond.sock")
+        self.recording = recording
+        self.name = name
+        self.socket = os.path.join(directory, name + ".sock")
         self.process = None
 
     def start(self):
-        log = open(os.path.join(self.directory, "motiond.log"), "a")
+        log = open(os.path.join(self.directory, self.name + ".log"), "a")
         self.process = subprocess.Popen(
-            [binary("motiond"), "--replay", str(RECORDING), "--loop", "--socket", self.socket,
-             "--state-directory", os.path.join(self.directory, "state"), "--log-level", "warning"],
+            [binary("motiond"), "--replay", str(self.recording), "--loop", "--socket", self.socket,
+             "--state-directory", os.path.join(self.directory, self.name + "-state"), "--log-level", "warning"],
             stderr=log)
         wait_for("motiond's socket", self.accepts, 10)
 
@@ -123,6 +127,58 @@ class MotionLog:
 
     def close(self):
         self.connection.close()
+
+
+def still_recording(path, seconds=20, rate=100.0):
+    """A recording of a device lying still, face up: constant values and seeded Gaussian noise of the
+    size BROAD trial 04's IMU shows in its first rest (seconds 2-27: accelerometer 0.004-0.0075 g,
+    gyroscope 0.0016-0.0022 rad/s, magnetometer 0.7 µT, standard deviations), in the format of
+    docs/recording.md."""
+    noise = random.Random(4)
+    header = {"format": "motiond-recording", "version": 1, "source": "a still device, made up by test_view.py",
+              "devices": [{"device": "iio:device0", "name": "still", "kinds": ["accelerometer", "gyroscope", "magnetometer"],
+                           "mode": "replayed", "rates": [rate], "mount_matrix": [1, 0, 0, 0, 1, 0, 0, 0, 1],
+                           "mount_matrix_source": "recording", "channels": {}}]}
+    with open(path, "w") as out:
+        out.write(json.dumps(header) + "\n")
+        for i in range(int(seconds * rate)):
+            ns = 1_000_000_000 + round(i * 1e9 / rate)
+            a = [-0.024 + noise.gauss(0, 0.0045), -0.035 + noise.gauss(0, 0.005), -1.005 + noise.gauss(0, 0.0075)]
+            g = [noise.gauss(0, 0.0017), noise.gauss(0, 0.0016), noise.gauss(0, 0.0022)]
+            m = [1.0 + noise.gauss(0, 0.7), 14.6 + noise.gauss(0, 0.7), -39.3 + noise.gauss(0, 0.7)]
+            out.write("accelerometer %d %r %r %r\n" % (ns, *a))
+            out.write("gyroscope %d %r %r %r\n" % (ns, *g))
+            out.write("magnetometer %d %r %r %r\n" % (ns, *m))
+    return path
+
+
+class Status:
+    """One connection to motiond that asks it `STATUS` (one connection throughout: a closed one takes
+    motiond a moment to forget)."""
+
+    def __init__(self, path):
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.socket.connect(path)
+        self.pending = b""
+        self.next_id = 100
+
+    def clients(self):
+        """The clients motiond counts."""
+        self.next_id += 1
+        self.socket.sendall(b'{"class":"STATUS","id":%d}\n' % self.next_id)
+        while True:
+            data = self.socket.recv(1 << 16)
+            if not data:
+                pytest.fail("motiond closed the connection before answering STATUS")
+            self.pending += data
+            *lines, self.pending = self.pending.split(b"\n")
+            for line in lines:
+                message = json.loads(line)
+                if message.get("class") == "STATUS" and message.get("id") == self.next_id:
+                    return message["clients"]
+
+    def close(self):
+        self.socket.close()
 
 
 def degrees_between(a, b):
@@ -306,24 +362,65 @@ def daemon(directory):
     daemon.stop()
 
 
+class View:
+    """`motionctl view --no-open` on a daemon's socket, and the URL it printed."""
+
+    def __init__(self, directory, daemon, name="motionctl"):
+        self.log = open(os.path.join(directory, name + ".log"), "w")
+        self.process = subprocess.Popen([binary("motionctl"), "view", "--no-open", "--socket", daemon.socket],
+                                        stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.url = printed_url(self.process)
+
+    def close(self):
+        self.process.terminate()
+        self.process.wait(10)
+        self.log.close()
+
+
+def open_page(directory, url):
+    browser = Browser(directory)
+    browser.call("Page.navigate", url=url)
+    wait_for("the page's state", lambda: browser.state())
+    return browser
+
+
 @pytest.fixture(scope="module")
 def view(directory, daemon):
     """`motionctl view --no-open` on the daemon's socket, and the URL it printed."""
-    log = open(os.path.join(directory, "motionctl.log"), "w")
-    process = subprocess.Popen([binary("motionctl"), "view", "--no-open", "--socket", daemon.socket],
-                               stdout=subprocess.PIPE, stderr=log, text=True)
-    url = printed_url(process)
-    yield url
-    process.terminate()
-    process.wait(10)
-    log.close()
+    view = View(directory, daemon)
+    yield view.url
+    view.close()
 
 
 @pytest.fixture(scope="module")
 def browser(directory, view):
-    browser = Browser(directory)
-    browser.call("Page.navigate", url=view)
-    wait_for("the page's state", lambda: browser.state())
+    browser = open_page(directory, view)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="module")
+def still_daemon(directory):
+    """motiond replaying a device that lies still."""
+    daemon = Daemon(directory, still_recording(os.path.join(directory, "still.motionrec")), "still")
+    daemon.start()
+    yield daemon
+    daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def still_view(directory, still_daemon):
+    view = View(directory, still_daemon, "motionctl-still")
+    yield view
+    view.close()
+
+
+@pytest.fixture(scope="module")
+def still_browser(directory, still_view):
+    # A profile of its own: two chromiums cannot share one.
+    profile = os.path.join(directory, "still")
+    os.makedirs(profile, exist_ok=True)
+    browser = open_page(profile, still_view.url)
     yield browser
     browser.close()
 
@@ -377,6 +474,26 @@ def test_the_plots_advance(browser):
     before = browser.state()["plotsSamples"]
     wait_for("new samples on the plots", lambda: all(
         browser.state()["plotsSamples"][name] > before[name] + 20 for name in ("acceleration", "rotation", "magnetic")))
+
+
+def test_a_stopped_motiond_is_said_and_the_values_dimmed(browser, daemon):
+    # Stopped, not ended: its socket and the connection stay, and nothing comes.
+    daemon.process.send_signal(signal.SIGSTOP)
+    try:
+        wait_for("the page to say motiond is not running", lambda: banner(browser)[0] == "banner bad")
+        assert "motiond is not running" in banner(browser)[1] and daemon.socket in banner(browser)[1], banner(browser)
+        assert browser.evaluate("getComputedStyle(document.querySelector('main')).opacity") != "1", "the old values look live"
+        state = browser.state()
+        assert state["stale"] and state["status"]["state"] == "silent", state
+    finally:
+        daemon.process.send_signal(signal.SIGCONT)
+    wait_for("the page to say motiond is back", lambda: banner(browser)[0] == "banner ok" and browser.state()["status"]["state"] == "connected")
+    assert browser.evaluate("getComputedStyle(document.querySelector('main')).opacity") == "1"
+
+
+def banner(browser):
+    """The banner's class and text."""
+    return browser.evaluate("(b => [b.className, b.textContent])(document.getElementById('banner'))")
 
 
 def test_a_restart_of_motiond_is_survived(browser, daemon, motion_log):
@@ -506,3 +623,59 @@ def test_the_page_says_plainly_why_there_is_nothing_to_show(case, daemon, direct
         assert status["state"] == "absent" and "motiond is not running" in status["message"], status
     else:
         assert status["state"] == "denied" and "usermod -aG" in status["message"], status
+
+
+def test_a_resting_device_costs_no_drawing(still_browser):
+    browser = still_browser
+    wait_for("the page to draw the device", lambda: browser.state()["frames"] > 0)
+    # The fusion settles in its first seconds (the attitude moves by a degree as it converges).
+    time.sleep(4)
+    before, start = browser.state(), time.monotonic()
+    time.sleep(6)
+    after, seconds = browser.state(), time.monotonic() - start
+    frames = (after["frames"] - before["frames"]) / seconds
+    # motionctl sends a batch a second at rest, and each may scroll the plots: at most about one
+    # drawing a second, and no 3D frame (before: 30 frames a second, one per batch).
+    assert frames <= 0.2, f"{frames:.1f} 3D frames a second for a device at rest"
+    paints = (after["paints"] - before["paints"]) / seconds
+    assert paints <= 1.5, f"{paints:.1f} drawings a second for a device at rest"
+    # Yet it is live: the samples still come and are plotted.
+    assert after["plotsSamples"]["acceleration"] > before["plotsSamples"]["acceleration"] + 100
+    assert not after["stale"]
+
+
+def test_a_stopped_motionctl_view_is_said(still_browser, still_view):
+    # motionctl view stopped: its connection to the page stays open, and nothing comes.
+    still_view.process.send_signal(signal.SIGSTOP)
+    try:
+        wait_for("the page to say no data come", lambda: banner(still_browser)[0] == "banner bad")
+        assert "no data" in banner(still_browser)[1], banner(still_browser)
+        assert still_browser.state()["stale"]
+    finally:
+        still_view.process.send_signal(signal.SIGCONT)
+    wait_for("the page to go on", lambda: banner(still_browser)[0] == "banner ok")
+    assert not still_browser.state()["stale"]
+
+
+def test_motiond_idles_while_no_page_is_open(directory):
+    daemon = Daemon(directory, still_recording(os.path.join(directory, "idle.motionrec"), seconds=5), "idle")
+    daemon.start()
+    status = Status(daemon.socket)
+    alone = status.clients()  # this connection, as motiond counts it
+    view = View(directory, daemon, "motionctl-idle")
+    try:
+        # No page: motionctl view is no client of motiond's, whose sensors and fusion then rest.
+        # (Absence takes watching for a while: two seconds, twice motionctl's retry interval.)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            assert status.clients() == alone, "motionctl view watches motiond with no page open"
+            time.sleep(0.2)
+        # A page's event stream makes it one; the stream's end, no longer.
+        with urllib.request.urlopen(view.url + "events", timeout=10) as stream:
+            wait_for("motionctl view to watch motiond", lambda: status.clients() == alone + 1, 10)
+            assert stream.status == 200
+        wait_for("motionctl view to leave motiond", lambda: status.clients() == alone, 10)
+    finally:
+        status.close()
+        view.close()
+        daemon.stop()

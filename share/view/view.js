@@ -12,25 +12,55 @@
     timestamp: null,       // the time of the attitude drawn, ns of motiond's sample clock (interpolated)
     frames: 0,             // 3D frames drawn
     fps: 0,                // 3D frames drawn in the last second
+    paints: 0,             // times anything was drawn (model, plots, sphere, texts)
+    stale: false,          // the values shown are not live: the red banner says why
     messages: 0,           // motiond's lines received
     plotsSamples: { acceleration: 0, rotation: 0, magnetic: 0, pressure: 0, altitude: 0 },
   };
 
   const $ = (id) => document.getElementById(id);
   const SPAN = 10;  // seconds on the plots
-  // Plots scroll 10 times a second: smooth enough to read, and a tenth of a display's frames to draw.
-  const PLOT_INTERVAL = 100;
+  // Plots scroll 5 times a second at most while the device turns: enough to read them, and each
+  // drawing of them costs the browser (without a GPU, 10 a second took 2.7 % of a core). At rest,
+  // where they show only noise, every 2 s.
+  const PLOT_INTERVAL = 200, PLOT_INTERVAL_AT_REST = 2000;
 
   // ---- The connection -------------------------------------------------------------------------
 
   const banner = $('banner');
+  // Anything but `ok` says that the values shown are not live: they are dimmed, not left looking fresh.
   function say(text, kind) {
     banner.textContent = text;
     banner.className = 'banner ' + kind;
+    view.stale = kind !== 'ok';
+    document.querySelector('main').classList.toggle('stale', view.stale);
+  }
+
+  // motionctl sends a batch at least every second while motiond is there (it answers STATUS every second):
+  // a longer silence is a stopped motionctl (or motiond) whose connection stays open.
+  const SILENCE = 3000;
+  let lastEvent = performance.now();
+  let silent = false;
+  setInterval(() => {
+    const quiet = performance.now() - lastEvent;
+    if (quiet < SILENCE || silent || !view.connected) return;
+    silent = true;
+    say('no data for ' + Math.round(quiet / 1000) + ' s: motiond or motionctl view is not running (stopped?); the values shown are old', 'bad');
+  }, 1000);
+  function heard() {
+    lastEvent = performance.now();
+    if (!silent) return;
+    silent = false;
+    if (view.status) showStatus(view.status);
+  }
+
+  function showStatus(status) {
+    if (status.state === 'connected') say('live: ' + status.message, 'ok');
+    else say(status.message, 'bad');
   }
 
   const source = new EventSource('events');
-  source.onopen = () => { view.connected = true; };
+  source.onopen = () => { view.connected = true; heard(); };
   source.onerror = () => {
     view.connected = false;
     // Closed for good: the server refused the stream (too many pages open, or a motionctl view
@@ -43,21 +73,31 @@
   };
   source.addEventListener('status', (event) => {
     const status = JSON.parse(event.data);
+    if (status.state === 'connected' && (view.status || {}).state !== 'silent') note = '';  // a new daemon: what the old one said no longer holds
     view.status = status;
-    if (status.state === 'connected') {
-      note = '';  // a new daemon: what the old one said no longer holds
-      say('live: ' + status.message, 'ok');
-    }
-    else say(status.message, 'bad');
+    lastEvent = performance.now();
+    silent = false;
+    showStatus(status);
   });
   source.onmessage = (event) => {
+    heard();
+    accelSum = null;
     for (const message of JSON.parse(event.data)) take(message);
+    // A batch at rest holds a second of noisy samples: their mean is steady, one sample of them is not.
+    if (accelSum) lastAccel = { x: accelSum.x / accelSum.n, y: accelSum.y / accelSum.n, z: accelSum.z / accelSum.n };
+    playout.anchor();
+    const now = performance.now();
+    // While the model turns, display frames draw; at rest, what changed is drawn here, without asking
+    // for a display frame (each costs the browser, even one that draws nothing).
+    if (now < animateUntil) redraw();
+    else paint(now);
   };
 
   // ---- What motiond says ----------------------------------------------------------------------
 
   const seconds = (ns) => ns / 1e9;  // sample clock; doubles are exact to the microsecond for 104 days
-  let lastAccel = null;
+  let lastAccel = null;             // the raw acceleration drawn: the mean of the last batch's, g
+  let accelSum = null;              // the sum of this batch's raw accelerations, and their count
   let lastMotion = null;
   let note = '';                    // what went wrong, under the model
   let lastGravity = null;
@@ -72,7 +112,8 @@
     switch (m.class) {
       case 'MOTION': takeMotion(m); break;
       case 'ACCELEROMETER':
-        lastAccel = m.acceleration;
+        if (!accelSum) accelSum = { x: 0, y: 0, z: 0, n: 0 };
+        accelSum.x += m.acceleration.x; accelSum.y += m.acceleration.y; accelSum.z += m.acceleration.z; accelSum.n++;
         plots.acceleration.push(seconds(m.timestamp), [m.acceleration.x, m.acceleration.y, m.acceleration.z]);
         break;
       case 'MAGNETOMETER':
@@ -101,6 +142,17 @@
   // A number as text; motiond sends a number it could not compute as null.
   function fixed(value, digits) { return value == null ? '–' : value.toFixed(digits); }
 
+  // A number that follows samples, as text: the one shown stays until the value is 0.9 of its last
+  // digit away, so that noise about a rounding boundary does not flip the digit (and redraw the text)
+  // at every sample. `key` names the place it is shown.
+  const held = {};
+  function steady(key, value, digits) {
+    if (value == null) return '–';
+    const shown = held[key];
+    if (shown == null || Math.abs(value - shown) >= 0.9 * Math.pow(10, -digits)) held[key] = value;
+    return held[key].toFixed(digits);
+  }
+
   // Sets a text only when it changes: each change costs the browser a layout and a paint.
   function setText(id, text) {
     const element = $(id);
@@ -123,25 +175,27 @@
     const t = seconds(m.timestamp);
     const q = m.attitude.quaternion;
     playout.push(t, [q.w, q.x, q.y, q.z], m.timestamp);
+    model.moved([q.w, q.x, q.y, q.z]);
     lastGravity = m.gravity;
     lastMotion = m;
     accuracy = m.magnetic_field.accuracy;
     if (!(m.unavailable || {}).rotation_rate) plots.rotation.push(t, [m.rotation_rate.x, m.rotation_rate.y, m.rotation_rate.z]);
   }
 
-  // The texts that follow the samples, a few times a second: more is unreadable, and costs.
+  // The texts that follow the samples; whether one changed.
   function readouts() {
     const m = lastMotion;
+    let changed = false;
     if (m) {
       const unavailable = m.unavailable || {};
-      const deg = (r) => (r == null ? '–' : (r * 180 / Math.PI).toFixed(1)).padStart(7) + '°';
-      setText('frame', m.frame);
-      setText('angles', 'roll ' + deg(m.attitude.roll) + '   pitch ' + deg(m.attitude.pitch) +
-        '   yaw ' + (unavailable.yaw ? '      –' : deg(m.attitude.yaw)) + (m.heading != null ? '   heading ' + fixed(m.heading, 1) + '°' : ''));
-      if (!note) setText('model-note', Object.values(unavailable).join('; '));
+      const deg = (key, r) => steady(key, r == null ? null : r * 180 / Math.PI, 1).padStart(7) + '°';
+      changed = setText('frame', m.frame) | setText('angles', 'roll ' + deg('roll', m.attitude.roll) + '   pitch ' + deg('pitch', m.attitude.pitch) +
+        '   yaw ' + (unavailable.yaw ? '      –' : deg('yaw', m.attitude.yaw)) + (m.heading != null ? '   heading ' + steady('heading', m.heading, 1) + '°' : ''));
+      if (!note) changed = setText('model-note', Object.values(unavailable).join('; ')) || changed;
     }
-    if (note) setText('model-note', note);
-    for (const name in plots) plots[name].label();
+    if (note) changed = setText('model-note', note) || changed;
+    for (const name in plots) changed = plots[name].label() || changed;
+    return changed;
   }
 
   function takeStatus(m) {
@@ -151,14 +205,14 @@
     magnetOffset = calibration.magnetometer_offset || null;
     if (calibration.magnetic_field_accuracy) accuracy = calibration.magnetic_field_accuracy;
     setText('sensors', sensors.map((s) =>
-      s.device + '  ' + s.kinds.join('+') + '  ' + s.mode + '  ' + (s.measured_rate != null ? s.measured_rate.toFixed(1) : '–') + ' Hz').join('\n') +
+      s.device + '  ' + s.kinds.join('+') + '  ' + s.mode + '  ' + steady('sensor ' + s.device, s.measured_rate, 1) + ' Hz').join('\n') +
       '\ndropped by motiond: ' + (m.dropped || 0) + (Object.keys(dropped).length ? ', here: ' + JSON.stringify(dropped) : ''));
   }
 
   // The rate a sensor of `kind` really delivers, by STATUS.
   function sensorRate(kind) {
     const sensor = sensors.find((s) => s.kinds.includes(kind));
-    return sensor && sensor.measured_rate != null ? sensor.measured_rate.toFixed(1) + ' Hz' : '–';
+    return sensor && sensor.measured_rate != null ? steady('sensor ' + sensor.device, sensor.measured_rate, 1) + ' Hz' : '–';
   }
 
   // ---- Plots ----------------------------------------------------------------------------------
@@ -192,34 +246,34 @@
       this.dirty = true;
     }
 
-    // Samples a second over the last second, as received.
+    // Samples a second over the plot's span, as received: over a second alone, the count would
+    // jump by one sample (2 % at 50 Hz) as the window slides.
     shownRate() {
       const n = this.times.length;
-      if (n < 2) return 0;
-      const last = this.times[n - 1];
-      let i = n - 1;
-      while (i > 0 && this.times[i - 1] >= last - 1) i--;
-      return last > this.times[i] ? (n - 1 - i) / (last - this.times[i]) : 0;
+      let i = 0;
+      while (i < n - 1 && this.times[i] < this.times[n - 1] - SPAN) i++;
+      return n - 1 > i ? (n - 1 - i) / (this.times[n - 1] - this.times[i]) : 0;
     }
 
     label() {
       // Why the machine cannot give it: STATUS names the stream, or (rotation, a part of motion) the sensor.
       const missing = unavailable[this.stream] || unavailable[this.kind];
       this.canvas.classList.toggle('absent', !!missing && !this.times.length);
-      setText('rate-' + this.name, this.times.length
-        ? 'sensor ' + sensorRate(this.kind) + ' · shown ' + this.shownRate().toFixed(1) + ' Hz · dropped ' + (dropped[this.stream] || 0)
+      return setText('rate-' + this.name, this.times.length
+        ? 'sensor ' + sensorRate(this.kind) + ' · shown ' + steady('shown ' + this.name, this.shownRate(), 1) + ' Hz · dropped ' + (dropped[this.stream] || 0)
         : missing || 'no samples yet');
     }
 
+    // Draws what came since the last drawing; whether it drew.
     draw() {
-      if (!this.dirty) return;
+      if (!this.dirty) return false;
       this.dirty = false;
       const { canvas, context: g } = this;
       const w = canvas.logicalWidth, h = canvas.logicalHeight;
       g.fillStyle = '#111419';
       g.fillRect(0, 0, w, h);
       const n = this.times.length;
-      if (!n) return;
+      if (!n) return true;
       const end = this.times[n - 1], start = end - SPAN;
       let low = Infinity, high = -Infinity;
       for (let i = 0; i < n; i++) {
@@ -256,6 +310,7 @@
         }
         g.stroke();
       }
+      return true;
     }
   }
 
@@ -291,18 +346,21 @@
 
   // ---- The compass's calibration: the field's directions on a sphere ---------------------------
 
-  // Directions of the field (less the hard-iron offset) on a sphere, turning slowly; the coverage is
-  // the share of 72 equal areas (6 bands of equal height, 12 sectors each) that a sample fell in.
+  // Directions of the field (less the hard-iron offset) on a sphere seen from a little above; the
+  // coverage is the share of 72 equal areas (6 bands of equal height, 12 sectors each) that a sample
+  // fell in. Redrawn only when its dots (whole pixels) or its texts change.
   const sphere = {
     canvas: $('sphere'),
-    points: [],
     raw: [],
     bins: new Set(),
     min: [Infinity, Infinity, Infinity],
     max: [-Infinity, -Infinity, -Infinity],
     lastDraw: 0,
+    dirty: true,
+    shown: new Set(),       // the dots last drawn
 
     push(field) {
+      this.dirty = true;
       const v = [field.x, field.y, field.z];
       if (v.some((k) => k == null)) return;
       for (let i = 0; i < 3; i++) { this.min[i] = Math.min(this.min[i], v[i]); this.max[i] = Math.max(this.max[i], v[i]); }
@@ -316,20 +374,20 @@
       return this.min.map((low, i) => (low + this.max[i]) / 2);
     },
 
+    // Whether it drew.
     draw(now) {
-      if (now - this.lastDraw < 200) return;  // 5 a second is smooth enough for a slow turn
+      // Twice a second at most while the device turns, every 5 s at rest: it changes slowly, and at
+      // rest the noise alone moves its dots (it cost 0.3 % of a core drawn twice a second there).
+      if (!this.dirty || now - this.lastDraw < (now < animateUntil ? 500 : 5000)) return false;
+      this.dirty = false;
       this.lastDraw = now;
       const c = this.center();
       const g = this.context || (this.context = sharp(this.canvas));
       const w = this.canvas.logicalWidth, r = w / 2 - 10;
-      g.fillStyle = '#1d2128';
-      g.fillRect(0, 0, w, w);
-      g.strokeStyle = '#39414c';
-      g.beginPath(); g.arc(w / 2, w / 2, r, 0, 2 * Math.PI); g.stroke();
-      g.beginPath(); g.ellipse(w / 2, w / 2 + r * 0.1, r, r * 0.3, 0, 0, 2 * Math.PI); g.stroke();
-      const turn = now / 8000, cos = Math.cos(turn), sin = Math.sin(turn);
+      const cos = Math.cos(0.6), sin = Math.sin(0.6);
       this.bins.clear();
       let radius = 0;
+      const dots = [];
       for (const v of this.raw) {
         const d = [v[0] - c[0], v[1] - c[1], v[2] - c[2]];
         const length = Math.hypot(d[0], d[1], d[2]);
@@ -342,37 +400,59 @@
         // Turned about z, then seen from a little above.
         const px = u[0] * cos - u[1] * sin, py = u[0] * sin + u[1] * cos;
         const sy = -(u[2] * 0.95 - py * 0.3), depth = py * 0.95 + u[2] * 0.3;
-        g.fillStyle = depth < 0 ? '#ffa040' : '#6b4a2a';
-        g.fillRect(w / 2 + px * r - 1.5, w / 2 + sy * r - 1.5, 3, 3);
+        // A dot as one number: its pixel (within 512) and whether it is on the near side.
+        dots.push((Math.round(w / 2 + px * r) * 512 + Math.round(w / 2 + sy * r)) * 2 + (depth < 0 ? 1 : 0));
       }
       const n = this.raw.length;
       const coverage = Math.round(this.bins.size / 72 * 100);
-      setText('calibration', 'coverage ' + coverage + ' %   accuracy ' + accuracy +
-        '\nfield ' + (n ? (radius / n).toFixed(1) : '–') + ' µT   offset ' + c.map((k) => isFinite(k) ? k.toFixed(1) : '–').join(' ') + ' µT' +
+      const text = setText('calibration', 'coverage ' + coverage + ' %   accuracy ' + accuracy +
+        '\nfield ' + steady('field', n ? radius / n : null, 1) + ' µT   offset ' + c.map((k, i) => isFinite(k) ? steady('offset' + i, k, 1) : '–').join(' ') + ' µT' +
         (magnetOffset && (magnetOffset.x || magnetOffset.y || magnetOffset.z) ? '' : ' (estimated here)'));
+      const picture = new Set(dots);
+      if (picture.size === this.shown.size && dots.every((dot) => this.shown.has(dot))) return text;
+      this.shown = picture;
+      g.fillStyle = '#1d2128';
+      g.fillRect(0, 0, w, w);
+      g.strokeStyle = '#39414c';
+      g.beginPath(); g.arc(w / 2, w / 2, r, 0, 2 * Math.PI); g.stroke();
+      g.beginPath(); g.ellipse(w / 2, w / 2 + r * 0.1, r, r * 0.3, 0, 0, 2 * Math.PI); g.stroke();
+      for (const dot of picture) {
+        g.fillStyle = dot & 1 ? '#ffa040' : '#6b4a2a';
+        g.fillRect((dot >> 10) - 1.5, (dot >> 1 & 511) - 1.5, 3, 3);
+      }
+      return true;
     },
   };
 
   // ---- The device in 3D ---------------------------------------------------------------------------
 
   // Plays the motion samples back at their own pace, a little behind, interpolating: batches come
-  // 30 times a second, the display draws 60 or more.
+  // 15 times a second while the device turns, the display draws 30 frames. (At rest one comes a
+  // second, and there is nothing to play.)
   const playout = {
     samples: [],            // [t, quaternion, ns]
     offset: null,           // wall time − sample time, s
-    delay: 0.08,            // s behind the newest sample, more than a batch's span
+    delay: 0.1,             // s behind the newest sample, more than a batch's span (1/15 s while it turns)
 
     push(t, q, ns) {
       const last = this.samples[this.samples.length - 1];
       if (last && t < last[0]) this.samples = [];  // a new clock
       this.samples.push([t, q, ns]);
       if (this.samples.length > 120) this.samples.shift();
-      const wall = performance.now() / 1000;
-      const offset = wall - t;
-      // Anchored on the first sample and again whenever the sample clock drifts from the wall's.
+    },
+
+    // Ties the sample clock to the wall's by a batch's newest sample, which motionctl sends at its
+    // next wake-up (the older ones of a batch at rest waited up to a second): on the first, and
+    // again whenever the two clocks drift apart.
+    anchor() {
+      const last = this.samples[this.samples.length - 1];
+      if (!last || last === this.anchored) return;
+      this.anchored = last;
+      const offset = performance.now() / 1000 - last[0];
       if (this.offset === null || Math.abs(offset - this.offset) > 0.25) this.offset = offset;
       else this.offset = Math.min(this.offset, offset) * 0.1 + this.offset * 0.9;
     },
+
 
     // The attitude at the wall time `wall` (s), and its sample time in ns.
     at(wall) {
@@ -389,11 +469,6 @@
       return { q: slerp(a[1], b[1], f), ns: a[2] + (b[2] - a[2]) * f };
     },
   };
-
-  function degreesBetween(a, b) {
-    const dot = Math.abs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]);
-    return 2 * Math.acos(Math.min(1, dot)) * 180 / Math.PI;
-  }
 
   function slerp(a, b, f) {
     let dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
@@ -419,6 +494,8 @@
   function makeModel(canvas) {
     const g = sharp(canvas);
     const W = canvas.logicalWidth, H = canvas.logicalHeight;
+    g.fillStyle = '#1d2128';
+    g.fillRect(0, 0, W, H);
     // The eye, in the reference frame (z up): south-east of the device, a little above it.
     const eye = [3.2, -3.4, 2.0];
     const forward = normalize(scale(eye, -1));
@@ -480,18 +557,45 @@
       if (stroke) { g.strokeStyle = stroke; g.lineWidth = 1; g.stroke(); }
     }
 
-    let shown = null;  // [quaternion, gravity, acceleration] last drawn
+    const origin = (world) => world(beside);
+    const tip = (world, v) => {
+      const length = Math.hypot(v.x, v.y, v.z) || 1;
+      const k = 0.8 * Math.min(2, length) / length;
+      return add(origin(world), world([v.x * k, v.y * k, v.z * k]));
+    };
+    // Where the picture's salient points fall on the canvas, px: the slab's corners, the axes' tips,
+    // the two arrows' tips. Two pictures whose points are all within half a pixel look the same.
+    const corners = [-X, X].flatMap((x) => [-Y, Y].flatMap((y) => [-Z, Z].map((z) => [x, y, z])));
+    function salient(world) {
+      const points = corners.concat(axes.map((axis) => axis.to)).map((p) => project(world(p)));
+      if (lastGravity) points.push(project(tip(world, lastGravity)));
+      if (lastAccel) points.push(project(tip(world, lastAccel)));
+      return points.flatMap((p) => [p[0], p[1]]);
+    }
+
+    let shown = null;     // the salient points last drawn
+    // Whether a picture differs from the one drawn: one of its salient points is half a pixel or more away.
+    function differs(points) {
+      return !shown || points.length !== shown.length || points.some((p, i) => Math.abs(p - shown[i]) >= 0.5);
+    }
     return {
+      // A sample's attitude came: if its picture differs from the one drawn, frames follow until it has played.
+      moved(q) {
+        if (differs(salient((v) => rotate(q, v)))) animateUntil = performance.now() + (playout.delay + 0.1) * 1000;
+      },
+
+      // Draws the attitude at `now` (ms) if the picture changes by half a pixel or more (a device at
+      // rest costs no drawing); whether it drew.
       draw(now) {
         const attitude = playout.at(now / 1000);
-        if (!attitude) return;
-        // A frame only when something moved: a device at rest costs nothing. What is drawn then
-        // stands for the newest time, within 0.05°.
+        if (!attitude) return false;
+        // What is drawn stands for the newest time, within half a pixel.
         view.timestamp = attitude.ns;
-        if (shown && degreesBetween(shown[0], attitude.q) < 0.05 && shown[1] === lastGravity && shown[2] === lastAccel) return;
-        shown = [attitude.q, lastGravity, lastAccel];
         const q = attitude.q;
         const world = (v) => rotate(q, v);
+        const points = salient(world);
+        if (!differs(points)) return false;
+        shown = points;
 
         g.fillStyle = '#1d2128';
         g.fillRect(0, 0, W, H);
@@ -524,14 +628,8 @@
           } });
         }
         for (const axis of axes) arrow(items, world(axis.from), world(axis.to), axis.color, axis.label, 2);
-        const origin = world(beside);
-        const tip = (v) => {
-          const length = Math.hypot(v.x, v.y, v.z) || 1;
-          const k = 0.8 * Math.min(2, length) / length;
-          return add(origin, world([v.x * k, v.y * k, v.z * k]));
-        };
-        if (lastGravity) arrow(items, origin, tip(lastGravity), '#d0d0d0', '', 2);
-        if (lastAccel) arrow(items, add(origin, world([0, 0.06, 0])), add(world([0, 0.06, 0]), tip(lastAccel)), '#ffa040', '', 2);
+        if (lastGravity) arrow(items, origin(world), tip(world, lastGravity), '#d0d0d0', '', 2);
+        if (lastAccel) arrow(items, add(origin(world), world([0, 0.06, 0])), add(world([0, 0.06, 0]), tip(world, lastAccel)), '#ffa040', '', 2);
         items.sort((a, b) => b.depth - a.depth);
         for (const item of items) item.draw();
 
@@ -540,6 +638,7 @@
         frameTimes.push(now);
         while (frameTimes[0] < now - 1000) frameTimes.shift();
         view.fps = frameTimes.length;
+        return true;
       },
     };
   }
@@ -556,19 +655,48 @@
   function scale(a, k) { return [a[0] * k, a[1] * k, a[2] * k]; }
   function normalize(a) { return scale(a, 1 / Math.hypot(a[0], a[1], a[2])); }
 
-  // ---- Drawing: once a display frame ----------------------------------------------------------
+  // ---- Drawing: in display frames, only while something changes ----------------------------------
 
+  // Display frames are asked for only while the model turns (until the samples that moved it have
+  // played). At rest a batch draws what it changed, if anything, as it comes.
+  let animateUntil = 0;   // ms: the model turns until then at least
+  // Frames while it turns: 30 a second, every other frame of a 60 Hz display. Each costs the browser
+  // (without a GPU, a 460x380 canvas at 60 frames a second took 20 % of a core, at 30 about half).
+  const FRAME_INTERVAL = 1000 / 30;
+  let asked = false;
   let lastReadouts = 0;
   let lastPlots = 0;
-  function frame(now) {
-    model.draw(now);
-    if (now - lastPlots >= PLOT_INTERVAL) {
-      lastPlots = now;
-      for (const name in plots) plots[name].draw();
-    }
-    sphere.draw(now);
-    if (now - lastReadouts >= 200) { lastReadouts = now; readouts(); }
-    requestAnimationFrame(frame);
+  let lastFrame = -Infinity;
+  // Asks for a display frame, not before FRAME_INTERVAL after the last: the request goes a little
+  // early, and the frame comes at the display's next one.
+  function redraw() {
+    if (asked) return;
+    asked = true;
+    const wait = lastFrame + FRAME_INTERVAL - 8 - performance.now();
+    if (wait > 0) setTimeout(() => requestAnimationFrame(frame), wait);
+    else requestAnimationFrame(frame);
   }
-  requestAnimationFrame(frame);
+
+  // Times are performance.now()'s throughout: headless chromium's frame timestamps lagged behind it.
+  function frame() {
+    asked = false;
+    const now = lastFrame = performance.now();
+    paint(now);
+    // What waits for its turn then (a plot, the sphere) is drawn with the next batch.
+    if (now < animateUntil) redraw();
+  }
+
+  // Draws what changed at `now` (ms).
+  function paint(now) {
+    let drew = model.draw(now);
+    const due = now - lastPlots >= (now < animateUntil ? PLOT_INTERVAL : PLOT_INTERVAL_AT_REST);
+    let plotted = false;
+    for (const name in plots) if (due) plotted = plots[name].draw() || plotted;
+    if (plotted) lastPlots = now;
+    drew = sphere.draw(now) || plotted || drew;
+    // The texts, 5 times a second at most: more is unreadable, and costs.
+    if (now - lastReadouts >= 200) { lastReadouts = now; drew = readouts() || drew; }
+    if (drew) view.paints++;
+  }
+  redraw();
 })();
