@@ -15,8 +15,9 @@ import NIOCore
 /// A client of the hub that watches the hinge and the display's tilt and sets the switch. Sensors
 /// come and go: it follows the hub's devices (as the D-Bus bridge does), so that a base that comes
 /// late makes the switch then, and one plugged back in is watched again; a watch the hub ends
-/// (`ENDED`: a sensor removed, or failing) or refuses is asked for again after `rewatchDelay`,
-/// doubling up to `longestRewatchDelay` while it keeps ending; meanwhile the switch is off (the
+/// (`ENDED`: a sensor removed, or failing) or refuses, or a connection the hub refuses (its
+/// `maximumClients` reached), is asked for again after `rewatchDelay`, doubling up to
+/// `longestRewatchDelay` while it keeps failing; meanwhile the switch is off (the
 /// keyboard works), and the hinge decides afresh once it is back.
 package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Sendable {
     // @unchecked: its state is used on the hub's loop only.
@@ -37,6 +38,8 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
     /// Said once while it lasts: why there is no switch, and that writing it fails.
     private var saidNoSwitch: String?
     private var saidWriteFails = false
+    /// Said once while it lasts: the hub refused the switch's connection (`maximumClients` reached).
+    private var saidNoRoom = false
 
     /// The streams it watches, and their interval, s: the hinge's samples come as fast as the
     /// orientation's (4 a second), so a fold is seen within 0.25 s.
@@ -98,8 +101,14 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         saidNoSwitch = nil
         if id == nil {
             id = hub.connect(self)
-            // Tried again at the next change of the devices.
-            guard id != nil else { return logger.warning("tablet mode: the hub has no room for the switch's watch") }
+            guard id != nil else {
+                // Asked again after the same capped backoff as a watch that ended: clients that
+                // leave change no device, so waiting for the next change could wait for good.
+                if !saidNoRoom { logger.warning("tablet mode: the hub has no room for the switch's watch; asking again in a while") }
+                saidNoRoom = true
+                return askAgainLater()
+            }
+            saidNoRoom = false
         }
         guard !watching.isSuperset(of: Self.streams), let id else { return }
         rewatch?.cancel()
@@ -113,10 +122,11 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         logger.info("tablet mode: \(reason)")
     }
 
-    /// Asks for the watch again once `nextRewatchDelay` has passed, unless already due; scheduled,
-    /// never asked for at once: the hub is in the middle of a delivery when it ends or refuses one.
-    private func rewatchLater() {
-        guard id != nil, rewatch == nil else { return }
+    /// Asks for the watch (and the connection, if the hub had no room for it) again once
+    /// `nextRewatchDelay` has passed, unless already due; scheduled, never asked for at once: the hub
+    /// is in the middle of a delivery when it ends or refuses one.
+    private func askAgainLater() {
+        guard following, rewatch == nil else { return }
         let delay = nextRewatchDelay
         nextRewatchDelay = min(delay * 2, Self.longestRewatchDelay)
         rewatch = hub.eventLoop.scheduleTask(in: delay) { [weak self] in
@@ -171,12 +181,12 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
             watching.remove(ended.stream)
             logger.info("tablet mode: the hub ended the \(ended.stream.rawValue) stream; asking again in a while", metadata: ["reason": "\(ended.reason)"])
             if ended.stream == .hinge { loseTheHinge(because: ended.reason) }
-            rewatchLater()
+            askAgainLater()
         case .error(let error):
             // Refused (the base went away meanwhile): asked again later, and when the devices change.
             logger.info("tablet mode: the hinge cannot be watched now", metadata: ["reason": "\(error.message)"])
             loseTheHinge(because: error.message)
-            rewatchLater()
+            askAgainLater()
         default:
             break
         }

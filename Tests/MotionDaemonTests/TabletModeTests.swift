@@ -1,4 +1,7 @@
 import Foundation
+import MotionDaemon
+import MotionHub
+import MotionWire
 import TestSupport
 import Testing
 
@@ -93,6 +96,34 @@ extension Hardware {
             try? waitUntil(seconds: 5) { Self.switchValues(uinput.writes) == [0, 1] }
             #expect(Self.switchValues(uinput.writes) == [0, 1])
             daemon.signal(SIGTERM)
+        }
+
+        /// Issue 60 review, item 1: the base comes while the hub is full (`maximumClients` 1, taken by
+        /// a socket client), so the switch's watch has no room; the client leaves, changing no device,
+        /// and the convertible is folded back to 300°: the switch goes on (it stayed off: the
+        /// connection was asked for again only at the next change of the devices).
+        @Test func aSwitchMadeWhileTheHubIsFullFollowsTheHingeOnceRoomIsFreed() async throws {
+            let (display, base) = try Self.convertibleParts()
+            let testbed = try Testbed()
+            try testbed.add(display)
+            try testbed.add(fixture: "uinput")
+            let uinput = try testbed.handleIoctls(on: "/dev/uinput") { _ in .success }
+            let server = MotionServer(socketPath: Hardware.Server.socketPath(), source: HardwareSource(), maximumClients: 1, switchesTabletMode: true)
+            try await server.start()
+            try await server.whileServing {
+                let client = try TestClient.greeted(path: server.socketPath)
+                try testbed.add(base)
+                try waitUntil(seconds: 10) { uinput.requests.count >= 4 && Self.switchValues(uinput.writes) == [0] }
+                // Answered on the hub's loop after the switch was made and refused its connection.
+                try client.send(#"{"class":"STATUS","id":1}"#)
+                #expect(try client.decode(StatusReply.self, try client.next("STATUS")).clients == 1, "the hub full")
+                // Folded back to 300° (fold's values, unread until the hinge is watched), then the room freed.
+                try testbed.setAttribute("iio:device0", "in_accel_y_raw", "\(Int((-1000 * sin(300 * Double.pi / 180)).rounded()))\n")
+                try testbed.setAttribute("iio:device0", "in_accel_z_raw", "\(Int((-1000 * cos(300 * Double.pi / 180)).rounded()))\n")
+                shutdown(client.fd, Int32(SHUT_RDWR))
+                try? waitUntil(seconds: 10) { Self.switchValues(uinput.writes) == [0, 1] }
+                #expect(Self.switchValues(uinput.writes) == [0, 1])
+            }
         }
 
         /// Issue 60, item 3: the base removed while tablet mode is on, plugged back in, and the
