@@ -45,7 +45,8 @@ public struct FloorCounter: Sendable {
         // A non-finite altitude would make the low-pass NaN, and no floor would be counted again.
         guard reading.isFinite else { return false }
         if isWalking { lastWalking = timestamp }
-        guard let previous = lastTimestamp, timestamp > previous, let low = altitude, low.isFinite else {
+        // A stamp equal to the last (a reading repeated) is no step back: with dt 0 it moves nothing.
+        guard let previous = lastTimestamp, timestamp >= previous, let low = altitude, low.isFinite else {
             // The first reading, or a clock gone back: start from here (a walk stamped on the clock
             // before is not recent on this one).
             altitude = reading

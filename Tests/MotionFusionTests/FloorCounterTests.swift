@@ -47,4 +47,19 @@ import Testing
         for i in 3..<120 { _ = counter.update(altitude: 0.2 * Double(i) / 4, timestamp: Int64(i) * 250_000_000, isWalking: true) }
         #expect(counter.ascended == 1, "5.9 m climbed on foot")
     }
+
+    /// Issue 60 review, item 2: a barometer stamp read twice (the same timestamp) just after a walk
+    /// stopped was taken for a clock gone back: the grace was dropped and the reference reset, so a
+    /// flight of stairs (3.5 m at 0.2 m/s, the walk ending as the walker reaches the landing) was not
+    /// counted. A repeated stamp changes nothing; only a stamp before the last starts afresh.
+    @Test func aRepeatedStampAfterAWalkKeepsTheGrace() {
+        var counter = FloorCounter()
+        for i in 0..<120 {
+            let t = Double(i) / 4
+            let timestamp = Int64(i) * 250_000_000
+            let stamps = i == 61 ? [timestamp, timestamp] : [timestamp]
+            for stamp in stamps { _ = counter.update(altitude: min(3.5, 0.2 * t), timestamp: stamp, isWalking: t < 15) }
+        }
+        #expect(counter.ascended == 1, "3.5 m climbed on foot, the last 0.5 m low-passed within the 10 s grace")
+    }
 }
