@@ -317,13 +317,24 @@ final class DSUServer: MessageSink {
         }
     }
 
+    /// A step back larger than this, µs, is a clock gone back (or a bad stamp before it), not jitter.
+    static let stepBack: UInt64 = 1_000_000
+
+    /// A packet's timestamp, µs, for a sample stamped `nanoseconds` after a packet stamped `last` µs:
+    /// strictly increasing, as Cemu requires, even for two samples in one microsecond; but a stamp
+    /// more than `stepBack` below the last starts over from it, or one bad stamp (Int64.max) would
+    /// make every later packet the last + 1 µs until a restart, over which Cemu integrates the gyro.
+    static func packetTimestamp(nanoseconds: Int64, after last: UInt64) -> UInt64 {
+        let microseconds = UInt64(clamping: nanoseconds / 1000)
+        return microseconds > last || last - microseconds > stepBack ? microseconds : last + 1
+    }
+
     /// One pad-data packet of `motion`'s rotation rate and the latest acceleration, to every client
     /// whose lease covers the pad's slot.
     private func send(_ motion: MotionMessage) {
         guard let pad else { return }
         let now = NIODeadline.now()
-        // Strictly increasing, as Cemu requires, even for two samples in one microsecond.
-        let microseconds = max(UInt64(clamping: motion.timestamp / 1000), lastTimestamp + 1)
+        let microseconds = Self.packetTimestamp(nanoseconds: motion.timestamp, after: lastTimestamp)
         lastTimestamp = microseconds
         packetNumber &+= 1
         let a = acceleration
