@@ -35,7 +35,7 @@ struct View: AsyncParsableCommand {
             FileHandle.standardError.write(Data("motionctl: cannot serve the page from \(directory): \(error)\n".utf8))
             throw ExitCode(ExitStatus.failure)
         }
-        feed.start(publish: { server.publish($0) }, report: { server.report($0) })
+        feed.start(publish: { server.publish($0) }, report: { server.report($0) }, forget: { server.forget() })
         FileHandle.standardOutput.write(Data("\(server.url)\n".utf8))
         if !noOpen { Self.open(server.url) }
         try await server.wait()

@@ -4,8 +4,9 @@ import MotionCore
 
 /// `motionctl view`'s side of motiond: while a page is open, watches what the machine has, asks
 /// `STATUS` every second, and hands the daemon's lines on as they are, in batches, to the page (they
-/// are JSON already: nothing is encoded again on the way). With no page open it holds no connection, so
-/// that motiond's sensors and fusion stop (they run only while someone watches). Says when motiond is
+/// are JSON already: nothing is encoded again on the way). With no page open for `ViewPages.grace` it
+/// holds no connection, so that motiond's sensors and fusion stop (they run only while someone
+/// watches), and what the pages were told is forgotten. Says when motiond is
 /// not there, refuses this user, or goes silent, and tries again every second, so that the page
 /// survives a restart of motiond.
 final class ViewFeed: Sendable {
@@ -41,20 +42,24 @@ final class ViewFeed: Sendable {
     }
 
     /// Runs on a thread of its own until the process ends: `publish` gets each batch of lines,
-    /// `report` each change of the daemon's state.
-    func start(publish: @escaping @Sendable ([[UInt8]]) -> Void, report: @escaping @Sendable (State) -> Void) {
+    /// `report` each change of the daemon's state, `forget` the end of a watch with no page left
+    /// (what was said of motiond then may no longer hold).
+    func start(
+        publish: @escaping @Sendable ([[UInt8]]) -> Void, report: @escaping @Sendable (State) -> Void, forget: @escaping @Sendable () -> Void
+    ) {
         Thread { [self] in
             var last: State?
             while true {
-                pages.waitForOne()
+                if !pages.areWanted {
+                    // No page for the grace period: the next one is told afresh how motiond is.
+                    if last != nil { forget() }
+                    last = nil
+                    pages.waitForOne()
+                }
                 guard let state = session(publish: publish, report: { state in
                     if state != last { report(state) }
                     last = state
-                }) else {
-                    // The last page left: the next one is told afresh how motiond is.
-                    last = nil
-                    continue
-                }
+                }) else { continue }
                 if state != last { report(state) }
                 last = state
                 Thread.sleep(forTimeInterval: 1)
@@ -62,8 +67,8 @@ final class ViewFeed: Sendable {
         }.start()
     }
 
-    /// One connection, for as long as it lasts and a page is open; what ended it, or nil when the
-    /// last page left.
+    /// One connection, for as long as it lasts and pages are wanted; what ended it, or nil when the
+    /// last page left `ViewPages.grace` ago.
     private func session(publish: @Sendable ([[UInt8]]) -> Void, report: (State) -> Void) -> State? {
         do throws(MotionClientError) {
             let connection = try LineConnection(socketPath: socketPath)
@@ -76,7 +81,7 @@ final class ViewFeed: Sendable {
             var nextBatch = Date()
             var lastLine = Date()
             var batcher = ViewBatcher()
-            while !pages.isEmpty {
+            while pages.areWanted {
                 if Date() >= nextStatus {
                     try connection.send(.status(id: .integer(statusID)))
                     statusID += 1
@@ -178,9 +183,16 @@ final class ViewFeed: Sendable {
 
 /// The pages open, counted by the server's event streams and waited for by the feed's thread.
 final class ViewPages: @unchecked Sendable {
-    // `count` is read and written only under `condition`'s lock.
+    /// Seconds motiond stays watched after the last page left: a reload closes the page's event
+    /// stream and opens another within a second, and leaving motiond would stop its IMU and start
+    /// its fusion over.
+    static let grace = 5.0
+
+    // `count` and `emptySince` are read and written only under `condition`'s lock.
     private let condition = NSCondition()
     private var count = 0
+    /// When the last page left.
+    private var emptySince = Date.distantPast
 
     /// A page's event stream opened.
     func opened() {
@@ -194,14 +206,15 @@ final class ViewPages: @unchecked Sendable {
     func closed() {
         condition.lock()
         count -= 1
+        if count == 0 { emptySince = Date() }
         condition.unlock()
     }
 
-    /// Whether no page is open.
-    var isEmpty: Bool {
+    /// Whether a page is open, or the last left less than `grace` ago.
+    var areWanted: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return count == 0
+        return count > 0 || Date().timeIntervalSince(emptySince) < Self.grace
     }
 
     /// Blocks until a page is open.
@@ -212,8 +225,8 @@ final class ViewPages: @unchecked Sendable {
     }
 }
 
-/// Gathers motiond's lines into the page's batches: every `turnInterval` while the device turns or
-/// when an event or a reply comes, but only every `restInterval` while nothing but samples of a device
+/// Gathers motiond's lines into the page's batches: every `turnInterval` while the device turns, its
+/// hinge changes mode, or an event or a reply comes, but only every `restInterval` while nothing but samples of a device
 /// at rest come. Each event costs the browser (headless chromium: 2.2 % of a core at 30
 /// events a second, 0.5 % at 5, whatever their size), and so does each drawing of the plots they
 /// scroll; at rest the page has nothing to move.
@@ -226,19 +239,28 @@ struct ViewBatcher {
     /// The turn, degrees, since the attitude last sent that makes the device one that moves: under
     /// one pixel of the page's model (its axes reach about 190 px from the centre: 1 degree is 3.3 px).
     static let turn = 0.1
-    /// The samples' classes, which alone may wait.
-    static let samples: Set<String> = ["MOTION", "ACCELEROMETER", "MAGNETOMETER", "ALTITUDE", "STATUS"]
+    /// The samples' classes, which alone may wait. HINGE comes every 0.1 s (its watch's interval)
+    /// whether the hinge moves or not: only a change of its mode is urgent.
+    static let samples: Set<String> = ["MOTION", "ACCELEROMETER", "MAGNETOMETER", "ALTITUDE", "STATUS", "HINGE"]
 
     private var lines: [[UInt8]] = []
     private var urgent = false
     private var sent: Quaternion?
     private var newest: Quaternion?
+    /// The mode of the last HINGE line.
+    private var hingeMode: String?
     private var lastSent: Date = .distantPast
 
     /// Takes one line of motiond's.
     mutating func add(_ line: [UInt8]) {
         lines.append(line)
         guard let name = ViewFeed.className(line), Self.samples.contains(name) else { return urgent = true }
+        if name == "HINGE" {
+            let mode = Self.mode(line)
+            if mode != hingeMode { urgent = true }
+            hingeMode = mode
+            return
+        }
         guard name == "MOTION", let attitude = Self.attitude(line) else { return }
         newest = attitude
         if let sent, Self.degrees(sent, attitude) < Self.turn { return }
@@ -268,6 +290,13 @@ struct ViewBatcher {
     private struct Motion: Decodable {
         struct Attitude: Decodable { var quaternion: Quaternion }
         var attitude: Attitude
+    }
+
+    private struct Hinge: Decodable { var mode: String }
+
+    /// A `HINGE` line's mode; nil if it has none.
+    private static func mode(_ line: [UInt8]) -> String? {
+        try? JSONDecoder().decode(Hinge.self, from: Data(line)).mode
     }
 
     /// A `MOTION` line's attitude; nil if it has none (a malformed line goes on all the same).

@@ -82,6 +82,10 @@ final class ViewServer: Sendable {
     /// Tells every page, now and when it connects, how motiond is.
     func report(_ state: ViewFeed.State) { fanout.eventLoop.execute { [fanout] in fanout.report(state) } }
 
+    /// Forgets how motiond was and its latest states: the feed left it, and a page that comes next
+    /// is not to be shown them as live.
+    func forget() { fanout.eventLoop.execute { [fanout] in fanout.forget() } }
+
     /// Waits until the server stops (it does not, but for the process's end).
     func wait() async throws { try await channel.closeFuture.get() }
 
@@ -338,6 +342,12 @@ private final class EventFanout: @unchecked Sendable {
         if state.state == "connected" { latest = [:] }
         self.state = state
         broadcast(Self.event(state))
+    }
+
+    func forget() {
+        eventLoop.preconditionInEventLoop()
+        state = nil
+        latest = [:]
     }
 
     /// To every stream that reads; one that has not read for `stallLimit` is closed.

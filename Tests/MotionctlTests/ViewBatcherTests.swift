@@ -53,3 +53,29 @@ import Testing
         #expect(Self.ticks(turn: { _ in 0 }, extra: [5: orientation, 12: error]) == [5, 12])
     }
 }
+
+extension ViewBatcherTests {
+    /// A `HINGE` line (docs/protocol.md) at `angle` degrees in `mode`.
+    static func hinge(angle: Double, mode: String) -> [UInt8] {
+        Array(#"{"class":"HINGE","timestamp":1,"angle":\#(angle),"mode":"\#(mode)","display":{"x":0,"y":-0.92,"z":-0.38},"base":{"x":0,"y":0,"z":1}}"#.utf8)
+    }
+
+    @Test func aHingeAtRestSendsOneBatchASecond() {
+        // A 2-in-1 at rest: motionctl watches HINGE at 0.1 s, so a line comes every third wake-up; its
+        // angle's noise is no reason to send, only a change of mode (the page shows the mode in words).
+        var lines: [Int: [UInt8]] = [:]
+        for tick in stride(from: 1, through: 33, by: 3) { lines[tick] = Self.hinge(angle: tick.isMultiple(of: 2) ? 112.5 : 112.7, mode: "laptop") }
+        lines[34] = Self.hinge(angle: 200, mode: "tent")
+        var batcher = ViewBatcher()
+        batcher.add(Self.hinge(angle: 112.6, mode: "laptop"))
+        #expect(batcher.take(at: Self.start) != nil)
+        var sent: [Int] = []
+        for tick in 1...34 {
+            batcher.add(Self.accelerometer)
+            if let line = lines[tick] { batcher.add(line) }
+            if batcher.take(at: Self.start + Double(tick) / ViewFeed.batchesPerSecond) != nil { sent.append(tick) }
+        }
+        // Once a second; the change to tent at the next wake-up a fifteenth of a second after the last batch.
+        #expect(sent == [30, 34], "batches at ticks \(sent)")
+    }
+}

@@ -679,3 +679,73 @@ def test_motiond_idles_while_no_page_is_open(directory):
         status.close()
         view.close()
         daemon.stop()
+
+
+def test_why_motiond_cannot_be_had_stays_said(directory):
+    # No motiond: motionctl says so once (it repeats no unchanged state), and the page's own watchdog
+    # for a silent motionctl view must not replace that with a vaguer guess.
+    nobody = type("Nobody", (), {"socket": os.path.join(directory, "nobody-listens.sock")})()
+    view = View(directory, nobody, "motionctl-nobody")
+    profile = os.path.join(directory, "nobody")
+    os.makedirs(profile, exist_ok=True)
+    browser = open_page(profile, view.url)
+    try:
+        wait_for("the page to say motiond is not running", lambda: "no socket at" in banner(browser)[1])
+        time.sleep(7)  # longer than the page's 5-s watchdog
+        kind, text = banner(browser)
+        assert kind == "banner bad" and "no socket at" in text and nobody.socket in text, text
+    finally:
+        browser.close()
+        view.close()
+
+
+def stream_events(url, until, timeout=10):
+    """The event stream's events, (name, data), until `until` holds of the list so far."""
+    events, name = [], "message"
+    with urllib.request.urlopen(url + "events", timeout=timeout) as response:
+        for line in response:
+            line = line.decode().rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                events.append((name, json.loads(line[6:])))
+                name = "message"
+                if until(events):
+                    return events
+    return events
+
+
+def test_a_reload_keeps_motiond_watched_and_a_later_page_gets_no_old_state(directory):
+    daemon = Daemon(directory, still_recording(os.path.join(directory, "reload.motionrec"), seconds=5), "reload")
+    daemon.start()
+    status = Status(daemon.socket)
+    alone = status.clients()
+    view = View(directory, daemon, "motionctl-reload")
+    try:
+        stream = urllib.request.urlopen(view.url + "events", timeout=10)
+        wait_for("motionctl view to watch motiond", lambda: status.clients() == alone + 1, 10)
+        time.sleep(0.5)  # an ORIENTATION and a STATUS reply on their way to the page
+        # A reload: the page's stream closes, and a new one opens half a second later. motiond stays
+        # watched throughout (its IMU and fusion would stop, and the fusion start over).
+        stream.close()
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            assert status.clients() == alone + 1, "motionctl view left motiond during a reload"
+            time.sleep(0.05)
+        with urllib.request.urlopen(view.url + "events", timeout=10):
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                assert status.clients() == alone + 1, "motionctl view left motiond during a reload"
+                time.sleep(0.05)
+        # No page for longer than the grace: motiond is left alone.
+        wait_for("motionctl view to leave motiond", lambda: status.clients() == alone, 10)
+        status.close()
+        # motiond goes while no page is open: the next page must not be told it is live, nor be shown
+        # the old daemon's states as if they were.
+        daemon.stop()
+        events = stream_events(view.url, lambda e: any(name == "status" for name, _ in e))
+        assert events[0][0] == "status" and events[0][1]["state"] == "absent", events[:3]
+    finally:
+        view.close()
+        if daemon.process.poll() is None:
+            daemon.stop()

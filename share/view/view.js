@@ -37,13 +37,16 @@
   }
 
   // motionctl sends a batch at least every second while motiond is there (it answers STATUS every second):
-  // a longer silence is a stopped motionctl (or motiond) whose connection stays open.
-  const SILENCE = 3000;
+  // a longer silence is a stopped motionctl (or motiond) whose connection stays open. Longer than
+  // motionctl's own 3 s for a silent motiond, so that its more precise word comes first. Only while
+  // motiond is connected: absent or refusing, motionctl says so once and is silent after, and what it
+  // said holds.
+  const SILENCE = 5000;
   let lastEvent = performance.now();
   let silent = false;
   setInterval(() => {
     const quiet = performance.now() - lastEvent;
-    if (quiet < SILENCE || silent || !view.connected) return;
+    if (quiet < SILENCE || silent || !view.connected || (view.status && view.status.state !== 'connected')) return;
     silent = true;
     say('no data for ' + Math.round(quiet / 1000) + ' s: motiond or motionctl view is not running (stopped?); the values shown are old', 'bad');
   }, 1000);
