@@ -25,6 +25,11 @@ final class GeoClueClient: Sendable {
     /// How long the last `Stop` may take to leave at motiond's stop, ms: a bus that does not take it
     /// by then is not answering, and must not hold SIGTERM.
     static let farewellPatience: Int64 = 500
+    /// The shortest time between two `GetClient`s, ns: `Bus.methodCallTimeout`. A GeoClue that exits
+    /// or crashes on `GetClient` (the bus driver answers NoReply at once, and its name changes owner)
+    /// is activated again at most this often, not in a tight loop; one that gave a client and is
+    /// started again later is asked at once.
+    static let askInterval = Int64(Bus.methodCallTimeout) * 1000
 
     /// A client GeoClue made for motiond: the unique bus name of the GeoClue that made it (only that
     /// connection's signals are taken: a signal's well-known sender is not checked locally) and its path.
@@ -61,6 +66,8 @@ final class GeoClueClient: Sendable {
     private nonisolated(unsafe) var warnings: WarningLimiter
     /// Whether an implausible altitude was said in the journal (once is enough). The bus thread's alone.
     private nonisolated(unsafe) var warnedOfAltitude = false
+    /// When the last `GetClient` that has not given a client was sent, monotonic ns. The bus thread's alone.
+    private nonisolated(unsafe) var askedAt: Int64?
     private let located: @Sendable (GeographicLocation) -> Void
 
     /// Connects to the bus at `address`, or to the system bus; `located` gets each place GeoClue
@@ -103,7 +110,8 @@ final class GeoClueClient: Sendable {
                     }
                     try bus.process()
                     let waiting = try bus.waitingFor()
-                    let timeout = waiting.deadline.map { Int32(clamping: max(0, ($0 - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000)) } ?? -1
+                    let deadline = [waiting.deadline, nextAsk].compactMap { $0 }.min()
+                    let timeout = deadline.map { Int32(clamping: max(0, ($0 - Syscall.monotonicNanoseconds() + 999_999) / 1_000_000)) } ?? -1
                     _ = try thread.wait(for: waiting.events, on: waiting.descriptor, timeoutMilliseconds: timeout)
                         .mapError { BusError(call: "poll", code: $0.rawValue) }.get()
                 }
@@ -127,10 +135,18 @@ final class GeoClueClient: Sendable {
 
     // MARK: The bus thread
 
+    /// When a `GetClient` that is due waits for `askInterval` to pass since the last, monotonic ns.
+    private var nextAsk: Int64? {
+        guard state == .idle, wanted.load(ordering: .acquiring), let askedAt else { return nil }
+        return askedAt + Self.askInterval
+    }
+
     /// Brings GeoClue's client to what is wanted.
     private func follow() throws(BusError) {
         switch (wanted.load(ordering: .acquiring), state) {
-        case (true, .idle): try askForClient()
+        case (true, .idle):
+            if let nextAsk, Syscall.monotonicNanoseconds() < nextAsk { break }
+            try askForClient()
         case (true, .stopped(let client)): try startLocating(client)
         case (false, .started(let client)):
             state = .stopped(client)
@@ -158,14 +174,19 @@ final class GeoClueClient: Sendable {
 
     private func askForClient() throws(BusError) {
         state = .asking
+        let sent = Syscall.monotonicNanoseconds()
+        askedAt = sent
         let get = try bus.newMethodCall(
             destination: Self.busName, path: "/org/freedesktop/GeoClue2/Manager", interface: "org.freedesktop.GeoClue2.Manager", member: "GetClient")
         try bus.call(get) { [weak self] reply in
             guard let self, state == .asking else { return }
             // Unanswered in `Bus.methodCallTimeout` (sd-bus's own error): the bus or GeoClue is slow (a
             // bus driver at boot), not absent, so it is asked again rather than given up until the
-            // next watch; one call per 10 s while it stays silent.
-            if reply.error?.name == "org.freedesktop.DBus.Error.NoReply" {
+            // next watch; one call per `askInterval` while it stays silent. A NoReply before then is
+            // the bus driver's: GeoClue exited or crashed without answering, and asking again at
+            // once would activate it in a loop; its name's next owner (`geoClueOwnerChanged`) or the
+            // next watch asks again, `askInterval` after this call at the soonest.
+            if reply.error?.name == "org.freedesktop.DBus.Error.NoReply", Syscall.monotonicNanoseconds() - sent >= Self.askInterval {
                 warnings.warning("GeoClue has not answered GetClient: asking again")
                 state = .idle
                 return thread.wake()
@@ -176,6 +197,7 @@ final class GeoClueClient: Sendable {
                     return
                 }
                 let client = Client(owner: owner, path: try reply.readObjectPath())
+                askedAt = nil  // answered: a GeoClue started again later is asked at once
                 try configure(client)
                 if wanted.load(ordering: .acquiring) { try startLocating(client) } else { state = .stopped(client) }
             } catch {
