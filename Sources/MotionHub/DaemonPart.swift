@@ -18,7 +18,10 @@ package protocol DaemonPart: AnyObject, Sendable {
     /// waits for something outside (a bus) returns at once, so that `stop` follows without delay.
     func interruptStart()
     /// Waits, after a `start` that succeeded, until the part fails for good (the daemon then stops,
-    /// exiting with the error) or the task is cancelled (nil: the daemon is stopping).
+    /// exiting with the error) or the task is cancelled (nil: the daemon is stopping). It must return
+    /// promptly once its task is cancelled (a cancellation handler, not only a check between waits):
+    /// at stop swift-service-lifecycle cancels it and waits for it to return before `stop` runs, so
+    /// one that keeps waiting holds SIGTERM.
     func failure() async -> (any Error)?
 }
 
