@@ -31,8 +31,9 @@ extension Hardware {
 
         /// A testbed with `devices` and uinput. udev runs a rule's PROGRAM with the device's properties
         /// as its whole environment: umockdev's preload among uinput's, the rule's look at the other
-        /// devices sees the testbed's /sys, as on a machine it sees the machine's.
-        static func machine(_ devices: String?) throws -> Testbed {
+        /// devices sees the testbed's /sys, as on a machine it sees the machine's. `locale`, if set, is
+        /// its LC_ALL.
+        static func machine(_ devices: String?, locale: String? = nil) throws -> Testbed {
             let testbed = try Testbed()
             if let devices { try testbed.add(devices) }
             let preload = try #require(ProcessInfo.processInfo.environment["LD_PRELOAD"], "run under umockdev-wrapper")
@@ -43,7 +44,7 @@ extension Hardware {
                 E: DEVNAME=/dev/uinput
                 E: LD_PRELOAD=\(preload)
                 E: UMOCKDEV_DIR=\(testbed.root)
-                A: dev=10:223\\n
+                \(locale.map { "E: LC_ALL=\($0)\n" } ?? "")A: dev=10:223\\n
                 """)
             return testbed
         }
@@ -55,10 +56,15 @@ extension Hardware {
         /// temporary directory over /etc/motiond. A mount point that is missing (the package not
         /// installed) is made for the run and removed after it.
         static func udevTest(_ syspath: String, configuration: String? = nil) async throws -> String {
+            try await udevTest(syspath, configurationBytes: configuration.map { Array($0.utf8) })
+        }
+
+        /// `udevTest(_:configuration:)` with a configuration of any bytes, UTF-8 or not.
+        static func udevTest(_ syspath: String, configurationBytes configuration: [UInt8]?) async throws -> String {
             let etc = NSTemporaryDirectory() + "motiond-etc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: etc) }
-            if let configuration { try configuration.write(toFile: etc + "/motiond.conf", atomically: true, encoding: .utf8) }
+            if let configuration { try Data(configuration).write(to: URL(fileURLWithPath: etc + "/motiond.conf")) }
             let rule = InstallTests.root + "/udev-rules/70-motiond.rules"
             let script = """
                 mount -t tmpfs motiond-test /run/udev && mkdir /run/udev/rules.d && cp "$0" /run/udev/rules.d/ && mount --bind "$1" /etc/motiond \
@@ -150,6 +156,18 @@ extension Hardware {
             let runs = Self.runs(try await Self.udevTest(Self.uinput, configuration: configuration))
             _ = testbed
             #expect(runs.contains { $0.contains(granted ? Self.grant : Self.revoke) }, "\(configuration): \(runs)")
+        }
+
+        /// Issue 60 review, item 6: a motiond.conf with a byte that is not UTF-8 (a Latin-1 "café") read
+        /// in a UTF-8 locale: grep -P took the file for binary and left out the lines with the byte, so
+        /// `tablet_mode: off # café` granted uinput. Read as text (-a), it withholds; the byte in a
+        /// line that does not mention tablet_mode still grants.
+        @Test(arguments: [("tablet_mode: off # caf", false), ("log_level: info # caf", true)])
+        func aConfigurationThatIsNotUTF8IsReadAsText(line: String, granted: Bool) async throws {
+            let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"), locale: "C.UTF-8")
+            let runs = Self.runs(try await Self.udevTest(Self.uinput, configurationBytes: Array(line.utf8) + [0xE9, 0x0A]))
+            _ = testbed
+            #expect(runs.contains { $0.contains(granted ? Self.grant : Self.revoke) }, "\(line)é: \(runs)")
         }
 
         /// Applying the rule leaves the host as it was: no /etc/motiond made (it was left behind, empty,
