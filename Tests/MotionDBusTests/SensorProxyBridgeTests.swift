@@ -13,6 +13,23 @@ extension Hardware {
         static let main = "/net/hadess/SensorProxy"
         static let compass = BusClient.compassPath
 
+        /// A testbed of `fixture`, a private bus, motiond serving it, and a client on the bus: held
+        /// together, so that the testbed outlives the daemon that reads it.
+        struct Served {
+            let testbed: Testbed
+            let bus: PrivateSystemBus
+            let daemon: DaemonProcess
+            let client: BusClient
+
+            init(fixture: String) throws {
+                testbed = try Testbed()
+                try testbed.add(fixture: fixture)
+                bus = try PrivateSystemBus()
+                daemon = try SensorProxyBridge.daemon(on: bus)
+                client = try BusClient(address: bus.address)
+            }
+        }
+
         /// motiond serving D-Bus on `bus`, on the testbed's devices, with `arguments` besides.
         static func daemon(on bus: PrivateSystemBus, arguments: [String] = []) throws -> DaemonProcess {
             let daemon = try DaemonProcess(
@@ -79,11 +96,8 @@ extension Hardware {
         /// reads them right after its claim (Qt Sensors does) reads a value. The expected values are
         /// iio-sensor-proxy's for this fixture (scripts/dbus-side-by-side: `normal`, 50 lux).
         @Test func aClaimReturnsWithTheSensorsFirstValue() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "tablet-iio-sensor-proxy")
-            let bus = try PrivateSystemBus()
-            let daemon = try Self.daemon(on: bus)
-            let client = try BusClient(address: bus.address)
+            let served = try Served(fixture: "tablet-iio-sensor-proxy")
+            let (daemon, client) = (served.daemon, served.client)
             #expect(try client.property("AccelerometerOrientation") == "undefined")  // nothing runs yet
             try client.call("ClaimAccelerometer")
             #expect(try client.property("AccelerometerOrientation") == "normal")
@@ -101,11 +115,8 @@ extension Hardware {
         /// waits at most for a state (`SensorProxyService.claimPatience`), which every claim after the
         /// first took when the hub sent only changes.
         @Test func everyClaimAfterAReleaseReturnsWithTheStateAtOnce() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "tablet-iio-sensor-proxy")
-            let bus = try PrivateSystemBus()
-            let daemon = try Self.daemon(on: bus)
-            let client = try BusClient(address: bus.address)
+            let served = try Served(fixture: "tablet-iio-sensor-proxy")
+            let (daemon, client) = (served.daemon, served.client)
             for claim in 1...3 {
                 let start = ContinuousClock.now
                 try client.call("ClaimAccelerometer")
@@ -168,11 +179,8 @@ extension Hardware {
         /// fixture lies face up, top edge east (docs/frames.md; `MachineClasses` derives its counts from
         /// the Earth's field): 90°.
         @Test func theCompassHeadingIsTheTopEdgesAzimuth() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "tablet-accelerometer-magnetometer")
-            let bus = try PrivateSystemBus()
-            let daemon = try Self.daemon(on: bus)
-            let client = try BusClient(address: bus.address)
+            let served = try Served(fixture: "tablet-accelerometer-magnetometer")
+            let (daemon, client) = (served.daemon, served.client)
             #expect(try client.compassProperty("HasCompass") == "true")
             try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
             var heading: Double?
@@ -190,11 +198,8 @@ extension Hardware {
         /// 270°, then 451 × 0.1. Its light sensor, which gives only `in_intensity_both_raw`, is the
         /// ambient light, in lux: 350 × 0.1.
         @Test func aSensorHubsOwnCompassAndIntensityServeTheCompassAndTheLight() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "hid-sensor-hub-compass-light")
-            let bus = try PrivateSystemBus()
-            let daemon = try Self.daemon(on: bus)
-            let client = try BusClient(address: bus.address)
+            let served = try Served(fixture: "hid-sensor-hub-compass-light")
+            let (testbed, daemon, client) = (served.testbed, served.daemon, served.client)
             #expect(try client.compassProperty("HasCompass") == "true")
             #expect(try client.property("HasAmbientLight") == "true")
             try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
@@ -281,11 +286,8 @@ extension Hardware {
 
         /// A machine with one accelerometer has no hinge: no posture, and a claim returns at once.
         @Test func aTabletWithOneAccelerometerHasNoPosture() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "tablet-iio-sensor-proxy")
-            let bus = try PrivateSystemBus()
-            let daemon = try Self.daemon(on: bus)
-            let client = try BusClient(address: bus.address)
+            let served = try Served(fixture: "tablet-iio-sensor-proxy")
+            let (daemon, client) = (served.daemon, served.client)
             #expect(try client.postureProperty("HasPosture") == "false")
             let started = Date()
             try client.call("ClaimPosture", interface: BusClient.postureInterface)
