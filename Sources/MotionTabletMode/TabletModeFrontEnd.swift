@@ -137,34 +137,26 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
     }
 
     /// Sets the switch to what the policy wants, if it holds another state: at every hinge sample
-    /// until a write succeeds. Only a change the switch took is logged.
-    private func applyPolicy(at angle: Double) {
+    /// and every loss of the hinge until a write succeeds. Only a change the switch took is logged,
+    /// with `why` after its state.
+    private func applyPolicy(_ why: String = "", metadata: Logger.Metadata) {
         guard let device, device.isOn != policy.isTablet else { return }
         do {
             try device.set(policy.isTablet)
             saidWriteFails = false
-            logger.notice("tablet mode \(device.isOn ? "on" : "off")", metadata: ["hinge": "\(Int(angle.rounded()))°"])
+            logger.notice("tablet mode \(device.isOn ? "on" : "off")\(why)", metadata: metadata)
         } catch {
-            if !saidWriteFails { logger.warning("tablet mode: cannot set the switch; trying again at each hinge sample", metadata: ["error": "\(error)"]) }
+            if !saidWriteFails { logger.warning("tablet mode: cannot set the switch; trying again", metadata: ["error": "\(error)"]) }
             saidWriteFails = true
         }
     }
 
     /// The hinge can no longer be followed (its stream ended or was refused): the switch goes off,
     /// since a keyboard that works is the safe failure, and the policy starts afresh, so that the
-    /// first angle once the hinge is back decides. Said once, when the switch was on; a failing write
-    /// is tried again at the next loss (each asked-for watch) or hinge sample.
+    /// first angle once the hinge is back decides.
     private func loseTheHinge(because reason: String) {
         policy = TabletModePolicy()
-        guard let device, device.isOn else { return }
-        do {
-            try device.set(false)
-            saidWriteFails = false
-            logger.notice("tablet mode off: the hinge cannot be followed", metadata: ["reason": "\(reason)"])
-        } catch {
-            if !saidWriteFails { logger.warning("tablet mode: cannot set the switch off though the hinge is lost; trying again", metadata: ["error": "\(error)"]) }
-            saidWriteFails = true
-        }
+        applyPolicy(": the hinge cannot be followed", metadata: ["reason": "\(reason)"])
     }
 
     package func receive(_ message: AnyServerMessage, line: () -> ByteBuffer?) {
@@ -174,7 +166,7 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         case .hinge(let hinge):
             nextRewatchDelay = Self.rewatchDelay  // the watch serves again
             _ = policy.update(angle: hinge.angle, displayFlat: displayFlat)
-            applyPolicy(at: hinge.angle)
+            applyPolicy(metadata: ["hinge": "\(Int(hinge.angle.rounded()))°"])
         case .watching(let message):
             watching = Set(message.streams.map(\.stream))
         case .ended(let ended):
