@@ -1,6 +1,7 @@
 import Foundation
 import MotionCore
 import MotionDevices
+import Synchronization
 import Testing
 import TestSupport
 
@@ -162,19 +163,54 @@ extension Hardware {
             #expect(try DeviceFrame.transform(mountMatrix: wizards).matrix == DeviceFrame.transform(mountMatrix: theirs).matrix, "\(value)")
         }
 
-        /// Holds each pose for `seconds`, one after the other, on a thread of its own.
-        static func makePoses(_ poses: [[Int]], on testbed: Testbed, seconds: Double) -> Thread {
-            let file = testbed.root + "/sys/bus/iio/devices/iio:device0/in_accel_"
-            let thread = Thread {
-                for pose in poses {
-                    for (axis, counts) in zip(["x", "y", "z"], pose) {
-                        try? "\(counts)\n".write(toFile: file + axis + "_raw", atomically: false, encoding: .utf8)
+        /// A person at the wizard: the machine is in its first pose from the start, and each later pose
+        /// is made when the wizard asks for it (its k-th instruction asks for pose k − 1, which `make`
+        /// makes, a turn taking the time it takes), on a thread of its own. No pose is held by the
+        /// clock: the wizard decides when one has been held.
+        final class Hand: Sendable {
+            /// The beginnings of the wizard's instructions, one per pose (`CalibrateMount.run`).
+            static let instructions = [
+                "Fold it right back", "Hold the screen in front of you", "Turn it upright", "Lay it flat on a table", "To check:",
+            ]
+            private let asked = DispatchSemaphore(value: 0)
+            private let heardCount = Mutex(0)
+            private let finished = Atomic(false)
+
+            init(poses: Int, make: @escaping @Sendable (Int) -> Void) {
+                Thread { [self] in
+                    make(0)
+                    for index in 1..<max(1, poses) {
+                        asked.wait()
+                        if finished.load(ordering: .acquiring) { return }
+                        make(index)
                     }
-                    Thread.sleep(forTimeInterval: seconds)
-                }
+                }.start()
             }
-            thread.start()
-            return thread
+
+            /// A line the wizard printed: an instruction past the first asks for the next pose.
+            func heard(_ line: String) {
+                guard Self.instructions.contains(where: { line.hasPrefix($0) }) else { return }
+                if heardCount.withLock({ count in count += 1; return count }) > 1 { asked.signal() }
+            }
+
+            /// The wizard has ended: the hand makes no more poses.
+            func finish() {
+                finished.store(true, ordering: .releasing)
+                asked.signal()
+            }
+        }
+
+        /// Writes `counts` as the accelerometer's raw x, y and z of `device` in the testbed at `root`.
+        @Sendable static func write(_ counts: [Int], to device: String = "iio:device0", root: String) {
+            for (axis, value) in zip(["x", "y", "z"], counts) {
+                try? "\(value)\n".write(toFile: root + "/sys/bus/iio/devices/\(device)/in_accel_\(axis)_raw", atomically: false, encoding: .utf8)
+            }
+        }
+
+        /// Runs motionctl (or `program`, which runs it) with `arguments`, `hand` making the poses it asks for.
+        static func motionctl(_ arguments: [String], program: String? = nil, hand: Hand) async throws -> ProgramRun {
+            defer { hand.finish() }
+            return try await runProgram(program ?? ReplayDaemon.products.appendingPathComponent("motionctl").path, arguments, hearing: hand.heard)
         }
 
         /// Runs the wizard on `machine` with `poses` made; then, if `undo`, `--undo` (the daemon still
@@ -185,12 +221,11 @@ extension Hardware {
             let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
             let daemon = try DaemonProcess(socket: socket)
             defer { _ = daemon.secondsToExit(after: SIGTERM) }
-            _ = makePoses(poses, on: testbed, seconds: 2.5)
-            let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
             let arguments = ["calibrate", "mount", "--socket", socket, "--root", root]
-            let run = try await runProgram(motionctl, arguments + ["--hold", "0.5", "--timeout", "15"])
+            let hand = Hand(poses: poses.count) { [sysfs = testbed.root] in write(poses[$0], root: sysfs) }
+            let run = try await motionctl(arguments + ["--hold", "0.5", "--timeout", "15"], hand: hand)
             let written = try? String(contentsOfFile: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", encoding: .utf8)
-            return (run, written, undo ? try await runProgram(motionctl, arguments + ["--undo"]) : nil)
+            return (run, written, undo ? try await runProgram(ReplayDaemon.products.appendingPathComponent("motionctl").path, arguments + ["--undo"]) : nil)
         }
 
         /// The three poses give the shipped matrix, and the fourth agrees; the entry is written where udev reads it, under the
@@ -258,7 +293,7 @@ extension Hardware {
             let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
             let daemon = try DaemonProcess(socket: socket)
             defer { _ = daemon.secondsToExit(after: SIGTERM) }
-            // Each pose held 2.5 s, then a turn to the next about the axis between them, 100 writes a second.
+            // Each pose held until the wizard asks for the next, then a turn to it about the axis between them, 100 writes a second.
             let sysfs = testbed.root + "/sys/bus/iio/devices/"
             @Sendable func write(_ values: Vector3, _ device: String, _ channel: String) {
                 for (axis, value) in zip(["x", "y", "z"], [values.x, values.y, values.z]) {
@@ -266,35 +301,30 @@ extension Hardware {
                 }
             }
             let ups = chuwi.poses.map { Vector3(x: Double($0[0]), y: Double($0[1]), z: Double($0[2])) * (1 / Double(chuwi.countsPerG)) }
-            let turning = Thread {
-                for (index, up) in ups.enumerated() {
-                    write(up * Double(chuwi.countsPerG), "iio:device0", "accel")
-                    Thread.sleep(forTimeInterval: 2.5)
-                    guard index + 1 < ups.count else { break }
-                    // û turns about a as the device turns at ω = −θ̇·a (dû/dt = û × ω), in the chip's frame.
-                    let next = ups[index + 1], axis = up.cross(next) * (1 / up.cross(next).length)
-                    let angle = acos(max(-1, min(1, up.dot(next)))), rate = 0.8
-                    // The pose follows the clock, not the count of steps: on a loaded machine a sleep
-                    // overshoots, and the chip would turn slower than the gyroscope says.
-                    let start = Date()
-                    var step = 0
-                    while true {
-                        let turnedBy = min(angle, rate * Date().timeIntervalSince(start))
-                        write(Quaternion(angle: turnedBy, axis: axis).rotate(up) * Double(chuwi.countsPerG), "iio:device0", "accel")
-                        guard turnedBy < angle else { break }
-                        // A count of noise, as a real gyroscope's: a reading that never changes is read as
-                        // the same measurement again (`ChangeInstant`), not a new one.
-                        step += 1
-                        let dither = Vector3(x: 1, y: 1, z: 1) * Double(step % 2)
-                        write(chip * (axis * -rate) * (1 / gyroscopeScale) + dither, "iio:device1", "anglvel")
-                        Thread.sleep(forTimeInterval: 0.01)
-                    }
-                    write(.zero, "iio:device1", "anglvel")
+            let hand = Hand(poses: ups.count) { index in
+                guard index > 0 else { return write(ups[0] * Double(chuwi.countsPerG), "iio:device0", "accel") }
+                // û turns about a as the device turns at ω = −θ̇·a (dû/dt = û × ω), in the chip's frame.
+                let up = ups[index - 1], next = ups[index], axis = up.cross(next) * (1 / up.cross(next).length)
+                let angle = acos(max(-1, min(1, up.dot(next)))), rate = 0.8
+                // The pose follows the clock, not the count of steps: on a loaded machine a sleep
+                // overshoots, and the chip would turn slower than the gyroscope says.
+                let start = Date()
+                var step = 0
+                while true {
+                    let turnedBy = min(angle, rate * Date().timeIntervalSince(start))
+                    write(Quaternion(angle: turnedBy, axis: axis).rotate(up) * Double(chuwi.countsPerG), "iio:device0", "accel")
+                    guard turnedBy < angle else { break }
+                    // A count of noise, as a real gyroscope's: a reading that never changes is read as
+                    // the same measurement again (`ChangeInstant`), not a new one.
+                    step += 1
+                    let dither = Vector3(x: 1, y: 1, z: 1) * Double(step % 2)
+                    write(chip * (axis * -rate) * (1 / gyroscopeScale) + dither, "iio:device1", "anglvel")
+                    Thread.sleep(forTimeInterval: 0.01)
                 }
+                write(.zero, "iio:device1", "anglvel")
             }
-            turning.start()
+            let run = try await Self.motionctl(["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"], hand: hand)
             let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
-            let run = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"])
             #expect(run.status == 0, "\(run.output) \(run.errors)")
             #expect(run.output.contains("The gyroscope's axes disagree with the accelerometer's"), "\(run.output)")
             let read = try DeviceFrame.transform(mountMatrix: Matrix3(rowMajor: chuwi.shipped.map(Double.init)))
@@ -333,37 +363,32 @@ extension Hardware {
             let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
             let daemon = try DaemonProcess(socket: socket)
             defer { _ = daemon.secondsToExit(after: SIGTERM) }
-            // Each pose held 2.5 s, then a turn of 1 s to the next, as a hand makes it: the base's
-            // polling, slowed while it lay still (AdaptivePolling), is moving again by the next pose.
-            let sysfs = testbed.root + "/sys/bus/iio/devices/"
-            let turning = Thread {
-                func write(_ device: String, _ pose: [Int], _ next: [Int], _ f: Double) {
-                    let v = zip(pose, next).map { Double($0) * (1 - f) + Double($1) * f }
-                    let scale = 256 / max(1, (v.map { $0 * $0 }.reduce(0, +)).squareRoot())
-                    for (axis, value) in zip(["x", "y", "z"], v) {
-                        try? "\(Int((value * scale).rounded()))\n".write(toFile: sysfs + device + "/in_accel_\(axis)_raw", atomically: false, encoding: .utf8)
-                    }
+            // Each pose held until the wizard asks for the next, then a turn of 1 s to it, as a hand makes
+            // it: the base's polling, slowed while it lay still (AdaptivePolling), is moving again by the next pose.
+            let sysfs = testbed.root
+            @Sendable func write(_ device: String, _ pose: [Int], _ next: [Int], _ f: Double) {
+                let v = zip(pose, next).map { Double($0) * (1 - f) + Double($1) * f }
+                let scale = 256 / max(1, (v.map { $0 * $0 }.reduce(0, +)).squareRoot())
+                Self.write(v.map { Int(($0 * scale).rounded()) }, to: device, root: sysfs)
+            }
+            let hand = Hand(poses: display.count) { index in
+                guard index > 0 else {
+                    write("iio:device0", display[0], display[0], 0)
+                    return write("iio:device1", base[0], base[0], 0)
                 }
-                for index in display.indices {
-                    write("iio:device0", display[index], display[index], 0)
-                    write("iio:device1", base[index], base[index], 0)
-                    Thread.sleep(forTimeInterval: 2.5)
-                    guard index + 1 < display.count else { break }
-                    for step in 1...20 {
-                        write("iio:device0", display[index], display[index + 1], Double(step) / 20)
-                        write("iio:device1", base[index], base[index + 1], Double(step) / 20)
-                        Thread.sleep(forTimeInterval: 0.05)
-                    }
+                for step in 1...20 {
+                    write("iio:device0", display[index - 1], display[index], Double(step) / 20)
+                    write("iio:device1", base[index - 1], base[index], Double(step) / 20)
+                    Thread.sleep(forTimeInterval: 0.05)
                 }
             }
-            turning.start()
             let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
             let arguments = ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"]
             let run: ProgramRun
             if let answer {
-                run = try await runProgram("/bin/sh", ["-c", "printf '\(answer)\\n' | script -qec '\(([motionctl] + arguments).joined(separator: " "))' /dev/null"])
+                run = try await Self.motionctl(["-c", "printf '\(answer)\\n' | script -qec '\(([motionctl] + arguments).joined(separator: " "))' /dev/null"], program: "/bin/sh", hand: hand)
             } else {
-                run = try await runProgram(motionctl, arguments)
+                run = try await Self.motionctl(arguments, hand: hand)
             }
             return (run, try? String(contentsOfFile: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", encoding: .utf8))
         }
@@ -481,7 +506,14 @@ extension Hardware {
             let socket = NSTemporaryDirectory() + "mount-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
             let daemon = try DaemonProcess(socket: socket)
             defer { _ = daemon.secondsToExit(after: SIGTERM) }
-            _ = Self.makePoses(shaking, on: testbed, seconds: 0.3)
+            let shaken = Atomic(false)
+            Thread { [sysfs = testbed.root] in
+                for pose in shaking where !shaken.load(ordering: .acquiring) {
+                    Self.write(pose, root: sysfs)
+                    Thread.sleep(forTimeInterval: 0.3)
+                }
+            }.start()
+            defer { shaken.store(true, ordering: .releasing) }
             let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
             let run = try await runProgram(motionctl, ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "1", "--timeout", "4"])
             #expect(run.status == 1 && run.errors.contains("the pose was not held still within 4 s"), "\(run.output) \(run.errors)")

@@ -29,36 +29,73 @@ public func runProgram(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
     timeLimit: Double = 120
 ) async throws -> ProgramRun {
-    // The environment read under `environmentLock`, not inherited as the launch finds it.
+    let configuration = programConfiguration(executable, arguments, environment: environment, directory: directory)
+    return try await withTimeLimit(timeLimit, executable) {
+        let result = try await run(configuration, output: .string(limit: 1 << 24), error: .string(limit: 1 << 24))
+        return ProgramRun(status: result.terminationStatus.shellStatus, output: result.standardOutput, errors: result.standardError)
+    }
+}
+
+/// Runs `executable` as `runProgram` above does, handing each line of its standard output to `heard`
+/// as it comes (a line ends at a newline or a carriage return), so that a test answers what a program
+/// asks when it asks, as a person at it would, rather than after a guessed time. `output` is the lines
+/// joined by newlines.
+public func runProgram(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], timeLimit: Double = 120,
+    hearing heard: @escaping @Sendable (String) -> Void
+) async throws -> ProgramRun {
+    let configuration = programConfiguration(executable, arguments, environment: environment, directory: nil)
+    return try await withTimeLimit(timeLimit, executable) {
+        let result = try await run(configuration, input: .none, output: .sequence, error: .string(limit: 1 << 24)) { execution in
+            var lines: [String] = []
+            for try await line in execution.standardOutput.strings() {
+                heard(line)
+                lines.append(line)
+            }
+            return lines.joined(separator: "\n")
+        }
+        return ProgramRun(status: result.terminationStatus.shellStatus, output: result.closureResult, errors: result.standardError)
+    }
+}
+
+/// How swift-subprocess is to start `executable`: the environment read under `environmentLock`, not
+/// inherited as the launch finds it, with `environment` added.
+private func programConfiguration(_ executable: String, _ arguments: [String], environment: [String: String], directory: String?) -> Configuration {
     var variables: [Environment.Key: String] = [:]
     for (name, value) in steadyEnvironment().merging(environment, uniquingKeysWith: { $1 }) {
         variables[Environment.Key(stringLiteral: name)] = value
     }
-    let configuration = Configuration(
+    return Configuration(
         executable: executable.contains("/") ? .path(FilePath(executable)) : .name(executable),
         arguments: Arguments(arguments),
         environment: .custom(variables),
         workingDirectory: directory.map { FilePath($0) })
-    return try await withThrowingTaskGroup(of: ProgramRun?.self) { group in
+}
+
+/// Runs `body` (a program's run) and gives up after `seconds`: the first to finish decides; cancelling
+/// the other kills the program if it is still running.
+private func withTimeLimit(_ seconds: Double, _ executable: String, _ body: @escaping @Sendable () async throws -> ProgramRun) async throws -> ProgramRun {
+    try await withThrowingTaskGroup(of: ProgramRun?.self) { group in
+        group.addTask { try await body() }
         group.addTask {
-            let result = try await run(configuration, output: .string(limit: 1 << 24), error: .string(limit: 1 << 24))
-            let status: Int32
-            switch result.terminationStatus {
-            case .exited(let code): status = code
-            case .signaled(let signal): status = 128 + signal
-            }
-            return ProgramRun(status: status, output: result.standardOutput, errors: result.standardError)
-        }
-        group.addTask {
-            try await Task.sleep(for: .seconds(timeLimit))
+            try await Task.sleep(for: .seconds(seconds))
             return nil
         }
-        // The first to finish decides; cancelling the other kills the program if it is still running.
         defer { group.cancelAll() }
         guard let first = try await group.next(), let finished = first else {
-            throw ProgramTimedOut(executable: executable, seconds: timeLimit)
+            throw ProgramTimedOut(executable: executable, seconds: seconds)
         }
         return finished
+    }
+}
+
+extension TerminationStatus {
+    /// The exit status, or 128 + the signal that ended it (as a shell reports it).
+    var shellStatus: Int32 {
+        switch self {
+        case .exited(let code): code
+        case .signaled(let signal): 128 + signal
+        }
     }
 }
 
