@@ -87,51 +87,10 @@ public final class MotionClient: Sendable {
 
     // MARK: Push
 
-    /// One update of a watched stream.
-    public enum Update: Sendable, Hashable {
-        case motion(MotionMessage)
-        case accelerometer(AccelerometerMessage)
-        case gyroscope(GyroscopeMessage)
-        case magnetometer(MagnetometerMessage)
-        case proximity(ProximityMessage)
-        /// A `LIGHT` event (protocol 1.2).
-        case light(LightMessage)
-        case orientation(OrientationMessage)
-        /// A `TILT` event.
-        case tilt(TiltMessage)
-        /// A `HINGE` sample.
-        case hinge(HingeMessage)
-        /// A `PEDOMETER` count: steps, distance (m), cadence (steps/s), pace (s/m).
-        case pedometer(PedometerMessage)
-        /// An `ACTIVITY` change: stationary, walking, running or unknown, with a confidence.
-        case activity(ActivityMessage)
-        /// An `ALTITUDE` sample: pressure (kPa), altitude in the standard atmosphere (m), precision (m).
-        case altitude(AltitudeMessage)
-        /// A `GESTURE`: shake, pick-up or significant motion.
-        case gesture(GestureMessage)
-        /// The daemon dropped `count` messages of `stream` because this client read too slowly.
-        case dropped(stream: StreamKind, count: Int)
-
-        /// The protocol's message this update came as.
-        public var message: any ServerMessage {
-            switch self {
-            case .motion(let m): m
-            case .accelerometer(let m): m
-            case .gyroscope(let m): m
-            case .magnetometer(let m): m
-            case .proximity(let m): m
-            case .light(let m): m
-            case .orientation(let m): m
-            case .tilt(let m): m
-            case .hinge(let m): m
-            case .pedometer(let m): m
-            case .activity(let m): m
-            case .altitude(let m): m
-            case .gesture(let m): m
-            case .dropped(let stream, let count): Dropped(stream: stream, count: count)
-            }
-        }
-    }
+    /// One update of a watched stream: a stream's message (its case of `AnyServerMessage`, so that
+    /// every stream of the catalogue is one), or `.dropped` when the daemon dropped messages of a
+    /// stream because this client read too slowly. The subscription hands on nothing else.
+    public typealias Update = AnyServerMessage
 
     /// Updates of `streams`, one every `interval` seconds (event streams when they change), `motion`
     /// in `frame`. A `latency` in seconds (0…10) lets the daemon hold samples up to that long and send
@@ -268,24 +227,12 @@ public final class Subscription: Sendable {
             }
         }
         switch message {
-        case .motion(let m): return .motion(m)
-        case .accelerometer(let m): return .accelerometer(m)
-        case .gyroscope(let m): return .gyroscope(m)
-        case .magnetometer(let m): return .magnetometer(m)
-        case .proximity(let m): return .proximity(m)
-        case .light(let m): return .light(m)
-        case .orientation(let m): return .orientation(m)
-        case .tilt(let m): return .tilt(m)
-        case .hinge(let m): return .hinge(m)
-        case .pedometer(let m): return .pedometer(m)
-        case .activity(let m): return .activity(m)
-        case .altitude(let m): return .altitude(m)
-        case .gesture(let m): return .gesture(m)
-        case .dropped(let m): return .dropped(stream: m.stream, count: m.count)
         case .ended(let m): throw .streamEnded(stream: m.stream, reason: m.reason)
         case .error(let m): throw .refused(code: m.code, message: m.message)
-        case .version, .watching, .snapshot, .devices, .status, .history, .unknown:
-            return nil  // not an update; and classes a later protocol minor version adds
+        case .dropped: return message
+        default:
+            // A stream's message is an update; replies are not, nor classes a later minor version adds.
+            return message.stream == nil ? nil : message
         }
     }
 }

@@ -105,22 +105,32 @@ final class ClientTable: @unchecked Sendable {
 
     /// Sends a message that is never dropped (an event, `VERSION`, `ENDED`).
     func send<M: ServerMessage>(_ message: M, to id: ID) {
-        if let outbox = outboxes[id] { deliver(AnyServerMessage(message), to: outbox, kind: .kept) }
+        guard let outbox = outboxes[id], let message = catalogued(message) else { return }
+        deliver(message, to: outbox, kind: .kept)
     }
 
     /// Sends a reply, or holds it behind an earlier POLL still waiting for its sensors.
     func reply<M: ServerMessage>(_ message: M, to id: ID) {
-        guard let outbox = outboxes[id], !outbox.closing else { return }
-        if let receiver = outbox.receiver { return receive(AnyServerMessage(message), by: receiver, outbox) }
-        guard let line = encode(AnyServerMessage(message)) else { return }
+        guard let outbox = outboxes[id], !outbox.closing, let message = catalogued(message) else { return }
+        if let receiver = outbox.receiver { return receive(message, by: receiver, outbox) }
+        guard let line = encode(message) else { return }
         if !outbox.holdsBack(line) { enqueue(line, to: outbox, kind: .kept) }
     }
 
     /// Fills a reserved reply slot, then sends every reply at the front that is ready.
     func answer<M: ServerMessage>(slot: Int, with message: M, to id: ID) {
         guard let outbox = outboxes[id] else { return }
-        if let receiver = outbox.receiver { return receive(AnyServerMessage(message), by: receiver, outbox) }
-        for line in outbox.fill(slot: slot, with: encode(AnyServerMessage(message))) { enqueue(line, to: outbox, kind: .kept) }
+        let message = catalogued(message)
+        if let receiver = outbox.receiver, let message { return receive(message, by: receiver, outbox) }
+        for line in outbox.fill(slot: slot, with: message.flatMap(encode)) { enqueue(line, to: outbox, kind: .kept) }
+    }
+
+    /// `message` as the value a client is handed; nil, logged, for a type that no list of
+    /// `AnyServerMessage`'s classes names (a message the hub cannot send).
+    private func catalogued<M: ServerMessage>(_ message: M) -> AnyServerMessage? {
+        if let message = AnyServerMessage(message) { return message }
+        logger.error("cannot send \(M.className): \(M.self) is in neither AnyServerMessage's stream catalogue nor its replies")
+        return nil
     }
 
     /// Hands `message` to a client: as a value to an in-process front end, else its line (`line`,
@@ -154,7 +164,10 @@ final class ClientTable: @unchecked Sendable {
     /// ones, fast and allocation-free), else by `Wire`.
     func encode(_ message: AnyServerMessage) -> ByteBuffer? {
         if lineWriter.write(message) { return ByteBuffer(bytes: lineWriter.bytes) }
-        guard let body = message.message else { return nil }
+        guard let body = message.message else {
+            logger.error("cannot encode \(message): a class this version does not list")
+            return nil
+        }
         do {
             return ByteBuffer(bytes: try Wire.encode(body))
         } catch {

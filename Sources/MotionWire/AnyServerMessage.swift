@@ -22,9 +22,7 @@ public enum AnyServerMessage: Sendable, Hashable {
     case gesture(GestureMessage)
     case dropped(Dropped)
     case ended(Ended)
-    /// Boxed: a snapshot holds every stream's message, and inline it would make every value of this
-    /// enum (one per sample sent) as large as all of them together.
-    indirect case snapshot(Snapshot)
+    case snapshot(Snapshot)
     case devices(DevicesReply)
     case status(StatusReply)
     case history(HistoryReply)
@@ -53,84 +51,75 @@ public enum AnyServerMessage: Sendable, Hashable {
         }
     }
 
-    /// `message` as a case of its own (`unknown` for a class this version does not list): what the
-    /// daemon hands its in-process front ends, which switch on values and never parse a line.
-    public init(_ message: some ServerMessage) {
-        self =
-            switch message {
-            case let m as Version: .version(m)
-            case let m as ErrorReply: .error(m)
-            case let m as Watching: .watching(m)
-            case let m as MotionMessage: .motion(m)
-            case let m as AccelerometerMessage: .accelerometer(m)
-            case let m as GyroscopeMessage: .gyroscope(m)
-            case let m as MagnetometerMessage: .magnetometer(m)
-            case let m as ProximityMessage: .proximity(m)
-            case let m as LightMessage: .light(m)
-            case let m as OrientationMessage: .orientation(m)
-            case let m as TiltMessage: .tilt(m)
-            case let m as HingeMessage: .hinge(m)
-            case let m as PedometerMessage: .pedometer(m)
-            case let m as ActivityMessage: .activity(m)
-            case let m as AltitudeMessage: .altitude(m)
-            case let m as GestureMessage: .gesture(m)
-            case let m as Dropped: .dropped(m)
-            case let m as Ended: .ended(m)
-            case let m as Snapshot: .snapshot(m)
-            case let m as DevicesReply: .devices(m)
-            case let m as StatusReply: .status(m)
-            case let m as HistoryReply: .history(m)
-            default: .unknown(className: type(of: message).className)
-            }
+    /// `message` as its case; nil for a type that neither list of classes (the streams' catalogue,
+    /// `replies`) names.
+    public init?(_ message: some ServerMessage) {
+        guard let wrapped = Self.classes[ObjectIdentifier(type(of: message))]?.wrap(message) else { return nil }
+        self = wrapped
     }
+
+    /// The classes that are no stream's message: the replies, and the notices `VERSION`, `DROPPED`
+    /// and `ENDED`. The streams' are in their catalogue, `StreamKind.descriptor`.
+    public static let replies = [
+        MessageClass(version), MessageClass(error), MessageClass(watching), MessageClass(dropped), MessageClass(ended),
+        MessageClass(snapshot), MessageClass(devices), MessageClass(status), MessageClass(history),
+    ]
+
+    /// Every class, the streams' then the others'.
+    public static let allClasses = StreamKind.allCases.map(\.descriptor.message) + replies
+
+    private static let classes = Dictionary(uniqueKeysWithValues: allClasses.map { (ObjectIdentifier($0.type), $0) })
+    private static let classesByName = Dictionary(uniqueKeysWithValues: allClasses.map { ($0.name, $0) })
 
     /// The stream a sample or an event is of; `nil` for replies, `DROPPED`, `ENDED` and the rest.
-    public var stream: StreamKind? {
+    public var stream: StreamKind? { open(StreamOf()) ?? nil }
+
+    /// The message itself (`nil` for an unknown class).
+    public var message: (any ServerMessage)? { open(Boxed()) }
+
+    /// The message, if it is of type `type`.
+    public func payload<M: ServerMessage>(as type: M.Type) -> M? { open(Cast<M>()) ?? nil }
+
+    /// Hands the message to `visitor` as its own type, unboxed (the per-sample path allocates
+    /// nothing); `nil` for an unknown class. The one list of the cases besides their declarations.
+    private func open<V: Visitor>(_ visitor: V) -> V.Result? {
         switch self {
-        case .motion: .motion
-        case .accelerometer: .accelerometer
-        case .gyroscope: .gyroscope
-        case .magnetometer: .magnetometer
-        case .proximity: .proximity
-        case .light: .light
-        case .orientation: .orientation
-        case .tilt: .tilt
-        case .hinge: .hinge
-        case .pedometer: .pedometer
-        case .activity: .activity
-        case .altitude: .altitude
-        case .gesture: .gesture
-        case .version, .error, .watching, .dropped, .ended, .snapshot, .devices, .status, .history, .unknown: nil
+        case .version(let m): visitor.visit(m)
+        case .error(let m): visitor.visit(m)
+        case .watching(let m): visitor.visit(m)
+        case .motion(let m): visitor.visit(m)
+        case .accelerometer(let m): visitor.visit(m)
+        case .gyroscope(let m): visitor.visit(m)
+        case .magnetometer(let m): visitor.visit(m)
+        case .proximity(let m): visitor.visit(m)
+        case .light(let m): visitor.visit(m)
+        case .orientation(let m): visitor.visit(m)
+        case .tilt(let m): visitor.visit(m)
+        case .hinge(let m): visitor.visit(m)
+        case .pedometer(let m): visitor.visit(m)
+        case .activity(let m): visitor.visit(m)
+        case .altitude(let m): visitor.visit(m)
+        case .gesture(let m): visitor.visit(m)
+        case .dropped(let m): visitor.visit(m)
+        case .ended(let m): visitor.visit(m)
+        case .snapshot(let m): visitor.visit(m)
+        case .devices(let m): visitor.visit(m)
+        case .status(let m): visitor.visit(m)
+        case .history(let m): visitor.visit(m)
+        case .unknown: nil
         }
     }
 
-    /// The message itself (`nil` for an unknown class).
-    public var message: (any ServerMessage)? {
-        switch self {
-        case .version(let m): m
-        case .error(let m): m
-        case .watching(let m): m
-        case .motion(let m): m
-        case .accelerometer(let m): m
-        case .gyroscope(let m): m
-        case .magnetometer(let m): m
-        case .proximity(let m): m
-        case .light(let m): m
-        case .orientation(let m): m
-        case .tilt(let m): m
-        case .hinge(let m): m
-        case .pedometer(let m): m
-        case .activity(let m): m
-        case .altitude(let m): m
-        case .gesture(let m): m
-        case .dropped(let m): m
-        case .ended(let m): m
-        case .snapshot(let m): m
-        case .devices(let m): m
-        case .status(let m): m
-        case .history(let m): m
-        case .unknown: nil
-        }
+    private struct StreamOf: Visitor {
+        func visit<M: ServerMessage>(_ message: M) -> StreamKind? { StreamKind(messageType: M.self) }
+    }
+
+    private struct Boxed: Visitor {
+        func visit<M: ServerMessage>(_ message: M) -> any ServerMessage { message }
+    }
+
+    private struct Cast<Wanted: ServerMessage>: Visitor {
+        func visit<M: ServerMessage>(_ message: M) -> Wanted? { message as? Wanted }
     }
 
     /// Reads `class`, then the message of that class from the same decoder: one parse of the line.
@@ -141,55 +130,34 @@ public enum AnyServerMessage: Sendable, Hashable {
 
         init(from decoder: any Decoder) throws {
             let name = try decoder.container(keyedBy: Key.self).decode(String.self, forKey: .class)
-            func decode<M: ServerMessage>(_ type: M.Type) throws -> M { try M(from: decoder) }
-            message =
-                switch name {
-                case Version.className: .version(try decode(Version.self))
-                case ErrorReply.className: .error(try decode(ErrorReply.self))
-                case Watching.className: .watching(try decode(Watching.self))
-                case MotionMessage.className: .motion(try decode(MotionMessage.self))
-                case AccelerometerMessage.className: .accelerometer(try decode(AccelerometerMessage.self))
-                case GyroscopeMessage.className: .gyroscope(try decode(GyroscopeMessage.self))
-                case MagnetometerMessage.className: .magnetometer(try decode(MagnetometerMessage.self))
-                case ProximityMessage.className: .proximity(try decode(ProximityMessage.self))
-                case LightMessage.className: .light(try decode(LightMessage.self))
-                case OrientationMessage.className: .orientation(try decode(OrientationMessage.self))
-                case TiltMessage.className: .tilt(try decode(TiltMessage.self))
-                case HingeMessage.className: .hinge(try decode(HingeMessage.self))
-                case PedometerMessage.className: .pedometer(try decode(PedometerMessage.self))
-                case ActivityMessage.className: .activity(try decode(ActivityMessage.self))
-                case AltitudeMessage.className: .altitude(try decode(AltitudeMessage.self))
-                case GestureMessage.className: .gesture(try decode(GestureMessage.self))
-                case Dropped.className: .dropped(try decode(Dropped.self))
-                case Ended.className: .ended(try decode(Ended.self))
-                case Snapshot.className: .snapshot(try decode(Snapshot.self))
-                case DevicesReply.className: .devices(try decode(DevicesReply.self))
-                case StatusReply.className: .status(try decode(StatusReply.self))
-                case HistoryReply.className: .history(try decode(HistoryReply.self))
-                default: .unknown(className: name)
-                }
+            message = try AnyServerMessage.classesByName[name]?.decode(decoder) ?? .unknown(className: name)
         }
     }
 }
 
-extension Snapshot {
-    /// Puts a stream's message in its field; a message of no stream (a reply, `DROPPED`) is no field.
-    public mutating func insert(_ message: AnyServerMessage) {
-        switch message {
-        case .motion(let m): motion = m
-        case .accelerometer(let m): accelerometer = m
-        case .gyroscope(let m): gyroscope = m
-        case .magnetometer(let m): magnetometer = m
-        case .proximity(let m): proximity = m
-        case .light(let m): light = m
-        case .orientation(let m): orientation = m
-        case .tilt(let m): tilt = m
-        case .hinge(let m): hinge = m
-        case .pedometer(let m): pedometer = m
-        case .activity(let m): activity = m
-        case .altitude(let m): altitude = m
-        case .gesture(let m): gesture = m
-        case .version, .error, .watching, .dropped, .ended, .snapshot, .devices, .status, .history, .unknown: break
-        }
+/// What `AnyServerMessage.open` hands a message to.
+private protocol Visitor {
+    associatedtype Result
+    func visit<M: ServerMessage>(_ message: M) -> Result
+}
+
+/// A class of message: its type (which names the class and reads and writes its fields) and its case
+/// of `AnyServerMessage`.
+public struct MessageClass: Sendable {
+    /// The message's type.
+    public let type: any ServerMessage.Type
+    /// Reads the message from a decoder at its object, as its case.
+    let decode: @Sendable (any Decoder) throws -> AnyServerMessage
+    /// The message as its case; nil for a message of another type.
+    let wrap: @Sendable (any ServerMessage) -> AnyServerMessage?
+
+    /// The class whose messages are `AnyServerMessage`'s case `make`.
+    init<M: ServerMessage>(_ make: @escaping @Sendable (M) -> AnyServerMessage) {
+        type = M.self
+        decode = { make(try M(from: $0)) }
+        wrap = { ($0 as? M).map(make) }
     }
+
+    /// The value of the `class` field.
+    public var name: String { type.className }
 }

@@ -2,8 +2,10 @@ import FoundationEssentials
 import MotionCore
 
 // Every stream in one file: its name (`StreamKind`), its entry in the stream table (what it needs of the
-// sensors, how they are sampled), its message and its field of a `SNAPSHOT`. A new stream adds those
-// here, its case in `AnyServerMessage`, and its values in the hub's stage that makes them.
+// sensors, how they are sampled, its message: the catalogue), the message itself, and the `SNAPSHOT`
+// that holds them by stream. A new stream adds those here, its case in `AnyServerMessage` (and in its
+// `open`), and its values in the hub's stage that makes them; the wire's decoder, the snapshot, the
+// client library's updates and motionctl's view follow from the catalogue.
 
 /// The streams a client can watch or poll.
 public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
@@ -34,23 +36,19 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// Shake, pick-up and significant-motion events (protocol 1.5).
     case gesture
 
-    /// The stream's place in `allCases`, for tables indexed by stream.
+    /// The stream's place in `allCases`, for tables indexed by stream (the snapshot, the stream table).
     public var index: Int {
-        switch self {
-        case .motion: 0
-        case .accelerometer: 1
-        case .gyroscope: 2
-        case .magnetometer: 3
-        case .proximity: 4
-        case .light: 5
-        case .orientation: 6
-        case .tilt: 7
-        case .hinge: 8
-        case .pedometer: 9
-        case .activity: 10
-        case .altitude: 11
-        case .gesture: 12
-        }
+        // Every case is in `allCases`: the search always finds it, in at most `allCases.count` steps.
+        Self.ordered.firstIndex(of: self)!
+    }
+
+    /// `allCases` made once: the synthesized property builds a new array at each call.
+    private static let ordered = allCases
+
+    /// The stream whose message is of type `type`, if one is (none for a reply).
+    public init?(messageType type: any ServerMessage.Type) {
+        guard let index = Self.table.firstIndex(where: { $0.message.type == type }) else { return nil }
+        self = Self.ordered[index]
     }
 
     /// Decodes a stream's name; one that is no stream is refused naming it and the streams there are
@@ -83,6 +81,8 @@ extension StreamKind {
 
     /// One stream's entry in the table.
     public struct Descriptor: Sendable {
+        /// Its message: the class, its type, how it is read and how it becomes an `AnyServerMessage`.
+        public var message: MessageClass
         /// The sensors it cannot go without.
         public var required: Set<SensorKind>
         /// The sensors it uses where the machine has them.
@@ -90,6 +90,17 @@ extension StreamKind {
         public var sampling: Sampling
         /// The sensor whose readings it carries as they are (what a recording holds), if it does.
         public var rawSensor: SensorKind?
+
+        init<M: ServerMessage>(
+            _ message: @escaping @Sendable (M) -> AnyServerMessage, required: Set<SensorKind>, optional: Set<SensorKind> = [],
+            sampling: Sampling, rawSensor: SensorKind? = nil
+        ) {
+            self.message = MessageClass(message)
+            self.required = required
+            self.optional = optional
+            self.sampling = sampling
+            self.rawSensor = rawSensor
+        }
     }
 
     /// The stream's entry.
@@ -101,23 +112,27 @@ extension StreamKind {
     /// Whether a new watcher gets the stream's state first: an event stream's, except a moment's.
     public var startsWithState: Bool { isEventStream && descriptor.sampling != .moments }
 
-    private static let table = allCases.map(\.entry)
+    /// The entries, in the order of `allCases`.
+    fileprivate static let table = allCases.map(\.entry)
 
+    /// The catalogue: each stream's entry, its message named by its case of `AnyServerMessage`.
     private var entry: Descriptor {
         switch self {
         // A sensor hub's own compass gives the heading only where no magnetometer does (CapturePlan).
-        case .motion: Descriptor(required: [.accelerometer], optional: [.gyroscope, .magnetometer, .compass], sampling: .asked)
-        case .accelerometer: Descriptor(required: [.accelerometer], sampling: .asked, rawSensor: .accelerometer)
-        case .gyroscope: Descriptor(required: [.gyroscope], sampling: .asked, rawSensor: .gyroscope)
-        case .magnetometer: Descriptor(required: [.magnetometer], sampling: .asked, rawSensor: .magnetometer)
-        case .proximity: Descriptor(required: [.proximity], sampling: .events, rawSensor: .proximity)
-        case .light: Descriptor(required: [.light], sampling: .events)
-        case .orientation, .tilt: Descriptor(required: [.accelerometer], sampling: .events)
-        case .hinge: Descriptor(required: [.accelerometer], sampling: .asked)
-        case .pedometer: Descriptor(required: [.accelerometer], optional: [.pressure], sampling: .gait)
-        case .activity: Descriptor(required: [.accelerometer], sampling: .gait)
-        case .altitude: Descriptor(required: [.pressure], sampling: .asked, rawSensor: .pressure)
-        case .gesture: Descriptor(required: [.accelerometer], sampling: .moments)
+        case .motion:
+            Descriptor(AnyServerMessage.motion, required: [.accelerometer], optional: [.gyroscope, .magnetometer, .compass], sampling: .asked)
+        case .accelerometer: Descriptor(AnyServerMessage.accelerometer, required: [.accelerometer], sampling: .asked, rawSensor: .accelerometer)
+        case .gyroscope: Descriptor(AnyServerMessage.gyroscope, required: [.gyroscope], sampling: .asked, rawSensor: .gyroscope)
+        case .magnetometer: Descriptor(AnyServerMessage.magnetometer, required: [.magnetometer], sampling: .asked, rawSensor: .magnetometer)
+        case .proximity: Descriptor(AnyServerMessage.proximity, required: [.proximity], sampling: .events, rawSensor: .proximity)
+        case .light: Descriptor(AnyServerMessage.light, required: [.light], sampling: .events)
+        case .orientation: Descriptor(AnyServerMessage.orientation, required: [.accelerometer], sampling: .events)
+        case .tilt: Descriptor(AnyServerMessage.tilt, required: [.accelerometer], sampling: .events)
+        case .hinge: Descriptor(AnyServerMessage.hinge, required: [.accelerometer], sampling: .asked)
+        case .pedometer: Descriptor(AnyServerMessage.pedometer, required: [.accelerometer], optional: [.pressure], sampling: .gait)
+        case .activity: Descriptor(AnyServerMessage.activity, required: [.accelerometer], sampling: .gait)
+        case .altitude: Descriptor(AnyServerMessage.altitude, required: [.pressure], sampling: .asked, rawSensor: .pressure)
+        case .gesture: Descriptor(AnyServerMessage.gesture, required: [.accelerometer], sampling: .moments)
         }
     }
 }
@@ -407,23 +422,73 @@ public struct HingeMessage: ServerMessage {
     }
 }
 
-/// `SNAPSHOT`: the reply to `POLL`.
+/// `SNAPSHOT`: the reply to `POLL`: the latest message of each stream asked for, under the stream's
+/// name.
 public struct Snapshot: ServerMessage {
     public static let className = "SNAPSHOT"
     public var id: RequestID?
-    public var motion: MotionMessage?
-    public var accelerometer: AccelerometerMessage?
-    public var gyroscope: GyroscopeMessage?
-    public var magnetometer: MagnetometerMessage?
-    public var proximity: ProximityMessage?
-    public var light: LightMessage?
-    public var orientation: OrientationMessage?
-    public var tilt: TiltMessage?
-    public var hinge: HingeMessage?
-    public var pedometer: PedometerMessage?
-    public var activity: ActivityMessage?
-    public var altitude: AltitudeMessage?
-    public var gesture: GestureMessage?
+    /// Each stream's message at the stream's `index`; nil for a stream not in the snapshot.
+    private var messages = [AnyServerMessage?](repeating: nil, count: StreamKind.allCases.count)
 
     public init(id: RequestID?) { self.id = id }
+
+    /// The message of `stream`, if the snapshot has one.
+    public subscript(stream: StreamKind) -> AnyServerMessage? { messages[stream.index] }
+
+    /// The message of type `type`'s stream, if the snapshot has one.
+    public subscript<M: ServerMessage>(type: M.Type) -> M? {
+        StreamKind(messageType: type).flatMap { messages[$0.index]?.payload(as: type) }
+    }
+
+    /// Puts a stream's message in its place, replacing the one there; a message of no stream (a
+    /// reply, `DROPPED`) has none.
+    public mutating func insert(_ message: AnyServerMessage) {
+        if let stream = message.stream { messages[stream.index] = message }
+    }
+
+    // Named by stream, for readers: the snapshot stores and codes them by `StreamKind`.
+    public var motion: MotionMessage? { self[MotionMessage.self] }
+    public var accelerometer: AccelerometerMessage? { self[AccelerometerMessage.self] }
+    public var gyroscope: GyroscopeMessage? { self[GyroscopeMessage.self] }
+    public var magnetometer: MagnetometerMessage? { self[MagnetometerMessage.self] }
+    public var proximity: ProximityMessage? { self[ProximityMessage.self] }
+    public var light: LightMessage? { self[LightMessage.self] }
+    public var orientation: OrientationMessage? { self[OrientationMessage.self] }
+    public var tilt: TiltMessage? { self[TiltMessage.self] }
+    public var hinge: HingeMessage? { self[HingeMessage.self] }
+    public var pedometer: PedometerMessage? { self[PedometerMessage.self] }
+    public var activity: ActivityMessage? { self[ActivityMessage.self] }
+    public var altitude: AltitudeMessage? { self[AltitudeMessage.self] }
+    public var gesture: GestureMessage? { self[GestureMessage.self] }
+
+    /// `id`, or a stream's name.
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.init(stringValue) }
+        init?(intValue: Int) { nil }
+        static let id = Key("id")
+    }
+
+    // `id` first, then the streams in the order of `StreamKind`'s cases, a stream without a message
+    // left out: the order and the keys the fields of earlier versions had (docs/protocol.md).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        id = try container.decodeIfPresent(RequestID.self, forKey: .id)
+        for stream in StreamKind.allCases {
+            let key = Key(stream.rawValue)
+            guard container.contains(key), try !container.decodeNil(forKey: key) else { continue }
+            messages[stream.index] = try stream.descriptor.message.decode(try container.superDecoder(forKey: key))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encodeIfPresent(id, forKey: .id)
+        for stream in StreamKind.allCases {
+            guard let message = messages[stream.index]?.message else { continue }
+            try container.encode(message, forKey: Key(stream.rawValue))
+        }
+    }
 }

@@ -4,19 +4,8 @@ import MotionCore
 
 /// What `watch` and `get` show: the latest value of every stream, as lines of text.
 struct MotionView {
-    var motion: MotionMessage?
-    var accelerometer: AccelerometerMessage?
-    var gyroscope: GyroscopeMessage?
-    var magnetometer: MagnetometerMessage?
-    var proximity: ProximityMessage?
-    var light: LightMessage?
-    var orientation: OrientationMessage?
-    var tilt: TiltMessage?
-    var hinge: HingeMessage?
-    var pedometer: PedometerMessage?
-    var activity: ActivityMessage?
-    var altitude: AltitudeMessage?
-    var gesture: GestureMessage?
+    /// The latest message of each stream, kept by stream as the catalogue lists them.
+    private(set) var latest = Snapshot(id: nil)
     /// The first altitude shown, m: the relative altitude is counted from it, as CoreMotion's is
     /// from the start of its updates.
     var startAltitude: Double?
@@ -25,47 +14,24 @@ struct MotionView {
     private var recent: [Int64] = []
 
     mutating func take(_ snapshot: Snapshot) {
-        motion = snapshot.motion ?? motion
-        accelerometer = snapshot.accelerometer ?? accelerometer
-        gyroscope = snapshot.gyroscope ?? gyroscope
-        magnetometer = snapshot.magnetometer ?? magnetometer
-        proximity = snapshot.proximity ?? proximity
-        light = snapshot.light ?? light
-        orientation = snapshot.orientation ?? orientation
-        tilt = snapshot.tilt ?? tilt
-        hinge = snapshot.hinge ?? hinge
-        pedometer = snapshot.pedometer ?? pedometer
-        activity = snapshot.activity ?? activity
-        if let m = snapshot.altitude { take(altitude: m) }
-        gesture = snapshot.gesture ?? gesture
+        for stream in StreamKind.allCases {
+            if let message = snapshot[stream] { keep(message) }
+        }
     }
 
-    private mutating func take(altitude message: AltitudeMessage) {
-        altitude = message
-        if startAltitude == nil { startAltitude = message.altitude }
+    private mutating func keep(_ message: AnyServerMessage) {
+        latest.insert(message)
+        if case .altitude(let m) = message, startAltitude == nil { startAltitude = m.altitude }
     }
 
     mutating func take(_ update: MotionClient.Update) {
         switch update {
-        case .motion(let m):
-            motion = m
-            count(m.timestamp)
-        case .accelerometer(let m):
-            accelerometer = m
-            if motion == nil { count(m.timestamp) }
-        case .gyroscope(let m): gyroscope = m
-        case .magnetometer(let m): magnetometer = m
-        case .proximity(let m): proximity = m
-        case .light(let m): light = m
-        case .orientation(let m): orientation = m
-        case .tilt(let m): tilt = m
-        case .hinge(let m): hinge = m
-        case .pedometer(let m): pedometer = m
-        case .activity(let m): activity = m
-        case .altitude(let m): take(altitude: m)
-        case .gesture(let m): gesture = m
-        case .dropped(_, let n): dropped += n
+        case .motion(let m): count(m.timestamp)
+        case .accelerometer(let m) where latest.motion == nil: count(m.timestamp)
+        case .dropped(let m): dropped += m.count
+        default: break
         }
+        keep(update)
     }
 
     private mutating func count(_ timestamp: Int64) {
@@ -89,45 +55,56 @@ struct MotionView {
         func vector(_ v: Vector3, _ digits: Int = 3) -> String {
             [v.x, v.y, v.z].map { String(format: "%+.\(digits)f", $0) }.joined(separator: "  ")
         }
-        func degrees(_ radians: Double) -> String { String(format: "%+8.2f°", radians * 180 / .pi) }
         var lines: [String] = []
         let rateText = rate.map { String(format: "%.1f Hz", $0) } ?? "–"
         lines.append("motiond   rate \(rateText)   dropped \(dropped)")
-        if let m = motion {
+        for stream in StreamKind.allCases {
+            guard let message = latest[stream] else { continue }
+            lines += Self.lines(message, since: startAltitude, vector: vector)
+        }
+        return lines
+    }
+
+    /// A stream's lines; a stream this view has no words for shows its protocol line.
+    private static func lines(_ message: AnyServerMessage, since startAltitude: Double?, vector: (Vector3, Int) -> String) -> [String] {
+        func degrees(_ radians: Double) -> String { String(format: "%+8.2f°", radians * 180 / .pi) }
+        switch message {
+        case .motion(let m):
             let a = m.attitude
             let unavailable = m.unavailable ?? []
             let yaw = unavailable.contains(.yaw) ? "      –  " : degrees(a.yaw)
-            lines.append("attitude        roll \(degrees(a.roll))  pitch \(degrees(a.pitch))  yaw \(yaw)   (\(m.frame.rawValue))")
+            var lines = ["attitude        roll \(degrees(a.roll))  pitch \(degrees(a.pitch))  yaw \(yaw)   (\(m.frame.rawValue))"]
             let q = a.quaternion
             lines.append(String(format: "quaternion      w %+.4f  x %+.4f  y %+.4f  z %+.4f", q.w, q.x, q.y, q.z))
-            lines.append("gravity         \(vector(m.gravity)) g")
-            lines.append("user accel      \(vector(m.userAcceleration)) g")
-            if !unavailable.contains(.rotationRate) { lines.append("rotation rate   \(vector(m.rotationRate)) rad/s") }
+            lines.append("gravity         \(vector(m.gravity, 3)) g")
+            lines.append("user accel      \(vector(m.userAcceleration, 3)) g")
+            if !unavailable.contains(.rotationRate) { lines.append("rotation rate   \(vector(m.rotationRate, 3)) rad/s") }
             if !unavailable.contains(.magneticField) {
                 lines.append("magnetic field  \(vector(m.magneticField.field, 1)) µT   accuracy \(m.magneticField.accuracy.rawValue)")
             }
             if let heading = m.heading { lines.append(String(format: "heading         %.1f°", heading)) }
             for reason in unavailable.reasons { lines.append("unavailable     \(reason)") }
-        }
-        if let m = accelerometer { lines.append("accelerometer   \(vector(m.acceleration)) g") }
-        if let m = gyroscope { lines.append("gyroscope       \(vector(m.rotationRate)) rad/s") }
-        if let m = magnetometer { lines.append("magnetometer    \(vector(m.magneticField, 1)) µT") }
-        if let m = proximity { lines.append("proximity       \(m.near ? "near" : "far") (\(m.value.formatted(digits: 1)))") }
-        if let m = light { lines.append("light           \(m.illuminance.formatted(digits: 1)) \(m.unit.rawValue)") }
-        if let m = orientation { lines.append("orientation     \(m.orientation.rawValue)") }
-        if let m = tilt { lines.append("tilt            \(m.tilt.rawValue)") }
-        if let m = hinge { lines.append(String(format: "hinge           %.1f°   ", m.angle) + m.mode.rawValue) }
-        if let m = pedometer {
+            return lines
+        case .accelerometer(let m): return ["accelerometer   \(vector(m.acceleration, 3)) g"]
+        case .gyroscope(let m): return ["gyroscope       \(vector(m.rotationRate, 3)) rad/s"]
+        case .magnetometer(let m): return ["magnetometer    \(vector(m.magneticField, 1)) µT"]
+        case .proximity(let m): return ["proximity       \(m.near ? "near" : "far") (\(m.value.formatted(digits: 1)))"]
+        case .light(let m): return ["light           \(m.illuminance.formatted(digits: 1)) \(m.unit.rawValue)"]
+        case .orientation(let m): return ["orientation     \(m.orientation.rawValue)"]
+        case .tilt(let m): return ["tilt            \(m.tilt.rawValue)"]
+        case .hinge(let m): return [String(format: "hinge           %.1f°   ", m.angle) + m.mode.rawValue]
+        case .pedometer(let m):
             let cadence = m.cadence.map { String(format: "   cadence %.2f steps/s", $0) } ?? ""
-            lines.append(String(format: "pedometer       %d steps   %.1f m", m.steps, m.distance) + cadence)
-        }
-        if let m = activity { lines.append("activity        \(m.activity.rawValue) (\(m.confidence.rawValue) confidence)") }
-        if let m = gesture { lines.append("gesture         \(m.gesture.rawValue) (last)") }
-        if let m = altitude {
+            return [String(format: "pedometer       %d steps   %.1f m", m.steps, m.distance) + cadence]
+        case .activity(let m): return ["activity        \(m.activity.rawValue) (\(m.confidence.rawValue) confidence)"]
+        case .gesture(let m): return ["gesture         \(m.gesture.rawValue) (last)"]
+        case .altitude(let m):
             let relative = String(format: "   relative %+.2f m", m.altitude - (startAltitude ?? m.altitude))
             let precision = m.precision.map { String(format: "   ±%.2f m", $0) } ?? ""
-            lines.append(String(format: "altitude        %.2f m   %.4f kPa", m.altitude, m.pressure) + relative + precision)
+            return [String(format: "altitude        %.2f m   %.4f kPa", m.altitude, m.pressure) + relative + precision]
+        default:
+            guard let stream = message.stream, let body = message.message else { return [] }
+            return [stream.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0) + protocolLine(body)]
         }
-        return lines
     }
 }

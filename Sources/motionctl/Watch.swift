@@ -58,7 +58,7 @@ struct Watch: AsyncParsableCommand {
                     if once { return }
                     continue
                 }
-                let complete = !streams.contains(.motion) || view.motion != nil
+                let complete = !streams.contains(.motion) || view.latest.motion != nil
                 guard complete, Date().timeIntervalSince(lastDraw) >= 0.05 || once else { continue }
                 lastDraw = Date()
                 let lines = view.render(color: inPlace)
@@ -81,7 +81,8 @@ struct Watch: AsyncParsableCommand {
     /// Unbuffered, so that a pipe sees each update at once.
     private func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
 
+    /// The update's protocol line (a subscription hands on no unknown class, the one without a message).
     private func line(_ update: MotionClient.Update) -> String {
-        protocolLine(update.message)
+        update.message.map { protocolLine($0) } ?? ""
     }
 }
