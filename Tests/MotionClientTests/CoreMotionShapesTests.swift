@@ -7,7 +7,7 @@ import Testing
 /// `Pedometer`, `MotionActivityManager` and `Altimeter` turn the protocol's lines into CoreMotion's
 /// shapes: checked on lines a scripted daemon sends (worked examples of docs/protocol.md's
 /// semantics), each reply given to every request, as the stand-in does.
-@Suite struct CoreMotionShapesTests {
+@Suite(.onOwnThreads) struct CoreMotionShapesTests {
     /// Collects what a handler gets until `count` values came (or 5 s passed).
     final class Collected<Value: Sendable>: Sendable {
         private let values = Mutex<[Value]>([])

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// The client library against a real motiond replaying the bundled BROAD recording.
-@Suite(.serialized) struct MotionClientTests {
+@Suite(.serialized, .onOwnThreads) struct MotionClientTests {
     /// BROAD's trials start at rest (its README): the raw accelerometer then reads 1 g, and the fused
     /// gravity points along it, both with CoreMotion's sign (−1 g along up).
     @Test func pullGivesASnapshotWhoseGravityIsWhereTheAccelerometerFeelsIt() throws {
@@ -146,7 +146,7 @@ import TestSupport
 /// What a later minor version of the daemon may send (a new stream, a new error code), which this
 /// client cannot read: it neither loses its own reply nor waits for ever. A scripted stand-in sends
 /// it, since no daemon of this version does.
-@Suite struct ForwardCompatibilityTests {
+@Suite(.onOwnThreads) struct ForwardCompatibilityTests {
     /// A message in between that this version cannot read used to end the round trip.
     @Test func anUnreadableMessageBeforeTheReplyIsSkipped() throws {
         let daemon = try ScriptedDaemon(replies: [

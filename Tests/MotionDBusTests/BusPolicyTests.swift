@@ -9,7 +9,7 @@ import Glibc
 /// The bus policy motiond installs (systemd/motiond-dbus.conf), on a bus with the system bus's own
 /// default rules (read from Debian's /usr/share/dbus-1/system.conf: nobody owns a name or calls a
 /// method unless a policy allows it). The processes run as real other users (setpriv).
-@Suite struct BusPolicyTests {
+@Suite(.onOwnThreads) struct BusPolicyTests {
     /// The repository's policy with motiond's user replaced by `daemon` (a user every Debian has; the
     /// `motiond` user exists only once motiond is installed).
     static func bus() throws -> PrivateSystemBus {
@@ -95,7 +95,7 @@ import Glibc
 /// file as installed but for its owner (`daemon` standing for `motiond`), and a rule that refuses
 /// `nobody`. Both files go in polkit's system directories for the test (it reads no others) and are
 /// removed after it; they name only this test's action file and that user.
-@Suite(.serialized) struct PolkitTests {
+@Suite(.serialized, .onOwnThreads) struct PolkitTests {
     @Test func aClaimPolkitRefusesIsRefusedAndOneItAllowsIsServed() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/lib/polkit-1/polkitd") else {
             Issue.record("polkitd is not installed (Debian package polkitd; scripts/install-debian-packages --tests installs it)")

@@ -8,7 +8,7 @@ import Testing
 
 /// The D-Bus service checked with GLib's `gdbus`, a D-Bus client that shares no code with sd-bus, on
 /// a private bus of its own (`dbus-daemon`), so no system bus is touched.
-@Suite(.serialized) struct SensorProxyServiceTests {
+@Suite(.serialized, .onOwnThreads) struct SensorProxyServiceTests {
     static let object = ["--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy"]
 
     /// A service on `bus` serving `values`, started; a sensor claimed is ready at once (its values
@@ -231,7 +231,7 @@ import Testing
 }
 
 /// The typed sd-bus layer's failures, as a client or a second owner meets them.
-@Suite(.serialized) struct BusFailureTests {
+@Suite(.serialized, .onOwnThreads) struct BusFailureTests {
     /// A call short of an argument is answered `InvalidArgs` in GDBus's words (upstream's), and the
     /// service goes on serving (it used to be left to sd-bus, which answered "unknown method").
     @Test func aMalformedCallIsAnsweredWithAnErrorAndServingGoesOn() throws {

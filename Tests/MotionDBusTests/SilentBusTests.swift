@@ -9,7 +9,7 @@ import Testing
 
 /// The D-Bus connections on a bus that accepts them and never answers (issue 60, defect 9): making
 /// one, starting it and stopping it each return at once, whatever the bus does.
-@Suite struct SilentBusTests {
+@Suite(.onOwnThreads) struct SilentBusTests {
     /// Seconds `body` took.
     static func seconds(_ body: () throws -> Void) rethrows -> Double {
         let start = Date()

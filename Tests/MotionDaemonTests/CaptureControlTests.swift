@@ -12,7 +12,7 @@ import MotionHub
 
 /// Stopping a capture joins its reader thread, which can wait for a slow read: that must not stop
 /// the event loop that serves every client.
-@Suite struct CaptureControlTests {
+@Suite(.onOwnThreads) struct CaptureControlTests {
     /// The bundled recording, whose first capture takes until the test says so to stop.
     final class SlowStoppingSource: SensorSource {
         let replay: ReplaySource
@@ -26,7 +26,7 @@ import MotionHub
             let source: SlowStoppingSource
             init(_ inner: any SensorStream, _ source: SlowStoppingSource) { (self.inner, self.source) = (inner, source) }
             var rate: Double { inner.rate }
-            var modeName: String { inner.modeName }
+            var readingMode: ReadingMode { inner.readingMode }
             func start(handler: @escaping @Sendable (SensorEvent) -> Void) { inner.start(handler: handler) }
             func stop() {
                 // Only the first stop is held: the daemon's own stop at the end must not wait for a release.
@@ -42,7 +42,7 @@ import MotionHub
             Stream(try replay.open(device, kinds: kinds, rate: rate, latency: latency, restsWhenStill: restsWhenStill, eventLoop: eventLoop), self)
         }
         var followsHotPlug: Bool { false }
-        func modeName(of device: DeviceDescriptor) -> String { replay.modeName(of: device) }
+        func readingMode(of device: DeviceDescriptor) -> ReadingMode { replay.readingMode(of: device) }
     }
 
     /// A capture whose stop hangs until released: the daemon answers another client meanwhile (were

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// What one client asks must not change what another receives, beyond the sensor rate they share.
-@Suite struct ChurnTests {
+@Suite(.onOwnThreads) struct ChurnTests {
     /// A client switching its gyroscope watch between 0.001 and 0.002 s 400 times, while another
     /// watches motion at 0.01 s on the bundled recording: the watcher used to get 1,210 lines/s
     /// instead of 100, 82 % repeating the previous timestamp, as every change of the fastest interval

@@ -8,7 +8,7 @@ import Testing
 /// below what it holds open, so that every `accept` fails with EMFILE, as under a flood of
 /// connections: NIO's accept loop used to spin on it (100 % of a core) while the clients waiting in
 /// the kernel heard nothing.
-@Suite(.serialized) struct DescriptorExhaustionTests {
+@Suite(.serialized, .onOwnThreads) struct DescriptorExhaustionTests {
     static func setDescriptorLimit(of pid: Int32, to limit: Int) throws {
         let prlimit = Process()
         prlimit.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")

@@ -7,7 +7,7 @@ import Testing
 /// `motiond --dbus` asks GeoClue where the machine is, only while a client watches motion in
 /// `xTrueNorthZVertical`: against a stand-in serving GeoClue 2's documented D-Bus interface on a
 /// private system bus (`geoclue-stand-in.py`), with the bundled recording (BROAD's 9D IMU) replayed.
-@Suite struct GeoClueTests {
+@Suite(.onOwnThreads) struct GeoClueTests {
     /// The stand-in script.
     static var standIn: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../TestSupport/Fixtures/geoclue-stand-in.py").standardized.path

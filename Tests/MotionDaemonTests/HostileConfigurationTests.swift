@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// A configuration that is refused costs nothing that stays (issue 25, defect 11).
-@Suite struct HostileConfigurationTests {
+@Suite(.onOwnThreads) struct HostileConfigurationTests {
     @Test func reloadingADeeplyNestedConfigurationIsRefusedAndLeavesNoMemoryBehind() throws {
         let path = NSTemporaryDirectory() + "motiond-deep-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
         try "declination: 1\n".write(toFile: path, atomically: true, encoding: .utf8)

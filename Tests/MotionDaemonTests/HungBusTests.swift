@@ -6,7 +6,7 @@ import Testing
 /// something else on its socket) must neither hold motiond's start nor its SIGTERM (issue 60, defect 9:
 /// the D-Bus parts' synchronous sd-bus calls in `start()` made SIGTERM take 88 s, then exit 1, and
 /// systemd's stop timeout is 90 s).
-@Suite struct HungBusTests {
+@Suite(.onOwnThreads) struct HungBusTests {
     /// `motiond --dbus` (the sensor-proxy drop-in and the GeoClue client) on a bus that never answers:
     /// it serves its socket, and SIGTERM ends it within 3 s (systemd's stop timeout is 90 s), with
     /// status 0: sent while the drop-in's start waits for its name, or once that wait gave up (10 s)

@@ -6,7 +6,7 @@ import Testing
 
 @testable import MotionDaemon
 
-@Suite struct JournalLogHandlerTests {
+@Suite(.onOwnThreads) struct JournalLogHandlerTests {
     /// journald makes each line on standard error an entry of its own: a message or value with a
     /// line break (a YAML error with its context, a device's odd `name`) used to become several
     /// entries, the later ones without a priority. Every entry is now exactly one line.

@@ -8,7 +8,7 @@ import Testing
 
 /// The daemon's parts under swift-service-lifecycle: the order they start and stop in, and what a
 /// failed start leaves running (nothing).
-@Suite struct PartGroupTests {
+@Suite(.onOwnThreads) struct PartGroupTests {
     /// What the parts did, in order.
     final class Journal: Sendable {
         private let entries = Mutex<[String]>([])

@@ -9,7 +9,7 @@ import Testing
 /// The whole daemon on state files that are not what it wrote (issue 40, defects 6 to 9): whatever
 /// stands at `history.json` or `calibration.json`, it listens at once, in little memory, with the file
 /// set aside and logged; what it kept it serves.
-@Suite struct StateFileTests {
+@Suite(.onOwnThreads) struct StateFileTests {
     /// The products' motiond, replaying the bundled recording, on a state directory that `prepare`
     /// filled; run as `nobody` when `asNobody` (with the directory theirs), to meet permissions that
     /// root's capabilities pass.

@@ -8,7 +8,7 @@ import Testing
 /// both north frames at once, the headings of the same samples compared. Their difference is the
 /// declination in use; the World Magnetic Model's at the place is checked against NOAA's own test
 /// values and an independent implementation in WorldMagneticModelTests.
-@Suite struct TrueNorthTests {
+@Suite(.onOwnThreads) struct TrueNorthTests {
     /// Berlin, at 34 m.
     static let place = (latitude: 52.52, longitude: 13.40, altitude: 34.0)
 

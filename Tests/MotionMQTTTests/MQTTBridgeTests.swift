@@ -10,7 +10,7 @@ import Testing
 
 /// The MQTT bridge against Debian's real broker (`mosquitto`) and subscriber (`mosquitto_sub`): what a
 /// fleet's broker receives is what MQTT's own tools show, not what our code believes it sent.
-@Suite(.serialized) struct MQTTBridgeTests {
+@Suite(.serialized, .onOwnThreads) struct MQTTBridgeTests {
     /// A replay daemon whose motiond.conf holds `mqtt` (YAML, indented under it).
     static func daemon(mqtt: String, arguments: [String] = []) throws -> ReplayDaemon {
         let path = NSTemporaryDirectory() + "motiond-mqtt-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"

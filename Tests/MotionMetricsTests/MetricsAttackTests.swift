@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// The metrics port attacked as any local user can (issue 25, defects 3 and 4).
-@Suite(.serialized) struct MetricsAttackTests {
+@Suite(.serialized, .onOwnThreads) struct MetricsAttackTests {
     static func daemon() throws -> (ReplayDaemon, port: Int) {
         let port = try freeLoopbackPort()
         let daemon = try ReplayDaemon(arguments: ["--loop", "--metrics", "127.0.0.1:\(port)"])

@@ -10,7 +10,7 @@ import Testing
 /// The metrics endpoint scraped over HTTP while a client streams, checked against what else tells the
 /// same facts: the recording's rate (BROAD's IMU, 285.7 Hz, as `motionctl status` measures it too),
 /// the client's own count of updates, and STATUS.
-@Suite(.serialized) struct MetricsTests {
+@Suite(.serialized, .onOwnThreads) struct MetricsTests {
     @Test func aScrapeWhileStreamingCountsWhatTheClientAndStatusSee() async throws {
         let port = try freeLoopbackPort()
         let daemon = try ReplayDaemon(arguments: ["--loop", "--metrics", "127.0.0.1:\(port)"])

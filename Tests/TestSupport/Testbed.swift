@@ -141,8 +141,10 @@ public struct TestbedError: Error, CustomStringConvertible {
 }
 
 /// Every test that uses a testbed, in every test target, runs in here, one at a time:
-/// `$UMOCKDEV_DIR` is process-wide and all test targets run in one process.
-@Suite(.serialized) public enum Hardware {}
+/// `$UMOCKDEV_DIR` is process-wide and all test targets run in one process. One at a time, it is the
+/// run's longest path, so its tests run on threads of their own: no other suite's blocking test can
+/// keep it waiting for a thread of the cooperative pool.
+@Suite(.serialized, .onOwnThreads) public enum Hardware {}
 
 extension Testbed {
     /// One scan of the imu-buffered fixture: accelerometer and gyroscope (raw, `Int16` little-endian),

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A condition a test waited for did not come true in time.
 public struct ConditionNotMet: Error, CustomStringConvertible {
@@ -25,8 +26,37 @@ public func temporarySocketPath() -> String {
 /// awaits its result, so that the test holds no thread of Swift's cooperative pool meanwhile: the pool
 /// has one thread per core (two on CI), and suites running beside it need them (a time limit that is a
 /// task, such as `runProgram`'s, fired 10 s late while synchronous tests held both).
-public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
+public func onOwnThread<T>(_ body: () throws -> T) async throws -> T {
+    try await withTaskExecutorPreference(ThreadPerJob.executor) { try body() }
+}
+
+/// A suite whose tests wait as they go (for a child process, a socket, a bus, a device), each run
+/// on threads of its own (`onOwnThread`) rather than Swift's cooperative pool: a synchronous test's
+/// blocking wait then holds none of the pool's threads (one per core), which the other suites, the
+/// serialized `Hardware` suite above all, need. `#expect` works as anywhere: the test's task, and
+/// what it knows of its test, are the same.
+public struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? { testCase == nil ? nil : self }
+
+    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        try await withTaskExecutorPreference(ThreadPerJob.executor, operation: function)
+    }
+}
+
+extension Trait where Self == OwnThreadsTrait {
+    /// Runs each of the suite's tests on threads of their own (`OwnThreadsTrait`).
+    public static var onOwnThreads: Self { OwnThreadsTrait() }
+}
+
+/// Runs each job (a part of a task between two waits) on a new thread: a job that blocks holds only
+/// its own thread. Starting a thread costs tens of microseconds, nothing beside a test's waits.
+private final class ThreadPerJob: TaskExecutor {
+    static let executor = ThreadPerJob()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        Thread { job.runSynchronously(on: ThreadPerJob.executor.asUnownedTaskExecutor()) }.start()
     }
 }
