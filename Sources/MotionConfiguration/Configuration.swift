@@ -262,6 +262,12 @@ public struct MountMatrixSetting: Sendable, Equatable, SettingsSection {
 
     init() {}
 
+    /// The entry as one line of motiond.conf that sets it: the remedy the daemon logs for a sensor
+    /// whose axes disagree with its accelerometer's (by `name`, the one field such an entry needs).
+    public static func line(name: String, matrix: String) -> String {
+        "mount_matrices: [{name: \(name), matrix: \"\(matrix)\"}]"
+    }
+
     static let settings: [Setting<MountMatrixSetting>] = [
         .optional("name", \.name, .text("IIO name"), default: nil, summary: "The device's IIO name, such as bmi160."),
         .optional("label", \.label, .text("IIO label"), default: nil, summary: "The device's IIO label."),

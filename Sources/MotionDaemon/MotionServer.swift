@@ -73,7 +73,8 @@ public final class MotionServer: Sendable {
         }
         let hub = Hub(
             eventLoop: loops.next(), logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
-            source: source, maximumClients: clientLimit, pagesOutWhenSettled: pagesOutWhenSettled)
+            source: source, maximumClients: clientLimit, pagesOutWhenSettled: pagesOutWhenSettled,
+            mountMatrixWording: { device, matrix in ("motiond.conf", MountMatrixSetting.line(name: device, matrix: matrix)) })
         self.hub = hub
         self.metrics = metrics.map { MetricsFrontEnd(hub: hub, host: $0.host, port: $0.port) }
         // The front ends count on the metrics' registry, or on nothing when none are served.

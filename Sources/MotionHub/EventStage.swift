@@ -5,7 +5,8 @@ import MotionWire
 
 /// The pipeline's event stage: the screen's orientation and tilt, gestures and a 2-in-1's hinge from
 /// the accelerometers, and the proximity and light sensors' changes. It keeps the latest of each for
-/// polls and new watchers, and hands each message it makes to `emit`; the pipeline sends. No I/O:
+/// polls and new watchers, and hands each message it makes to `emit`; the pipeline sends. The
+/// accelerometer's detectors are fed only while their streams are wanted (`follow(wanted:)`). No I/O:
 /// its tests drive it with samples.
 struct EventStage {
     private var orientationDetector = OrientationDetector()
@@ -22,6 +23,10 @@ struct EventStage {
     private var gesture: GestureMessage?
     private var proximity: ProximityMessage?
     private var light: LightMessage?
+    /// Which of the accelerometer's detectors are fed (`follow(wanted:)`): none until the pipeline says.
+    private var feedsOrientation = false
+    private var feedsTilt = false
+    private var feedsGestures = false
 
     /// Watches the hinge between the display's accelerometer and `base`'s (nil: no hinge), sampled at
     /// `rate` Hz.
@@ -50,6 +55,17 @@ struct EventStage {
         if !running.contains(.light) { light = nil }
     }
 
+    /// Follows the streams someone wants (watched, or polled lately): the orientation, tilt and gesture
+    /// detectors are fed only while their own stream is. One not wanted has no latest value and starts
+    /// afresh, as after a sensor's stop: the first sample once it is wanted again sends its state (the
+    /// device may have turned meanwhile). The hinge follows `followHinge`.
+    mutating func follow(wanted: Set<StreamKind>) {
+        (feedsOrientation, feedsTilt, feedsGestures) = (wanted.contains(.orientation), wanted.contains(.tilt), wanted.contains(.gesture))
+        if !feedsOrientation { (orientation, orientationDetector) = (nil, OrientationDetector()) }
+        if !feedsTilt { (tilt, tiltDetector) = (nil, TiltDetector()) }
+        if !feedsGestures { (gesture, gestures) = (nil, GestureRecognizer()) }
+    }
+
     /// Takes a sample: the display's accelerometer (`isWalking`: whether a walk is under way, which
     /// a pick-up is not), the base's (the hinge only), a proximity or a light sensor's. Each message
     /// made goes to `emit`: the hinge's angle with every display sample while it is watched, an
@@ -72,15 +88,21 @@ struct EventStage {
             // Sent when it differs from the latest value, which there is none of after a stop: a
             // state is sent even where the detector's first update gives the value it starts from.
             let gravity = sample.vector.accelerationFromSpecificForce
-            let previous = orientation?.orientation
-            orientation = OrientationMessage(timestamp: t, orientation: orientationDetector.update(gravity: gravity))
-            if orientation!.orientation != previous { emit(.orientation(orientation!)) }
-            let previousTilt = tilt?.tilt
-            tilt = TiltMessage(timestamp: t, tilt: tiltDetector.update(gravity: gravity))
-            if tilt!.tilt != previousTilt { emit(.tilt(tilt!)) }
-            gestures.update(specificForce: sample.vector, timestamp: t, isWalking: isWalking) { made in
-                gesture = GestureMessage(timestamp: t, gesture: made)
-                emit(.gesture(gesture!))
+            if feedsOrientation {
+                let previous = orientation?.orientation
+                orientation = OrientationMessage(timestamp: t, orientation: orientationDetector.update(gravity: gravity))
+                if orientation!.orientation != previous { emit(.orientation(orientation!)) }
+            }
+            if feedsTilt {
+                let previousTilt = tilt?.tilt
+                tilt = TiltMessage(timestamp: t, tilt: tiltDetector.update(gravity: gravity))
+                if tilt!.tilt != previousTilt { emit(.tilt(tilt!)) }
+            }
+            if feedsGestures {
+                gestures.update(specificForce: sample.vector, timestamp: t, isWalking: isWalking) { made in
+                    gesture = GestureMessage(timestamp: t, gesture: made)
+                    emit(.gesture(gesture!))
+                }
             }
         case .proximity:
             let message = ProximityMessage(timestamp: t, near: sample.isNear, value: sample.vector.x)

@@ -1,13 +1,13 @@
 import MotionCore
 import MotionDevices
 import MotionFusion
-import MotionSystem
 import MotionWire
 
 /// The pipeline's fusion stage: the IMU's raw streams (accelerometer, gyroscope, magnetometer) as
 /// they come, and `motion`, their fusion, made at the pacing sensor's rate while someone wants it. It
-/// keeps the latest of each for polls and says when a motion is due; the pipeline sends. No I/O: its
-/// tests drive it with samples.
+/// keeps the latest of each for polls and says when a motion is due; the pipeline sends. The axis
+/// checks (`AxisChecks`) and the place's magnetic field (`MagneticPlace`) are parts of their own that
+/// it feeds. No I/O: its tests drive it with samples.
 final class FusionStage {
     /// The fusion, in a box of its own: its state is kilobytes, and an optional struct held in a
     /// property is copied whole by optional chaining, `!= nil` and `!` (a memmove per sample, 8 % of
@@ -35,20 +35,8 @@ final class FusionStage {
     private var box: FusionBox?
     /// A copy of the fusion now, for what is not per sample (STATUS, saving the calibration).
     var fusion: SensorFusion? { box?.fusion }
-    /// Whether the gyroscope's axes agree with the accelerometer's, checked on the device's own turns
-    /// until a verdict (then nothing more is spent on it); nil: no verdict wanted (no gyroscope fused).
-    private var axisCheck: GyroscopeAxisCheck?
-    /// The accelerometer's last specific force, m/s², for the axis check.
-    private var lastSpecificForce: Vector3?
-    /// The axis check's verdict, once given (for STATUS).
-    private(set) var gyroscopeAxes: AxesVerdict?
-    /// Whether the magnetometer's axes agree with the gyroscope's, checked once the gyroscope's agree
-    /// with the accelerometer's, on the calibrated field, until a verdict; nil: none wanted.
-    private var magnetometerCheck: MagnetometerAxisCheck?
-    /// Its verdict, once given (for STATUS).
-    private(set) var magnetometerAxes: AxesVerdict?
-    /// Called once with each check's verdict, with the sensor checked: the gyroscope or the magnetometer.
-    var axesChecked: (_ sensor: SensorKind, AxesVerdict) -> Void = { _, _ in }
+    /// The gyroscope's and the magnetometer's axis checks, and their verdicts (for STATUS).
+    var axes = AxisChecks()
     /// Called when the gyroscope becomes calibrated (true) or stops being so (false), for the log.
     var gyroscopeCalibrationChanged: (_ calibrated: Bool, _ uncertainty: Double) -> Void = { _, _ in }
     /// Whether the gyroscope counted as calibrated at the last look (nil: not looked yet).
@@ -66,51 +54,29 @@ final class FusionStage {
     private var accelerometer: AccelerometerMessage?
     private var gyroscope: GyroscopeMessage?
     private var magnetometer: MagnetometerMessage?
-    /// The declination and the place configured (`LiveSettings`): the declination used is the one
-    /// set, else the World Magnetic Model's at the place for the date (computed again when a fusion
-    /// starts, so a daemon that runs for months follows the field's drift), else 0.
-    var declinationSetting: (degrees: Double?, location: GeographicLocation?) = (nil, nil) {
-        didSet { updateDeclination() }
-    }
-    /// Magnetic declination in use, degrees east of true north.
-    private(set) var declination = 0.0 {
-        didSet { box?.fusion.declination = declination * .pi / 180 }
-    }
-    /// The World Magnetic Model's field at the configured place, as last computed (nil: no place).
-    private(set) var geomagneticField: GeomagneticField? {
-        didSet { box?.fusion.expectedMagneticDip = expectedMagneticDip }
-    }
-    /// The model's inclination at the place, rad: what the fusion's disturbance detector expects.
-    private var expectedMagneticDip: Double? { geomagneticField.map { $0.inclination * .pi / 180 } }
-    /// When it was computed, s since 1970.
-    private var geomagneticFieldTime = -Double.infinity
-    /// How long a place's field stands before `refreshGeomagneticField` computes it again, s: 30 days
-    /// (the model's secular change is a few hundredths of a degree a month).
-    static let geomagneticFieldLifetime = 30 * 86_400.0
-    /// Now, seconds since 1970 (the date the model is computed for).
-    private let unixTime: () -> Double
-
-    /// A stage whose fusions start from, and give back, what `calibration` keeps.
-    init(calibration: SavedState<SensorFusion.Calibration>, unixTime: @escaping () -> Double = { Double(Syscall.realtimeNanoseconds()) * 1e-9 }) {
-        self.calibration = calibration
-        self.unixTime = unixTime
-    }
-
-    /// Computes the place's field again where it is older than `geomagneticFieldLifetime`: a fusion
-    /// that runs for months follows the field's drift (the hub asks at each periodic save).
-    func refreshGeomagneticField() {
-        if declinationSetting.location != nil, unixTime() - geomagneticFieldTime >= Self.geomagneticFieldLifetime { updateDeclination() }
-    }
-
-    private func updateDeclination() {
-        geomagneticFieldTime = unixTime()
-        geomagneticField = declinationSetting.location.map { place in
-            WorldMagneticModel.wmm2025.field(
-                latitude: place.latitude, longitude: place.longitude, altitude: place.altitude,
-                decimalYear: WorldMagneticModel.decimalYear(unixTime: geomagneticFieldTime))
+    /// The place and its field: the declination that turns `xTrueNorthZVertical`, and the field's
+    /// inclination that the fusion expects (each handed to the fusion whenever it changes).
+    private(set) var place: MagneticPlace {
+        didSet {
+            box?.fusion.declination = place.declination * .pi / 180
+            box?.fusion.expectedMagneticDip = place.expectedDip
         }
-        declination = declinationSetting.degrees ?? geomagneticField?.declination ?? 0
     }
+    /// The declination (degrees east of true north) and the place configured (`LiveSettings`).
+    var declinationSetting: (degrees: Double?, location: GeographicLocation?) {
+        get { place.setting }
+        set { place.setting = newValue }
+    }
+
+    /// A stage whose fusions start from, and give back, what `calibration` keeps; `place` gives the
+    /// date the magnetic model is computed for.
+    init(calibration: SavedState<SensorFusion.Calibration>, place: MagneticPlace = MagneticPlace()) {
+        self.calibration = calibration
+        self.place = place
+    }
+
+    /// Computes the place's field again where it is a month old (`MagneticPlace.refresh`).
+    func refreshGeomagneticField() { place.refresh() }
 
     /// Follows the sensors there are: `rate` of each kind running (Hz; nil: not running), and whether
     /// anyone wants motion. Every time constant of the fusion is in seconds and counted in samples of
@@ -130,20 +96,15 @@ final class FusionStage {
         // is watched makes a new one, which keeps the calibration learnt so far.
         if motionNeeded, let accelerometerRate = rate(.accelerometer), box?.usesGyroscope != (rate(.gyroscope) != nil) {
             if let box { calibration.keep(box.fusion.calibration) }
-            if declinationSetting.location != nil { updateDeclination() }
+            place.fusionStarts()
             var fresh = SensorFusion(
                 gyroscopeRate: rate(.gyroscope), accelerometerRate: accelerometerRate, magnetometerRate: rate(.magnetometer),
-                declination: declination)  // degrees here; the property is in radians
+                declination: place.declination)  // degrees here; the property is in radians
             if let saved = calibration.value { fresh.restore(saved) }
-            fresh.expectedMagneticDip = expectedMagneticDip
+            fresh.expectedMagneticDip = place.expectedDip
             box = FusionBox(fresh)
             pendingMotion = nil
-            // A gyroscope plugged in anew is checked anew.
-            axisCheck = fresh.usesGyroscope ? GyroscopeAxisCheck() : nil
-            // Fed only by magnetometer samples: one that comes later is checked too.
-            magnetometerCheck = fresh.usesGyroscope ? MagnetometerAxisCheck() : nil
-            magnetometerCheck?.fieldPointsDown = geomagneticField.map { $0.inclination > 0 }
-            if fresh.usesGyroscope { (gyroscopeAxes, magnetometerAxes) = (nil, nil) }
+            axes.fusionStarts(usesGyroscope: fresh.usesGyroscope, fieldPointsDown: place.field.map { $0.inclination > 0 })
             magnetometerRate = MeasurementRate()
         } else if let box, let accelerometerRate = rate(.accelerometer) {
             // A capture reopened at another rate (a faster client came, or the last one left).
@@ -167,14 +128,14 @@ final class FusionStage {
         switch sample.kind {
         case .accelerometer:
             box?.fusion.update(sample)
-            lastSpecificForce = sample.vector
+            axes.accelerometer(sample.vector)
             // Without a gyroscope, motion is made at the accelerometer's rate.
             if box?.usesGyroscope == false { pendingMotion = (t, period) }
             accelerometer = AccelerometerMessage(timestamp: t, acceleration: sample.vector.accelerationFromSpecificForce)
             return .accelerometer(accelerometer!)
         case .gyroscope:
             box?.fusion.update(sample)
-            if axisCheck != nil, let force = lastSpecificForce { checkAxes(force, sample.vector, at: t) }
+            axes.gyroscope(sample.vector, at: t)
             gyroscope = GyroscopeMessage(timestamp: t, rotationRate: sample.vector)
             // Motion is made at the gyroscope's rate, once the other samples of the same read (the
             // magnetometer's, often after the gyroscope's in a scan) are fused too.
@@ -184,7 +145,11 @@ final class FusionStage {
             box?.fusion.update(sample)
             // A polled magnetometer's measurement read again (`ChangeInstant`) says nothing of its rate.
             if !sample.isRepeat { followMagnetometerRate(at: t) }
-            if magnetometerCheck != nil, gyroscopeAxes == .agree { checkMagnetometerAxes(at: t) }
+            if axes.wantsMagnetometer, let box, box.fusion.calibrator.accuracy >= .medium, let field = box.fusion.calibratedMagneticField,
+                let rate = gyroscope?.rotationRate
+            {
+                axes.magnetometer(calibratedField: field, rotationRate: rate, at: t)
+            }
             magnetometer = MagnetometerMessage(timestamp: t, magneticField: sample.vector)
             return .magnetometer(magnetometer!)
         case .compass:
@@ -193,28 +158,6 @@ final class FusionStage {
         case .proximity, .light, .pressure:
             return nil
         }
-    }
-
-    /// Feeds the axis check; its verdict is told once, and the check ends.
-    private func checkAxes(_ force: Vector3, _ rate: Vector3, at t: Int64) {
-        axisCheck!.update(specificForce: force, rotationRate: rate, at: t)
-        guard let verdict = axisCheck!.verdict else { return }
-        axisCheck = nil
-        gyroscopeAxes = verdict
-        axesChecked(.gyroscope, verdict)
-    }
-
-    /// Feeds the magnetometer check with the calibrated field (once the calibration fits: a field
-    /// still carrying its offset does not turn as the device does); its verdict is told once.
-    private func checkMagnetometerAxes(at t: Int64) {
-        guard let box, box.fusion.calibrator.accuracy >= .medium, let field = box.fusion.calibratedMagneticField,
-            let rate = gyroscope?.rotationRate, let force = lastSpecificForce
-        else { return }
-        magnetometerCheck!.update(field: field, rotationRate: rate, specificForce: force, at: t)
-        guard let verdict = magnetometerCheck!.verdict else { return }
-        magnetometerCheck = nil
-        magnetometerAxes = verdict
-        axesChecked(.magnetometer, verdict)
     }
 
     /// Measures the magnetometer's own rate once per fusion (`MeasurementRate`) and, 20 % or more off
@@ -272,7 +215,7 @@ final class FusionStage {
             heading: motion.heading, unavailable: motion.unavailable)
         // No magnetometer fused, but a sensor hub's own compass: its heading, the one thing it gives.
         if message.heading == nil, motion.referenceFrame.isNorthReferenced, let compassHeading {
-            message.heading = Units.degreesWithinOneTurn(compassHeading + (motion.referenceFrame == .xTrueNorthZVertical ? declination : 0))
+            message.heading = Units.degreesWithinOneTurn(compassHeading + (motion.referenceFrame == .xTrueNorthZVertical ? place.declination : 0))
             message.unavailable?.remove(.heading)
             if message.unavailable == [] { message.unavailable = nil }
         }

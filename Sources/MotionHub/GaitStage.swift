@@ -6,8 +6,12 @@ import MotionWire
 /// The pipeline's gait stage: steps, activity and floors on foot, from the accelerometer's specific
 /// force and the pressure sensor's altitudes, and the week's history they fill. It keeps its latest
 /// `PEDOMETER`, `ACTIVITY` and `ALTITUDE` (for polls and new watchers) and returns each message it
-/// makes, for the pipeline to send. No I/O: its tests drive it with samples.
+/// makes, for the pipeline to send. The step detector and the activity classifier are fed only while
+/// `detecting`. No I/O: its tests drive it with samples.
 struct GaitStage {
+    /// The streams whose values need the step detector: its own, and gestures (a pick-up is not a
+    /// step: the recognizer asks whether a walk is under way).
+    static let streamsDetecting: Set<StreamKind> = [.pedometer, .activity, .gesture]
     private var stepDetector = StepDetector()
     private var activityClassifier = ActivityClassifier()
     private var altimeter = AltitudeEstimator()
@@ -38,6 +42,9 @@ struct GaitStage {
     }
     /// The wall-clock time (ns of Unix time) of a monotonic instant (ns), for the history.
     private let wallClock: (Int64) -> Int64
+    /// Whether the accelerometer's samples feed the step detector and the activity classifier
+    /// (`follow(detecting:)`): none until the pipeline says so.
+    private(set) var detecting = false
 
     /// A stage that goes on from `history`; `wallClock` turns monotonic instants into Unix time (the
     /// two clocks' offset now, unless a test gives its own).
@@ -50,6 +57,18 @@ struct GaitStage {
     /// Whether a walk is under way (the gestures and the floors ask).
     var isWalking: Bool { stepDetector.isWalking }
 
+    /// Feeds the step detector and the activity classifier from now on, or stops: while stopped the
+    /// count stays, no walk is under way and the activity is unknown, and they start afresh when fed
+    /// again (a walk's rhythm and an activity's 2 s from before the stop say nothing of now).
+    mutating func follow(detecting: Bool) {
+        guard detecting != self.detecting else { return }
+        self.detecting = detecting
+        guard !detecting else { return }
+        stepDetector = StepDetector()
+        activityClassifier = ActivityClassifier()
+        activity = nil
+    }
+
     /// The sensors stopped: the count stays; the activity starts over with them (unknown until one
     /// has held 2 s), not as it was when they stopped.
     mutating func sensorsStopped() {
@@ -59,9 +78,10 @@ struct GaitStage {
     }
 
     /// Takes one specific force (m/s²) at `t` (ns): returns a `PEDOMETER` if it counted steps and an
-    /// `ACTIVITY` if the activity changed; both go into the history.
+    /// `ACTIVITY` if the activity changed; both go into the history. Nothing while not `detecting`.
     mutating func update(specificForce: Vector3, at t: Int64) -> (pedometer: PedometerMessage?, activity: ActivityMessage?) {
         var changed: (pedometer: PedometerMessage?, activity: ActivityMessage?) = (nil, nil)
+        guard detecting else { return changed }
         let before = stepDetector.steps
         var last: Int64 = 0
         stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }

@@ -51,7 +51,8 @@ package struct MetricsSnapshot: Sendable {
     package var errors: [DaemonError: Int]
     /// Steps counted since start.
     package var steps: Int
-    /// The activity reported last (`nil` while no stream runs the step detector).
+    /// The activity reported last (`nil` while the step detector is not fed: no stream wants it and no
+    /// history is kept, `MotionPipeline`).
     package var activity: MotionActivityKind?
     /// The last altitude reading (`nil` while no pressure sensor runs).
     package var altitude: AltitudeMessage?

@@ -5,8 +5,9 @@ import MotionWire
 
 /// Samples in, messages out: puts the captures' samples in one time order and hands each to the
 /// stages that make the streams (`FusionStage`, `EventStage`, `GaitStage`), then what they make to
-/// the fanout; answers polls and new watchers from the stages' latest values. Confined to the hub's
-/// event loop.
+/// the fanout; answers polls and new watchers from the stages' latest values. A detector runs only
+/// while a stream it makes is wanted (watched, or polled lately), and the step detector also while the
+/// step history is kept across restarts. Confined to the hub's event loop.
 final class MotionPipeline {
     private let fanout: StreamFanout
     /// The IMU's raw streams and `motion`.
@@ -22,17 +23,22 @@ final class MotionPipeline {
     private var merged: [SampleMerger.Entry] = []
     /// Whether `fuseMerged` is running (it is not entered twice).
     private var fusingMerged = false
+    /// Whether the step history is kept across restarts (`StateSaver.keepsHistory`): its steps then
+    /// count whenever the accelerometer runs, whether or not anyone watches them.
+    private let keepsHistory: Bool
 
-    init(fanout: StreamFanout, calibration: SavedState<SensorFusion.Calibration>, history: GaitHistory) {
+    init(fanout: StreamFanout, calibration: SavedState<SensorFusion.Calibration>, history: GaitHistory, keepsHistory: Bool) {
         self.fanout = fanout
+        self.keepsHistory = keepsHistory
         fusion = FusionStage(calibration: calibration)
         gait = GaitStage(history: history)
     }
 
-    /// Follows a new capture plan: which capture paces the output, the hinge, and a fusion that uses
-    /// the sensors there are (`motionNeeded`: whether anyone wants motion), at the rates their devices
-    /// run at (`deviceRate`, Hz; the planned rate where it gives none).
-    func follow(_ plan: CapturePlan, motionNeeded: Bool, deviceRate: (DeviceNumber) -> Double?) {
+    /// Follows a new capture plan and the streams `wanted` (watched, or polled lately): which capture
+    /// paces the output, the hinge, the detectors those streams need, and a fusion that uses the
+    /// sensors there are while motion is wanted, at the rates their devices run at (`deviceRate`, Hz;
+    /// the planned rate where it gives none).
+    func follow(_ plan: CapturePlan, wanted: Set<StreamKind>, deviceRate: (DeviceNumber) -> Double?) {
         let pace = plan.captures.first { $0.kinds.contains(.gyroscope) }?.device
             ?? plan.captures.first { $0.kinds.contains(.accelerometer) && $0.device != plan.baseAccelerometer }?.device
         if pace != merger.pace {
@@ -44,11 +50,13 @@ final class MotionPipeline {
         events.followHinge(base: plan.baseAccelerometer, rate: plan.baseAccelerometer.flatMap(rate(of:)) ?? CapturePlan.eventRate)
         // The base's accelerometer feeds the hinge only: it keeps no screen orientation going.
         events.follow(running: Set(plan.captures.flatMap { $0.device == plan.baseAccelerometer ? $0.kinds.subtracting([.accelerometer]) : $0.kinds }))
+        events.follow(wanted: wanted)
+        gait.follow(detecting: keepsHistory || !wanted.isDisjoint(with: GaitStage.streamsDetecting))
         if plan.captures.isEmpty {
             fusion.sensorsStopped()
             gait.sensorsStopped()
         }
-        fusion.follow(motionNeeded: motionNeeded) { kind in plan.captures.first { $0.kinds.contains(kind) }.flatMap { rate(of: $0.device) } }
+        fusion.follow(motionNeeded: wanted.contains(.motion)) { kind in plan.captures.first { $0.kinds.contains(kind) }.flatMap { rate(of: $0.device) } }
     }
 
     /// Takes a sample of capture `device`, `period` ns after the previous one of its kind. Its

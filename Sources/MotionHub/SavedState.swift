@@ -20,6 +20,8 @@ final class SavedState<State: Codable & Sendable & Equatable>: @unchecked Sendab
     /// that the owner asks again rather than lose it).
     private(set) var isSaved = true
     private var saving = false
+    /// Whether it is kept across restarts: it has a store to be saved to.
+    var isKept: Bool { store != nil }
     /// Counts the values given to `save`, to know whether the one written is still the latest.
     private var generation = 0
 

@@ -23,6 +23,7 @@ import Testing
     /// left edge), each sent once, when the state changed, as the library's detector sees them.
     @Test func anOrientationIsSentWhenItChangesAndKeptForNewWatchers() throws {
         var stage = EventStage()
+        stage.follow(wanted: [.orientation])
         var sent: [OrientationMessage] = []
         var reference = OrientationDetector()
         var changes: [ScreenOrientation] = []
@@ -46,6 +47,7 @@ import Testing
     /// sends the angle, which is the library's estimator's on the same samples, and the readings it came from.
     @Test func theBaseFeedsOnlyTheHinge() throws {
         var stage = EventStage()
+        stage.follow(wanted: [.orientation, .tilt, .hinge])
         stage.followHinge(base: Self.base, rate: 25)
         var reference = HingeEstimator(rate: 25)
         var hinges: [HingeMessage] = []
@@ -73,6 +75,25 @@ import Testing
         var after = 0
         stage.take(Self.accelerometer(Vector3(x: 0, y: 1, z: 0), at: 3), isWalking: false) { if case .hinge = $0 { after += 1 } }
         #expect(after == 0 && stage.baseAccelerometer == nil, "no hinge once unwatched")
+    }
+
+    /// A detector whose stream is not wanted is not fed: upright for 1 s with only the tilt wanted
+    /// sends the tilt and no orientation, and keeps none for a poll. Once the orientation is wanted
+    /// too, the next sample sends its state (`normal`, iio-sensor-proxy's name for the top edge up),
+    /// from a detector that starts afresh; unwanted again, it is forgotten.
+    @Test func aDetectorIsFedOnlyWhileItsStreamIsWanted() {
+        var stage = EventStage()
+        stage.follow(wanted: [.tilt])
+        var sent: [StreamKind] = []
+        for i in 0..<25 { stage.take(Self.accelerometer(Vector3(x: 0, y: 1, z: 0), at: Double(i) / 25), isWalking: false) { sent.append($0.stream!) } }
+        #expect(sent == [.tilt], "\(sent)")
+        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) != nil)
+        stage.follow(wanted: [.tilt, .orientation])
+        var next: [AnyServerMessage] = []
+        stage.take(Self.accelerometer(Vector3(x: 0, y: 1, z: 0), at: 1), isWalking: false) { next.append($0) }
+        #expect(next == [.orientation(OrientationMessage(timestamp: 1_000_000_000, orientation: .normal))], "\(next)")
+        stage.follow(wanted: [.tilt])
+        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) != nil)
     }
 
     /// Proximity and light are events: sent when the state (near, the value and its unit) changed,

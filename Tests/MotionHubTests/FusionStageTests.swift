@@ -61,7 +61,7 @@ import Testing
     func theMagnetometersAxesAreCheckedAgainstTheGyroscopes(mapping: Matrix3) throws {
         let (stage, _) = Self.stage()
         var told: [AxesVerdict] = []
-        stage.axesChecked = { sensor, verdict in if sensor == .magnetometer { told.append(verdict) } }
+        stage.axes.checked = { sensor, verdict in if sensor == .magnetometer { told.append(verdict) } }
         stage.follow(motionNeeded: true) { _ in 100 }
         var q = Quaternion(angle: 0.4, axis: Vector3(x: 1, y: 1, z: 0) * (1 / 2.0.squareRoot()))
         let earth = Vector3(x: 0, y: 19, z: -46)
@@ -82,9 +82,9 @@ import Testing
                 _ = stage.takePendingMotion()
             }
         }
-        #expect(stage.gyroscopeAxes == .agree)
+        #expect(stage.axes.gyroscope == .agree)
         #expect(told == [mapping == .identity ? .agree : .disagree(mapping.transposed)], "\(told)")
-        #expect(stage.magnetometerAxes == told.first)
+        #expect(stage.axes.magnetometer == told.first)
     }
 
     /// Without a gyroscope, a motion is due with each accelerometer sample, its rotation rate one the
@@ -143,30 +143,5 @@ import Testing
         #expect(stage.takePendingMotion() == nil && stage.motion(in: .xArbitraryZVertical) == nil)
         stage.sensorsStopped()
         #expect(stage.latest(.accelerometer, frame: .xArbitraryZVertical) == nil)
-    }
-
-    /// A place's field is computed when the place is set, and again once 30 days have passed (the
-    /// hub asks at each periodic save), for the date then: a fusion that runs for months follows the
-    /// field's drift. The model is checked against NOAA's test values in WorldMagneticModelTests.
-    @Test func thePlacesFieldIsComputedAgainOnceAMonthHasPassed() throws {
-        final class Clock: @unchecked Sendable { var now = 1_790_000_000.0 }  // 2026-09-21
-        let clock = Clock()
-        let calibration = SavedState<SensorFusion.Calibration>(
-            "calibration", store: nil, offLoop: OffLoopWork(eventLoop: MultiThreadedEventLoopGroup.singleton.any()), logger: Logger(label: "test"))
-        let stage = FusionStage(calibration: calibration, unixTime: { clock.now })
-        let place = try #require(GeographicLocation(latitude: -33.9, longitude: 18.4))  // Cape Town: the field drifts fast there
-        func model(at time: Double) -> Double {
-            WorldMagneticModel.wmm2025.field(latitude: place.latitude, longitude: place.longitude, altitude: 0, decimalYear: WorldMagneticModel.decimalYear(unixTime: time)).declination
-        }
-        stage.declinationSetting = (nil, place)
-        let first = clock.now
-        #expect(stage.geomagneticField?.declination == model(at: first))
-        clock.now += 29 * 86_400
-        stage.refreshGeomagneticField()
-        #expect(stage.geomagneticField?.declination == model(at: first), "not yet a month")
-        clock.now += 2 * 86_400
-        stage.refreshGeomagneticField()
-        #expect(stage.geomagneticField?.declination == model(at: clock.now))
-        #expect(model(at: clock.now) != model(at: first), "the month moved the model's declination")
     }
 }

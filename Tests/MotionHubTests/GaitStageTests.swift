@@ -23,8 +23,11 @@ import Testing
         return (Int64(t * 1e9), Vector3(x: 0, y: up * sin(tilt), z: up * cos(tilt)))
     }
 
+    /// A stage whose detectors are fed, as while someone watches the steps.
     static func stage() -> GaitStage {
-        GaitStage(history: GaitHistory(now: unixOffset), wallClock: { $0 + unixOffset })
+        var stage = GaitStage(history: GaitHistory(now: unixOffset), wallClock: { $0 + unixOffset })
+        stage.follow(detecting: true)
+        return stage
     }
 
     @Test func aWalkSendsTheStepDetectorsCountAndFillsTheHistory() throws {
@@ -94,6 +97,27 @@ import Testing
         stage.stepLength = 0.9
         #expect(abs(stage.pedometer.distance - Double(stage.pedometer.steps) * 0.9) < 1e-9)
         #expect(abs(try #require(stage.pedometer.pace) - 1 / (cadence * 0.9)) < 1e-12)
+    }
+
+    /// Not `detecting` (nobody wants steps, and no history is kept), the walk feeds nothing: no
+    /// message, no step in the history, no activity. Fed again, it counts a walk as the library's
+    /// detector does, from a detector started afresh.
+    @Test func aStageNotDetectingFeedsNoDetectorUntilItIsAgain() throws {
+        var stage = Self.stage()
+        stage.follow(detecting: false)
+        var made = 0
+        for sample in Self.walk {
+            let (pedometer, activity) = stage.update(specificForce: sample.force, at: sample.t)
+            made += (pedometer == nil ? 0 : 1) + (activity == nil ? 0 : 1)
+        }
+        #expect(made == 0 && stage.history.totalSteps == 0 && stage.historyRevision == 0 && stage.activity == nil && !stage.isWalking)
+        stage.follow(detecting: true)
+        let later = Self.walk.map { (t: $0.t + 30_000_000_000, force: $0.force) }
+        for sample in later { _ = stage.update(specificForce: sample.force, at: sample.t) }
+        var detector = StepDetector()
+        for sample in later { detector.update(specificForce: sample.force, timestamp: sample.t) { _ in } }
+        #expect(stage.history.totalSteps == detector.steps && detector.steps >= 25, "\(stage.history.totalSteps) of \(detector.steps)")
+        #expect(stage.activity?.activity == .walking)
     }
 
     @Test func aStageGoesOnFromTheSavedCount() {

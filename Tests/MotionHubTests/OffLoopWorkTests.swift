@@ -1,5 +1,7 @@
 import NIOCore
+import NIOEmbedded
 import NIOPosix
+import Synchronization
 import Testing
 
 @testable import MotionHub
@@ -40,5 +42,21 @@ import Testing
         work.waitUntilDone()
         #expect(try loop.submit { failures.value }.wait() == 1)
         try group.syncShutdownGracefully()
+    }
+
+    /// The hub test kit's: inline work runs its job at once on the calling thread (the loop's) and
+    /// its completion on the loop's next turn, counted as under way until then; `waitUntilDone`
+    /// returns at once (nothing runs elsewhere), even on the loop.
+    @Test func inlineWorkRunsItsJobAtOnceAndItsCompletionWhenTheLoopRuns() throws {
+        let loop = EmbeddedEventLoop()
+        let work = OffLoopWork(eventLoop: loop, runner: .inline)
+        let steps = Mutex<[String]>([])
+        work.run({ steps.withLock { $0.append("job") } }, then: { _ in steps.withLock { $0.append("completion") } })
+        steps.withLock { $0.append("returned") }
+        work.waitUntilDone()
+        #expect(steps.withLock { $0 } == ["job", "returned"], "the job at once, the completion waiting for the loop")
+        loop.run()
+        #expect(steps.withLock { $0 } == ["job", "returned", "completion"])
+        try loop.syncShutdownGracefully()
     }
 }

@@ -1,0 +1,71 @@
+import Logging
+import MotionSystem
+import NIOCore
+
+/// Gives memory back while the daemon idles (`ResidentMemory`): the heap's free pages once clients
+/// that held many bytes have left, and the process's code pages once the sensors have run as
+/// planned for `pageOutDelay`. Both run off the loop (`OffLoopWork`). Confined to the hub's event loop.
+final class MemoryUpkeep {
+    /// How long the sensors must run as planned (or none run) before the code that started, stopped
+    /// or served what ran before is paged out: start-up, a client's coming and going; the steady
+    /// state's own code faults back in within its first samples.
+    static let pageOutDelay = TimeAmount.seconds(5)
+    /// How long after the last client that held many bytes left the heap is trimmed: 40 that left
+    /// together cost one trim.
+    static let heapReleaseDelay = TimeAmount.seconds(1)
+
+    private let eventLoop: any EventLoop
+    private let offLoop: OffLoopWork
+    private let logger: Logger
+    /// Whether the process's code pages are given back once the sensors settle: the daemon's, whose
+    /// executable no other process maps; not a process that hosts hubs among other work.
+    private let pagesOut: Bool
+    /// The heap's trim due after clients that held many bytes left.
+    private var heapRelease: Scheduled<Void>?
+    /// The page-out due once the plan has held for `pageOutDelay`.
+    private var pageOut: Scheduled<Void>?
+    /// Set by `stop`: nothing more is scheduled (shutdown).
+    private var stopped = false
+
+    init(eventLoop: any EventLoop, offLoop: OffLoopWork, logger: Logger, pagesOut: Bool) {
+        self.eventLoop = eventLoop
+        self.offLoop = offLoop
+        self.logger = logger
+        self.pagesOut = pagesOut
+    }
+
+    /// Gives the heap's free memory back `heapReleaseDelay` after the last call: glibc otherwise keeps
+    /// it resident.
+    func releaseFreeHeapSoon() {
+        heapRelease?.cancel()
+        heapRelease = eventLoop.scheduleTask(in: Self.heapReleaseDelay) { [self] in
+            heapRelease = nil
+            guard !stopped else { return }
+            offLoop.run({ ResidentMemory.releaseFreeHeap() }, then: { _ in })
+        }
+    }
+
+    /// (Re)schedules the page-out for `pageOutDelay` from now, where this process pages out: the
+    /// sensors' plan changed, or a write brought the encoder's code back (3 MB of a screen-rotation
+    /// daemon's 14.7).
+    func pageOutOnceSettled() {
+        guard pagesOut, !stopped else { return }
+        pageOut?.cancel()
+        pageOut = eventLoop.scheduleTask(in: Self.pageOutDelay) { [self] in
+            pageOut = nil
+            guard !stopped else { return }
+            offLoop.run({ ResidentMemory.releaseFilePages() }, then: { [self] result in
+                if case .success(.failure(let error)) = result {
+                    logger.info("code pages stay resident", metadata: ["error": "\(error)"])
+                }
+            })
+        }
+    }
+
+    /// Cancels what is due and schedules nothing more (at shutdown).
+    func stop() {
+        stopped = true
+        pageOut?.cancel()
+        heapRelease?.cancel()
+    }
+}
