@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// motiond at rest keeps resident only what rest needs: `Hub.pageOutDelay` (5 s) after its sensors
+/// motiond at rest keeps resident only what rest needs: `MemoryUpkeep.pageOutDelay` (5 s) after its sensors
 /// last changed (here: start-up, with none), it gives back the clean pages of its executable and
 /// libraries that start-up touched (`ResidentMemory`). Measured on the executable's own mappings
 /// (proc(5), `Rss` in /proc/PID/smaps) of a copy of its own: shared pages stay, and the libraries' are
