@@ -39,23 +39,6 @@ extension Hardware {
             return daemon
         }
 
-        /// The README's command: monitor-sensor prints, line for line, what it prints with
-        /// iio-sensor-proxy while the same fake tablet turns, lies flat, sees more light and something
-        /// near. The reference is iio-sensor-proxy's run, made by the script each time.
-        @Test func monitorSensorPrintsWithMotiondWhatItPrintsWithIIOSensorProxy() async throws {
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/dbus-side-by-side").standardized
-            // The script makes its own testbeds (umockdev-run): none of this test process's.
-            let run = try await runProgram(script.path, ["--no-build"], environment: ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""], timeLimit: 180)
-            let text = run.output + run.errors
-            #expect(run.status == 0, "\(text)")
-            // It did turn, light and near by iio-sensor-proxy's account (the left column), so that two
-            // empty outputs cannot agree.
-            for line in ["orientation changed: right-up", "orientation changed: bottom-up", "orientation changed: left-up",
-                         "Light changed: 150.000000 (lux)", "Proximity value changed: 1"] {
-                #expect(text.components(separatedBy: line).count == 3, "\(line) on both sides: \(text)")
-            }
-        }
-
         /// `gdbus introspect` shows the same objects, interfaces, members and initial values for motiond
         /// as for Debian's iio-sensor-proxy 3.0 on the same fixture, but for `AccelerometerTilt`, which
         /// upstream added in 3.6, and motiond's own interface (`io.github.motiond.Posture`), which is
@@ -312,5 +295,25 @@ extension BusClient {
     /// A property of motiond's posture interface.
     func postureProperty(_ name: String) throws -> String {
         try property(name, interface: Self.postureInterface)
+    }
+}
+
+/// The README's side-by-side check. The script makes its own testbeds (umockdev-run) and runs its
+/// programs without this process's umockdev, so it needs none of the `Hardware` suite's and runs beside it.
+@Suite struct SensorProxySideBySide {
+    /// The README's command: monitor-sensor prints, line for line, what it prints with
+    /// iio-sensor-proxy while the same fake tablet turns, lies flat, sees more light and something
+    /// near. The reference is iio-sensor-proxy's run, made by the script each time.
+    @Test func monitorSensorPrintsWithMotiondWhatItPrintsWithIIOSensorProxy() async throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/dbus-side-by-side").standardized
+        let run = try await runProgram(script.path, ["--no-build"], environment: ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""], timeLimit: 180)
+        let text = run.output + run.errors
+        #expect(run.status == 0, "\(text)")
+        // It did turn, light and near by iio-sensor-proxy's account (the left column), so that two
+        // empty outputs cannot agree.
+        for line in ["orientation changed: right-up", "orientation changed: bottom-up", "orientation changed: left-up",
+                     "Light changed: 150.000000 (lux)", "Proximity value changed: 1"] {
+            #expect(text.components(separatedBy: line).count == 3, "\(line) on both sides: \(text)")
+        }
     }
 }

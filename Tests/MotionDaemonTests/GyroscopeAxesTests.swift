@@ -19,7 +19,7 @@ extension Hardware {
         static func check(mapping: Matrix3) throws -> (axes: StatusReply.GyroscopeAxes?, log: String) {
             let testbed = try Testbed()
             try testbed.add(fixture: "imu-buffered")
-            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath())
+            let daemon = try DaemonProcess(socket: temporarySocketPath())
             let client = try TestClient.greeted(path: daemon.socket)
             try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.01}"#)
             _ = try client.next("WATCHING")

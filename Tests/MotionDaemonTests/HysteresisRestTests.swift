@@ -63,7 +63,7 @@ extension Hardware {
             try testbed.add(fixture: "laptop-hid-buffered-accelerometer")
             let hub = Hub(testbed: testbed, honours: honours)
             let state = NSTemporaryDirectory() + "motiond-hub-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", state])
+            let daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: ["--state-directory", state])
             let client = try TestClient(path: daemon.socket)
             _ = try client.next("VERSION")
             try client.send(#"{"class":"WATCH","streams":["orientation"]}"#)

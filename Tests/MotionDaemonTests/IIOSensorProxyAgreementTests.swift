@@ -67,7 +67,7 @@ extension Hardware {
             let bus = try PrivateSystemBus()
             let proxy = try Peer("/usr/sbin/iio-sensor-proxy", bus: bus)
             let monitor = try Peer("/usr/bin/monitor-sensor", bus: bus)
-            let daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", bus.directory + "/state"])
+            let daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: ["--state-directory", bus.directory + "/state"])
             let client = try TestClient(path: daemon.socket)
             _ = try client.next("VERSION")
             try client.send(#"{"class":"WATCH","streams":["orientation"]}"#)

@@ -51,7 +51,7 @@ extension Hardware {
                 fifo = directory + "/events"
                 guard mkfifo(fifo, 0o600) == 0 else { throw TestbedError("mkfifo: errno \(errno)") }
                 daemon = try DaemonProcess(
-                    socket: Hardware.Server.socketPath(), arguments: ["--state-directory", directory] + arguments,
+                    socket: temporarySocketPath(), arguments: ["--state-directory", directory] + arguments,
                     inheriting: [MotionEventsCapture.eventDescriptor: fifo])
                 // The daemon holds the FIFO open for reading and writing: this open does not wait.
                 events = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)

@@ -36,16 +36,6 @@ extension Hardware {
             deinit { kill() }
         }
 
-        /// A motiond outside the testbed whose only sensors are iiod's on `port`.
-        static func daemon(port: Int) throws -> DaemonProcess {
-            let path = NSTemporaryDirectory() + "motiond-network-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
-            try "network_sensors: [\"ip:127.0.0.1:\(port)\"]\n".write(toFile: path, atomically: true, encoding: .utf8)
-            let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            return try DaemonProcess(
-                socket: Server.socketPath(), arguments: ["--config", path, "--state-directory", state],
-                environment: ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""])
-        }
-
         /// The devices once the remote's are listed: off the start path, they appear a moment after it.
         static func remoteDevices(_ client: TestClient) throws -> [DevicesReply.Device] {
             var devices: [DevicesReply.Device] = []
@@ -66,7 +56,7 @@ extension Hardware {
             let testbed = try Testbed()
             try testbed.add(fixture: "tablet-accelerometer-magnetometer")
             let iiod = try IIOD()
-            let daemon = try Self.daemon(port: iiod.port)
+            let daemon = try NetworkBoards.daemon(port: iiod.port)
             defer { daemon.signal(SIGTERM) }
             let client = try TestClient(path: daemon.socket)
             _ = try client.next("VERSION")
@@ -133,7 +123,7 @@ extension Hardware {
             let iiod = try IIOD()
             let feeder = AccelerometerScanFeeder(testbed: testbed, counts: (1000, 0, 16384), rate: 100)
             defer { withExtendedLifetime(feeder) {} }
-            let daemon = try Self.daemon(port: iiod.port)
+            let daemon = try NetworkBoards.daemon(port: iiod.port)
             defer { daemon.signal(SIGTERM) }
             let client = try TestClient(path: daemon.socket)
             _ = try client.next("VERSION")
@@ -158,86 +148,102 @@ extension Hardware {
             let ended = try client.decode(Ended.self, try client.next("ENDED", seconds: 15))
             #expect(ended.stream == .accelerometer, "\(ended)")
         }
+    }
+}
 
-        // Issue 25, defects 2, 6 and 9: boards that misbehave on purpose, played by a scripted listener.
+/// motiond against libiio network boards that misbehave on purpose (issue 25, defects 2, 6 and 9),
+/// played by a scripted listener. The daemon runs without umockdev (it sees no local devices) and the
+/// test makes no testbed, so these run beside the `Hardware` suite; their waits for the daemon run
+/// on threads of their own.
+@Suite(.onOwnThreads) struct NetworkBoards {
+    /// A motiond outside the testbed whose only sensors are iiod's on `port`.
+    static func daemon(port: Int) throws -> DaemonProcess {
+        let path = NSTemporaryDirectory() + "motiond-network-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+        try "network_sensors: [\"ip:127.0.0.1:\(port)\"]\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        return try DaemonProcess(
+            socket: temporarySocketPath(), arguments: ["--config", path, "--state-directory", state],
+            environment: ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""])
+    }
 
-        /// The daemon started and listening: how long its socket took, s.
-        static func startTimed(port: Int) throws -> (DaemonProcess, Double) {
-            let started = Date()
-            let daemon = try Self.daemon(port: port)
-            return (daemon, Date().timeIntervalSince(started))
-        }
+    // Issue 25, defects 2, 6 and 9: boards that misbehave on purpose, played by a scripted listener.
 
-        /// Defect 2: libiio's timeout is per read, and the listing ran before the socket was bound, so a
-        /// board that drips its description held start-up for ever, and SIGTERM with it. The board here
-        /// answers the fetches before `firstDripped` at once and drips the others: from the first, every
-        /// fetch is dripped; from the second, the daemon's own (bounded) passes and libiio's is dripped,
-        /// so that the listing is held inside libiio when the stop comes.
-        @Test(arguments: [0, 1])
-        func aBoardThatSendsItsDescriptionSlowlyHoldsNeitherTheStartNorTheStop(firstDripped: Int) throws {
-            let board = try ScriptedListener { peer in
-                _ = peer.read(until: { $0.contains(UInt8(ascii: "\n")) })  // PRINT
-                guard peer.index >= firstDripped else {
-                    peer.write(Array("10\n0123456789\n".utf8))
-                    return peer.pause(seconds: 5)
-                }
-                guard peer.write(Array("1000000\n".utf8)) else { return }
-                while !peer.isClosed, peer.write([UInt8(ascii: " ")]) { peer.pause(seconds: 0.5) }
+    /// The daemon started and listening: how long its socket took, s.
+    static func startTimed(port: Int) throws -> (DaemonProcess, Double) {
+        let started = Date()
+        let daemon = try Self.daemon(port: port)
+        return (daemon, Date().timeIntervalSince(started))
+    }
+
+    /// Defect 2: libiio's timeout is per read, and the listing ran before the socket was bound, so a
+    /// board that drips its description held start-up for ever, and SIGTERM with it. The board here
+    /// answers the fetches before `firstDripped` at once and drips the others: from the first, every
+    /// fetch is dripped; from the second, the daemon's own (bounded) passes and libiio's is dripped,
+    /// so that the listing is held inside libiio when the stop comes.
+    @Test(arguments: [0, 1])
+    func aBoardThatSendsItsDescriptionSlowlyHoldsNeitherTheStartNorTheStop(firstDripped: Int) throws {
+        let board = try ScriptedListener { peer in
+            _ = peer.read(until: { $0.contains(UInt8(ascii: "\n")) })  // PRINT
+            guard peer.index >= firstDripped else {
+                peer.write(Array("10\n0123456789\n".utf8))
+                return peer.pause(seconds: 5)
             }
-            let (daemon, listening) = try Self.startTimed(port: board.port)
-            #expect(listening < 2, "the socket listened after \(listening) s")
-            try waitUntil(seconds: 10) { board.accepted > firstDripped }  // the dripped fetch is under way
-            usleep(1_000_000)  // stays: the daemon is asked and stopped well into the drip, not at its start
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
-            let exit = daemon.secondsToExit(after: SIGTERM)
-            #expect(exit.map { $0 < 3 } == true, "SIGTERM ended the daemon after \(exit.map { "\($0) s" } ?? "more than 10 s")")
-            print("slow board, dripping from fetch \(firstDripped): listening after \(listening) s; SIGTERM ended it in \(exit ?? .infinity) s")
+            guard peer.write(Array("1000000\n".utf8)) else { return }
+            while !peer.isClosed, peer.write([UInt8(ascii: " ")]) { peer.pause(seconds: 0.5) }
         }
+        let (daemon, listening) = try Self.startTimed(port: board.port)
+        #expect(listening < 2, "the socket listened after \(listening) s")
+        try waitUntil(seconds: 10) { board.accepted > firstDripped }  // the dripped fetch is under way
+        usleep(1_000_000)  // stays: the daemon is asked and stopped well into the drip, not at its start
+        let client = try TestClient(path: daemon.socket)
+        _ = try client.next("VERSION")
+        let exit = daemon.secondsToExit(after: SIGTERM)
+        #expect(exit.map { $0 < 3 } == true, "SIGTERM ended the daemon after \(exit.map { "\($0) s" } ?? "more than 10 s")")
+        print("slow board, dripping from fetch \(firstDripped): listening after \(listening) s; SIGTERM ended it in \(exit ?? .infinity) s")
+    }
 
-        /// Defect 9: an iiod that takes the connection and never answers.
-        @Test func aBoardThatNeverAnswersIsRefusedAfterItsTimeLimitWithoutHoldingTheStart() throws {
-            let board = try ScriptedListener { peer in peer.pause(seconds: 30) }
-            let (daemon, listening) = try Self.startTimed(port: board.port)
-            #expect(listening < 2, "the socket listened after \(listening) s")
-            #expect(daemon.waitForLog("is refused: its description did not come within 5.0 s", seconds: 10))
-            let exit = daemon.secondsToExit(after: SIGTERM)
-            #expect(exit.map { $0 < 3 } == true, "SIGTERM ended the daemon after \(exit.map { "\($0) s" } ?? "more than 10 s")")
-            print("silent board: listening after \(listening) s; SIGTERM ended it in \(exit ?? .infinity) s")
-        }
+    /// Defect 9: an iiod that takes the connection and never answers.
+    @Test func aBoardThatNeverAnswersIsRefusedAfterItsTimeLimitWithoutHoldingTheStart() throws {
+        let board = try ScriptedListener { peer in peer.pause(seconds: 30) }
+        let (daemon, listening) = try Self.startTimed(port: board.port)
+        #expect(listening < 2, "the socket listened after \(listening) s")
+        #expect(daemon.waitForLog("is refused: its description did not come within 5.0 s", seconds: 10))
+        let exit = daemon.secondsToExit(after: SIGTERM)
+        #expect(exit.map { $0 < 3 } == true, "SIGTERM ended the daemon after \(exit.map { "\($0) s" } ?? "more than 10 s")")
+        print("silent board: listening after \(listening) s; SIGTERM ended it in \(exit ?? .infinity) s")
+    }
 
-        /// Defect 6: libiio allocates the length a board announces and reads it; 2 GB announced and
-        /// hundreds of MB streamed grew the daemon by as much at every listing.
-        @Test func aBoardThatAnnouncesAHugeDescriptionIsRefusedBeforeAnythingIsAllocated() throws {
-            // What the daemon took of the first answer: all that libiio reads, it has allocated.
-            let taken = Mutex<Int?>(nil)
-            let board = try ScriptedListener { peer in
-                _ = peer.read(until: { $0.contains(UInt8(ascii: "\n")) })
-                guard peer.write(Array("2147483646\n".utf8)) else { return }
-                let chunk = [UInt8](repeating: UInt8(ascii: "<"), count: 1 << 20)
-                var sent = 0
-                while sent < 600 << 20, !peer.isClosed, peer.write(chunk) { sent += chunk.count }
-                taken.withLock { $0 = $0 ?? sent }
-            }
-            let (daemon, _) = try Self.startTimed(port: board.port)
-            try waitUntil(seconds: 20) { taken.withLock { $0 } != nil }
-            let megabytes = Double(taken.withLock { $0 } ?? 0) / 1048576
-            // The kernel's buffers take a few megabytes before the hang-up is seen.
-            #expect(megabytes < 16, "the daemon took \(megabytes) MB of the announced 2 GB before hanging up")
-            #expect(daemon.waitForLog("is refused: its description would be 2147483646 bytes, more than the 4 MiB allowed", seconds: 10))
-            print("huge description: \(megabytes) MB sent before the daemon hung up; RSS \(daemon.process.residentMegabytes) MB")
-            daemon.signal(SIGTERM)
+    /// Defect 6: libiio allocates the length a board announces and reads it; 2 GB announced and
+    /// hundreds of MB streamed grew the daemon by as much at every listing.
+    @Test func aBoardThatAnnouncesAHugeDescriptionIsRefusedBeforeAnythingIsAllocated() throws {
+        // What the daemon took of the first answer: all that libiio reads, it has allocated.
+        let taken = Mutex<Int?>(nil)
+        let board = try ScriptedListener { peer in
+            _ = peer.read(until: { $0.contains(UInt8(ascii: "\n")) })
+            guard peer.write(Array("2147483646\n".utf8)) else { return }
+            let chunk = [UInt8](repeating: UInt8(ascii: "<"), count: 1 << 20)
+            var sent = 0
+            while sent < 600 << 20, !peer.isClosed, peer.write(chunk) { sent += chunk.count }
+            taken.withLock { $0 = $0 ?? sent }
         }
+        let (daemon, _) = try Self.startTimed(port: board.port)
+        try waitUntil(seconds: 20) { taken.withLock { $0 } != nil }
+        let megabytes = Double(taken.withLock { $0 } ?? 0) / 1048576
+        // The kernel's buffers take a few megabytes before the hang-up is seen.
+        #expect(megabytes < 16, "the daemon took \(megabytes) MB of the announced 2 GB before hanging up")
+        #expect(daemon.waitForLog("is refused: its description would be 2147483646 bytes, more than the 4 MiB allowed", seconds: 10))
+        print("huge description: \(megabytes) MB sent before the daemon hung up; RSS \(daemon.process.residentMegabytes) MB")
+        daemon.signal(SIGTERM)
+    }
 
-        @Test func anUnreachableBoardLeavesTheDaemonRunningAndSaysWhy() throws {
-            let daemon = try Self.daemon(port: try freeLoopbackPort())
-            defer { daemon.signal(SIGTERM) }
-            #expect(daemon.waitForLog("cannot reach the IIO context ip:127.0.0.1:"), "the listing names the unreachable context")
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
-            try client.send(#"{"class":"DEVICES"}"#)
-            #expect(try client.decode(DevicesReply.self, try client.next("DEVICES")).devices.isEmpty)
-        }
+    @Test func anUnreachableBoardLeavesTheDaemonRunningAndSaysWhy() throws {
+        let daemon = try Self.daemon(port: try freeLoopbackPort())
+        defer { daemon.signal(SIGTERM) }
+        #expect(daemon.waitForLog("cannot reach the IIO context ip:127.0.0.1:"), "the listing names the unreachable context")
+        let client = try TestClient(path: daemon.socket)
+        _ = try client.next("VERSION")
+        try client.send(#"{"class":"DEVICES"}"#)
+        #expect(try client.decode(DevicesReply.self, try client.next("DEVICES")).devices.isEmpty)
     }
 }
 
