@@ -98,23 +98,21 @@ extension Hardware {
             #expect(accelerometer.channels.map(\.scanIndex) == [nil, nil, nil])
         }
 
-        @Test func nonNumericScaleSkipsTheDevice() throws {
-            let (listing, _) = try listing(accelerometer(["in_accel_scale": "abc\\n"]))
+        /// A scale the device cannot be read with skips the device, with the problem named, the others
+        /// unaffected: none, an empty one, one that is no number, and one of 0, below 0, or so large that
+        /// a count overflows (those used to be taken as they were and stream zeros, or infinities).
+        @Test(arguments: [
+            (nil, DeviceError.missingScale(device: "iio:device0", channel: "accel_x")),
+            ("\\n", .attributeMalformed(device: "iio:device0", attribute: "in_accel_scale", value: "\n", expected: "a decimal number")),
+            ("abc\\n", .attributeMalformed(device: "iio:device0", attribute: "in_accel_scale", value: "abc\n", expected: "a decimal number")),
+        ] as [(String?, DeviceError)] + [("0", "0.0"), ("-0.5", "-0.5"), ("1e308", "1e+308")].map { scale, read in
+            (scale + "\\n", DeviceError.attributeMalformed(
+                device: "iio:device0", attribute: "in_accel_scale", value: read, expected: "a scale above 0 and at most 1000000.0"))
+        })
+        func aScaleTheDeviceCannotBeReadWithSkipsIt(scale: String?, problem: DeviceError) throws {
+            let (listing, _) = try listing(accelerometer(["in_accel_scale": scale]))
             #expect(listing.devices.map(\.name) == ["gyr"])
-            #expect(listing.problems == [.attributeMalformed(device: "iio:device0", attribute: "in_accel_scale", value: "abc\n", expected: "a decimal number")])
-        }
-
-        /// A scale of 0, below 0, or so large that a count overflows used to be taken as it was and
-        /// stream zeros (or infinities): it is a clear error on the device, the others unaffected.
-        @Test(arguments: ["0", "-0.5", "1e308"])
-        func aScaleThatCannotBeRightSkipsTheDevice(scale: String) throws {
-            let (listing, _) = try listing(accelerometer(["in_accel_scale": "\(scale)\\n"]))
-            #expect(listing.devices.map(\.name) == ["gyr"])
-            guard case .attributeMalformed("iio:device0", "in_accel_scale", _, let expected) = listing.problems.first else {
-                Issue.record("\(listing.problems)")
-                return
-            }
-            #expect(expected == "a scale above 0 and at most 1000000.0")
+            #expect(listing.problems == [problem])
         }
 
         /// A light reading is bounded as the motion sensors' are (`SensorKind.plausibleMagnitude`):
@@ -162,21 +160,6 @@ extension Hardware {
             try testbed.setAttribute("iio:device0", "in_accel_x_raw", "1\n")
             try events.waitUntil { $0.samples.count >= 1 }
             #expect(!events.all.contains { if case .ended = $0 { true } else { false } })
-        }
-
-        @Test func emptyScaleSkipsTheDevice() throws {
-            let (listing, _) = try listing(accelerometer(["in_accel_scale": "\\n"]))
-            #expect(listing.devices.map(\.name) == ["gyr"])
-            guard case .attributeMalformed("iio:device0", "in_accel_scale", _, _) = listing.problems.first else {
-                Issue.record("\(listing.problems)")
-                return
-            }
-        }
-
-        @Test func missingScaleSkipsTheDevice() throws {
-            let (listing, _) = try listing(accelerometer(["in_accel_scale": nil]))
-            #expect(listing.devices.map(\.name) == ["gyr"])
-            #expect(listing.problems == [.missingScale(device: "iio:device0", channel: "accel_x")])
         }
 
         @Test func emptyOrNonNumericRawValueFailsTheReadNotTheCapture() throws {
@@ -232,14 +215,23 @@ extension Hardware {
             expectClose(try readOnce(imu, .accelerometer), Vector3(x: 0, y: 0, z: 9.797632))
         }
 
-        @Test(arguments: ["1, 0, 0; 0, 1, 0", "1, 0, 0; 0, 1, 0; 0, 0, x", "0, 0, 0; 0, 0, 0; 0, 0, 0", ""])
-        func malformedSysfsMountMatrixSkipsTheSensor(matrix: String) throws {
-            let (listing, _) = try listing(accelerometer(["in_accel_mount_matrix": matrix + "\\n"]))
+        /// A mount matrix that is not a 3×3 matrix, or not a rotation, skips the sensor, with the problem
+        /// named, whether it comes from sysfs (`in_accel_mount_matrix`) or from udev's hwdb (`ACCEL_MOUNT_MATRIX`).
+        @Test(arguments: [
+            ("in_accel_mount_matrix", "1, 0, 0; 0, 1, 0", nil), ("in_accel_mount_matrix", "1, 0, 0; 0, 1, 0; 0, 0, x", nil),
+            ("in_accel_mount_matrix", "0, 0, 0; 0, 0, 0; 0, 0, 0", "a rotation (its x and y rows are not perpendicular unit vectors, so it is no rotation)"),
+            ("in_accel_mount_matrix", "", nil), ("ACCEL_MOUNT_MATRIX", "1, 0, 0; 0, 1", nil),
+        ] as [(String, String, String?)])
+        func aMalformedMountMatrixSkipsTheSensor(attribute: String, matrix: String, expected: String?) throws {
+            let fromUdev = attribute == "ACCEL_MOUNT_MATRIX"
+            let (listing, _) = try listing(fromUdev
+                ? accelerometer([:], properties: ["ACCEL_MOUNT_MATRIX=\(matrix)"]) : accelerometer([attribute: matrix + "\\n"]))
             #expect(listing.devices.map(\.name) == ["gyr"])
-            guard case .attributeMalformed("iio:device0", "in_accel_mount_matrix", _, _) = listing.problems.first else {
+            guard case .attributeMalformed("iio:device0", attribute, _, let said)? = listing.problems.first, listing.problems.count == 1 else {
                 Issue.record("\(listing.problems)")
                 return
             }
+            #expect(said == expected ?? "a 3×3 matrix \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")
         }
 
         /// A location that cannot be parsed counts as the display, as iio-sensor-proxy falls back; the
@@ -264,13 +256,6 @@ extension Hardware {
             #expect(device.label == nil)
             #expect(device.location == .display)
             #expect(device.problems.contains(.attributeUnreadable(device: "iio:device0", attribute: "label", errno: EISDIR)))
-        }
-
-        @Test func malformedHwdbMountMatrixSkipsTheSensor() throws {
-            let (listing, _) = try listing(accelerometer([:], properties: ["ACCEL_MOUNT_MATRIX=1, 0, 0; 0, 1"]))
-            #expect(listing.problems == [.attributeMalformed(
-                device: "iio:device0", attribute: "ACCEL_MOUNT_MATRIX", value: "1, 0, 0; 0, 1",
-                expected: "a 3×3 matrix \"x1, y1, z1; x2, y2, z2; x3, y3, z3\"")])
         }
 
         @Test func aDeviceRemovedBetweenEnumerationAndOpenIsReportedNotCrashed() throws {
