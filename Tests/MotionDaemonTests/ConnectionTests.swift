@@ -1,5 +1,8 @@
 import Foundation
+import HubTestKit
 import MotionClient
+import MotionCore
+import MotionDevices
 import MotionWire
 import TestSupport
 import Testing
@@ -11,7 +14,34 @@ import MotionSocketServer
 import Glibc
 #endif
 
-extension Hardware.Server {
+/// The socket front end's rules for connections (greeting, limits, pipelining, flooding, order,
+/// the socket file), on an in-process server whose one device is the kit's scripted IMU: polled on
+/// the server's loop, it gives nothing (counts that are no reading, which the device layer drops)
+/// until a test sets its counts (`give`), so a POLL waits for its first sample for as long as the
+/// test wants. No umockdev: these run beside the `Hardware` suite, their waits on threads of their own.
+@Suite(.onOwnThreads) struct ConnectionTests {
+    /// The imu-buffered fixture's bmi160 (`Machines.imu`), read polled.
+    static var imu: DeviceDescriptor {
+        var imu = Machines.imu
+        imu.captureMode = .polled
+        return imu
+    }
+
+    /// A started in-process server on a fresh socket, its one device the scripted IMU, silent.
+    static func startServerOnIMU(maximumClients: Int = 1000, metrics: (host: String, port: Int)? = nil) async throws -> (ScriptedSource, MotionServer) {
+        let source = ScriptedSource(devices: [imu])
+        let silence = Vector3(x: .nan, y: .nan, z: .nan)
+        source.counts.withLock { $0[imu.number] = [.accelerometer: silence, .gyroscope: silence] }
+        let server = MotionServer(socketPath: temporarySocketPath(), source: source, maximumClients: maximumClients, metrics: metrics)
+        try await server.start()
+        return (source, server)
+    }
+
+    /// The scripted IMU's accelerometer reads lying face up (16384 counts of z, 0.98 g) from its next read on.
+    static func give(_ source: ScriptedSource) {
+        source.counts.withLock { $0[imu.number]?[.accelerometer] = Vector3(x: 0, y: 0, z: 16384) }
+    }
+
     /// A client that connects and closes before reading its greeting: the greeting's write fails
     /// (EPIPE) inside `channelActive`, and NIO reports the channel inactive before the handler had
     /// stored its id, so the hub kept the client for ever (10,000 cycles: 10,001 clients, all
@@ -33,10 +63,7 @@ extension Hardware.Server {
 
     /// Connections beyond the limit are told why and closed; the others are not disturbed.
     @Test func aConnectionBeyondTheLimitIsToldWhyAndClosed() async throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let server = MotionServer(socketPath: Self.socketPath(), maximumClients: 3)
-        try await server.start()
+        let (_, server) = try await Self.startServerOnIMU(maximumClients: 3)
         try await server.whileServing {
             let admitted = try (0..<3).map { _ in try TestClient(path: server.socketPath) }
             for client in admitted { _ = try client.next("VERSION") }
@@ -53,13 +80,13 @@ extension Hardware.Server {
     /// at the end of its input and waits for the answer. The poll waits for the sensor's first
     /// sample; the answer must still come, and then the connection closes.
     @Test func aClientThatClosesItsWritingSideStillGetsItsAnswers() async throws {
-        let (testbed, server) = try await Self.startServerOnIMU()
+        let (source, server) = try await Self.startServerOnIMU()
         try await server.whileServing {
             let client = try TestClient.greeted(path: server.socketPath)
             try client.send(#"{"class":"POLL","id":7,"streams":["accelerometer"]}"#)
             shutdown(client.fd, Int32(SHUT_WR))
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            try waitUntil { source.running(Self.imu.number) != nil }
+            Self.give(source)
             let snapshot = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
             #expect(snapshot.id == .integer(7) && snapshot.accelerometer != nil)
             #expect(throws: MotionClientError.connectionLost("motiond closed the connection")) { try client.next(seconds: 2) }
@@ -112,24 +139,20 @@ extension Hardware.Server {
     /// unlinked a live one's socket, leaving it unreachable. Only a socket nobody answers on (left by
     /// a run that did not stop cleanly) is replaced; anything else is refused with the reason.
     @Test func theSocketPathIsTakenOnlyFromADaemonThatIsGone() async throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-
-        let file = Self.socketPath()
+        let file = temporarySocketPath()
         try "precious".write(toFile: file, atomically: true, encoding: .utf8)
         defer { unlink(file) }
-        await #expect(throws: SocketServer.AccessError.self) { try await MotionServer(socketPath: file).start() }
+        await #expect(throws: SocketServer.AccessError.self) { try await MotionServer(socketPath: file, source: ScriptedSource(devices: [Self.imu])).start() }
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "precious")
 
-        let first = MotionServer(socketPath: Self.socketPath())
-        try await first.start()
-        let second = MotionServer(socketPath: first.socketPath)
+        let (_, first) = try await Self.startServerOnIMU()
+        let second = MotionServer(socketPath: first.socketPath, source: ScriptedSource(devices: [Self.imu]))
         await #expect(throws: SocketServer.AccessError.self) { try await second.start() }
         try await second.stop()
         _ = try TestClient.greeted(path: first.socketPath)  // the first still answers
 
         // A socket file whose daemon is gone (bound, never listened on, closed) is replaced.
-        let stale = Self.socketPath()
+        let stale = temporarySocketPath()
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -139,7 +162,7 @@ extension Hardware.Server {
         }
         #expect(bound == 0)
         close(fd)
-        let third = MotionServer(socketPath: stale)
+        let third = MotionServer(socketPath: stale, source: ScriptedSource(devices: [Self.imu]))
         try await third.start()
         _ = try TestClient(path: stale).next("VERSION")
         try await third.stop()
@@ -149,24 +172,21 @@ extension Hardware.Server {
     /// protocol.md: "Replies come in the order of the requests". A POLL that waits for its sensor's
     /// first sample used to be answered after the STATUS and DEVICES sent behind it.
     @Test func repliesComeInTheOrderOfTheRequestsEvenBehindAWaitingPoll() async throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let server = MotionServer(socketPath: Self.socketPath(), metrics: (host: "127.0.0.1", port: 0))
-        try await server.start()
+        let (source, server) = try await Self.startServerOnIMU(metrics: (host: "127.0.0.1", port: 0))
         try await server.whileServing {
             let client = try TestClient.greeted(path: server.socketPath)
             try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer"]}"#)
             try client.send(#"{"class":"STATUS","id":2}"#)
             try client.send(#"{"class":"DEVICES","id":3}"#)
             try client.send("not json")
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try waitUntil { source.running(Self.imu.number) != nil }
             // The last request has been handled (refused, and counted) before the sensor gives its sample.
             let metrics = try #require(server.metricsPort)
             try waitUntil {
                 let page = (try? httpRequest(port: metrics, path: "/metrics").body) ?? ""
                 return prometheusSamples(page)["motiond_errors_total{kind=\"request_refused\"}"] == 1
             }
-            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            Self.give(source)
             let replies = try (0..<4).map { _ in try AnyServerMessage(line: Array(try client.next().utf8)).message.map { type(of: $0).className } }
             #expect(replies == ["SNAPSHOT", "STATUS", "DEVICES", "ERROR"], "\(replies)")
         }
