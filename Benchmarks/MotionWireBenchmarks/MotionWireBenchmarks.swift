@@ -31,6 +31,16 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // What the pipeline asks of every sample it sends, through the message catalogue: the message's
+    // stream and that stream's entry. Allocates nothing (mallocCountTotal 0).
+    Benchmark("MOTION message: its stream and the stream's sampling") { benchmark in
+        let message = AnyServerMessage.motion(motion)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            blackHole(message.stream?.isEventStream)
+        }
+    }
+
     Benchmark("MOTION line: JSONEncoder (Wire.encode)") { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(try Wire.encode(motion).count)
