@@ -11,7 +11,8 @@ import Glibc
 enum Floor {
     /// Ticks until killed (run as `daemon-load --tick-at RATE`, a child of the floor scenario).
     static func tick(at rate: Double) -> Never {
-        guard case .success(let timer) = Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
+        guard let owned = try? Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
+        let timer = owned.rawValue
         let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
         while true {
             _ = Syscall.waitReadable(timer, timeoutMilliseconds: -1)
@@ -40,7 +41,8 @@ enum Floor {
             }
         }.start()
         let line = [UInt8](repeating: UInt8(ascii: "x"), count: lineSize - 1) + [UInt8(ascii: "\n")]
-        guard case .success(let timer) = Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
+        guard let owned = try? Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
+        let timer = owned.rawValue
         let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
         while true {
             _ = Syscall.waitReadable(timer, timeoutMilliseconds: -1)
@@ -96,7 +98,8 @@ enum Floor {
             header.msg_iovlen = 1
             (messages + index).initialize(to: MultipleMessageHeader(header: header, length: 0))
         }
-        guard case .success(let timer) = Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
+        guard let owned = try? Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
+        let timer = owned.rawValue
         let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
         while true {
             _ = Syscall.waitReadable(timer, timeoutMilliseconds: -1)

@@ -39,8 +39,10 @@ public enum MotionClientError: Error, CustomStringConvertible, Equatable {
 /// `MotionClient` is built on, and what a program (or a test) that speaks the protocol itself uses.
 /// `@unchecked Sendable`: one thread reads; `send` and `shutDown` touch only the descriptor.
 public final class LineConnection: @unchecked Sendable {
-    /// The connected socket's file descriptor (to shut one side down, or to poll it with others).
-    public let descriptor: Int32
+    /// The connected socket's file descriptor, lent (to shut one side down, or to poll it with others).
+    public var descriptor: Int32 { socket.rawValue }
+    /// The connected socket, closed when the connection goes.
+    private let socket: OwnedDescriptor
     /// The socket it is connected to.
     public let socketPath: String
     private var framer = LineFramer(maximumLength: 1 << 20)
@@ -51,8 +53,8 @@ public final class LineConnection: @unchecked Sendable {
     /// version (`readsGreeting: false` leaves the greeting as the first line to read).
     public init(socketPath: String, timeout: Double = 5, readsGreeting: Bool = true) throws(MotionClientError) {
         self.socketPath = socketPath
-        descriptor = try UnixSocket.connect(to: socketPath)
-        // From here `deinit` closes the descriptor, also when this initialiser throws.
+        socket = try UnixSocket.connectOwned(to: socketPath)
+        // From here the socket closes when the connection goes, also when this initialiser throws.
         guard readsGreeting else { return }
         let greeting = try nextLine(timeout: timeout)
         guard case .version(let version)? = try? AnyServerMessage(line: greeting) else {
@@ -60,8 +62,6 @@ public final class LineConnection: @unchecked Sendable {
         }
         guard version.protoMajor == ProtocolVersion.major else { throw .incompatibleProtocol(major: version.protoMajor) }
     }
-
-    deinit { Syscall.close(descriptor) }
 
     /// Sends one request line.
     public func send(_ request: Request) throws(MotionClientError) {

@@ -3,19 +3,28 @@ import MotionSystem
 
 /// Connecting to a Unix stream socket, with the waiting and the errors a client wants.
 public enum UnixSocket {
-    /// A connected, close-on-exec descriptor for the stream socket at `path`; the caller closes it.
-    /// A full listen backlog (EAGAIN: the daemon is busy accepting) is waited out for up to
-    /// `patience` seconds.
-    public static func connect(to path: String, patience: Double = 1) throws(MotionClientError) -> Int32 {
+    /// A connected, close-on-exec descriptor for the stream socket at `path`, owned. A full listen
+    /// backlog (EAGAIN: the daemon is busy accepting) is waited out for up to `patience` seconds.
+    public static func connectOwned(to path: String, patience: Double = 1) throws(MotionClientError) -> OwnedDescriptor {
         let deadline = Date().addingTimeInterval(patience)
         while true {
-            switch Syscall.connectUnixStream(to: path) {
-            case .success(let fd): return fd
-            case .failure(.resourceTemporarilyUnavailable) where Date() < deadline: Syscall.sleep(nanoseconds: 1_000_000)
-            case .failure(.noSuchFileOrDirectory), .failure(.connectionRefused): throw .daemonNotRunning(socket: path)
-            case .failure(.permissionDenied), .failure(.notPermitted): throw .permissionDenied(socket: path)
-            case .failure(let error): throw .connectionLost("connect \(path): \(error)")
+            do {
+                return try Syscall.connectUnixStream(to: path)
+            } catch .resourceTemporarilyUnavailable where Date() < deadline {
+                Syscall.sleep(nanoseconds: 1_000_000)
+            } catch .noSuchFileOrDirectory, .connectionRefused {
+                throw .daemonNotRunning(socket: path)
+            } catch .permissionDenied, .notPermitted {
+                throw .permissionDenied(socket: path)
+            } catch {
+                throw .connectionLost("connect \(path): \(error)")
             }
         }
+    }
+
+    /// `connectOwned`'s descriptor handed on: the caller closes it (a program that keeps descriptors
+    /// as numbers, to poll them with others).
+    public static func connect(to path: String, patience: Double = 1) throws(MotionClientError) -> Int32 {
+        try connectOwned(to: path, patience: patience).take()
     }
 }

@@ -95,9 +95,14 @@ final class DSUServer: MessageSink {
         let failure = { (reason: Any) in ListenError(address: settings.listen, reason: "\(reason)") }
         let resolved = try Result { try SocketAddress.makeAddressResolvingHost(address.host, port: address.port) }.mapError(failure).get()
         guard let wanted = DatagramAddress(resolved) else { throw failure("not an IP address") }
-        let fd = try Syscall.bindDatagramSocket(wanted, receiveBuffer: Self.receiveBuffer).mapError(failure).get()
-        // The sender owns `fd` from here: closing it, at stop or on a failure below, is its job.
-        let sender = DatagramSender(descriptor: fd, capacity: min(settings.maximumClients, Self.sendBudget))
+        let sender: DatagramSender
+        do {
+            // The sender owns the socket from here: closing it, at stop or on a failure below, is its job.
+            sender = DatagramSender(
+                descriptor: try Syscall.bindDatagramSocket(wanted, receiveBuffer: Self.receiveBuffer), capacity: min(settings.maximumClients, Self.sendBudget))
+        } catch {
+            throw failure(error)
+        }
         let channel = try Result { try register(sender, on: eventLoop, handler: handler) }.mapError(failure).get()
         guard let bound = channel.localAddress.flatMap(DatagramAddress.init) else {
             channel.close(promise: nil)
@@ -108,7 +113,7 @@ final class DSUServer: MessageSink {
 
     /// Gives NIO a second descriptor of `sender`'s socket to read; blocking, off the loop.
     private static func register(_ sender: DatagramSender, on eventLoop: any EventLoop, handler: DatagramHandler) throws -> any Channel {
-        let copy = try Syscall.duplicate(sender.descriptor).get()
+        let copy = try Syscall.duplicate(sender.descriptor)
         let bootstrap = DatagramBootstrap(group: eventLoop)
             // recvmmsg: a burst of requests (every emulator starting at once) is read in a few
             // system calls, before the socket's buffer overflows.
@@ -117,12 +122,10 @@ final class DSUServer: MessageSink {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
             }
-        do {
-            return try bootstrap.withBoundSocket(copy).wait()
-        } catch {
-            Syscall.close(copy)
-            throw error
-        }
+        // Handed to NIO, which closes it with the channel (`take`): it refuses one only before the
+        // channel is made, for a descriptor `fcntl` cannot make non-blocking, which a socket just
+        // duplicated is not; after that, closing it here too would close it twice.
+        return try bootstrap.withBoundSocket(copy.take()).wait()
     }
 
     /// The address could not be listened on (in use, not this machine's, a name that does not resolve).

@@ -1,13 +1,20 @@
 import MotionSystem
 
-/// The life of one capture as a value: the phase it is in, and what each thing that happens to it
-/// makes it do. Both captures, the one a thread drives (`SensorCapture`) and the one the hub's event
-/// loop drives (`LoopCapture`), only drive it: they open, read, wait and close, and ask it what
-/// follows. Each rule is stated once, from `CapturePolicy`, and tested transition by transition
-/// without a device (CaptureLifecycleTests).
+/// The life of one capture as a value, and its only state: the phase it is in, and what each thing
+/// that happens to it makes it do. Both captures, the one a thread drives (`SensorCapture`) and the
+/// one the hub's event loop drives (`LoopCapture`), only drive it: their readers open, read, wait and
+/// close, report here, and do what it answers. How the capture reads (`mode`), how it rests
+/// (`restMode`) and whether it is over follow from the phase. Each rule is stated once, from
+/// `CapturePolicy`, and tested transition by transition without a device (CaptureLifecycleTests).
 ///
-///     opening(buffered) ──opened──▶ buffered ──no first scan, or open failed──▶ opening(polled)
-///     opening(polled)   ──opened──▶ polled
+///     opening(buffered) ──opened──▶ buffered, or resting(hysteresisTrial) for a capture that rests
+///     opening(polled)   ──opened──▶ polled(loop or thread)
+///     buffered ──no first scan, or open failed──▶ opening(polled)
+///     resting(hysteresisTrial) ──honoured──▶ resting(hysteresis)
+///                              ──not honoured──▶ opening(polled)
+///     polled ──motion events armed──▶ resting(motionEvents)
+///            ──motion events refused──▶ resting(adaptivePolling)
+///     resting(motionEvents) ──events failed, or a move went unannounced──▶ resting(adaptivePolling)
 ///     any ──device gone, failuresThatEnd failed reads in a row, a polled open failed, the reading
 ///           ended by itself, stop──▶ ended
 public struct CaptureLifecycle: Sendable, Equatable {
@@ -15,9 +22,35 @@ public struct CaptureLifecycle: Sendable, Equatable {
         /// The device is being opened to be read in this mode.
         case opening(CaptureMode)
         case buffered
-        case polled
+        /// Polled, on the hub's loop (a timer) or on a thread of its own.
+        case polled(PollingPlace)
+        /// An accelerometer that only event streams read, learning of its moves this way.
+        case resting(Rest)
+        // A later phase, `recovering` (a capture re-armed after suspend, or after a stall while its
+        // device exists), goes here, between reading and `ended`.
         /// Over: nothing more is read, and nothing more is told.
         case ended
+    }
+
+    /// Where a polled capture's reads run.
+    public enum PollingPlace: Sendable, Equatable {
+        /// On the hub's event loop, from a timer: slow rates only.
+        case loop
+        /// On a thread of its own: a sysfs read can block for a bus transfer.
+        case thread
+    }
+
+    /// How a resting capture learns that its accelerometer moved.
+    public enum Rest: Sendable, Equatable {
+        /// An HID sensor hub's buffer is read while `HysteresisTrial` finds out whether it honours a
+        /// raised hysteresis.
+        case hysteresisTrial
+        /// The hub honours it: its buffer, silent while still, is read.
+        case hysteresis
+        /// Polled, and woken by the chip's motion events (`MotionEvents`).
+        case motionEvents
+        /// Polled slowly at rest (`AdaptivePolling`); `because`: why a better way was refused or given up.
+        case adaptivePolling(because: DeviceError?)
     }
 
     /// What the driver is to do.
@@ -29,6 +62,9 @@ public struct CaptureLifecycle: Sendable, Equatable {
         /// Close the buffer, tell the owner (`captureModeChanged(.polled, reason:)`), and open the
         /// device to be polled.
         case fallBackToPolling(DeviceError)
+        /// Tell the owner how the capture now learns of a move (`SensorEvent.restModeChanged`). Into
+        /// adaptive polling from motion events: close the events, and poll slowly at rest.
+        case rest(RestMode, reason: DeviceError?)
         /// Close, and tell the owner the capture is over (`SensorEvent.ended`).
         case end(DeviceError)
     }
@@ -37,22 +73,79 @@ public struct CaptureLifecycle: Sendable, Equatable {
     public let policy: CapturePolicy
     /// `iio:deviceN`, for the errors it makes.
     public let device: String
+    /// Whether only event streams read it: an accelerometer that rests while still.
+    public let restsWhenStill: Bool
+    /// Where it polls, once polled.
+    public let pollingPlace: PollingPlace
+    /// Seconds between checks of a buffer at rest (`Rest.hysteresis`): each check is a wake-up.
+    public let heartbeat: Double
+    /// The mode it was reading in when it ended.
+    private var lastMode: CaptureMode
+    /// Why a resting buffer was given up for polling: the rest's reason, rather than the poller's own
+    /// (a hub has no motion events).
+    private var whyPolled: DeviceError?
     private var failuresInARow = 0
     private var scanSeen = false
     private var scanSinceCheck = false
     private var readsSincePresenceCheck = 0
 
-    /// A capture of `device` (`iio:deviceN`) that opens it first in `mode`, under `policy`.
-    public init(device: String, policy: CapturePolicy, startingIn mode: CaptureMode) {
+    /// A capture of `device` (`iio:deviceN`) that opens it first in `mode`, under `policy`; polled at
+    /// `pollingPlace`; `restsWhenStill`: only event streams read it; `heartbeat`: seconds between checks
+    /// of a buffer at rest.
+    public init(
+        device: String, policy: CapturePolicy, startingIn mode: CaptureMode, pollingPlace: PollingPlace = .thread, restsWhenStill: Bool = false,
+        heartbeat: Double = AdaptivePolling.heartbeat
+    ) {
         self.device = device
         self.policy = policy
+        self.pollingPlace = pollingPlace
+        self.restsWhenStill = restsWhenStill
+        self.heartbeat = heartbeat
         phase = .opening(mode)
+        lastMode = mode
     }
+
+    // MARK: What follows from the phase
+
+    /// The mode it reads in, or is opening in (once over, the last one).
+    public var mode: CaptureMode {
+        switch phase {
+        case .opening(let mode): mode
+        case .buffered, .resting(.hysteresisTrial), .resting(.hysteresis): .buffered
+        case .polled, .resting(.motionEvents), .resting(.adaptivePolling): .polled
+        case .ended: lastMode
+        }
+    }
+
+    /// How it learns of a move while it rests, and why a better way was refused (nil: it does not
+    /// rest, or not yet: a trial or the motion events' opening is under way).
+    public var restMode: (mode: RestMode, note: DeviceError?)? {
+        switch phase {
+        case .resting(.hysteresis): (.hysteresis, nil)
+        case .resting(.motionEvents): (.motionEvents, nil)
+        case .resting(.adaptivePolling(let reason)): (.adaptivePolling, reason)
+        default: nil
+        }
+    }
+
+    /// Whether it is over (ended or stopped).
+    public var isOver: Bool { phase == .ended }
+
+    /// Whether it reads a buffer now.
+    public var readsBuffer: Bool { !isOver && mode == .buffered && phase != .opening(.buffered) }
+
+    /// Seconds from one check of a buffer to the next: a buffer silent at rest is checked once a heartbeat.
+    public var checkDelay: Double { phase == .resting(.hysteresis) ? heartbeat : policy.checkInterval }
+
+    // MARK: Opening
 
     /// The device opened: reading begins in the mode it was opened in.
     public mutating func opened() {
         guard case .opening(let mode) = phase else { return }
-        phase = mode == .buffered ? .buffered : .polled
+        switch mode {
+        case .buffered: phase = restsWhenStill ? .resting(.hysteresisTrial) : .buffered
+        case .polled: phase = .polled(pollingPlace)
+        }
         (failuresInARow, readsSincePresenceCheck) = (0, 0)
     }
 
@@ -62,9 +155,10 @@ public struct CaptureLifecycle: Sendable, Equatable {
         guard case .opening(let mode) = phase else { return .proceed }
         guard deviceExists() else { return end(.deviceVanished(device: device)) }
         guard mode == .buffered else { return end(error) }
-        phase = .opening(.polled)
-        return .fallBackToPolling(error)
+        return fallBack(error)
     }
+
+    // MARK: Reading
 
     /// A read gave what it had: the failures in a row are forgotten.
     public mutating func readSucceeded() {
@@ -76,7 +170,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
     /// A polled read is due: about `CapturePolicy.presenceChecksPerSecond` times a second the device's
     /// presence is checked first, as some drivers keep answering reads of a removed device's open files.
     public mutating func pollDue(deviceExists: @autoclosure () -> Bool) -> Action {
-        guard phase == .polled else { return .proceed }
+        guard !isOver, mode == .polled, phase != .opening(.polled) else { return .proceed }
         readsSincePresenceCheck += 1
         guard readsSincePresenceCheck >= policy.readsPerPresenceCheck else { return .proceed }
         readsSincePresenceCheck = 0
@@ -87,9 +181,9 @@ public struct CaptureLifecycle: Sendable, Equatable {
     /// first scan is a buffer that gives nothing (polled instead), after it a paused sensor (waited
     /// for); any other failure is told, and `CapturePolicy.failuresThatEnd` in a row end it.
     public mutating func readFailed(_ error: DeviceError, deviceExists: @autoclosure () -> Bool) -> Action {
-        guard phase == .buffered || phase == .polled else { return .proceed }
+        guard !isOver, !isOpening else { return .proceed }
         guard deviceExists() else { return end(.deviceVanished(device: device)) }
-        if phase == .buffered, case .bufferFailed(_, _, let code) = error, code == ErrnoValue.timedOut {
+        if readsBuffer, case .bufferFailed(_, _, let code) = error, code == ErrnoValue.timedOut {
             return scanSeen ? .proceed : fallBack(error)
         }
         failuresInARow += 1
@@ -97,10 +191,10 @@ public struct CaptureLifecycle: Sendable, Equatable {
     }
 
     /// A buffer's check is due (`CapturePolicy.firstDataTimeout` after it opened, then every
-    /// `checkInterval`): without a first scan it is polled instead; silent since the last check and
+    /// `checkDelay`): without a first scan it is polled instead; silent since the last check and
     /// its device gone, the capture ends (a removed device's buffer need not fail a read).
     public mutating func checkDue(deviceExists: @autoclosure () -> Bool) -> Action {
-        guard phase == .buffered else { return .proceed }
+        guard readsBuffer else { return .proceed }
         guard scanSeen else { return fallBack(.bufferFailed(device: device, operation: "first scan", errno: ErrnoValue.timedOut)) }
         defer { scanSinceCheck = false }
         return scanSinceCheck || deviceExists() ? .proceed : end(.deviceVanished(device: device))
@@ -109,19 +203,62 @@ public struct CaptureLifecycle: Sendable, Equatable {
     /// The reading itself ended: its descriptor closed by itself, or failed in a way no retry mends.
     /// Over, as vanished if the device is gone.
     public mutating func readingEnded(_ error: DeviceError, deviceExists: @autoclosure () -> Bool) -> Action {
-        guard phase != .ended else { return .proceed }
+        guard !isOver else { return .proceed }
         return end(deviceExists() ? error : .deviceVanished(device: device))
     }
 
-    /// The owner found a better reason to poll a buffer that reads (an HID hub that ignores its
-    /// hysteresis, for an accelerometer only read for "did it move"): polled instead.
-    public mutating func pollInstead(because reason: DeviceError) -> Action {
-        guard phase == .buffered else { return .proceed }
+    // MARK: Resting
+
+    /// The hysteresis trial found that the hub honours it: its buffer is read, silent while still.
+    public mutating func hysteresisHonoured() -> Action {
+        guard phase == .resting(.hysteresisTrial) else { return .proceed }
+        phase = .resting(.hysteresis)
+        return .rest(.hysteresis, reason: nil)
+    }
+
+    /// The hysteresis trial found that the hub ignores it, or could not raise it: polled instead, and
+    /// `reason` is the rest's reason from now on.
+    public mutating func hysteresisNotHonoured(because reason: DeviceError) -> Action {
+        guard phase == .resting(.hysteresisTrial) else { return .proceed }
+        whyPolled = reason
         return fallBack(reason)
     }
 
+    /// The chip's motion events are armed: they wake the polled capture from now.
+    public mutating func motionEventsArmed() -> Action {
+        guard restsWhenStill, case .polled = phase else { return .proceed }
+        phase = .resting(.motionEvents)
+        return .rest(.motionEvents, reason: nil)
+    }
+
+    /// The motion events could not be had (`noMotionEvents`, refused, unwritable): polled slowly at
+    /// rest. A device without any, given up by a hysteresis trial, keeps the trial's reason.
+    public mutating func motionEventsRefused(_ reason: DeviceError) -> Action {
+        guard restsWhenStill, case .polled = phase else { return .proceed }
+        let shown = reason == .noMotionEvents(device: device) ? whyPolled ?? reason : reason
+        phase = .resting(.adaptivePolling(because: shown))
+        return .rest(.adaptivePolling, reason: shown)
+    }
+
+    /// The armed motion events failed, or a move came that none announced (`AdaptivePolling`'s
+    /// `unannouncedChange`): they are given up, and the capture polls slowly at rest.
+    public mutating func motionEventsFailed(_ reason: DeviceError) -> Action {
+        guard phase == .resting(.motionEvents) else { return .proceed }
+        phase = .resting(.adaptivePolling(because: reason))
+        return .rest(.adaptivePolling, reason: reason)
+    }
+
+    // MARK: Ending
+
     /// Stopped by its owner: over, and nothing more is told.
-    public mutating func stop() { phase = .ended }
+    public mutating func stop() {
+        lastMode = mode
+        phase = .ended
+    }
+
+    private var isOpening: Bool {
+        if case .opening = phase { true } else { false }
+    }
 
     private mutating func fallBack(_ reason: DeviceError) -> Action {
         phase = .opening(.polled)
@@ -129,7 +266,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
     }
 
     private mutating func end(_ reason: DeviceError) -> Action {
-        phase = .ended
+        stop()
         return .end(reason)
     }
 }

@@ -19,7 +19,7 @@ public final class MotionEvents: @unchecked Sendable {
     /// The `_en` attributes it enabled (`events/in_accel_x_roc_either_en`, …).
     public let enabled: [String]
     private var restorer: AttributeRestorer
-    private var descriptor: Int32?
+    private var descriptor: OwnedDescriptor?
 
     /// The suffixes of motion events' enable attributes: a change of acceleration of either sign or
     /// rising above a threshold. Free fall (`mag_falling`), "no motion", taps and step changes are
@@ -79,13 +79,14 @@ public final class MotionEvents: @unchecked Sendable {
         do throws(DeviceError) {
             let character: OwnedDescriptor
             do {
-                character = try OwnedDescriptor(openingForReading: node)
+                character = try Syscall.openReadOnly(node)
             } catch {
                 throw DeviceError.eventsRefused(device: device, operation: "open \(node)", errno: error.rawValue)
             }
-            switch Syscall.iioEventDescriptor(character.rawValue) {
-            case .success(let fd): descriptor = fd
-            case .failure(let e): throw DeviceError.eventsRefused(device: device, operation: "IIO_GET_EVENT_FD_IOCTL", errno: e.rawValue)
+            do {
+                descriptor = try Syscall.iioEventDescriptor(character.rawValue)
+            } catch {
+                throw DeviceError.eventsRefused(device: device, operation: "IIO_GET_EVENT_FD_IOCTL", errno: error.rawValue)
             }
         } catch {
             restorer.restoreAll()
@@ -95,15 +96,13 @@ public final class MotionEvents: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Hands the event descriptor to its reader (an event loop's channel), which closes it; nil once taken.
-    public func takeDescriptor() -> Int32? {
-        defer { descriptor = nil }
-        return descriptor
+    /// Hands the event descriptor to its reader (an event loop's channel); nil once taken.
+    public func takeDescriptor() -> OwnedDescriptor? {
+        descriptor.take()
     }
 
     /// Disables the events it enabled, and closes the descriptor if nobody took it (idempotent).
     public func close() {
-        if let descriptor { Syscall.close(descriptor) }
         descriptor = nil
         restorer.restoreAll()
     }

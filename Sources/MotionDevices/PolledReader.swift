@@ -43,11 +43,10 @@ public final class PolledReader {
                 // Another machine's attributes are read through iiod, by name, at each reading.
                 for channel in sensor.channels where sysfs.network == nil {
                     let path = "\(sysfs.deviceDirectory(self.device))/\(channel.valueAttribute)"
-                    switch Syscall.openReadOnly(path) {
-                    case .success(let fd):
-                        files.append(OwnedDescriptor(fd))
-                    case .failure(let e):
-                        throw DeviceError.attributeUnreadable(device: self.device, attribute: channel.valueAttribute, errno: e.rawValue)
+                    do {
+                        files.append(try Syscall.openReadOnly(path))
+                    } catch {
+                        throw DeviceError.attributeUnreadable(device: self.device, attribute: channel.valueAttribute, errno: error.rawValue)
                     }
                 }
                 sensors.append(Sensor(

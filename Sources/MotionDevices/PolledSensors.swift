@@ -50,11 +50,12 @@ public final class PolledSensors: @unchecked Sendable {
 
     deinit { close() }
 
-    /// A descriptor that becomes readable once per period, for the owner's event loop, which owns it.
-    public func makeTimer() throws(DeviceError) -> Int32 {
-        switch Syscall.makePeriodicTimer(period: PlausibleRate.period(rate)) {
-        case .success(let fd): return fd
-        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "timerfd", errno: e.rawValue)
+    /// A descriptor that becomes readable once per period, for the owner's event loop.
+    public func makeTimer() throws(DeviceError) -> OwnedDescriptor {
+        do {
+            return try Syscall.makePeriodicTimer(period: PlausibleRate.period(rate))
+        } catch {
+            throw .bufferFailed(device: device.number.sysname, operation: "timerfd", errno: error.rawValue)
         }
     }
 

@@ -24,9 +24,10 @@ struct RemoteContextPreflight {
         let deadline = Syscall.monotonicNanoseconds() + Int64(Self.timeLimit * 1e9)
         let (host, port) = try address()
         let connection: OwnedDescriptor
-        switch Syscall.connectTCP(host: host, port: port, deadline: deadline) {
-        case .success(let fd): connection = OwnedDescriptor(fd)
-        case .failure(let error): throw .networkContextUnavailable(uri: uri, errno: error.rawValue)
+        do {
+            connection = try Syscall.connectTCP(host: host, port: port, deadline: deadline)
+        } catch {
+            throw .networkContextUnavailable(uri: uri, errno: error.rawValue)
         }
         let socket = connection.rawValue
         let request = Array("PRINT\r\n".utf8)

@@ -63,14 +63,15 @@ public final class ScanBuffer: @unchecked Sendable {
     /// down to whole scans, and refuses less than one).
     public var scanSize: Int { reader.scanSize }
 
-    /// A descriptor of the buffer for the owner's event loop, which owns it and closes it.
-    public func makeReadDescriptor() throws(DeviceError) -> Int32 {
+    /// A descriptor of the buffer of its own, for the owner's event loop.
+    public func makeReadDescriptor() throws(DeviceError) -> OwnedDescriptor {
         guard let descriptor = reader.descriptor else {
             throw .bufferFailed(device: device.number.sysname, operation: "descriptor", errno: ErrnoValue.badDescriptor)
         }
-        switch Syscall.duplicate(descriptor) {
-        case .success(let copy): return copy
-        case .failure(let e): throw .bufferFailed(device: device.number.sysname, operation: "dup", errno: e.rawValue)
+        do {
+            return try Syscall.duplicate(descriptor)
+        } catch {
+            throw .bufferFailed(device: device.number.sysname, operation: "dup", errno: error.rawValue)
         }
     }
 

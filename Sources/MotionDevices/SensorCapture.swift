@@ -148,7 +148,7 @@ public final class SensorCapture: Sendable {
         var lifecycle = CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: mode)
         if mode == .buffered {
             switch runBuffered(&lifecycle, handler) {
-            case .proceed, .report: return  // stopped
+            case .proceed, .report, .rest: return  // stopped (a thread's capture has no rest)
             case .end(let error): return handler(.ended(error))
             case .fallBackToPolling(let reason):
                 state.withLock { $0.mode = .polled }
@@ -259,21 +259,9 @@ public final class SensorCapture: Sendable {
             deadline += period
             let now = Syscall.monotonicNanoseconds()
             if deadline < now { deadline = now }  // fell behind: skip, don't burst
-            sleep(until: deadline)
+            thread.sleep(untilMonotonic: deadline)
         }
         return .proceed
-    }
-
-    /// Sleeps until `deadline` (ns, monotonic) or until `stop()`, with sub-millisecond precision.
-    private func sleep(until deadline: Int64) {
-        let remaining = deadline - Syscall.monotonicNanoseconds()
-        if remaining > 2_000_000 {
-            // Long waits block on the thread's wake so that stop() is immediate.
-            if case .success(let wakeup) = thread.wait(timeoutMilliseconds: Int32(clamping: (remaining - 1_000_000) / 1_000_000)), wakeup.woken {
-                return
-            }
-        }
-        Syscall.sleep(untilMonotonic: deadline)
     }
 
     /// A rate as sysfs expects it: `100`, `12.5`.

@@ -24,10 +24,12 @@ struct Sysfs: Sendable {
 
     /// Reads a whole file of this machine's sysfs by its path (at most 4 KiB) as text.
     func read(path: String) -> Result<String, Errno> {
-        Syscall.openReadOnly(path).flatMap { fd in
-            let file = OwnedDescriptor(fd)
+        do {
+            let file = try Syscall.openReadOnly(path)
             var bytes = [UInt8](repeating: 0, count: 4096)
             return bytes.withUnsafeMutableBytes { Syscall.readFromStart(file.rawValue, into: $0) }.map { String(decoding: bytes[0..<$0], as: UTF8.self) }
+        } catch {
+            return .failure(error)
         }
     }
 
@@ -41,9 +43,12 @@ struct Sysfs: Sendable {
     func write(device: String, attribute: String, value: String) -> Result<Void, DeviceError> {
         if let network { return network.write(device: device, attribute: attribute, value: value) }
         let path = "\(deviceDirectory(device))/\(attribute)"
-        let written = Syscall.openWriteOnly(path).flatMap { fd in
-            let file = OwnedDescriptor(fd)
-            return Syscall.write(file.rawValue, Array((value + "\n").utf8))
+        let written: Result<Void, Errno>
+        do {
+            let file = try Syscall.openWriteOnly(path)
+            written = Syscall.write(file.rawValue, Array((value + "\n").utf8))
+        } catch {
+            written = .failure(error)
         }
         return written.mapError { .attributeUnwritable(device: device, attribute: attribute, errno: $0.rawValue) }
     }

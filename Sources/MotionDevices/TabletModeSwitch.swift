@@ -34,9 +34,10 @@ public final class TabletModeSwitch: @unchecked Sendable {
     /// - Throws: `uinputFailed` naming the step (EACCES: the service may not open `/dev/uinput`;
     ///   ENOENT: the uinput module is not loaded).
     public init(path: String = "/dev/uinput") throws(DeviceError) {
-        switch Syscall.openDeviceForWriting(path) {
-        case .success(let fd): file = OwnedDescriptor(fd)
-        case .failure(let e): throw .uinputFailed(operation: "open \(path)", errno: e.rawValue)
+        do {
+            file = try Syscall.openDeviceForWriting(path)
+        } catch {
+            throw .uinputFailed(operation: "open \(path)", errno: error.rawValue)
         }
         try step("UI_SET_EVBIT EV_SW") { Syscall.ioctl(file.rawValue, Self.setEventBit, value: Int32(Self.eventSwitch)) }
         try step("UI_SET_SWBIT SW_TABLET_MODE") { Syscall.ioctl(file.rawValue, Self.setSwitchBit, value: Int32(Self.switchTabletMode)) }

@@ -50,7 +50,7 @@ package final class AcceptGuard: ChannelInboundHandler, @unchecked Sendable {
 
     /// Takes a spare, if it has none.
     private func keepSpare() {
-        if spare == nil { spare = try? OwnedDescriptor(openingForReading: "/dev/null") }
+        if spare == nil { spare = try? Syscall.openReadOnly("/dev/null") }
     }
 
     /// Counts a new connection, or says why it is refused (the caller answers and closes it).

@@ -122,7 +122,7 @@ final class CaptureManager: @unchecked Sendable {
             }
             logger.info("sensor opened", metadata: [
                 "device": "\(number)", "kinds": "\(entry.kinds.map(\.rawValue).sorted())", "rate": "\(capture.rate)",
-                "mode": "\(capture.modeName)"])
+                "mode": "\(capture.readingMode.rawValue)"])
         } catch {
             logger.error("cannot open sensor", metadata: ["device": "\(number)", "error": "\(error)"])
         }

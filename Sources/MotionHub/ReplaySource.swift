@@ -63,5 +63,5 @@ public final class ReplaySource: SensorSource {
 
     public var followsHotPlug: Bool { false }
 
-    public func modeName(of device: DeviceDescriptor) -> String { "replayed" }
+    public func readingMode(of device: DeviceDescriptor) -> ReadingMode { .replayed }
 }

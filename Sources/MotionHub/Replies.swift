@@ -34,7 +34,7 @@ enum Replies {
             case nil: nil
             }
             return DevicesReply.Device(
-                device: device.number.sysname, name: device.name, kinds: device.kinds, mode: source.modeName(of: device),
+                device: device.number.sysname, name: device.name, kinds: device.kinds, mode: source.readingMode(of: device).rawValue,
                 rates: rates, mountMatrix: device.sensors.first?.mountMatrix.rowMajor ?? Matrix3.identity.rowMajor,
                 mountMatrixSource: device.sensors.first?.mountMatrixSource ?? "identity",
                 frameMatrix: device.sensors.first { $0.kind.isVector }?.deviceFrameMatrix.rowMajor,
@@ -56,7 +56,7 @@ enum Replies {
             let rest = running.capture.restMode
             return StatusReply.Sensor(
                 device: running.plan.device.sysname, kinds: running.plan.kinds.sorted { $0.rawValue < $1.rawValue },
-                mode: running.capture.modeName, rate: running.capture.rate, measuredRate: running.measuredRate,
+                mode: running.capture.readingMode.rawValue, rate: running.capture.rate, measuredRate: running.measuredRate,
                 rest: rest?.mode.rawValue, restNote: rest?.note.map { "\($0)" })
         }
         var calibration = fusion.map { f in

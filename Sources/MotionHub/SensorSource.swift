@@ -18,8 +18,8 @@ public protocol SensorSource: Sendable {
     ) throws -> any SensorStream
     /// Whether devices come and go (then udev's hot-plug events are followed).
     var followsHotPlug: Bool { get }
-    /// How the device's sensors are read: `buffered`, `polled`, `network` or `replayed`.
-    func modeName(of device: DeviceDescriptor) -> String
+    /// How the device's sensors are read.
+    func readingMode(of device: DeviceDescriptor) -> ReadingMode
     /// Seconds between listings of each remote's devices (no udev tells of them).
     var relistInterval: Double { get }
 }
@@ -41,12 +41,32 @@ public enum DeviceOrigin: Hashable, Comparable, Sendable {
     case remote(Int)
 }
 
+/// How a device's sensors are read, as DEVICES and STATUS name it (`rawValue`).
+public enum ReadingMode: String, Sendable, Hashable, CaseIterable {
+    /// From its IIO buffer.
+    case buffered
+    /// By reading sysfs at the rate.
+    case polled
+    /// Another machine's, through its iiod.
+    case network
+    /// From a recording.
+    case replayed
+
+    /// A capture's mode.
+    public init(_ mode: CaptureMode) {
+        switch mode {
+        case .buffered: self = .buffered
+        case .polled: self = .polled
+        }
+    }
+}
+
 /// Some sensors of one device, being read.
 public protocol SensorStream: AnyObject, Sendable {
     /// The rate it runs at, Hz.
     var rate: Double { get }
-    /// How it reads: `buffered`, `polled` or `replayed`.
-    var modeName: String { get }
+    /// How it reads now: `buffered`, `polled` or `replayed`.
+    var readingMode: ReadingMode { get }
     /// For an accelerometer that only event streams read: how it learns of a move while it rests,
     /// and why a better way was refused or given up (nil: it does not rest).
     var restMode: (mode: RestMode, note: DeviceError?)? { get }
@@ -108,15 +128,15 @@ public struct HardwareSource: SensorSource {
 
     public var followsHotPlug: Bool { true }
 
-    public func modeName(of device: DeviceDescriptor) -> String {
-        remotes.contains { $0.owns(device.number) } ? "network" : device.captureMode.rawValue
+    public func readingMode(of device: DeviceDescriptor) -> ReadingMode {
+        remotes.contains { $0.owns(device.number) } ? .network : ReadingMode(device.captureMode)
     }
 }
 
 extension SensorCapture: SensorStream {
-    public var modeName: String { mode.rawValue }
+    public var readingMode: ReadingMode { ReadingMode(mode) }
 }
 
 extension SamplePlayer: SensorStream {
-    public var modeName: String { "replayed" }
+    public var readingMode: ReadingMode { .replayed }
 }

@@ -151,9 +151,10 @@ final class MQTTBridge: MessageSink, @unchecked Sendable {
     /// libmosquitto says only "Invalid function arguments provided" of a TLS file it cannot read: say which, and why.
     private static func checkReadable(_ path: String?, setting: String) throws(Configuration.Invalid) {
         guard let path else { return }
-        switch Syscall.openReadOnly(path) {
-        case .success(let file): Syscall.close(file)
-        case .failure(let error): throw Configuration.Invalid(place: Place(key: "mqtt.\(setting)"), problem: "\(path) cannot be read: \(error)")
+        do {
+            _ = try Syscall.openReadOnly(path)  // and closed at once, by its owner
+        } catch {
+            throw Configuration.Invalid(place: Place(key: "mqtt.\(setting)"), problem: "\(path) cannot be read: \(error)")
         }
     }
 

@@ -39,7 +39,7 @@ public final class OSThread: @unchecked Sendable {
     /// Names the calling thread (`pthread_setname_np` needs `_GNU_SOURCE`, which Glibc's module lacks;
     /// /proc/thread-self/comm is the same name).
     private func nameCurrentThread() {
-        guard let comm = try? OwnedDescriptor(openingForWriting: "/proc/thread-self/comm") else { return }
+        guard let comm = try? Syscall.openWriteOnly("/proc/thread-self/comm") else { return }
         _ = Syscall.write(comm.rawValue, Array(name.utf8.prefix(15)))
     }
 

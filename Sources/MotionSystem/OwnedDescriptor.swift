@@ -5,8 +5,9 @@ import Musl
 #endif
 
 /// A descriptor with one owner, closed when its owner goes (`deinit`): never copied, so never closed
-/// twice, and never closed by hand. `rawValue` lends it to a call; `take()` hands it on to a new owner
-/// that closes it its own way (NIO's channel, libiio), and then it is not closed here.
+/// twice, and never closed by hand. Every `Syscall` that makes a descriptor returns one. `rawValue`
+/// lends it to a call; `take()` hands it on to a new owner that closes it its own way (NIO's channel),
+/// and then it is not closed here.
 public struct OwnedDescriptor: ~Copyable, Sendable {
     /// The descriptor, lent: for calls, never to be closed.
     public let rawValue: Int32
@@ -21,16 +22,6 @@ public struct OwnedDescriptor: ~Copyable, Sendable {
         let descriptor = rawValue
         discard self
         return descriptor
-    }
-
-    /// `open(path, O_RDONLY | O_CLOEXEC)` (`Syscall.openReadOnly`), owned.
-    public init(openingForReading path: String) throws(Errno) {
-        self.init(try Syscall.openReadOnly(path).get())
-    }
-
-    /// `open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)` (`Syscall.openWriteOnly`), owned.
-    public init(openingForWriting path: String) throws(Errno) {
-        self.init(try Syscall.openWriteOnly(path).get())
     }
 }
 

@@ -106,14 +106,14 @@ public enum Syscall {
         _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
     }
 
-    /// `open(path, O_RDONLY | O_CLOEXEC)`.
-    public static func openReadOnly(_ path: String) -> Result<Int32, Errno> {
-        retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
+    /// `open(path, O_RDONLY | O_CLOEXEC)`, owned.
+    public static func openReadOnly(_ path: String) throws(Errno) -> OwnedDescriptor {
+        OwnedDescriptor(try retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }.get())
     }
 
-    /// `open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)`, as a shell's `echo value > attribute` opens it.
-    public static func openWriteOnly(_ path: String) -> Result<Int32, Errno> {
-        retryingInterrupts { open(path, O_WRONLY | O_TRUNC | O_CLOEXEC) }
+    /// `open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)`, as a shell's `echo value > attribute` opens it; owned.
+    public static func openWriteOnly(_ path: String) throws(Errno) -> OwnedDescriptor {
+        OwnedDescriptor(try retryingInterrupts { open(path, O_WRONLY | O_TRUNC | O_CLOEXEC) }.get())
     }
 
     /// `pread(fd, buffer, count, 0)`: sysfs regenerates an attribute on each read from offset 0.
@@ -135,26 +135,22 @@ public enum Syscall {
         }
     }
 
-    /// `close(fd)`; errors from close are not actionable here.
-    public static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)
-    }
-
-    /// `fcntl(fd, F_DUPFD_CLOEXEC, 0)`: a second descriptor of the same open file, closed on exec.
-    public static func duplicate(_ fd: Int32) -> Result<Int32, Errno> {
+    /// `fcntl(fd, F_DUPFD_CLOEXEC, 0)`: a second descriptor of the same open file, closed on exec; owned.
+    public static func duplicate(_ fd: Int32) throws(Errno) -> OwnedDescriptor {
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        return copy >= 0 ? .success(copy) : .failure(Errno(rawValue: errno))
+        guard copy >= 0 else { throw Errno(rawValue: errno) }
+        return OwnedDescriptor(copy)
     }
 
     /// `timerfd_create(CLOCK_MONOTONIC)` then `timerfd_settime`: a descriptor that becomes readable
     /// every `period` ns (reading it gives the expirations since the last read, a UInt64), for an
-    /// event loop that waits for descriptors only. Closed on exec.
-    public static func makePeriodicTimer(period: Int64) -> Result<Int32, Errno> {
+    /// event loop that waits for descriptors only. Closed on exec; owned.
+    public static func makePeriodicTimer(period: Int64) throws(Errno) -> OwnedDescriptor {
         let fd = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC))
-        guard fd >= 0 else { return .failure(Errno(rawValue: errno)) }
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
         let timer = OwnedDescriptor(fd)
-        if case .failure(let error) = setTimerPeriod(timer.rawValue, period: period) { return .failure(error) }
-        return .success(timer.take())
+        try setTimerPeriod(timer.rawValue, period: period).get()
+        return timer
     }
 
     /// `timerfd_settime`: `fd`'s timer fires every `period` ns from one period from now.
@@ -194,18 +190,19 @@ public enum Syscall {
     /// `ioctl(fd, IIO_GET_EVENT_FD_IOCTL, &descriptor)` on an open `/dev/iio:deviceN`: a new
     /// descriptor (closed on exec) from which the device's enabled events are read as 16-byte
     /// `struct iio_event_data` records (include/uapi/linux/iio/events.h). `ENODEV`: the device has no
-    /// event interface; `EBUSY`: another open file holds it.
-    public static func iioEventDescriptor(_ fd: Int32) -> Result<Int32, Errno> {
+    /// event interface; `EBUSY`: another open file holds it. Owned.
+    public static func iioEventDescriptor(_ fd: Int32) throws(Errno) -> OwnedDescriptor {
         var descriptor: Int32 = -1
-        return retryingInterrupts { Glibc.ioctl(fd, iioGetEventDescriptorRequest, &descriptor) }.map { _ in descriptor }
+        _ = try retryingInterrupts { Glibc.ioctl(fd, iioGetEventDescriptorRequest, &descriptor) }.get()
+        return OwnedDescriptor(descriptor)
     }
 
     /// `_IOR('i', 0x90, int)` (include/uapi/linux/iio/events.h).
     private static let iioGetEventDescriptorRequest = UInt(0x8004_6990)
 
-    /// `open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)`: a character device to write events to (`/dev/uinput`).
-    public static func openDeviceForWriting(_ path: String) -> Result<Int32, Errno> {
-        retryingInterrupts { open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
+    /// `open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)`: a character device to write events to (`/dev/uinput`); owned.
+    public static func openDeviceForWriting(_ path: String) throws(Errno) -> OwnedDescriptor {
+        OwnedDescriptor(try retryingInterrupts { open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }.get())
     }
 
     /// `ioctl(fd, request, value)`: a request that takes an `int` by value (`UI_SET_EVBIT`).

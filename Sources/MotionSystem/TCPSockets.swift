@@ -7,14 +7,14 @@ import Musl
 extension Syscall {
     /// `getaddrinfo(host, port)`, then for each address `socket(SOCK_STREAM | SOCK_NONBLOCK |
     /// SOCK_CLOEXEC)` and `connect`, waiting for it at most until `deadline` (monotonic ns): a connected,
-    /// non-blocking descriptor (the caller closes it), or the errno of the last attempt (`ETIMEDOUT`
-    /// past the deadline; `EHOSTUNREACH` for a name that does not resolve).
-    public static func connectTCP(host: String, port: UInt16, deadline: Int64) -> Result<Int32, Errno> {
+    /// non-blocking descriptor, owned, or the errno of the last attempt (`ETIMEDOUT` past the deadline;
+    /// `EHOSTUNREACH` for a name that does not resolve).
+    public static func connectTCP(host: String, port: UInt16, deadline: Int64) throws(Errno) -> OwnedDescriptor {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return .failure(Errno(rawValue: EHOSTUNREACH)) }
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { throw Errno(rawValue: EHOSTUNREACH) }
         defer { freeaddrinfo(first) }
         var last = Errno(rawValue: EHOSTUNREACH)
         var address: UnsafeMutablePointer<addrinfo>? = first
@@ -28,7 +28,7 @@ extension Syscall {
             }
             // Closed when this attempt fails.
             let connection = OwnedDescriptor(fd)
-            if Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen) == 0 { return .success(connection.take()) }
+            if Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen) == 0 { return connection }
             last = Errno(rawValue: errno)
             if last.rawValue == EINPROGRESS {
                 switch waitWritable(fd, deadline: deadline) {
@@ -36,14 +36,14 @@ extension Syscall {
                     var status: Int32 = 0
                     var length = socklen_t(MemoryLayout<Int32>.size)
                     _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &status, &length)
-                    if status == 0 { return .success(connection.take()) }
+                    if status == 0 { return connection }
                     last = Errno(rawValue: status)
                 case .failure(let error):
                     last = error
                 }
             }
         }
-        return .failure(last)
+        throw last
     }
 
     /// `poll` for output on `fd` until `deadline` (monotonic ns); `ETIMEDOUT` past it.

@@ -56,18 +56,16 @@ public struct DatagramAddress: Sendable, Equatable {
 
 extension Syscall {
     /// `socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC)`, `setsockopt(SO_RCVBUF)`, `bind`: a
-    /// bound UDP descriptor (the caller closes it), or the errno of the call that failed. No
-    /// `SO_REUSEADDR`: for UDP it would let a second socket share the port, and a port in use not fail.
-    public static func bindDatagramSocket(_ address: DatagramAddress, receiveBuffer: Int32) -> Result<Int32, Errno> {
+    /// bound UDP descriptor, owned, or the errno of the call that failed. No `SO_REUSEADDR`: for UDP
+    /// it would let a second socket share the port, and a port in use not fail.
+    public static func bindDatagramSocket(_ address: DatagramAddress, receiveBuffer: Int32) throws(Errno) -> OwnedDescriptor {
         let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        return retryingInterrupts { socket(address.family, type, 0) }.flatMap { fd in
-            let bound = OwnedDescriptor(fd)
-            var size = receiveBuffer
-            // A smaller buffer than asked (net.core.rmem_max) is no reason not to serve.
-            _ = setsockopt(bound.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else { return .failure(Errno(rawValue: errno)) }
-            return .success(bound.take())
-        }
+        let bound = OwnedDescriptor(try retryingInterrupts { socket(address.family, type, 0) }.get())
+        var size = receiveBuffer
+        // A smaller buffer than asked (net.core.rmem_max) is no reason not to serve.
+        _ = setsockopt(bound.rawValue, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        guard address.withSockaddr({ bind(bound.rawValue, $0, $1) }) == 0 else { throw Errno(rawValue: errno) }
+        return bound
     }
 
     /// `sendto(fd, bytes, MSG_DONTWAIT, address)`: one datagram.
@@ -114,8 +112,8 @@ public final class DatagramSender: @unchecked Sendable {
     public private(set) var count = 0
 
     /// Sends on `descriptor` (now this sender's) to at most `capacity` destinations at a time.
-    public init(descriptor: Int32, capacity: Int) {
-        owned = OwnedDescriptor(descriptor)
+    public init(descriptor: consuming OwnedDescriptor, capacity: Int) {
+        owned = descriptor
         self.capacity = max(1, capacity)
         messages = .allocate(capacity: self.capacity)
         messages.initialize(repeating: motiond_mmsghdr(), count: self.capacity)

@@ -7,18 +7,20 @@ import Musl
 #endif
 
 extension Syscall {
-    /// `socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC)` and `connect` to `path`: a connected descriptor
-    /// (the caller closes it), or the errno of the call that failed (`ENAMETOOLONG` for a path that
-    /// does not fit a `sockaddr_un`).
-    public static func connectUnixStream(to path: String) -> Result<Int32, Errno> {
-        withUnixAddress(path) { address, length in
+    /// `socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC)` and `connect` to `path`: a connected descriptor,
+    /// owned, or the errno of the call that failed (`ENAMETOOLONG` for a path that does not fit a
+    /// `sockaddr_un`).
+    public static func connectUnixStream(to path: String) throws(Errno) -> OwnedDescriptor {
+        // Raw until connected: `withUnixAddress`'s result is a copyable `Result`.
+        let fd = try withUnixAddress(path) { address, length -> Result<Int32, Errno> in
             retryingInterrupts { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }.flatMap { fd in
                 let connection = OwnedDescriptor(fd)
                 // A connect interrupted by a signal goes on in the background (connect(2)): not retried.
                 guard Glibc.connect(connection.rawValue, address, length) == 0 else { return .failure(Errno(rawValue: errno)) }
                 return .success(connection.take())
             }
-        }
+        }.get()
+        return OwnedDescriptor(fd)
     }
 
     /// `sendto` of one datagram to the Unix socket at `path` (`@` at its start: the abstract

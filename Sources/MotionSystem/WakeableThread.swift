@@ -103,4 +103,15 @@ public final class WakeableThread: Sendable {
             return Wakeup(happened: fds.1.revents, woken: woken)
         }
     }
+
+    /// Sleeps until `deadline` (ns, monotonic) or until woken (a stop is a wake), with sub-millisecond
+    /// precision: a polling loop's wait between reads. Long waits block on the wake, so a stop is
+    /// immediate; the last millisecond is slept on the clock.
+    public func sleep(untilMonotonic deadline: Int64) {
+        let remaining = deadline - Syscall.monotonicNanoseconds()
+        if remaining > 2_000_000 {
+            if case .success(let wakeup) = wait(timeoutMilliseconds: Int32(clamping: (remaining - 1_000_000) / 1_000_000)), wakeup.woken { return }
+        }
+        Syscall.sleep(untilMonotonic: deadline)
+    }
 }

@@ -8,7 +8,7 @@ import TestSupport
 @Suite struct DatagramSenderTests {
     /// A UDP socket on 127.0.0.1 and its address.
     static func receiver() throws -> (fd: Int32, address: DatagramAddress) {
-        let fd = try Syscall.bindDatagramSocket(loopback(port: 0), receiveBuffer: 1 << 16).get()
+        let fd = try Syscall.bindDatagramSocket(loopback(port: 0), receiveBuffer: 1 << 16).take()
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
@@ -28,7 +28,7 @@ import TestSupport
     @Test func aRefusedDestinationCostsOnlyItsOwnPacket() throws {
         let (a, b) = (try Self.receiver(), try Self.receiver())
         defer { close(a.fd); close(b.fd) }
-        let sender = DatagramSender(descriptor: try Syscall.bindDatagramSocket(Self.loopback(port: 0), receiveBuffer: 1 << 16).get(), capacity: 4)
+        let sender = DatagramSender(descriptor: try Syscall.bindDatagramSocket(Self.loopback(port: 0), receiveBuffer: 1 << 16), capacity: 4)
         for destination in [a.address, Self.loopback(port: 0), b.address] { #expect(sender.add(destination)) }
         let bytes: [UInt8] = Array("pad".utf8)
         let outcome = bytes.withUnsafeBytes { sender.send($0) }

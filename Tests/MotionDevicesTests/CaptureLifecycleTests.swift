@@ -11,8 +11,18 @@ import Testing
     static let timeout = DeviceError.bufferFailed(device: device, operation: "refill", errno: ErrnoValue.timedOut)
     static let vanished = DeviceError.deviceVanished(device: device)
 
+    static let ignored = DeviceError.hysteresisIgnored(device: device, before: 3, after: 3)
+    static let noEvents = DeviceError.noMotionEvents(device: device)
+    static let silentEvents = DeviceError.eventsSilent(device: device, change: 9.8)
+
     func lifecycle(_ mode: CaptureMode, rate: Double = 100) -> CaptureLifecycle {
         CaptureLifecycle(device: Self.device, policy: CapturePolicy(rate: rate), startingIn: mode)
+    }
+
+    /// An accelerometer that only event streams read, polled on the loop at 4 Hz, with a heartbeat of 30 s.
+    func resting(_ mode: CaptureMode) -> CaptureLifecycle {
+        CaptureLifecycle(
+            device: Self.device, policy: CapturePolicy(rate: 4), startingIn: mode, pollingPlace: .loop, restsWhenStill: true, heartbeat: 30)
     }
 
     @Test func aBufferThatOpensIsReadBuffered() {
@@ -27,7 +37,7 @@ import Testing
         #expect(capture.openFailed(Self.glitch, deviceExists: true) == .fallBackToPolling(Self.glitch))
         #expect(capture.phase == .opening(.polled))
         capture.opened()
-        #expect(capture.phase == .polled)
+        #expect(capture.phase == .polled(.thread))
 
         var gone = lifecycle(.buffered)
         #expect(gone.openFailed(Self.glitch, deviceExists: false) == .end(Self.vanished))
@@ -158,5 +168,119 @@ import Testing
         var buffered = lifecycle(.buffered, rate: 10)
         buffered.opened()
         #expect(buffered.pollDue(deviceExists: false) == .proceed)
+    }
+
+    // MARK: Resting: an accelerometer that only event streams read
+
+    /// An HID hub's buffer is read while its hysteresis is tried (no rest said yet); honoured, it rests
+    /// so, read as a buffer still, and checked once a heartbeat instead of every `checkInterval`.
+    @Test func aHubThatHonoursItsHysteresisRestsOnIt() {
+        var capture = resting(.buffered)
+        capture.opened()
+        #expect(capture.phase == .resting(.hysteresisTrial))
+        #expect(capture.restMode == nil && capture.mode == .buffered)
+        #expect(capture.checkDelay == capture.policy.checkInterval)
+        #expect(capture.hysteresisHonoured() == .rest(.hysteresis, reason: nil))
+        #expect(capture.phase == .resting(.hysteresis) && capture.mode == .buffered)
+        #expect(capture.restMode?.mode == .hysteresis && capture.restMode?.note == nil)
+        #expect(capture.checkDelay == 30)
+        #expect(capture.hysteresisHonoured() == .proceed, "said once")
+        #expect(capture.hysteresisNotHonoured(because: Self.ignored) == .proceed, "a verdict once given stands")
+    }
+
+    /// A hub that ignores its hysteresis is polled instead; a hub has no motion events, so the rest
+    /// that follows says the trial's reason, not "no motion events".
+    @Test func aHubThatIgnoresItsHysteresisIsPolledSlowlyAndSaysWhy() {
+        var capture = resting(.buffered)
+        capture.opened()
+        #expect(capture.hysteresisNotHonoured(because: Self.ignored) == .fallBackToPolling(Self.ignored))
+        #expect(capture.phase == .opening(.polled) && capture.mode == .polled)
+        capture.opened()
+        #expect(capture.phase == .polled(.loop))
+        #expect(capture.motionEventsRefused(Self.noEvents) == .rest(.adaptivePolling, reason: Self.ignored))
+        #expect(capture.phase == .resting(.adaptivePolling(because: Self.ignored)))
+        #expect(capture.restMode?.mode == .adaptivePolling && capture.restMode?.note == Self.ignored)
+    }
+
+    /// Events refused for a reason of their own (the `events/` files unwritable) say that reason,
+    /// whatever came before; a device without any, polled from the start, says it has none.
+    @Test func motionEventsRefusedSayWhy() {
+        let unwritable = DeviceError.attributeUnwritable(device: Self.device, attribute: "events/in_accel_x_roc_either_en", errno: ErrnoValue.permissionDenied)
+        var trial = resting(.buffered)
+        trial.opened()
+        _ = trial.hysteresisNotHonoured(because: Self.ignored)
+        trial.opened()
+        #expect(trial.motionEventsRefused(unwritable) == .rest(.adaptivePolling, reason: unwritable))
+
+        var polled = resting(.polled)
+        polled.opened()
+        #expect(polled.motionEventsRefused(Self.noEvents) == .rest(.adaptivePolling, reason: Self.noEvents))
+        #expect(polled.mode == .polled)
+    }
+
+    /// Motion events armed wake the polled capture; when they fail, or a move comes that none
+    /// announced, they are given up for adaptive polling, once.
+    @Test func motionEventsWakeTheCaptureUntilTheyFail() {
+        var capture = resting(.polled)
+        capture.opened()
+        #expect(capture.restMode == nil, "nothing said before the events' outcome")
+        #expect(capture.motionEventsArmed() == .rest(.motionEvents, reason: nil))
+        #expect(capture.phase == .resting(.motionEvents) && capture.mode == .polled)
+        #expect(capture.restMode?.mode == .motionEvents && capture.restMode?.note == nil)
+        #expect(capture.motionEventsFailed(Self.silentEvents) == .rest(.adaptivePolling, reason: Self.silentEvents))
+        #expect(capture.restMode?.mode == .adaptivePolling && capture.restMode?.note == Self.silentEvents)
+        #expect(capture.motionEventsFailed(Self.silentEvents) == .proceed, "given up once")
+        #expect(capture.motionEventsArmed() == .proceed, "never armed again")
+    }
+
+    /// A capture that does not rest, or is not polled, takes no rest: reports of events or trials change nothing.
+    @Test func aCaptureThatDoesNotRestIgnoresRestReports() {
+        var polled = lifecycle(.polled)
+        polled.opened()
+        #expect(polled.motionEventsArmed() == .proceed && polled.motionEventsRefused(Self.noEvents) == .proceed)
+        #expect(polled.hysteresisHonoured() == .proceed && polled.hysteresisNotHonoured(because: Self.ignored) == .proceed)
+        #expect(polled.phase == .polled(.thread) && polled.restMode == nil)
+
+        var buffered = resting(.buffered)
+        #expect(buffered.motionEventsArmed() == .proceed, "a buffer being opened has no motion events")
+        buffered.opened()
+        #expect(buffered.motionEventsRefused(Self.noEvents) == .proceed)
+        #expect(buffered.phase == .resting(.hysteresisTrial))
+    }
+
+    /// At rest the reading rules hold as before: a silent buffer whose device went ends; a polled
+    /// one's presence is asked; failed reads count; once stopped, no rest is said.
+    @Test func aRestingCaptureKeepsTheReadingRules() {
+        var hub = resting(.buffered)
+        hub.opened()
+        hub.readSucceeded()
+        _ = hub.hysteresisHonoured()
+        #expect(hub.checkDue(deviceExists: true) == .proceed)
+        #expect(hub.checkDue(deviceExists: false) == .end(Self.vanished))
+        #expect(hub.isOver && hub.restMode == nil && hub.mode == .buffered)
+
+        var woken = resting(.polled)
+        woken.opened()
+        _ = woken.motionEventsArmed()
+        #expect(woken.pollDue(deviceExists: false) == .end(Self.vanished), "at 4 Hz every read asks")
+        var failing = resting(.polled)
+        failing.opened()
+        _ = failing.motionEventsRefused(Self.noEvents)
+        for _ in 1..<CapturePolicy.failuresThatEnd { #expect(failing.readFailed(Self.glitch, deviceExists: true) == .report(Self.glitch)) }
+        #expect(failing.readFailed(Self.glitch, deviceExists: true) == .end(Self.glitch))
+        #expect(failing.motionEventsFailed(Self.silentEvents) == .proceed)
+    }
+
+    /// The mode is the phase's: what it opens in, reads in, and last read in once over.
+    @Test func theModeFollowsFromThePhase() {
+        var capture = lifecycle(.buffered)
+        #expect(capture.mode == .buffered && !capture.readsBuffer)
+        capture.opened()
+        #expect(capture.readsBuffer)
+        _ = capture.checkDue(deviceExists: true)
+        #expect(capture.mode == .polled && !capture.readsBuffer)
+        capture.opened()
+        capture.stop()
+        #expect(capture.isOver && capture.mode == .polled)
     }
 }

@@ -47,7 +47,7 @@ extension Hardware {
             capture.start { events.take($0) }
             defer { capture.stop() }
             try waitUntil { events.modeChanges == [.polled] && events.samples >= 2 }
-            #expect(capture.modeName == "polled")
+            #expect(capture.readingMode == .polled)
             let z = try #require(events.lastSample?.vector.z)
             #expect(abs(z - 16384 * 0.000598) < 1e-9)
         }
@@ -72,7 +72,7 @@ extension Hardware {
             capture.start { events.take($0) }
             defer { capture.stop() }
             try waitUntil { events.samples >= 2 }
-            #expect(capture.modeName == "polled")
+            #expect(capture.readingMode == .polled)
         }
 
         /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it

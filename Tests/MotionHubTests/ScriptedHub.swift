@@ -135,12 +135,12 @@ final class ScriptedSource: SensorSource {
 
     var followsHotPlug: Bool { true }
 
-    func modeName(of device: DeviceDescriptor) -> String { "polled" }
+    func readingMode(of device: DeviceDescriptor) -> ReadingMode { .polled }
 
     /// One opening of a device: a repeated read on the loop.
     final class Stream: SensorStream {
         let rate: Double
-        var modeName: String { "polled" }
+        var readingMode: ReadingMode { .polled }
         private let source: ScriptedSource
         private let device: DeviceNumber
         private let kinds: [SensorKind]

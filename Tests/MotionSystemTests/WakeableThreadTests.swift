@@ -31,20 +31,33 @@ import Glibc
     @Test func theDescriptorClosesWhenItsOwnerGoes() throws {
         let file = try Self.ownFile()
         defer { try? FileManager.default.removeItem(atPath: file.path) }
-        var owner: Owner? = Owner(try OwnedDescriptor(openingForReading: file.path))
+        var owner: Owner? = Owner(try Syscall.openReadOnly(file.path))
         let descriptor = try #require(owner).file.rawValue
         #expect(Self.names(descriptor, file.inode))
         owner = nil
         #expect(!Self.names(descriptor, file.inode))
     }
 
+    /// A call that makes a descriptor hands out its owner, never a bare number: a duplicate closes
+    /// when its owner goes, and the file duplicated stays open.
+    @Test func madeDescriptorsCloseWithTheirOwners() throws {
+        let file = try Self.ownFile()
+        defer { try? FileManager.default.removeItem(atPath: file.path) }
+        let original = try Syscall.openReadOnly(file.path)
+        var copy: Owner? = Owner(try Syscall.duplicate(original.rawValue))
+        let duplicated = try #require(copy).file.rawValue
+        #expect(duplicated != original.rawValue && Self.names(duplicated, file.inode))
+        copy = nil
+        #expect(!Self.names(duplicated, file.inode) && Self.names(original.rawValue, file.inode))
+    }
+
     @Test func aDescriptorTakenIsNotClosed() throws {
         let file = try Self.ownFile()
         defer { try? FileManager.default.removeItem(atPath: file.path) }
-        let owned = try OwnedDescriptor(openingForReading: file.path)
+        let owned = try Syscall.openReadOnly(file.path)
         let descriptor = owned.take()
         #expect(Self.names(descriptor, file.inode))
-        Syscall.close(descriptor)
+        _ = close(descriptor)  // the taker's job now
         #expect(!Self.names(descriptor, file.inode))
     }
 }

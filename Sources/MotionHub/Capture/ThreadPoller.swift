@@ -1,0 +1,58 @@
+import MotionCore
+import MotionDevices
+import MotionSystem
+
+/// Polls a capture's device on a thread of its own, at rates too fast for the loop (a sysfs read can
+/// block for a bus transfer): each round reports to the capture's lifecycle as `PollTicker`'s on the
+/// loop do (`LoopCapture.poll`), and its events go to the handler from this thread. It opens the
+/// device there too (sysfs writes), and puts it back as the thread ends.
+final class ThreadPoller: CaptureReader, @unchecked Sendable {
+    // @unchecked: `capture` is weak and set once; the thread is Sendable.
+    private weak var capture: LoopCapture?
+    private let thread: WakeableThread
+
+    init(capture: LoopCapture) throws(DeviceError) {
+        do {
+            thread = try WakeableThread(name: capture.device.number.sysname)
+        } catch {
+            throw .bufferFailed(device: capture.device.number.sysname, operation: "eventfd", errno: error.rawValue)
+        }
+        self.capture = capture
+    }
+
+    func start() {
+        guard let failure = thread.start({ [self] in run() }), let capture else { return }
+        let error = DeviceError.bufferFailed(device: capture.device.number.sysname, operation: "start a reader thread", errno: failure.rawValue)
+        capture.follow(capture.lifecycle { $0.openFailed(error, deviceExists: true) })
+    }
+
+    private func run() {
+        guard let opener = capture else { return }
+        let poller: PolledSensors
+        do {
+            poller = try PolledSensors(device: opener.device, kinds: opener.kinds, rate: opener.rate)
+        } catch {
+            return opener.follow(opener.lifecycle { $0.openFailed(error, deviceExists: !error.isVanished) })
+        }
+        defer { poller.close() }
+        guard !thread.isStopping else { return }
+        for problem in poller.problems { opener.handler(.readFailed(problem)) }
+        opener.lifecycle { $0.opened() }
+        var rejections = RejectionReport(device: poller.device.number.sysname, kinds: poller.kinds)
+        let period = PlausibleRate.period(poller.rate)
+        var deadline = Syscall.monotonicNanoseconds()
+        while !thread.isStopping, let capture {
+            capture.poll(poller, rejections: &rejections) { _ in }
+            deadline += period
+            let now = Syscall.monotonicNanoseconds()
+            if deadline < now { deadline = now }  // fell behind: skip, don't burst
+            thread.sleep(untilMonotonic: deadline)
+        }
+    }
+
+    /// Ends the thread (`waiting`: joins it, the device put back; else it ends by itself, as it must
+    /// when the capture ends from the thread).
+    func close(waiting: Bool) {
+        if waiting { thread.stop() } else { thread.requestStop() }
+    }
+}
