@@ -12,6 +12,8 @@ package final class SensorProxyFrontEnd: DaemonPart, Sendable {
     static let namePatience = 10.0
 
     private let hub: Hub
+    /// The bus served, a D-Bus address (`unix:path=…`); nil: the system bus.
+    private let address: String?
     /// The service, from the moment `start` makes it (so that `interruptStart` reaches it) until `stop`.
     private let service = Mutex<SensorProxyService?>(nil)
     private let interrupted = Atomic<Bool>(false)
@@ -20,8 +22,9 @@ package final class SensorProxyFrontEnd: DaemonPart, Sendable {
 
     package var name: String { "D-Bus" }
 
-    package init(hub: Hub) {
+    package init(hub: Hub, address: String? = nil) {
         self.hub = hub
+        self.address = address
     }
 
     /// Serves the interface and waits, at most `namePatience` or until `interruptStart`, for the name;
@@ -30,7 +33,7 @@ package final class SensorProxyFrontEnd: DaemonPart, Sendable {
         let hub = self.hub
         let bridge = NIOLoopBoundBox.makeEmptyBox(valueType: SensorProxyBridge.self, eventLoop: hub.eventLoop)
         let service = try SensorProxyService(
-            logger: hub.logger,
+            address: address, logger: hub.logger,
             demand: { sensor, claimed in hub.eventLoop.execute { bridge.value?.claimChanged(sensor, claimed: claimed) } },
             refused: { [refusals] error in refusals.continuation.yield(error) })
         self.service.withLock { $0 = service }

@@ -1,13 +1,22 @@
 import Foundation
+import HubTestKit
+import Logging
+import MotionCore
+import NIOPosix
 import TestSupport
 import Testing
+
+@testable import MotionDBus
+@testable import MotionDevices
+@testable import MotionHub
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// motiond --dbus against the real clients and the real iio-sensor-proxy: Debian's `monitor-sensor`,
-/// GLib's `gdbus`, and a client on sd-bus of the tests' own (`BusClient`), on a private system bus.
+/// GLib's `gdbus`, and a client on sd-bus of the tests' own (`BusClient`), on a private system bus:
+/// end to end, through umockdev. The bridge's rules are `SensorProxyBridgeRules`, without umockdev.
 extension Hardware {
     @Suite struct SensorProxyBridge {
         static let main = "/net/hadess/SensorProxy"
@@ -92,26 +101,6 @@ extension Hardware {
             _ = daemon
         }
 
-        /// A desktop releases the accelerometer at each lock and suspend and claims it again at each
-        /// unlock and resume, with the device lying still: each claim returns with the orientation, one
-        /// read of the sensor after it opens (as the first claim does), not after the 3 s that a claim
-        /// waits at most for a state (`SensorProxyService.claimPatience`), which every claim after the
-        /// first took when the hub sent only changes.
-        @Test func everyClaimAfterAReleaseReturnsWithTheStateAtOnce() throws {
-            let served = try Served(fixture: "tablet-iio-sensor-proxy")
-            let (daemon, client) = (served.daemon, served.client)
-            for claim in 1...3 {
-                let start = ContinuousClock.now
-                try client.call("ClaimAccelerometer")
-                let took = ContinuousClock.now - start
-                #expect(try client.property("AccelerometerOrientation") == "normal")
-                print("claim \(claim) returned after \(took)")
-                #expect(took < .milliseconds(500), "claim \(claim) took \(took)")
-                try client.call("ReleaseAccelerometer")
-                #expect(daemon.waitForLog("sensor closed", count: claim), "the release closed the accelerometer")
-            }
-        }
-
         /// Two programs claim the accelerometer; one vanishes without releasing (killed): the other
         /// is still served, as upstream counts claims per sender.
         @Test func theOtherClaimantStaysServedWhenOneVanishes() throws {
@@ -132,69 +121,6 @@ extension Hardware {
             try testbed.setAttribute("iio:device0", "in_accel_x_raw", "0\n")
             try testbed.setAttribute("iio:device0", "in_accel_y_raw", "1000\n")
             try waitUntil { second.output.contains("orientation changed: right-up") }
-            _ = daemon
-        }
-
-        /// A claim of a sensor the machine does not have returns at once; when one appears, every client
-        /// hears `HasAmbientLight`, and the claimant's light values run.
-        @Test func aClaimOfAnAbsentSensorIsServedWhenTheSensorAppears() throws {
-            let testbed = try Testbed()
-            let devices = try Testbed.fixture("tablet-iio-sensor-proxy").components(separatedBy: "\n\n")
-            try testbed.add(devices[0])  // the accelerometer only
-            let bus = try PrivateSystemBus()
-            let daemon = try Self.daemon(on: bus)
-            let listener = try Peer("/usr/bin/gdbus", arguments: ["monitor", "--system", "--dest", BusClient.destination], bus: bus)
-            try waitUntil { listener.output.contains("is owned by") }
-            let client = try BusClient(address: bus.address)
-            let started = Date()
-            try client.call("ClaimLight")
-            #expect(Date().timeIntervalSince(started) < 1)
-            #expect(try client.property("HasAmbientLight") == "false")
-            try testbed.add(devices[1])
-            try waitUntil { listener.output.contains("'HasAmbientLight': <true>") }
-            try waitUntil { (try? client.property("LightLevel")) == "50.0" }
-            _ = daemon
-        }
-
-        /// The compass heading is the fused heading of the device's top edge (the edge up in `normal`),
-        /// clockwise from magnetic north, as Qt Sensors reads `CompassHeading` (QCompassReading::azimuth:
-        /// "degrees from magnetic north in a clockwise direction based on the top of the device"). The
-        /// fixture lies face up, top edge east (docs/frames.md; `MachineClasses` derives its counts from
-        /// the Earth's field): 90°.
-        @Test func theCompassHeadingIsTheTopEdgesAzimuth() throws {
-            let served = try Served(fixture: "tablet-accelerometer-magnetometer")
-            let (daemon, client) = (served.daemon, served.client)
-            #expect(try client.compassProperty("HasCompass") == "true")
-            try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
-            var heading: Double?
-            try? waitUntil {
-                heading = (try? client.compassProperty("CompassHeading")).flatMap(Double.init)
-                return heading.map { abs($0 - 90) < 2 } ?? false
-            }
-            kill(daemon.process.processIdentifier, SIGKILL)
-            #expect(heading.map { abs($0 - 90) < 2 } == true, "heading \(heading.map { "\($0)" } ?? "none")°; \(daemon.finalLog())")
-        }
-
-        /// A sensor hub with its own compass and no magnetometer (hid-sensor-magn-3d reporting only
-        /// "Compensated Magnetic North") has a compass, as iio-sensor-proxy says of one (its
-        /// iio-buffer-compass); the heading is the hub's, (raw + offset) × scale degrees: 2700 × 0.1 =
-        /// 270°, then 451 × 0.1. Its light sensor, which gives only `in_intensity_both_raw`, is the
-        /// ambient light, in lux: 350 × 0.1.
-        @Test func aSensorHubsOwnCompassAndIntensityServeTheCompassAndTheLight() throws {
-            let served = try Served(fixture: "hid-sensor-hub-compass-light")
-            let (testbed, daemon, client) = (served.testbed, served.daemon, served.client)
-            #expect(try client.compassProperty("HasCompass") == "true")
-            #expect(try client.property("HasAmbientLight") == "true")
-            try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
-            try client.call("ClaimLight")
-            func heading() -> String? { try? client.compassProperty("CompassHeading") }
-            try? waitUntil { heading() == "270.0" && (try? client.property("LightLevel")) == "35.0" }
-            #expect(heading() == "270.0", "\(daemon.finalLog())")
-            #expect(try client.property("LightLevel") == "35.0")
-            #expect(try client.property("LightLevelUnit") == "lux")
-            try testbed.setAttribute("iio:device1", "in_rot_from_north_magnetic_tilt_comp_raw", "451\n")
-            try? waitUntil { heading() == "45.1" }
-            #expect(heading() == "45.1")
             _ = daemon
         }
 
@@ -266,18 +192,6 @@ extension Hardware {
             try? waitUntil { (try? testbed.reads(of: "in_accel_z_raw", on: "iio:device1", during: 0.6)) == 0 }
             #expect(try testbed.reads(of: "in_accel_z_raw", on: "iio:device1", during: 0.6) == 0, "the base is still read: \(daemon.finalLog())")
         }
-
-        /// A machine with one accelerometer has no hinge: no posture, and a claim returns at once.
-        @Test func aTabletWithOneAccelerometerHasNoPosture() throws {
-            let served = try Served(fixture: "tablet-iio-sensor-proxy")
-            let (daemon, client) = (served.daemon, served.client)
-            #expect(try client.postureProperty("HasPosture") == "false")
-            let started = Date()
-            try client.call("ClaimPosture", interface: BusClient.postureInterface)
-            #expect(Date().timeIntervalSince(started) < 1)
-            #expect(try client.postureProperty("Posture") == "undefined")
-            _ = daemon
-        }
     }
 }
 
@@ -314,6 +228,179 @@ extension BusClient {
         for line in ["orientation changed: right-up", "orientation changed: bottom-up", "orientation changed: left-up",
                      "Light changed: 150.000000 (lux)", "Proximity value changed: 1"] {
             #expect(text.components(separatedBy: line).count == 3, "\(line) on both sides: \(text)")
+        }
+    }
+}
+
+/// The D-Bus drop-in's rules on a hub in this process: the daemon's own front end
+/// (`SensorProxyFrontEnd`, its bridge a client of the hub) serving a private bus, the hub's devices
+/// the hub test kit's scripted ones, each built from its umockdev fixture and polled on the hub's
+/// loop, reading the counts its fixture's attributes hold. No umockdev: these run beside the
+/// `Hardware` suite, whose `SensorProxyBridge` keeps the checks through motiond, umockdev and the
+/// real clients. The expected values are those of the same fixtures there.
+@Suite(.onOwnThreads) struct SensorProxyBridgeRules {
+    /// tablet-iio-sensor-proxy: a bma250e (0.00980665 m/s² per count, udev's hwdb matrix `0, -1, 0;
+    /// -1, 0, 0; 0, 0, 1`), a tsl2563 (0.5 lux per count) and an stk3310 (near at 100).
+    static let tablet: [DeviceDescriptor] = [
+        Machines.device(
+            0, "bma250e", "/sys/devices/platform/accelerometer/iio:device0",
+            sensors: [Machines.vector(.accelerometer, "accel", scale: 0.00980665, mountMatrix: [0, -1, 0, -1, 0, 0, 0, 0, 1], source: "udev:ACCEL_MOUNT_MATRIX")]),
+        Machines.device(
+            1, "tsl2563", "/sys/devices/platform/als/iio:device1",
+            sensors: [Machines.scalar(.light, "illuminance", attribute: "in_illuminance_raw", scale: 0.5, readsVendorUnits: false)]),
+        Machines.device(
+            2, "stk3310", "/sys/devices/platform/proximity/iio:device2",
+            sensors: [Machines.scalar(.proximity, "proximity", attribute: "in_proximity_raw", nearLevel: 100)]),
+    ]
+    /// Its attributes' counts: the accelerometer (1000, 0, 100), the light 100, the proximity 50 (far).
+    static let tabletCounts: [DeviceNumber: [SensorKind: Vector3]] = [
+        DeviceNumber(0): [.accelerometer: Vector3(x: 1000, y: 0, z: 100)],
+        DeviceNumber(1): [.light: Vector3(x: 100, y: 0, z: 0)],
+        DeviceNumber(2): [.proximity: Vector3(x: 50, y: 0, z: 0)],
+    ]
+
+    /// A hub on scripted `devices` reading `counts`, serving D-Bus on a private bus, and a client on it.
+    final class Served {
+        let source: ScriptedSource
+        let bus: PrivateSystemBus
+        let client: BusClient
+        private let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        private let hub: Hub
+        private let frontEnd: SensorProxyFrontEnd
+
+        init(_ devices: [DeviceDescriptor], counts: [DeviceNumber: [SensorKind: Vector3]]) throws {
+            source = ScriptedSource(devices: devices)
+            source.counts.withLock { $0 = counts }
+            let hub = Hub(
+                eventLoop: loops.next(), logger: Logger(label: "motiond", factory: { _ in SwiftLogNoOpLogHandler() }), release: "test",
+                store: nil, source: source)
+            self.hub = hub
+            try Self.list(devices, on: hub)
+            bus = try PrivateSystemBus()
+            frontEnd = SensorProxyFrontEnd(hub: hub, address: bus.address)
+            try frontEnd.start()
+            client = try BusClient(address: bus.address)
+        }
+
+        /// The machine's devices are now `devices`, as the hub lists them on udev's word.
+        func list(_ devices: [DeviceDescriptor]) throws { try Self.list(devices, on: hub) }
+
+        private static func list(_ devices: [DeviceDescriptor], on hub: Hub) throws {
+            try hub.eventLoop.submit { hub.apply(.success(DeviceListing(devices: devices, problems: []))) }.wait()
+        }
+
+        deinit {
+            try? frontEnd.stop()
+            let hub = hub
+            try? hub.eventLoop.submit { hub.stopAll() }.wait()
+            try? loops.syncShutdownGracefully()
+        }
+    }
+
+    /// A desktop releases the accelerometer at each lock and suspend and claims it again at each
+    /// unlock and resume, with the device lying still: each claim returns with the orientation, one
+    /// read of the sensor after it opens (as the first claim does), not after the 3 s that a claim
+    /// waits at most for a state (`SensorProxyService.claimPatience`), which every claim after the
+    /// first took when the hub sent only changes.
+    @Test func everyClaimAfterAReleaseReturnsWithTheStateAtOnce() throws {
+        let served = try Served(Self.tablet, counts: Self.tabletCounts)
+        let (source, client) = (served.source, served.client)
+        for claim in 1...3 {
+            let start = ContinuousClock.now
+            try client.call("ClaimAccelerometer")
+            let took = ContinuousClock.now - start
+            #expect(try client.property("AccelerometerOrientation") == "normal")
+            #expect(took < .milliseconds(500), "claim \(claim) took \(took)")
+            try client.call("ReleaseAccelerometer")
+            // The release closed the accelerometer.
+            #expect((try? waitUntil { source.running(DeviceNumber(0)) == nil }) != nil, "claim \(claim)'s release left the accelerometer open")
+        }
+        withExtendedLifetime(served) {}  // the hub and its bus serve until the test ends
+    }
+
+    /// A claim of a sensor the machine does not have returns at once; when one appears, every client
+    /// hears `HasAmbientLight`, and the claimant's light values run.
+    @Test func aClaimOfAnAbsentSensorIsServedWhenTheSensorAppears() throws {
+        let served = try Served([Self.tablet[0]], counts: Self.tabletCounts)  // the accelerometer only
+        let listener = try Peer("/usr/bin/gdbus", arguments: ["monitor", "--system", "--dest", BusClient.destination], bus: served.bus)
+        try waitUntil { listener.output.contains("is owned by") }
+        let client = served.client
+        let started = Date()
+        try client.call("ClaimLight")
+        #expect(Date().timeIntervalSince(started) < 1)
+        #expect(try client.property("HasAmbientLight") == "false")
+        try served.list(Array(Self.tablet[0...1]))
+        try waitUntil { listener.output.contains("'HasAmbientLight': <true>") }
+        try waitUntil { (try? client.property("LightLevel")) == "50.0" }
+        withExtendedLifetime(served) {}  // the hub and its bus serve until the test ends
+    }
+
+    /// The compass heading is the fused heading of the device's top edge (the edge up in `normal`),
+    /// clockwise from magnetic north, as Qt Sensors reads `CompassHeading` (QCompassReading::azimuth:
+    /// "degrees from magnetic north in a clockwise direction based on the top of the device"). The
+    /// tablet-accelerometer-magnetometer fixture lies face up, top edge east (docs/frames.md; its
+    /// counts are derived from the Earth's field): 90°.
+    @Test func theCompassHeadingIsTheTopEdgesAzimuth() throws {
+        let served = try Served([Machines.tabletAccelerometer, Machines.tabletMagnetometer], counts: [
+            DeviceNumber(0): [.accelerometer: Vector3(x: 0, y: 0, z: 1000)], DeviceNumber(1): [.magnetometer: Vector3(x: 190, y: 0, z: -460)],
+        ])
+        let client = served.client
+        #expect(try client.compassProperty("HasCompass") == "true")
+        try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
+        var heading: Double?
+        try? waitUntil {
+            heading = (try? client.compassProperty("CompassHeading")).flatMap(Double.init)
+            return heading.map { abs($0 - 90) < 2 } ?? false
+        }
+        #expect(heading.map { abs($0 - 90) < 2 } == true, "heading \(heading.map { "\($0)" } ?? "none")°")
+        withExtendedLifetime(served) {}  // the hub and its bus serve until the test ends
+    }
+
+    /// A sensor hub with its own compass and no magnetometer (hid-sensor-magn-3d reporting only
+    /// "Compensated Magnetic North", the hid-sensor-hub-compass-light fixture) has a compass, as
+    /// iio-sensor-proxy says of one (its iio-buffer-compass); the heading is the hub's, (raw + offset)
+    /// × scale degrees: 2700 × 0.1 = 270°, then 451 × 0.1. Its light sensor, which gives only
+    /// `in_intensity_both_raw`, is the ambient light, in lux: 350 × 0.1.
+    @Test func aSensorHubsOwnCompassAndIntensityServeTheCompassAndTheLight() throws {
+        let hub = "/sys/devices/pci0000:00/0000:00:12.0"
+        let served = try Served([
+            Machines.device(0, "accel_3d", hub + "/HID-SENSOR-200073.2.auto/iio:device0", sensors: [Machines.vector(.accelerometer, "accel", scale: 0.00980665)]),
+            Machines.device(1, "magn_3d", hub + "/HID-SENSOR-200083.3.auto/iio:device1", sensors: [
+                Machines.scalar(.compass, "rot_from_north_magnetic_tilt_comp", attribute: "in_rot_from_north_magnetic_tilt_comp_raw", scale: 0.1),
+            ]),
+            Machines.device(2, "als", hub + "/HID-SENSOR-200041.4.auto/iio:device2", sensors: [
+                Machines.scalar(.light, "intensity_both", attribute: "in_intensity_both_raw", scale: 0.1, readsVendorUnits: false),
+            ]),
+        ], counts: [
+            DeviceNumber(0): [.accelerometer: Vector3(x: 0, y: 0, z: 1000)], DeviceNumber(1): [.compass: Vector3(x: 2700, y: 0, z: 0)],
+            DeviceNumber(2): [.light: Vector3(x: 350, y: 0, z: 0)],
+        ])
+        let client = served.client
+        #expect(try client.compassProperty("HasCompass") == "true")
+        #expect(try client.property("HasAmbientLight") == "true")
+        try client.call("ClaimCompass", path: BusClient.compassPath, interface: BusClient.compassInterface)
+        try client.call("ClaimLight")
+        func heading() -> String? { try? client.compassProperty("CompassHeading") }
+        try? waitUntil { heading() == "270.0" && (try? client.property("LightLevel")) == "35.0" }
+        #expect(heading() == "270.0")
+        #expect(try client.property("LightLevel") == "35.0")
+        #expect(try client.property("LightLevelUnit") == "lux")
+        served.source.counts.withLock { $0[DeviceNumber(1)] = [.compass: Vector3(x: 451, y: 0, z: 0)] }
+        try? waitUntil { heading() == "45.1" }
+        #expect(heading() == "45.1")
+        withExtendedLifetime(served) {}  // the hub and its bus serve until the test ends
+    }
+
+    /// A machine with one accelerometer has no hinge: no posture, and a claim returns at once.
+    @Test func aTabletWithOneAccelerometerHasNoPosture() throws {
+        let served = try Served(Self.tablet, counts: Self.tabletCounts)
+        try withExtendedLifetime(served) {
+            let client = served.client
+            #expect(try client.postureProperty("HasPosture") == "false")
+            let started = Date()
+            try client.call("ClaimPosture", interface: BusClient.postureInterface)
+            #expect(Date().timeIntervalSince(started) < 1)
+            #expect(try client.postureProperty("Posture") == "undefined")
         }
     }
 }
