@@ -41,11 +41,12 @@ extension Hardware {
         ]
 
         /// The poses, as Linux userspace's frame reads them (counts): normal, left-up, bottom-up,
-        /// right-up, normal, each held past iio-sensor-proxy's 700 ms poll.
+        /// right-up, normal (`orientations`), each held until both daemons have said it.
         static let poses: [Vector3] = [
             Vector3(x: 0, y: -1000, z: 100), Vector3(x: 1000, y: 0, z: 100), Vector3(x: 0, y: 1000, z: 100),
             Vector3(x: -1000, y: 0, z: 100), Vector3(x: 0, y: -1000, z: 100),
         ]
+        static let orientations = ["normal", "left-up", "bottom-up", "right-up", "normal"]
 
         @Test(arguments: fixtures)
         func motiondReportsTheOrientationsIIOSensorProxyReports(fixture: Fixture) async throws {
@@ -72,40 +73,44 @@ extension Hardware {
             _ = try client.next("VERSION")
             try client.send(#"{"class":"WATCH","streams":["orientation"]}"#)
             _ = try client.next("WATCHING")
-            try waitUntil(seconds: 10) { monitor.output.contains("orientation") }
-
+            // monitor-sensor prints "=== Has accelerometer (orientation: X)" and then each
+            // "Accelerometer orientation changed: X".
+            func reference() -> [String] {
+                var reference: [String] = []
+                for line in monitor.output.split(separator: "\n") {
+                    for marker in ["orientation changed: ", "(orientation: "] {
+                        guard let range = line.range(of: marker) else { continue }
+                        let state = line[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: ") "))
+                        if state != "undefined" && reference.last != state { reference.append(state) }
+                    }
+                }
+                return reference
+            }
+            // Each pose is held until both have said it (iio-sensor-proxy polls every 700 ms), or 10 s.
             var motiond: [String] = []
-            func collect(for seconds: Double) throws {
-                let end = Date().addingTimeInterval(seconds)
-                while Date() < end {
-                    guard let line = try? client.next("ORIENTATION", seconds: max(0.01, end.timeIntervalSinceNow)) else { continue }
-                    motiond.append(try client.decode(OrientationMessage.self, line).orientation.rawValue)
+            func collect(until orientations: Int) {
+                let expected = Self.orientations[orientations - 1]
+                let end = Date().addingTimeInterval(10)
+                while Date() < end, motiond.last != expected || reference().count < orientations {
+                    guard let line = try? client.next("ORIENTATION", seconds: 0.05),
+                        let message = try? client.decode(OrientationMessage.self, line) else { continue }
+                    motiond.append(message.orientation.rawValue)
                 }
             }
-            try collect(for: 1.6)
-            for pose in Self.poses.dropFirst() {
+            collect(until: 1)
+            for (index, pose) in Self.poses.enumerated().dropFirst() {
                 let counts = raw(pose)
                 for (axis, value) in [("x", counts.x), ("y", counts.y), ("z", counts.z)] {
                     try testbed.setAttribute("iio:device0", "in_accel_\(axis)_raw", "\(Int(value.rounded()))\n")
                 }
-                try collect(for: 1.6)
+                collect(until: index + 1)
             }
             proxy.stop()
             monitor.stop()
 
-            // monitor-sensor prints "=== Has accelerometer (orientation: X)" and then each
-            // "Accelerometer orientation changed: X".
-            var reference: [String] = []
-            for line in monitor.output.split(separator: "\n") {
-                for marker in ["orientation changed: ", "(orientation: "] {
-                    guard let range = line.range(of: marker) else { continue }
-                    let state = line[range.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: ") "))
-                    if state != "undefined" && reference.last != state { reference.append(state) }
-                }
-            }
             // The fixture did turn through every orientation, by iio-sensor-proxy's account.
-            #expect(reference == ["normal", "left-up", "bottom-up", "right-up", "normal"], "monitor-sensor printed: \(monitor.output)")
-            #expect(motiond == reference, "iio-sensor-proxy: \(reference)")
+            #expect(reference() == Self.orientations, "monitor-sensor printed: \(monitor.output)")
+            #expect(motiond == reference(), "iio-sensor-proxy: \(reference())")
         }
     }
 }
