@@ -179,7 +179,7 @@ let package = Package(
         .testTarget(
             name: "MotionHubTests",
             dependencies: [
-                "MotionHub", "MotionWire", "MotionCore", "MotionFusion", "MotionDevices", "MotionSystem", "TestSupport",
+                "MotionHub", "MotionWire", "MotionCore", "MotionFusion", "MotionDevices", "MotionSystem", "TestSupport", "HubTestKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -189,7 +189,7 @@ let package = Package(
         .testTarget(
             name: "MotionDBusTests",
             dependencies: [
-                "MotionDBus", "MotionHub", "MotionWire", "MotionCore", "MotionDevices", "MotionSystem", "TestSupport", "motiond", "CSDBus",
+                "MotionDBus", "MotionHub", "MotionWire", "MotionCore", "MotionDevices", "MotionSystem", "TestSupport", "HubTestKit", "motiond", "CSDBus",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -222,7 +222,7 @@ let package = Package(
             name: "MotionDaemonTests",
             dependencies: [
                 "MotionDaemon", "MotionHub", "MotionSocketServer", "MotionConfiguration", "MotionWire", "MotionCore", "MotionFusion",
-                "MotionDevices", "MotionClient", "MotionSystem", "TestSupport", "motiond",
+                "MotionDevices", "MotionClient", "MotionSystem", "TestSupport", "HubTestKit", "motiond",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -237,6 +237,17 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tests/TestSupport", resources: [.copy("Fixtures")]),
+        // The hub test kit: a whole hub on NIO's testing loop, scripted devices, recording clients; the
+        // hub's rules are tested through it in milliseconds, with no socket, process or sleep.
+        .target(
+            name: "HubTestKit",
+            dependencies: [
+                "MotionHub", "MotionWire", "MotionCore", "MotionDevices",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/HubTestKit"),
         .testTarget(
             name: "MotionDevicesTests",
             dependencies: ["MotionDevices", "MotionCore", "MotionFusion", "MotionSystem", "TestSupport", "CLibIIO"]),

@@ -89,78 +89,6 @@ extension Hardware {
             }
         }
 
-        /// A client asking for motion every 30 ms gets a 50 Hz IMU (the lowest offered rate at least
-        /// 33.3 Hz). The fusion's time constants count samples of the rate the IMU runs at: the live
-        /// stream is the offline fusion made for 50 Hz, fed the same samples in the same order. (Made
-        /// for the 33.3 Hz asked for, its low-passes, rest detection and bias estimator ran 1.5 times
-        /// slow; the same fault drifted the live attitude of a 285.7 Hz IMU watched at 1 kHz 0.17° from
-        /// the offline one in 5 s at rest, `scripts/score-live`.)
-        @Test func theLiveFusionIsMadeForTheRateTheIMURunsAtNotTheRateAskedFor() async throws {
-            let (testbed, server) = try await Self.startServerOnIMU()
-            try await server.whileServing {
-                let client = try TestClient.greeted(path: server.socketPath)
-                try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.03}"#)
-                _ = try client.next("WATCHING")
-                try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-                #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("50"))
-
-                // 2 s face up, then 4 s tipped 30° about x with the gyroscope still (the accelerometer's
-                // correction turns it over, at a pace set in seconds); a gyroscope bias of a few counts.
-                var offline = SensorFusion(gyroscopeRate: 50, accelerometerRate: 50)
-                var expected: [Int64: Quaternion] = [:]
-                var scans: [UInt8] = []
-                for i in 0..<300 {
-                    let t = 1_000_000_000 + Int64(i) * 20_000_000
-                    scans += Self.imuScan(accelerometer: i < 100 ? [0, 0, 16384] : [0, 8192, 14189], at: t, fusing: &offline)
-                    expected[t] = offline.deviceMotion().attitude.quaternion
-                }
-                try testbed.feed("/dev/iio:device0", scans)
-                let (compared, largest) = try Self.compareMotion(from: client, with: expected, through: 6_800_000_000)
-                #expect(compared > 100, "\(compared) MOTION lines")
-                #expect(largest < 1e-8, "live and offline quaternions differ by up to \(largest)")
-            }
-        }
-
-        /// A faster client reopens the IMU at 100 Hz under a fusion made for 50 Hz: the fusion follows
-        /// (`SensorFusion.setIMURates`), so the stream goes on as the offline fusion told the same.
-        @Test func theLiveFusionFollowsTheIMUReopenedAtAnotherRate() async throws {
-            let (testbed, server) = try await Self.startServerOnIMU()
-            try await server.whileServing {
-                let slow = try TestClient.greeted(path: server.socketPath)
-                try slow.send(#"{"class":"WATCH","streams":["motion"],"interval":0.02}"#)
-                _ = try slow.next("WATCHING")
-                try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-                var offline = SensorFusion(gyroscopeRate: 50, accelerometerRate: 50)
-                var expected: [Int64: Quaternion] = [:]
-                // 4 s flat at 50 Hz, then tipped 30° about x at 100 Hz.
-                func scans(_ range: Range<Int>, rate: Int64, start: Int64, accelerometer: [Int]) -> [UInt8] {
-                    var bytes: [UInt8] = []
-                    for i in range {
-                        let t = start + Int64(i) * 1_000_000_000 / rate
-                        bytes += Self.imuScan(accelerometer: accelerometer, at: t, fusing: &offline)
-                        expected[t] = offline.deviceMotion().attitude.quaternion
-                    }
-                    return bytes
-                }
-                try testbed.feed("/dev/iio:device0", scans(0..<200, rate: 50, start: 1_000_000_000, accelerometer: [0, 0, 16384]))
-                let (before, largestBefore) = try Self.compareMotion(from: slow, with: expected, through: 4_900_000_000)
-                #expect(before > 180 && largestBefore < 1e-8)
-
-                let fast = try TestClient.greeted(path: server.socketPath)
-                try fast.send(#"{"class":"WATCH","streams":["motion"],"interval":0.01}"#)
-                _ = try fast.next("WATCHING")
-                try waitUntil {
-                    (try? testbed.attribute("iio:device0", "sampling_frequency"))?.hasPrefix("100") == true
-                        && (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true
-                }
-                offline.setIMURates(gyroscope: 100, accelerometer: 100)
-                try testbed.feed("/dev/iio:device0", scans(0..<300, rate: 100, start: 5_000_000_000, accelerometer: [0, 8192, 14189]))
-                let (compared, largest) = try Self.compareMotion(from: fast, with: expected, through: 7_900_000_000)
-                #expect(compared > 250)
-                #expect(largest < 1e-8, "live and offline quaternions differ by up to \(largest)")
-            }
-        }
-
         /// A client that lets its samples wait 100 ms gets every sample, each with its own timestamp;
         /// the IIO buffer's watermark (libiio sets it from the batch) is then the 10 scans of 100 ms at
         /// 100 Hz, so the kernel wakes the daemon once per 10 scans. A second client that waits for
@@ -209,42 +137,6 @@ extension Hardware {
                 #expect(try testbed.attribute("iio:device0", "current_timestamp_clock") == "realtime\n", "put back as it was")
             }
         }
-
-        /// A latency outside 0…10 s is refused, naming the range.
-        @Test func aLatencyOutOfRangeIsRefused() async throws {
-            let (_, server) = try await Self.startServerOnIMU()
-            try await server.whileServing {
-                let client = try TestClient.greeted(path: server.socketPath)
-                try client.send(#"{"class":"WATCH","id":1,"streams":["motion"],"latency":11}"#)
-                let error = try client.decode(ErrorReply.self, try client.next("ERROR"))
-                #expect(error.code == .invalidArgument && error.message.contains("latency 11.0 s is outside 0.0…10.0 s"), "\(error)")
-            }
-        }
-
-        @Test func aPollStartsTheSensorsWhichStayWarmForTheNextPollsThenClose() async throws {
-            let (testbed, server) = try await Self.startServerOnIMU()
-            try await server.whileServing {
-                let client = try TestClient.greeted(path: server.socketPath)
-
-                try client.send(#"{"class":"POLL","id":1,"streams":["accelerometer","gyroscope"]}"#)
-                try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-                try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [10, 0, 0], time: 1_000_000))
-                let first = try client.decode(Snapshot.self, try client.next("SNAPSHOT"))
-                #expect(first.id == .integer(1) && first.gyroscope?.timestamp == 1_000_000, "the first poll waits for the first sample")
-
-                try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [20, 0, 0], time: 2_000_000))
-                try waitUntil {
-                    (try? client.send(#"{"class":"POLL","id":2,"streams":["accelerometer","gyroscope"]}"#)) != nil
-                        && (try? client.decode(Snapshot.self, client.next("SNAPSHOT")))?.gyroscope?.timestamp == 2_000_000
-                }
-                #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("1"), "still running between polls")
-
-                let lastPoll = Date()
-                try waitUntil(seconds: 10) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
-                let linger = Date().timeIntervalSince(lastPoll)
-                #expect(linger > 4 && linger < 7, "closed about 5 s after the last poll: \(linger) s")
-            }
-        }
     }
 }
 
@@ -274,37 +166,6 @@ extension Hardware.Server {
 }
 
 extension Hardware.Server {
-    /// An imu-buffered scan of `accelerometer` counts and a gyroscope bias of a few counts, stamped
-    /// `t`, fused into `offline` as the device layer hands it on: the fixture's scales (in_accel_scale
-    /// 0.000598, in_anglvel_scale 0.001065), no mount matrix, so diag(−1, −1, 1) × raw × scale in the
-    /// device frame (docs/frames.md); the accelerometer first, as the scan has it.
-    static func imuScan(accelerometer: [Int], at t: Int64, fusing offline: inout SensorFusion) -> [UInt8] {
-        let gyroscope = [3, -2, 1]
-        let a = accelerometer.map { Double($0) * 0.000598 }, g = gyroscope.map { Double($0) * 0.001065 }
-        offline.update(SensorSample(kind: .accelerometer, device: DeviceNumber(0), timestamp: t, vector: Vector3(x: -a[0], y: -a[1], z: a[2])))
-        offline.update(SensorSample(kind: .gyroscope, device: DeviceNumber(0), timestamp: t, vector: Vector3(x: -g[0], y: -g[1], z: g[2])))
-        return Testbed.imuScan(accelerometer: accelerometer, gyroscope: gyroscope, time: t)
-    }
-
-    /// Reads `client`'s `MOTION` lines up to one stamped `end` (ns) or later, each compared with the
-    /// offline attitude of the same instant: how many, and the largest difference of their quaternions'
-    /// components, their signs made alike (as sent, nine significant digits, the angle between two so
-    /// close is lost in acos's rounding near 1). A `MOTION` at an instant never fed fails the test.
-    static func compareMotion(from client: TestClient, with expected: [Int64: Quaternion], through end: Int64) throws -> (Int, Double) {
-        var compared = 0
-        var largest = 0.0
-        var last = Int64.min
-        while last < end {
-            let motion = try client.decode(MotionMessage.self, try client.next("MOTION"))
-            last = motion.timestamp
-            let q = motion.attitude.quaternion, r = try #require(expected[last])
-            let sign = q.w * r.w + q.x * r.x + q.y * r.y + q.z * r.z < 0 ? -1.0 : 1.0
-            largest = max(largest, abs(q.w - sign * r.w), abs(q.x - sign * r.x), abs(q.y - sign * r.y), abs(q.z - sign * r.z))
-            compared += 1
-        }
-        return (compared, largest)
-    }
-
     /// With only the gyroscope enabled, an imu-buffered scan is 3 × s16, 2 bytes padding, the timestamp.
     static func gyroscopeScan(_ t: Int64) -> [UInt8] {
         [10, 20, 30].flatMap { withUnsafeBytes(of: Int16($0).littleEndian, Array.init) } + [0, 0] + withUnsafeBytes(of: t.littleEndian, Array.init)
@@ -320,33 +181,6 @@ extension Hardware.Server {
         try testbed.feed("/dev/iio:device0", gyroscopeScan(1_000_000))
         _ = try client.next("GYROSCOPE")
         return client
-    }
-
-    @Test func unplugEndsTheStreamAndAReplugIsServedWithoutARestart() async throws {
-        let (testbed, server) = try await Self.startServerOnIMU()
-        try await server.whileServing {
-            let client = try Self.watchingTheGyroscope(of: testbed, on: server)
-
-            testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
-            let ended = try client.decode(Ended.self, try client.next("ENDED"))
-            #expect(ended.stream == .gyroscope && ended.reason.contains("iio:device0"))
-
-            // Plugged back in, the kernel gives it a new number.
-            let fixture = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../TestSupport/Fixtures/imu-buffered.umockdev").standardized, encoding: .utf8)
-            try testbed.add(fixture.replacingOccurrences(of: "iio:device0", with: "iio:device1").replacingOccurrences(of: "trigger0", with: "trigger1")
-                .replacingOccurrences(of: "dev=250:0", with: "dev=250:1"))
-            try waitUntil {
-                (try? client.send(#"{"class":"DEVICES"}"#)) != nil
-                    && (try? client.decode(DevicesReply.self, client.next("DEVICES")))?.devices.map(\.device) == ["iio:device1"]
-            }
-            try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
-            _ = try client.next("WATCHING")
-            try waitUntil { (try? testbed.attribute("iio:device1", "buffer/enable"))?.hasPrefix("1") == true }
-            try testbed.feed("/dev/iio:device1", Self.gyroscopeScan(2_000_000))
-            let sample = try client.decode(GyroscopeMessage.self, try client.next("GYROSCOPE"))
-            #expect(sample.timestamp == 2_000_000)
-        }
     }
 }
 
@@ -380,102 +214,6 @@ extension Hardware.Server {
             testbed.remove(syspath: "/sys/devices/platform/odd/iio:device2")
         }
     }
-
-    @Test func aClientThatNeverReadsSlowsNobodyAndIsToldWhatItLost() async throws {
-        let (testbed, server) = try await Self.startServerOnIMU()
-        try await server.whileServing {
-            let reader = try TestClient(path: server.socketPath)
-            let sleeper = try TestClient(path: server.socketPath)
-            for client in [reader, sleeper] {
-                _ = try client.next("VERSION")
-                try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
-                _ = try client.next("WATCHING")
-            }
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-
-            // 8,000 accelerometer scans (6 bytes + 2 padding + 8 timestamp) as fast as the daemon takes them.
-            let count = 8000
-            var received = 0
-            for chunk in stride(from: 0, to: count, by: 50) {
-                var bytes: [UInt8] = []
-                for i in chunk..<(chunk + 50) {
-                    bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init)
-                }
-                try testbed.feed("/dev/iio:device0", bytes)
-                // The reader keeps up meanwhile.
-                while received < chunk, let line = try? reader.next(seconds: 0.5) {
-                    if Wire.className(of: Array(line.utf8)) == "ACCELEROMETER" { received += 1 }
-                }
-            }
-            while received < count {
-                let line = try reader.next(seconds: 5)
-                if Wire.className(of: Array(line.utf8)) == "ACCELEROMETER" { received += 1 }
-            }
-            #expect(received == count, "the reading client got every sample")
-
-            // The sleeper now reads: fewer samples, and a DROPPED that accounts for the rest.
-            var samples = 0, dropped = 0
-            while let line = try? sleeper.next(seconds: 1) {
-                switch Wire.className(of: Array(line.utf8)) {
-                case "ACCELEROMETER": samples += 1
-                case "DROPPED": dropped += try sleeper.decode(Dropped.self, line).count
-                default: break
-                }
-            }
-            #expect(dropped > 0)
-            #expect(samples + dropped == count, "\(samples) received + \(dropped) dropped")
-            try reader.send(#"{"class":"STATUS","id":1}"#)
-            #expect(try reader.decode(StatusReply.self, try reader.next("STATUS")).dropped == dropped)
-        }
-    }
-}
-
-extension Hardware.Server {
-    @Test func fiveHundredClientsConnectWatchAndLeave() async throws {
-        // 500 clients and the server's 500 ends need more descriptors than the default soft limit.
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = min(limit.rlim_max, 4096)
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        // Answering 500 WATCHes takes longer than a real device takes to send its first scan.
-        let server = MotionServer(socketPath: Self.socketPath(), source: HardwareSource(firstDataTimeout: 30))
-        try await server.start()
-        try await server.whileServing {
-            var clients: [TestClient] = []
-            for _ in 0..<500 {
-                let client = try TestClient.greeted(path: server.socketPath)
-                clients.append(client)
-            }
-            // All watch at once (the sensor opens with the first and must see data within its first-data
-            // timeout); every client its own interval: 10, 20, …, 50 ms.
-            for (i, client) in clients.enumerated() {
-                try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":\#(Double(i % 5 + 1) / 100)}"#)
-            }
-            for client in clients { _ = try client.next("WATCHING") }
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            var bytes: [UInt8] = []
-            for i in 0..<20 { bytes += [0, 0, 0, 0, 0, 64, 0, 0] + withUnsafeBytes(of: (Int64(i + 1) * 10_000_000).littleEndian, Array.init) }
-            try testbed.feed("/dev/iio:device0", bytes)
-            // 20 samples at 10 ms: a client at k × 10 ms gets ⌈20 / k⌉ of them.
-            for (i, client) in clients.enumerated() {
-                let expected = (20 + i % 5) / (i % 5 + 1)
-                var got = 0
-                while got < expected { if Wire.className(of: Array(try client.next("ACCELEROMETER").utf8)) != nil { got += 1 } }
-                #expect(got == expected)
-            }
-            try clients[0].send(#"{"class":"STATUS","id":1}"#)
-            #expect(try clients[0].decode(StatusReply.self, try clients[0].next("STATUS")).clients == 500)
-            clients.removeAll()  // all leave
-            let last = try TestClient.greeted(path: server.socketPath)
-            try waitUntil {
-                (try? last.send(#"{"class":"STATUS"}"#)) != nil && (try? last.decode(StatusReply.self, last.next("STATUS")))?.clients == 1
-            }
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("0") == true }
-        }
-    }
 }
 
 extension Hardware.Server {
@@ -489,35 +227,6 @@ extension Hardware.Server {
             }
             try testbed.feed(node, bytes)
         }
-    }
-
-    @Test func theCalibrationSurvivesARestart() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        do {
-            let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state])
-            let client = try TestClient.greeted(path: daemon.socket)
-            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1}"#)
-            _ = try client.next("WATCHING")
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            try Self.feedRest(testbed, seconds: 20)  // at rest: the bias converges
-            var lastMotion: MotionMessage?
-            while (lastMotion?.timestamp ?? 0) < 19_900_000_000 { lastMotion = try client.decode(MotionMessage.self, try client.next("MOTION")) }
-            daemon.signal(SIGTERM)
-        }
-        // (10, −20, 5) counts × 0.001065 rad/s, then into the device frame (x, y negated: docs/frames.md).
-        let bias = Vector3(x: -0.01065, y: 0.0213, z: 0.005325)
-        let saved = try StateStore(directory: state).load(SensorFusion.Calibration.self)
-        #expect(((saved?.gyroscopeBias ?? .zero) - bias).length < 2e-4, "\(String(describing: saved))")
-
-        // Started again, it knows the bias before any sample arrives.
-        let again = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state])
-        let client = try TestClient.greeted(path: again.socket)
-        try client.send(#"{"class":"STATUS"}"#)
-        let status = try client.decode(StatusReply.self, try client.next("STATUS"))
-        #expect(((status.calibration?.gyroscopeBias ?? .zero) - bias).length < 2e-4)
-        again.signal(SIGTERM)
     }
 
     /// The times the kernel switched to any of the process's threads so far (its wake-ups, and the

@@ -2,6 +2,7 @@ import MotionCore
 import MotionDevices
 import MotionWire
 import NIOCore
+import HubTestKit
 import Testing
 
 @testable import MotionHub
@@ -50,7 +51,7 @@ import Testing
         let before = second.received.count
         try await watch([.orientation, .tilt], from: secondID)
         let waited = await scripted.advance { hasState(second, after: before) }
-        #expect(scripted.source.openings.withLock { $0[Self.display.number] } == 2, "closed when the first left, opened again")
+        #expect(scripted.source.openingCount(of: Self.display.number) == 2, "closed when the first left, opened again")
         let got = second.received.dropFirst(before).map(\.message)
         #expect(got.contains(.orientation(.init(timestamp: Int64(scripted.loop.now.uptimeNanoseconds), orientation: .normal))), "\(got)")
         #expect(got.contains(.tilt(.init(timestamp: Int64(scripted.loop.now.uptimeNanoseconds), tilt: .vertical))), "\(got)")

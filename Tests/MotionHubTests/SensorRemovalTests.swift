@@ -2,6 +2,7 @@ import MotionCore
 import MotionDevices
 import MotionWire
 import NIOCore
+import HubTestKit
 import Testing
 
 @testable import MotionHub
