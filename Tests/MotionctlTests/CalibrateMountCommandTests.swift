@@ -223,7 +223,7 @@ extension Hardware {
             defer { _ = daemon.secondsToExit(after: SIGTERM) }
             let arguments = ["calibrate", "mount", "--socket", socket, "--root", root]
             let hand = Hand(poses: poses.count) { [sysfs = testbed.root] in write(poses[$0], root: sysfs) }
-            let run = try await motionctl(arguments + ["--hold", "0.5", "--timeout", "15"], hand: hand)
+            let run = try await motionctl(arguments + ["--hold", "0.25", "--timeout", "15"], hand: hand)
             let written = try? String(contentsOfFile: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb", encoding: .utf8)
             return (run, written, undo ? try await runProgram(ReplayDaemon.products.appendingPathComponent("motionctl").path, arguments + ["--undo"]) : nil)
         }
@@ -323,7 +323,7 @@ extension Hardware {
                 }
                 write(.zero, "iio:device1", "anglvel")
             }
-            let run = try await Self.motionctl(["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"], hand: hand)
+            let run = try await Self.motionctl(["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.25", "--timeout", "15"], hand: hand)
             let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
             #expect(run.status == 0, "\(run.output) \(run.errors)")
             #expect(run.output.contains("The gyroscope's axes disagree with the accelerometer's"), "\(run.output)")
@@ -383,7 +383,7 @@ extension Hardware {
                 }
             }
             let motionctl = ReplayDaemon.products.appendingPathComponent("motionctl").path
-            let arguments = ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.5", "--timeout", "15"]
+            let arguments = ["calibrate", "mount", "--socket", socket, "--root", root, "--hold", "0.25", "--timeout", "15"]
             let run: ProgramRun
             if let answer {
                 run = try await Self.motionctl(["-c", "printf '\(answer)\\n' | script -qec '\(([motionctl] + arguments).joined(separator: " "))' /dev/null"], program: "/bin/sh", hand: hand)
