@@ -24,8 +24,8 @@ import Testing
             try await scripted.send(line: #"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#, from: id)
         }
         let count = 8000
-        for chunk in stride(from: 0, to: count, by: 50) {
-            let reads = (chunk..<(chunk + 50)).map { i in
+        for chunk in stride(from: 0, to: count, by: 1000) {
+            let reads = (chunk..<(chunk + 1000)).map { i in
                 [imu.sample(.accelerometer, counts: Vector3(x: 0, y: 0, z: 16384), at: Int64(i + 1) * 10_000_000)!]
             }
             try await scripted.feed(reads, to: imu.number)
