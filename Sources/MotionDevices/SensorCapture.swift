@@ -41,12 +41,12 @@ public final class SensorCapture: Sendable {
 
     private let sysfs: Sysfs
     private let policy: CapturePolicy
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let thread: WakeableThread
 
     private struct State: ~Copyable {
-        var mode: CaptureMode = .polled
-        var stopRequested = false
+        /// The capture's one state: its mode, and whether it is over (stopped or ended), follow from it.
+        var lifecycle: CaptureLifecycle
         var cancelBuffered: CancelHandle?
     }
 
@@ -88,8 +88,7 @@ public final class SensorCapture: Sendable {
         } catch {
             throw .bufferFailed(device: device.number.sysname, operation: "eventfd", errno: error.rawValue)
         }
-        let initial = mode ?? device.captureMode
-        state.withLock { $0.mode = initial }
+        state = Mutex(State(lifecycle: CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: mode ?? device.captureMode)))
     }
 
     deinit {
@@ -97,7 +96,12 @@ public final class SensorCapture: Sendable {
     }
 
     /// The mode the capture is reading in now.
-    public var mode: CaptureMode { state.withLock { $0.mode } }
+    public var mode: CaptureMode { lifecycle { $0.mode } }
+
+    /// Runs `body` on the capture's lifecycle.
+    private func lifecycle<Result>(_ body: (inout CaptureLifecycle) -> Result) -> Result {
+        state.withLock { body(&$0.lifecycle) }
+    }
 
     /// Starts reading; `handler` gets every event, on the capture's thread, in order.
     /// The per-sample path (read, decode, convert, call) allocates nothing.
@@ -130,13 +134,14 @@ public final class SensorCapture: Sendable {
     private func requestStop() {
         // Cancel under the lock: the capture thread clears the handle under it before destroying the buffer.
         state.withLock { state in
-            state.stopRequested = true
+            state.lifecycle.stop()
             state.cancelBuffered?.cancel()
         }
         thread.requestStop()
     }
 
-    private var stopRequested: Bool { state.withLock { $0.stopRequested } }
+    /// Whether the capture is over: stopped, or ended by what it read.
+    private var stopRequested: Bool { lifecycle { $0.isOver } }
 
     // MARK: - The capture thread
 
@@ -145,17 +150,15 @@ public final class SensorCapture: Sendable {
         for problem in Self.configure(device, kinds: kinds, rate: device.hardwareRate(for: rate), restorer: &restorer) { handler(.readFailed(problem)) }
         defer { restorer.restoreAll() }
 
-        var lifecycle = CaptureLifecycle(device: device.number.sysname, policy: policy, startingIn: mode)
         if mode == .buffered {
-            switch runBuffered(&lifecycle, handler) {
+            switch runBuffered(handler) {
             case .proceed, .report, .rest: return  // stopped (a thread's capture has no rest)
             case .end(let error): return handler(.ended(error))
             case .fallBackToPolling(let reason):
-                state.withLock { $0.mode = .polled }
                 handler(.captureModeChanged(.polled, reason: reason))
             }
         }
-        if case .end(let error) = runPolled(&lifecycle, handler) { handler(.ended(error)) }
+        if case .end(let error) = runPolled(handler) { handler(.ended(error)) }
     }
 
     /// Sets what every capture of `device` needs, remembering the old values in `restorer`: the
@@ -188,8 +191,8 @@ public final class SensorCapture: Sendable {
         return problems
     }
 
-    /// Reads the buffer until stopped (`.proceed`) or until `lifecycle` says otherwise.
-    private func runBuffered(_ lifecycle: inout CaptureLifecycle, _ handler: @Sendable (SensorEvent) -> Void) -> CaptureLifecycle.Action {
+    /// Reads the buffer until stopped (`.proceed`) or until the lifecycle says otherwise.
+    private func runBuffered(_ handler: @Sendable (SensorEvent) -> Void) -> CaptureLifecycle.Action {
         let name = device.number.sysname
         let reader: BufferedReader
         do {
@@ -197,15 +200,15 @@ public final class SensorCapture: Sendable {
                 device: device, kinds: kinds, rate: rate, samplesPerRefill: policy.batch,
                 timeoutMilliseconds: UInt32(saturating: policy.firstDataTimeout * 1000), sysfs: sysfs)
         } catch {
-            return lifecycle.openFailed(error, deviceExists: sysfs.deviceExists(name))
+            return lifecycle { $0.openFailed(error, deviceExists: sysfs.deviceExists(name)) }
         }
         defer { reader.close() }
-        lifecycle.opened()
+        lifecycle { $0.opened() }
         // Not fatal: the scans are stamped on arrival instead. Said once, as a failed read.
         if let problem = reader.timestampProblem { handler(.readFailed(problem)) }
         let stoppedEarly = state.withLock { state in
             state.cancelBuffered = CancelHandle(reader)
-            return state.stopRequested
+            return state.lifecycle.isOver
         }
         defer { state.withLock { $0.cancelBuffered = nil } }
         if stoppedEarly { return .proceed }
@@ -214,12 +217,12 @@ public final class SensorCapture: Sendable {
         while !stopRequested {
             do throws(DeviceError) {
                 try reader.read { handler(.sample($0)) }
-                lifecycle.readSucceeded()
+                lifecycle { $0.readSucceeded() }
                 rejections.report(total: reader.rejectedReadings, to: handler)
                 handler(.readComplete)
             } catch {
                 if stopRequested { return .proceed }
-                switch lifecycle.readFailed(error, deviceExists: sysfs.deviceExists(name)) {
+                switch lifecycle({ $0.readFailed(error, deviceExists: sysfs.deviceExists(name)) }) {
                 case .proceed: continue
                 case .report(let problem): handler(.readFailed(problem))
                 case let outcome: return outcome
@@ -229,28 +232,28 @@ public final class SensorCapture: Sendable {
         return .proceed
     }
 
-    /// Polls the sensors every period until stopped (`.proceed`) or until `lifecycle` says otherwise.
-    private func runPolled(_ lifecycle: inout CaptureLifecycle, _ handler: @Sendable (SensorEvent) -> Void) -> CaptureLifecycle.Action {
+    /// Polls the sensors every period until stopped (`.proceed`) or until the lifecycle says otherwise.
+    private func runPolled(_ handler: @Sendable (SensorEvent) -> Void) -> CaptureLifecycle.Action {
         let name = device.number.sysname
         let reader: PolledReader
         do {
             reader = try PolledReader(device: device, kinds: kinds, sysfs: sysfs)
         } catch {
-            return lifecycle.openFailed(error, deviceExists: sysfs.deviceExists(name))
+            return lifecycle { $0.openFailed(error, deviceExists: sysfs.deviceExists(name)) }
         }
-        lifecycle.opened()
+        lifecycle { $0.opened() }
         let period = PlausibleRate.period(rate)
         var deadline = Syscall.monotonicNanoseconds()
         var rejections = RejectionReport(device: name, kinds: kinds)
         while !stopRequested {
-            if case .end(let reason) = lifecycle.pollDue(deviceExists: sysfs.deviceExists(name)) { return .end(reason) }
+            if case .end(let reason) = lifecycle({ $0.pollDue(deviceExists: sysfs.deviceExists(name)) }) { return .end(reason) }
             do throws(DeviceError) {
                 try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
-                lifecycle.readSucceeded()
+                lifecycle { $0.readSucceeded() }
                 rejections.report(total: reader.rejectedReadings, to: handler)
                 handler(.readComplete)
             } catch {
-                switch lifecycle.readFailed(error, deviceExists: sysfs.deviceExists(name)) {
+                switch lifecycle({ $0.readFailed(error, deviceExists: sysfs.deviceExists(name)) }) {
                 case .proceed: break
                 case .report(let problem): handler(.readFailed(problem))
                 case let outcome: return outcome

@@ -13,9 +13,9 @@ import Synchronization
 /// Its one state is its `CaptureLifecycle`: the readers (`ScanReader`, `PollTicker`, `ThreadPoller`,
 /// `MotionEventReader`, `HysteresisProbe`) read, report to it, and do what it answers (`follow`).
 /// The device is opened off the loop (libiio scans all of sysfs). A buffer that cannot be opened, or
-/// gives no scan within `firstDataTimeout`, falls back to polling: on the loop up to the event
-/// streams' rate, else on a thread (a sysfs read can block for a bus transfer), whose events go to
-/// the handler from that thread; all others go to it on the loop.
+/// gives no scan within `firstDataTimeout`, falls back to polling. A device is polled on the loop up
+/// to the event streams' rate, else on a thread (a sysfs read can block for a bus transfer), whose
+/// events go to the handler from that thread; all others go to it on the loop.
 ///
 /// An accelerometer that only event streams read (`restsWhenStill`) sleeps while it lies still: its
 /// chip's motion events wake it where the driver has them, else it is polled slowly at rest
@@ -87,7 +87,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// each read's samples followed by `readComplete`.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
-        let opened = lifecycle { $0.mode } == .buffered ? openBuffer() : openPoller()
+        let opened = lifecycle { $0.mode } == .buffered ? openBuffer() : openPolling()
         state.withLock { $0.opening = opened }
     }
 
@@ -174,16 +174,20 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     private func fallBackToPolling(because reason: DeviceError) {
         close { _ in true }
         handler(.captureModeChanged(.polled, reason: reason))
-        guard lifecycle({ $0.pollingPlace }) == .thread else {
-            let opening = openPoller()
-            return state.withLock { $0.opening = $0.opening.and(opening).map { _ in } }
-        }
+        let opening = openPolling()
+        state.withLock { $0.opening = $0.opening.and(opening).map { _ in } }
+    }
+
+    /// Polls the device where the lifecycle says: on the loop from a timer, or on a thread of its own.
+    private func openPolling() -> EventLoopFuture<Void> {
+        guard lifecycle({ $0.pollingPlace }) == .thread else { return openPoller() }
         do {
             let poller = try ThreadPoller(capture: self)
             if keep(poller) { poller.start() }
         } catch {
             follow(lifecycle { $0.openFailed(error, deviceExists: true) })
         }
+        return eventLoop.makeSucceededVoidFuture()
     }
 
     private func openPoller() -> EventLoopFuture<Void> {

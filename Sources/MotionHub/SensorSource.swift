@@ -117,13 +117,10 @@ public struct HardwareSource: SensorSource {
     ) throws -> any SensorStream {
         if let remote = remotes.first(where: { $0.owns(device.number) }) { return try remote.open(device, kinds: kinds, rate: rate) }
         // A buffered device is read on the hub's loop (one wake-up per batch), and so is one polled
-        // slowly; one polled fast has a thread of its own, so that slow sysfs reads never hold the loop.
-        if device.captureMode == .buffered || LoopCapture.pollsOnLoop(rate: device.captureRate(for: rate, in: device.captureMode)) {
-            return LoopCapture(
-                device: device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout,
-                restsWhenStill: restsWhenStill, heartbeat: motionEventHeartbeat)
-        }
-        return try SensorCapture(device: device, kinds: kinds, rate: rate, firstDataTimeout: firstDataTimeout)
+        // slowly; one polled fast has a thread of the capture's, so that slow sysfs reads never hold the loop.
+        return LoopCapture(
+            device: device, kinds: kinds, rate: rate, latency: latency, eventLoop: eventLoop, firstDataTimeout: firstDataTimeout,
+            restsWhenStill: restsWhenStill, heartbeat: motionEventHeartbeat)
     }
 
     public var followsHotPlug: Bool { true }

@@ -75,6 +75,33 @@ extension Hardware {
             #expect(capture.readingMode == .polled)
         }
 
+        /// A device polled from the start faster than the loop polls (`CapturePlan.eventRate`) is read
+        /// on a thread of the capture's (`ThreadPoller`), under its one lifecycle: the samples come
+        /// from that thread, at the fixture's sysfs values, and the stop puts the rate it set back.
+        @Test func aDevicePolledFastIsReadOnAThreadOfTheCaptures() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            var device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            device.captureMode = .polled
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let loop = group.next()
+            let capture = LoopCapture(device: device, kinds: [.accelerometer], rate: 200, latency: 0, eventLoop: loop)
+            let events = Events()
+            let onLoop = Mutex(false)
+            capture.start { event in
+                if loop.inEventLoop { onLoop.withLock { $0 = true } }
+                events.take(event)
+            }
+            try waitUntil { events.samples >= 5 }
+            #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("200"))
+            capture.stop()
+            #expect(capture.readingMode == .polled && events.modeChanges.isEmpty && events.ended == nil)
+            #expect(!onLoop.withLock { $0 }, "read on the capture's thread, not the loop")
+            #expect(abs((events.lastSample?.vector.z ?? 0) - 16384 * 0.000598) < 1e-9)
+            #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("100"))
+        }
+
         /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it
         /// only falls silent. The capture then notices by itself that the device is gone (within two
         /// of its silence checks, `CapturePolicy.silenceCheck`), without waiting for udev's listing.
