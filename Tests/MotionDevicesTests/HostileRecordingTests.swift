@@ -8,7 +8,7 @@ import TestSupport
 /// A recording replayed (`motiond --replay`, docs/recording.md) is untrusted input like a device: its
 /// timestamps may be any Int64 ("integer nanoseconds ... any origin"), and `SamplePlayer` must play
 /// it without trapping, each sample re-stamped on this machine's clock.
-@Suite struct HostileRecordingTests {
+@Suite(.onOwnThreads) struct HostileRecordingTests {
     /// What a player handed on.
     final class Played: Sendable {
         let samples = Mutex<[SensorSample]>([])

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 /// motionctl's commands that talk to motiond, run as a user runs them, against a replaying daemon.
-@Suite(.serialized) struct ClientCommandTests {
+@Suite(.serialized, .onOwnThreads) struct ClientCommandTests {
     func motionctl(_ arguments: [String], socket: String? = nil, asNobody: Bool = false) async throws -> ProgramRun {
         let executable = ReplayDaemon.products.appendingPathComponent("motionctl").path
         let environment = ["MOTIOND_SOCKET": socket ?? NSTemporaryDirectory() + "motionctl-test-no-daemon.sock"]
