@@ -1,4 +1,5 @@
 import Foundation
+import HubTestKit
 import MotionCore
 import MotionDaemon
 import MotionFusion
@@ -22,7 +23,7 @@ extension MotionServer {
 
 /// A walk on the imu-buffered fixture's accelerometer, for the daemon's tests of its kept state
 /// (StateFileTests); the step streams' own rules are the hub's (MotionHubTests' StepStreamsTests).
-extension Hardware.Server {
+extension StateFileTests {
     /// The fixture's accelerometer scale, m/s² per count (`in_accel_scale`).
     static let accelerometerScale = 0.000598
 
@@ -47,11 +48,11 @@ extension Hardware.Server {
         return detector.steps
     }
 
-    /// Feeds `scans` to the fixture's accelerometer a second at a time.
-    static func feed(_ scans: [(counts: [Int], time: Int64)], to testbed: Testbed) throws {
-        for chunk in stride(from: 0, to: scans.count, by: 50) {
-            let bytes = scans[chunk..<min(chunk + 50, scans.count)].flatMap { Testbed.accelerometerScan($0.counts, time: $0.time) }
-            try testbed.feed("/dev/iio:device0", bytes)
-        }
+    /// Feeds `scans` to the kit's IMU (`Machines.imu`, the fixture's bmi160), each a read, as its
+    /// buffer hands its scans over; throws if its capture is not open to take them.
+    static func feed(_ scans: [(counts: [Int], time: Int64)], to source: ScriptedSource) throws {
+        let imu = Machines.imu
+        let reads = scans.map { imu.scan(accelerometer: Vector3(x: Double($0.counts[0]), y: Double($0.counts[1]), z: Double($0.counts[2])), at: $0.time) }
+        guard source.feed(reads, to: imu.number) else { throw TestbedError("the IMU's capture is not open") }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HubTestKit
 import Logging
 import MotionWire
 import TestSupport
@@ -147,27 +148,29 @@ import Testing
     }
 }
 
-extension Hardware.Server {
-    /// The buffered IMU fixture and a state directory (removed by the caller) holding `history` as history.json.
-    static func imuAndStateDirectory(history: String) throws -> (Testbed, String) {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
+/// The step history kept across a save and a restart, on a server in this process whose IMU is the
+/// hub test kit's (`Machines.imu`, the imu-buffered fixture's bmi160, giving the scans the test
+/// feeds it): no umockdev, so these run beside the `Hardware` suite.
+extension StateFileTests {
+    /// The kit's IMU and a state directory (removed by the caller) holding `history` as history.json.
+    static func imuAndStateDirectory(history: String) throws -> (ScriptedSource, String) {
+        let source = ScriptedSource(devices: [Machines.imu])
         let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         try Data(history.utf8).write(to: URL(fileURLWithPath: state + "/history.json"))
-        return (testbed, state)
+        return (source, state)
     }
 
     /// Watches `pedometer` (its first count `counted`), feeds `scans` once the accelerometer runs,
     /// and returns the count once it reaches `counted + walked` (or the last one within 5 s of it).
     static func walk(
-        _ scans: [(counts: [Int], time: Int64)], on testbed: Testbed, watchedBy client: TestClient, counted: Int, walked: Int
+        _ scans: [(counts: [Int], time: Int64)], on source: ScriptedSource, watchedBy client: TestClient, counted: Int, walked: Int
     ) throws -> Int {
         try client.send(#"{"class":"WATCH","streams":["pedometer"]}"#)
         _ = try client.next("WATCHING")
         #expect(try client.decode(PedometerMessage.self, try client.next("PEDOMETER")).steps == counted)
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-        try feed(scans, to: testbed)
+        try waitUntil { source.running(Machines.imu.number) != nil }
+        try feed(scans, to: source)
         var steps = counted
         while steps < counted + walked, let line = try? client.next(seconds: 5) {
             if case .pedometer(let m) = try AnyServerMessage(line: Array(line.utf8)) { steps = m.steps }
@@ -182,26 +185,26 @@ extension Hardware.Server {
     @Test func minutesStampedAfterNowAreServedAndOutliveASaveAndARestart() async throws {
         let now = Date().timeIntervalSince1970
         let (hourAgo, twoDaysOn) = (Int64(now / 60) - 60, Int64(now / 60) + 2 * 1440)
-        let (testbed, state) = try Self.imuAndStateDirectory(
+        let (source, state) = try Self.imuAndStateDirectory(
             history: #"{"version":1,"totalSteps":141,"minutes":[[\#(hourAgo),41],[\#(twoDaysOn),60],[\#(twoDaysOn + 1),40]],"activities":[]}"#)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let day = #"{"class":"HISTORY","id":1,"stream":"pedometer","from":\#(now - 86_400)}"#
 
         let scans = Self.walkScans(seconds: 20, from: Int64(ProcessInfo.processInfo.systemUptime * 1e9) - 20_000_000_000)
         let walked = Self.stepsCounted(in: scans)
-        let first = MotionServer(socketPath: Self.socketPath(), stateDirectory: state)
+        let first = MotionServer(socketPath: temporarySocketPath(), stateDirectory: state, source: source)
         try await first.start()
         try await first.whileServing {
             let client = try TestClient.greeted(path: first.socketPath)
             try client.send(day)
             #expect(try client.decode(HistoryReply.self, try client.next("HISTORY")).steps == 141, "every step of the total")
-            #expect(try Self.walk(scans, on: testbed, watchedBy: client, counted: 141, walked: walked) == 141 + walked)
+            #expect(try Self.walk(scans, on: source, watchedBy: client, counted: 141, walked: walked) == 141 + walked)
         }
         // Saved at the stop, after the walk: the minutes after now are in the file still.
         let saved = try String(contentsOfFile: state + "/history.json", encoding: .utf8).filter { !$0.isWhitespace }
         #expect(saved.contains("[\(twoDaysOn),60]") && saved.contains("[\(twoDaysOn + 1),40]"), "\(saved)")
 
-        let second = MotionServer(socketPath: Self.socketPath(), stateDirectory: state)
+        let second = MotionServer(socketPath: temporarySocketPath(), stateDirectory: state, source: source)
         try await second.start()
         try await second.whileServing {
             let client = try TestClient.greeted(path: second.socketPath)
@@ -214,17 +217,17 @@ extension Hardware.Server {
     /// restart. The file is set aside, logged, and a walk is counted from 0.
     @Test func aTotalNoOneCouldWalkIsSetAsideAndTheNextStepsAreCounted() async throws {
         let file = #"{"version":1,"totalSteps":9223372036854775800,"minutes":[],"activities":[]}"#
-        let (testbed, state) = try Self.imuAndStateDirectory(history: file)
+        let (source, state) = try Self.imuAndStateDirectory(history: file)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let log = MessageLog()
-        let server = MotionServer(socketPath: Self.socketPath(), stateDirectory: state, logger: Logger(label: "test") { _ in log })
+        let server = MotionServer(socketPath: temporarySocketPath(), stateDirectory: state, source: source, logger: Logger(label: "test") { _ in log })
         try await server.start()
         let scans = Self.walkScans(seconds: 20, from: 1_000_000_000)
         let walked = Self.stepsCounted(in: scans)
         try await server.whileServing {
             #expect(log.contains("saved step history set aside, starting afresh", about: "totalSteps 9223372036854775800 is outside 0...19723500000"))
             let client = try TestClient.greeted(path: server.socketPath)
-            #expect(try Self.walk(scans, on: testbed, watchedBy: client, counted: 0, walked: walked) == walked)
+            #expect(try Self.walk(scans, on: source, watchedBy: client, counted: 0, walked: walked) == walked)
         }
         #expect(try String(contentsOfFile: state + "/history.json.corrupt", encoding: .utf8) == file)
     }
