@@ -23,12 +23,13 @@ package final class ScriptedHub: Sendable {
     package let hub: Hub
 
     /// A hub with `devices`, listed as at start. `maximumClients`: clients served at once; `store`:
-    /// where its calibration and step history are kept (nil: nowhere).
-    package init(devices: [DeviceDescriptor], maximumClients: Int = 1000, store: StateStore? = nil) async throws {
+    /// where its calibration and step history are kept (nil: nowhere); `log`: where its log goes
+    /// (nil: the standard error, swift-log's default).
+    package init(devices: [DeviceDescriptor], maximumClients: Int = 1000, store: StateStore? = nil, log: RecordedLog? = nil) async throws {
         source = ScriptedSource(devices: devices)
+        let logger = log.map { log in Logger(label: "test") { _ in log } } ?? Logger(label: "test")
         hub = Hub(
-            eventLoop: loop, logger: Logger(label: "test"), release: "test", store: store, source: source, maximumClients: maximumClients,
-            offLoopWork: .inline)
+            eventLoop: loop, logger: logger, release: "test", store: store, source: source, maximumClients: maximumClients, offLoopWork: .inline)
         try await list(devices)
     }
 
@@ -40,9 +41,9 @@ package final class ScriptedHub: Sendable {
         return (scripted, client, id)
     }
 
-    /// The machine's devices are now `devices` (a udev event's listing).
-    package func list(_ devices: [DeviceDescriptor]) async throws {
-        try await onLoop { hub in hub.apply(.success(DeviceListing(devices: devices, problems: []))) }
+    /// The machine's devices are now `devices`, and those it could not use `problems` (a udev event's listing).
+    package func list(_ devices: [DeviceDescriptor], problems: [DeviceError] = []) async throws {
+        try await onLoop { hub in hub.apply(.success(DeviceListing(devices: devices, problems: problems))) }
     }
 
     /// Runs `body` with the hub on its loop, then what it made due now.
@@ -255,5 +256,30 @@ extension ScriptedHub {
     /// Writes what `id`'s connection takes now (it became writable).
     package func flush(_ id: Hub.ClientID) async throws {
         try await onLoop { hub in hub.flush(id) }
+    }
+}
+
+/// Keeps every message a hub logged, for a test to check what it said and how often.
+package final class RecordedLog: LogHandler, @unchecked Sendable {
+    // @unchecked: `messages` is behind its lock; the rest is set once.
+    private let messages = Mutex<[String]>([])
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .trace
+
+    package init() {}
+
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    package func log(event: LogEvent) {
+        let details = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        messages.withLock { $0.append("\(event.message) \(details)") }
+    }
+
+    /// How many messages starting with `prefix`, with `detail` among their metadata (empty: any), were logged.
+    package func count(_ prefix: String, about detail: String = "") -> Int {
+        messages.withLock { $0.count { $0.hasPrefix(prefix) && (detail.isEmpty || $0.contains(detail)) } }
     }
 }

@@ -166,57 +166,6 @@ extension Hardware.Server {
 }
 
 extension Hardware.Server {
-    /// With only the gyroscope enabled, an imu-buffered scan is 3 × s16, 2 bytes padding, the timestamp.
-    static func gyroscopeScan(_ t: Int64) -> [UInt8] {
-        [10, 20, 30].flatMap { withUnsafeBytes(of: Int16($0).littleEndian, Array.init) } + [0, 0] + withUnsafeBytes(of: t.littleEndian, Array.init)
-    }
-
-    /// A client watching the gyroscope of the imu-buffered fixture at 0.01 s, which has had a sample
-    /// (stamped 1 ms).
-    static func watchingTheGyroscope(of testbed: Testbed, on server: MotionServer) throws -> TestClient {
-        let client = try TestClient.greeted(path: server.socketPath)
-        try client.send(#"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#)
-        _ = try client.next("WATCHING")
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-        try testbed.feed("/dev/iio:device0", gyroscopeScan(1_000_000))
-        _ = try client.next("GYROSCOPE")
-        return client
-    }
-}
-
-extension Hardware.Server {
-    /// libiio reads every device into one context and fails it whole when one device cannot be read
-    /// (a `name` beyond its 1,024-byte buffer: EFBIG; or a device unplugged while it reads: ENOENT,
-    /// which the soak hit). Such a listing used to remove every device, ending every stream. The
-    /// odd device is skipped, the others stay, and their streams go on.
-    @Test func aDeviceLibiioCannotReadLeavesTheDevicesKnownServing() async throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let log = MessageLog()
-        let server = MotionServer(socketPath: Self.socketPath(), logger: Logger(label: "test") { _ in log })
-        try await server.start()
-        try await server.whileServing {
-            let client = try Self.watchingTheGyroscope(of: testbed, on: server)
-
-            try testbed.add("P: /devices/platform/odd/iio:device2\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
-            try waitUntil { log.contains("device skipped", about: "iio:device2") }
-            try client.send(#"{"class":"DEVICES"}"#)
-            #expect(try client.decode(DevicesReply.self, client.next("DEVICES")).devices.map(\.device) == ["iio:device0"])
-            try testbed.feed("/dev/iio:device0", Self.gyroscopeScan(11_000_000))  // one 0.01 s interval later
-            let line = try client.next()
-            #expect(Wire.className(of: Array(line.utf8)) == "GYROSCOPE", "the stream went on without an ENDED: \(line)")
-
-            // Listed again (another odd device comes): what was said of the first is not said again.
-            try testbed.add("P: /devices/platform/odd/iio:device3\nE: SUBSYSTEM=iio\nA: name=\(String(repeating: "n", count: 5000))\\n\nA: in_accel_x_raw=1\\n\n")
-            try waitUntil { log.contains("device skipped", about: "iio:device3") }
-            #expect(log.count("device skipped", about: "iio:device2") == 1)
-            testbed.remove(syspath: "/sys/devices/platform/odd/iio:device3")
-            testbed.remove(syspath: "/sys/devices/platform/odd/iio:device2")
-        }
-    }
-}
-
-extension Hardware.Server {
     /// Feeds `seconds` of 100 Hz IMU scans, face up and still, with a gyroscope bias of (10, −20, 5) counts.
     static func feedRest(_ testbed: Testbed, node: String = "/dev/iio:device0", from start: Int64 = 0, seconds: Int) throws {
         for chunk in 0..<(seconds * 2) {

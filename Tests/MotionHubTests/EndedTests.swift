@@ -79,4 +79,31 @@ import Testing
         #expect(client.motions.last?.unavailable == [.rotationRate])
         try await scripted.shutDown()
     }
+
+    /// A listing that leaves out a device libiio cannot read (a `name` beyond its 1,024-byte buffer:
+    /// EFBIG; or one unplugged while it reads: ENOENT, which the soak hit) keeps the devices known
+    /// serving: no `ENDED`, DEVICES lists the good one, and the odd device is said once while it
+    /// lasts, though every listing has it (from Hardware.Server.aDeviceLibiioCannotReadLeavesTheDevicesKnownServing;
+    /// the device layer's skipping it is Hardware.BadInput.aDeviceLibiioCannotReadIsSkippedAndTheOthersStay).
+    @Test func aDeviceLibiioCannotReadLeavesTheDevicesKnownServing() async throws {
+        let log = RecordedLog()
+        let scripted = try await ScriptedHub(devices: [Self.imu], log: log)
+        let (client, id) = try await scripted.connect()
+        try await scripted.send(line: #"{"class":"WATCH","streams":["gyroscope"],"interval":0.01}"#, from: id)
+        let scan = { (t: Int64) in Self.imu.scan(accelerometer: .zero, gyroscope: Vector3(x: 10, y: 20, z: 30), at: t) }
+        try await scripted.feed([scan(1_000_000)], to: Self.imu.number)
+        let odd = { (n: Int) in DeviceError.attributeUnreadable(device: "iio:device\(n)", attribute: "name", errno: 27) }
+        try await scripted.list([Self.imu], problems: [odd(2)])
+        #expect(log.count("device skipped", about: "iio:device2") == 1)
+        try await scripted.send(line: #"{"class":"DEVICES"}"#, from: id)
+        #expect(client.deviceReplies.last?.devices.map(\.device) == ["iio:device0"])
+        try await scripted.feed([scan(11_000_000)], to: Self.imu.number)  // one 0.01 s interval later
+        #expect(client.gyroscopes.map(\.timestamp) == [1_000_000, 11_000_000], "the stream went on")
+        #expect(client.ended.isEmpty)
+        // Listed again (another odd device comes): what was said of the first is not said again.
+        try await scripted.list([Self.imu], problems: [odd(2), odd(3)])
+        #expect(log.count("device skipped", about: "iio:device3") == 1)
+        #expect(log.count("device skipped", about: "iio:device2") == 1)
+        try await scripted.shutDown()
+    }
 }
