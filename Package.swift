@@ -206,7 +206,7 @@ let package = Package(
             name: "MotionDSUTests",
             dependencies: [
                 "MotionDSU", "MotionHub", "MotionConfiguration", "MotionDaemon", "MotionWire", "MotionCore", "MotionClient", "MotionSystem",
-                "TestSupport", "motiond",
+                "TestSupport", "HubTestKit", "motiond",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -1,22 +1,35 @@
 import Foundation
+import HubTestKit
+import MotionConfiguration
+import MotionCore
+import MotionDaemon
 import Testing
 import TestSupport
 
-extension Hardware.DSUOnAnIMU {
+/// The DSU server's pad timestamps on a server in this process whose IMU is the hub test kit's
+/// (`Machines.imu`, the imu-buffered fixture's bmi160), giving the scans the test feeds it, each with
+/// the timestamp the test gives: no umockdev, so it runs beside the `Hardware` suite.
+@Suite(.onOwnThreads) struct DSUTimestampStepBackTests {
     /// Issue 60 review, item 3: one sample stamped Int64.max ns (a driver's bad stamp), then the IMU's
     /// clock as before. Each later packet was stamped the last + 1 µs until a restart (Cemu
     /// integrates the gyroscope over those 1 µs steps); a stamp more than 1 s below the last is a
     /// clock gone back, and the packets start over from it.
     @Test func aStampFarBelowTheLastStartsTheTimestampsOver() async throws {
-        let (testbed, server, port) = try await Self.start()
+        let source = ScriptedSource(devices: [Machines.imu])
+        let directory = NSTemporaryDirectory() + "dsu-step-back-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = MotionServer(socketPath: directory + "/motiond.sock", source: source, dsu: DSUSettings(listen: "127.0.0.1:0"))
+        try await server.start()
+        let port = try #require(server.dsuPort, "the DSU server has no port")
         let client = try DSUTestClient(serverPort: port)
         try client.requestPadData(.slot(0))
-        try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+        try waitUntil { source.running(Machines.imu.number) != nil }
         var stamps: [UInt64] = []
         // DSU stamps are µs (the protocol's 64-bit timestamp, docs/games.md): the IIO stamp's ns / 1000.
         for time: Int64 in [1_000_000, .max, 2_000_000_000, 2_010_000_000] {
-            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: time))
-            if let pad = Self.padData(client, within: 1) { stamps.append(pad.timestamp) }
+            #expect(source.feed([Machines.imu.scan(accelerometer: Vector3(x: 0, y: 0, z: 16384), at: time)], to: Machines.imu.number))
+            if let pad = Hardware.DSUOnAnIMU.padData(client, within: 1) { stamps.append(pad.timestamp) }
         }
         try await server.stop()
         // The test client holds each slot's stamps to increase and keeps the last it took, so the
