@@ -5,7 +5,6 @@ extension ScriptedHub.Client {
     package var motions: [MotionMessage] { values { if case .motion(let m) = $0 { m } else { nil } } }
     package var accelerometers: [AccelerometerMessage] { values { if case .accelerometer(let m) = $0 { m } else { nil } } }
     package var gyroscopes: [GyroscopeMessage] { values { if case .gyroscope(let m) = $0 { m } else { nil } } }
-    package var magnetometers: [MagnetometerMessage] { values { if case .magnetometer(let m) = $0 { m } else { nil } } }
     package var orientations: [OrientationMessage] { values { if case .orientation(let m) = $0 { m } else { nil } } }
     package var tilts: [TiltMessage] { values { if case .tilt(let m) = $0 { m } else { nil } } }
     package var hinges: [HingeMessage] { values { if case .hinge(let m) = $0 { m } else { nil } } }
@@ -20,5 +19,4 @@ extension ScriptedHub.Client {
     package var statuses: [StatusReply] { values { if case .status(let m) = $0 { m } else { nil } } }
     package var deviceReplies: [DevicesReply] { values { if case .devices(let m) = $0 { m } else { nil } } }
     package var histories: [HistoryReply] { values { if case .history(let m) = $0 { m } else { nil } } }
-    package var droppedCounts: [Dropped] { values { if case .dropped(let m) = $0 { m } else { nil } } }
 }

@@ -128,17 +128,6 @@ package final class ScriptedHub: Sendable {
         return taken
     }
 
-    /// Feeds `reads` one at a time, each when the loop's clock reaches its first sample's timestamp
-    /// plus `delay` (a scan read `delay` after it was taken), moving the clock as it goes.
-    package func play(_ reads: [[SensorSample]], to device: DeviceNumber, delay: TimeAmount = .zero) async throws {
-        for read in reads {
-            guard let first = read.first else { continue }
-            let due = NIODeadline.uptimeNanoseconds(UInt64(max(0, first.timestamp))) + delay
-            if due > loop.now { await loop.advanceTime(to: due) }
-            try await feed([read], to: device)
-        }
-    }
-
     /// Stops the hub and its loop.
     package func shutDown() async throws {
         try await onLoop { hub in hub.stopAll() }

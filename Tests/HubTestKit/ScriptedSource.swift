@@ -13,7 +13,7 @@ import Synchronization
 ///   converter with the descriptor's scale, offset and mount matrix), else a reading in SI
 ///   (`readings`), else for an accelerometer `pose`;
 /// - a buffered device (`CaptureMode.buffered`) gives only what the test feeds it (`feed`, or
-///   `ScriptedHub.feed` and `play`): a sequence, a recording's samples, each with its own timestamp.
+///   `ScriptedHub.feed`): a sequence, a recording's samples, each with its own timestamp.
 ///
 /// Each opening is recorded (`openings`) with the kinds, rate and latency the hub asked for.
 package final class ScriptedSource: SensorSource {
