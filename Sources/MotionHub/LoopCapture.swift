@@ -157,7 +157,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             let reader = ScanReader(buffer: buffer, capture: self)
             // Room for the kernel's four batches; it hands out whole scans only.
             let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
-            return reader.attach({ () throws(DeviceError) in try buffer.makeReadDescriptor() }, readSize: capacity).map { [self] attached in
+            return reader.attach(to: self, { () throws(DeviceError) in try buffer.makeReadDescriptor() }, readSize: capacity).map { [self] attached in
                 guard attached else { return }
                 for problem in buffer.problems { handler(.readFailed(problem)) }
                 lifecycle { $0.opened() }
@@ -199,7 +199,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             return (poller, wantsEvents ? Result { () throws(DeviceError) in try MotionEvents(device: device) } : nil)
         }.flatMap { [self] (poller, events) -> EventLoopFuture<Void> in
             let ticker = PollTicker(poller: poller, capture: self)
-            return ticker.attach({ () throws(DeviceError) in try ticker.makeTimer() }, readSize: 64).flatMap { [self] attached in
+            return ticker.attach(to: self, { () throws(DeviceError) in try ticker.makeTimer() }, readSize: 64).flatMap { [self] attached in
                 guard attached else {
                     try? events?.get().close()
                     return eventLoop.makeSucceededVoidFuture()
@@ -211,7 +211,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
                 case .failure(let refusal):
                     follow(lifecycle { $0.motionEventsRefused(refusal) })
                     return eventLoop.makeSucceededVoidFuture()
-                case .success(let events): return MotionEventReader(events: events, ticker: ticker, capture: self).arm()
+                case .success(let events): return MotionEventReader(events: events, ticker: ticker, capture: self).arm(for: self)
                 }
             }
         }.flatMapError { [self] error in

@@ -22,11 +22,10 @@ protocol ChannelReader: CaptureReader, ChannelInboundHandler where InboundIn == 
 }
 
 extension ChannelReader {
-    /// Keeps the reader among the capture's, then reads the descriptor `open` gives through a channel
-    /// of the capture's loop, in reads of `readSize` bytes. The future says whether the capture still
-    /// wants it (else it is closed); it fails with what kept the descriptor from being read.
-    func attach(_ open: () throws(DeviceError) -> OwnedDescriptor, readSize: Int) -> EventLoopFuture<Bool> {
-        guard let capture else { return NIOSingletons.posixEventLoopGroup.next().makeSucceededFuture(false) }
+    /// Keeps the reader among `capture`'s (its own), then reads the descriptor `open` gives through a
+    /// channel of the capture's loop, in reads of `readSize` bytes. The future says whether the capture
+    /// still wants it (else it is closed); it fails with what kept the descriptor from being read.
+    func attach(to capture: LoopCapture, _ open: () throws(DeviceError) -> OwnedDescriptor, readSize: Int) -> EventLoopFuture<Bool> {
         guard capture.keep(self) else { return capture.eventLoop.makeSucceededFuture(false) }
         let descriptor: Int32
         do {

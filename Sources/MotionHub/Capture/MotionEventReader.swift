@@ -22,14 +22,11 @@ final class MotionEventReader: ChannelReader, @unchecked Sendable {
         self.capture = capture
     }
 
-    /// Reads the events from now: the capture rests on them, or, if they cannot be read, polls slowly at rest.
-    func arm() -> EventLoopFuture<Void> {
-        guard let capture else {
-            events.close()
-            return NIOSingletons.posixEventLoopGroup.next().makeSucceededVoidFuture()
-        }
+    /// Reads the events from now: `capture` (its own) rests on them, or, if they cannot be read, polls
+    /// slowly at rest.
+    func arm(for capture: LoopCapture) -> EventLoopFuture<Void> {
         let device = events.device
-        return attach({ () throws(DeviceError) in
+        return attach(to: capture, { () throws(DeviceError) in
             guard let descriptor = events.takeDescriptor() else {
                 throw .eventsRefused(device: device, operation: "read", errno: ErrnoValue.badDescriptor)
             }
