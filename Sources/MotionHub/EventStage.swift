@@ -6,8 +6,8 @@ import MotionWire
 /// The pipeline's event stage: the screen's orientation and tilt, gestures and a 2-in-1's hinge from
 /// the accelerometers, and the proximity and light sensors' changes. It keeps the latest of each for
 /// polls and new watchers, and hands each message it makes to `emit`; the pipeline sends. The
-/// accelerometer's detectors are fed only while their streams are wanted (`follow(wanted:)`). No I/O:
-/// its tests drive it with samples.
+/// accelerometer's detectors are fed only while their streams are wanted (`follow(wanted:)`; the
+/// screen's orientation and tilt while either is). No I/O: its tests drive it with samples.
 struct EventStage {
     private var orientationDetector = OrientationDetector()
     private var tiltDetector = TiltDetector()
@@ -24,8 +24,11 @@ struct EventStage {
     private var proximity: ProximityMessage?
     private var light: LightMessage?
     /// Which of the accelerometer's detectors are fed (`follow(wanted:)`): none until the pipeline says.
-    private var feedsOrientation = false
-    private var feedsTilt = false
+    /// Whether the orientation and tilt detectors are fed: both while either stream is wanted, so that
+    /// the other has a value at once when it is asked for (a resting accelerometer, an HID hub's,
+    /// sends no sample until the device moves, and the plan does not change to reopen it). Both are
+    /// allocation-free updates of one gravity.
+    private var feedsScreen = false
     private var feedsGestures = false
 
     /// Watches the hinge between the display's accelerometer and `base`'s (nil: no hinge), sampled at
@@ -55,14 +58,14 @@ struct EventStage {
         if !running.contains(.light) { light = nil }
     }
 
-    /// Follows the streams someone wants (watched, or polled lately): the orientation, tilt and gesture
-    /// detectors are fed only while their own stream is. One not wanted has no latest value and starts
-    /// afresh, as after a sensor's stop: the first sample once it is wanted again sends its state (the
-    /// device may have turned meanwhile). The hinge follows `followHinge`.
+    /// Follows the streams someone wants (watched, or polled lately): the screen's detectors
+    /// (orientation and tilt) are fed while either stream is, the gesture recognizer while its own
+    /// is. One not fed has no latest value and starts afresh, as after a sensor's stop: the first
+    /// sample once it is wanted again sends its state (the device may have turned meanwhile). The
+    /// hinge follows `followHinge`.
     mutating func follow(wanted: Set<StreamKind>) {
-        (feedsOrientation, feedsTilt, feedsGestures) = (wanted.contains(.orientation), wanted.contains(.tilt), wanted.contains(.gesture))
-        if !feedsOrientation { (orientation, orientationDetector) = (nil, OrientationDetector()) }
-        if !feedsTilt { (tilt, tiltDetector) = (nil, TiltDetector()) }
+        (feedsScreen, feedsGestures) = (wanted.contains(.orientation) || wanted.contains(.tilt), wanted.contains(.gesture))
+        if !feedsScreen { (orientation, orientationDetector, tilt, tiltDetector) = (nil, OrientationDetector(), nil, TiltDetector()) }
         if !feedsGestures { (gesture, gestures) = (nil, GestureRecognizer()) }
     }
 
@@ -88,12 +91,10 @@ struct EventStage {
             // Sent when it differs from the latest value, which there is none of after a stop: a
             // state is sent even where the detector's first update gives the value it starts from.
             let gravity = sample.vector.accelerationFromSpecificForce
-            if feedsOrientation {
+            if feedsScreen {
                 let previous = orientation?.orientation
                 orientation = OrientationMessage(timestamp: t, orientation: orientationDetector.update(gravity: gravity))
                 if orientation!.orientation != previous { emit(.orientation(orientation!)) }
-            }
-            if feedsTilt {
                 let previousTilt = tilt?.tilt
                 tilt = TiltMessage(timestamp: t, tilt: tiltDetector.update(gravity: gravity))
                 if tilt!.tilt != previousTilt { emit(.tilt(tilt!)) }

@@ -6,8 +6,9 @@ import MotionWire
 /// Samples in, messages out: puts the captures' samples in one time order and hands each to the
 /// stages that make the streams (`FusionStage`, `EventStage`, `GaitStage`), then what they make to
 /// the fanout; answers polls and new watchers from the stages' latest values. A detector runs only
-/// while a stream it makes is wanted (watched, or polled lately), and the step detector also while the
-/// step history is kept across restarts. Confined to the hub's event loop.
+/// while a stream it makes is wanted (watched, or polled lately; the screen's orientation and tilt
+/// while either is), and the step detector also while the step history is kept across restarts.
+/// Confined to the hub's event loop.
 final class MotionPipeline {
     private let fanout: StreamFanout
     /// The IMU's raw streams and `motion`.

@@ -77,23 +77,29 @@ import Testing
         #expect(after == 0 && stage.baseAccelerometer == nil, "no hinge once unwatched")
     }
 
-    /// A detector whose stream is not wanted is not fed: upright for 1 s with only the tilt wanted
-    /// sends the tilt and no orientation, and keeps none for a poll. Once the orientation is wanted
-    /// too, the next sample sends its state (`normal`, iio-sensor-proxy's name for the top edge up),
-    /// from a detector that starts afresh; unwanted again, it is forgotten.
+    /// A detector whose stream is not wanted is not fed, the screen's two (orientation and tilt)
+    /// counting as one: upright for 1 s with only the gestures wanted sends neither and keeps none for
+    /// a poll. Once the tilt is wanted, the next sample sends both states (`normal`, iio-sensor-proxy's
+    /// name for the top edge up, and `vertical`), from detectors that start afresh; with only the
+    /// orientation wanted, both are kept; with neither, both are forgotten.
     @Test func aDetectorIsFedOnlyWhileItsStreamIsWanted() {
         var stage = EventStage()
-        stage.follow(wanted: [.tilt])
+        stage.follow(wanted: [.gesture])
         var sent: [StreamKind] = []
         for i in 0..<25 { stage.take(Self.accelerometer(Vector3(x: 0, y: 1, z: 0), at: Double(i) / 25), isWalking: false) { sent.append($0.stream!) } }
-        #expect(sent == [.tilt], "\(sent)")
-        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) != nil)
-        stage.follow(wanted: [.tilt, .orientation])
+        #expect(sent == [], "\(sent)")
+        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) == nil)
+        stage.follow(wanted: [.gesture, .tilt])
         var next: [AnyServerMessage] = []
         stage.take(Self.accelerometer(Vector3(x: 0, y: 1, z: 0), at: 1), isWalking: false) { next.append($0) }
-        #expect(next == [.orientation(OrientationMessage(timestamp: 1_000_000_000, orientation: .normal))], "\(next)")
-        stage.follow(wanted: [.tilt])
-        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) != nil)
+        let states: [AnyServerMessage] = [
+            .orientation(OrientationMessage(timestamp: 1_000_000_000, orientation: .normal)), .tilt(TiltMessage(timestamp: 1_000_000_000, tilt: .vertical)),
+        ]
+        #expect(next == states, "\(next)")
+        stage.follow(wanted: [.orientation])
+        #expect(stage.latest(.orientation) == states[0] && stage.latest(.tilt) == states[1])
+        stage.follow(wanted: [.gesture])
+        #expect(stage.latest(.orientation) == nil && stage.latest(.tilt) == nil)
     }
 
     /// Proximity and light are events: sent when the state (near, the value and its unit) changed,
