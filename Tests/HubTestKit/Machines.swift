@@ -178,3 +178,11 @@ extension DeviceDescriptor {
         [sample(.accelerometer, counts: accelerometer, at: timestamp), sample(.gyroscope, counts: gyroscope, at: timestamp)].compactMap { $0 }
     }
 }
+
+extension DeviceDescriptor {
+    /// A recording's accelerometer rows (specific force in m/s², device frame, own timestamps) as this
+    /// device's reads, one sample each, first first.
+    package func reads(of rows: [AccelerometerTable.Row]) -> [[SensorSample]] {
+        rows.map { [SensorSample(kind: .accelerometer, device: number, timestamp: $0.timestamp, vector: $0.specificForce)] }
+    }
+}
