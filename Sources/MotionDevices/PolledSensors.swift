@@ -1,10 +1,10 @@
 import MotionCore
 import MotionSystem
 
-/// Some sensors of a device read by polling sysfs, for an owner that reads them from its own event
-/// loop on a timer (`makeTimer`): no thread of the capture's, so that a reading costs the process one
-/// wake-up. For low rates only (an orientation every quarter second): a sysfs read can block for a
-/// bus transfer, which a thread of its own (`SensorCapture`) keeps off the loop at higher rates.
+/// Some sensors of a device read by polling sysfs: from the owner's event loop on a timer
+/// (`makeTimer`), with no thread of the capture's, so that a reading costs the process one wake-up, at
+/// low rates (an orientation every quarter second); or, at higher rates, on a thread of the capture's
+/// (the hub's `ThreadPoller`), as a sysfs read can block for a bus transfer.
 ///
 /// Sets the sampling frequency and a hysteresis of 0 as `SensorCapture` does, and puts them back at
 /// `close()`.

@@ -22,7 +22,8 @@ public enum SensorEvent: Sendable {
 }
 
 /// Reads some sensors of one device at a rate, on a thread of its own, until stopped or until the
-/// device goes away.
+/// device goes away: another machine's devices (iiod) for the hub, and any device for a tool
+/// (motion-probe); the hub reads this machine's through its event loop's capture (`LoopCapture`).
 ///
 /// Buffered capture is tried first where the device offers it; if it cannot start, or no data comes
 /// within `firstDataTimeout`, the capture falls back to polling sysfs and says so. The device's
