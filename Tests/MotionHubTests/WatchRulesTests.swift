@@ -102,6 +102,19 @@ import Testing
         try await scripted.shutDown()
     }
 
+    /// An interval outside 1 ms…60 s is refused, naming the range (docs/protocol.md, WATCH); a watch
+    /// without one gets the default, 0.1 s.
+    @Test func anIntervalOutOfRangeIsRefusedAndNoneIsTheDefault() async throws {
+        let (scripted, client, id) = try await ScriptedHub.withClient(
+            sending: #"{"class":"WATCH","id":1,"streams":["gyroscope"],"interval":0.0001}"#, on: [Self.imu])
+        let error = try #require(client.errors.last)
+        #expect(error.code == .invalidArgument && error.message == "interval 0.0001 s is outside 0.001…60.0 s", "\(error)")
+        try await scripted.send(line: #"{"class":"WATCH","streams":["gyroscope"]}"#, from: id)
+        #expect(client.watchings.last?.streams == [Watching.Stream(stream: .gyroscope, interval: 0.1)])
+        #expect(scripted.source.running(Self.imu.number)?.rate == 10)
+        try await scripted.shutDown()
+    }
+
     /// A client that lets its samples wait 100 ms opens the sensor with that latency (a buffered
     /// device then batches its scans: 10 at 100 Hz) and gets every sample of a batch, each with its
     /// own timestamp. A second client that waits for nothing brings the latency back to 0: a sensor
