@@ -13,6 +13,17 @@ struct MotionView {
     /// Timestamps of the last second of updates of the fastest stream, to show the real rate, ns.
     private var recent: [Int64] = []
 
+    /// The order `render` shows the streams in: motionctl's own, as before the catalogue (gesture
+    /// before altitude), since `StreamKind`'s order is the SNAPSHOT's keys' and cannot change. A stream
+    /// not listed follows, in the catalogue's order, so that a new stream shows without an edit here.
+    static let order: [StreamKind] = {
+        let listed: [StreamKind] = [
+            .motion, .accelerometer, .gyroscope, .magnetometer, .proximity, .light, .orientation, .tilt, .hinge, .pedometer, .activity,
+            .gesture, .altitude,
+        ]
+        return listed + StreamKind.allCases.filter { !listed.contains($0) }
+    }()
+
     mutating func take(_ snapshot: Snapshot) {
         for stream in StreamKind.allCases {
             if let message = snapshot[stream] { keep(message) }
@@ -58,7 +69,7 @@ struct MotionView {
         var lines: [String] = []
         let rateText = rate.map { String(format: "%.1f Hz", $0) } ?? "–"
         lines.append("motiond   rate \(rateText)   dropped \(dropped)")
-        for stream in StreamKind.allCases {
+        for stream in Self.order {
             guard let message = latest[stream] else { continue }
             lines += Self.lines(message, since: startAltitude, vector: vector)
         }

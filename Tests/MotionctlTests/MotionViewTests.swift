@@ -31,4 +31,15 @@ import TestSupport
         #expect(view.rate == nil)
         #expect(view.windowCount == 1)
     }
+
+    /// `watch` and `get` show the streams in motionctl's order, not the catalogue's (which fixes the
+    /// SNAPSHOT's keys, altitude before gesture): the gesture line before the altitude's, as before the
+    /// catalogue, whichever came first.
+    @Test func theGestureIsShownBeforeTheAltitude() {
+        var view = MotionView()
+        view.take(.altitude(AltitudeMessage(timestamp: 1, pressure: 101.325, altitude: 0, precision: nil)))
+        view.take(.gesture(GestureMessage(timestamp: 2, gesture: .shake)))
+        let streams = view.render(color: false).dropFirst().map { $0.prefix { $0 != " " } }
+        #expect(streams == ["gesture", "altitude"])
+    }
 }
