@@ -115,23 +115,6 @@ extension Hardware {
             #expect(listing.problems == [problem])
         }
 
-        /// A light reading is bounded as the motion sensors' are (`SensorKind.plausibleMagnitude`):
-        /// a 32-bit count is a reading, 1e308 counts (register garbage, infinite once scaled) are dropped
-        /// and counted, never handed on as a light level.
-        @Test func aLightReadingBeyondAnySensorIsDroppedAndCounted() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "ambient-light")
-            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
-            let reader = try PolledReader(device: device, kinds: [.light], sysfs: Sysfs())
-            var samples: [SensorSample] = []
-            try testbed.setAttribute("iio:device0", "in_illuminance0_raw", "4294967295\n")
-            try reader.read(timestamp: 0) { samples.append($0) }
-            try testbed.setAttribute("iio:device0", "in_illuminance0_raw", "1e308\n")
-            try reader.read(timestamp: 1) { samples.append($0) }
-            #expect(samples.map(\.vector.x) == [4294967295 * 0.5])
-            #expect(reader.rejectedReadings == 1)
-        }
-
         /// A reading no accelerometer can produce (2147483647 counts × 0.5 m/s² ≈ 1e9 m/s², the
         /// register garbage of a bus error) is dropped and counted, never handed on. A capture whose
         /// sensor keeps giving such readings says so at most once a second and goes on: it neither
@@ -194,14 +177,6 @@ extension Hardware {
             guard case .ended(.attributeMalformed("iio:device0", "in_accel_z_raw", "garbage\n", _)) = events.all.last else {
                 Issue.record("\(String(describing: events.all.last))")
                 return
-            }
-        }
-
-        @Test func aFailingReadNamesTheAttributeAndErrno() throws {
-            let (listing, testbed) = try listing(accelerometer([:]))
-            try testbed.breakAttribute("iio:device0", "in_accel_x_raw")
-            #expect(throws: DeviceError.attributeUnreadable(device: "iio:device0", attribute: "in_accel_x_raw", errno: EISDIR)) {
-                try PolledReader(device: listing.devices[0], kinds: [.accelerometer], sysfs: Sysfs()).read(timestamp: 0) { _ in }
             }
         }
 
@@ -273,12 +248,79 @@ extension Hardware {
                 return
             }
         }
+    }
+}
 
-        @Test func askingForAKindTheDeviceLacksIsATypedError() throws {
-            let (listing, _) = try listing(accelerometer([:]))
-            #expect(throws: DeviceError.kindUnavailable(device: "iio:device0", kind: "magnetometer")) {
-                try SensorCapture(device: listing.devices[0], kinds: [.magnetometer], rate: 10)
-            }
+/// The readers' rules on bad readings, on a sysfs tree in a temporary directory (`PolledReader`'s
+/// `sysfsRoot`) and devices described by hand as discovery describes them: no umockdev, so they run
+/// beside the `Hardware` suite.
+@Suite struct BadReadings {
+    /// A directory standing for /sys, removed when the value goes, with iio:device0's `attributes`
+    /// (each a file of that content; nil: a directory, whose read fails with EISDIR as a read that
+    /// fails in the driver does).
+    final class Sysfs {
+        let root = NSTemporaryDirectory() + "sysfs-\(UUID().uuidString)"
+        var device: String { root + "/bus/iio/devices/iio:device0" }
+
+        init(_ attributes: [String: String?]) throws {
+            try FileManager.default.createDirectory(atPath: device, withIntermediateDirectories: true)
+            for (name, value) in attributes { try set(name, value) }
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: root) }
+
+        /// Writes `attribute` in place, as the kernel changes a value: a reader that keeps the file open
+        /// reads the new value from offset 0 (`Testbed.setAttribute`).
+        func set(_ attribute: String, _ value: String?) throws {
+            let path = device + "/" + attribute
+            guard let value else { return try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false) }
+            if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+            let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            try handle.truncate(atOffset: 0)
+            try handle.write(contentsOf: Data(value.utf8))
+        }
+    }
+
+    /// BadInput's phone accelerometer: `acc`, in_accel_{x,y,z}_raw, 0.5 m/s² per count, polled.
+    static let accelerometer = DeviceDescriptor(
+        number: DeviceNumber(0), name: "acc", syspath: "/sys/devices/platform/acc/iio:device0",
+        sensors: [SensorDescriptor(kind: .accelerometer, channels: zip(["x", "y", "z"], [Axis.x, .y, .z]).map { name, axis in
+            ChannelDescriptor(id: "accel_\(name)", axis: axis, valueAttribute: "in_accel_\(name)_raw", scale: 0.5)
+        })])
+
+    /// The ambient-light fixture's tsl2563: in_illuminance0_raw, 0.5 lux per count.
+    static let light = DeviceDescriptor(
+        number: DeviceNumber(0), name: "tsl2563", syspath: "/sys/devices/platform/i2c-3/3-0029/iio:device0",
+        sensors: [SensorDescriptor(
+            kind: .light, channels: [ChannelDescriptor(id: "illuminance0", axis: nil, valueAttribute: "in_illuminance0_raw", scale: 0.5)],
+            readsVendorUnits: false)])
+
+    /// A light reading is bounded as the motion sensors' are (`SensorKind.plausibleMagnitude`):
+    /// a 32-bit count is a reading, 1e308 counts (register garbage, infinite once scaled) are dropped
+    /// and counted, never handed on as a light level.
+    @Test func aLightReadingBeyondAnySensorIsDroppedAndCounted() throws {
+        let sysfs = try Sysfs(["in_illuminance0_raw": "100\n"])
+        let reader = try PolledReader(device: Self.light, kinds: [.light], sysfsRoot: sysfs.root)
+        var samples: [SensorSample] = []
+        try sysfs.set("in_illuminance0_raw", "4294967295\n")
+        try reader.read(timestamp: 0) { samples.append($0) }
+        try sysfs.set("in_illuminance0_raw", "1e308\n")
+        try reader.read(timestamp: 1) { samples.append($0) }
+        #expect(samples.map(\.vector.x) == [4294967295 * 0.5])
+        #expect(reader.rejectedReadings == 1)
+    }
+
+    @Test func aFailingReadNamesTheAttributeAndErrno() throws {
+        let sysfs = try Sysfs(["in_accel_x_raw": nil, "in_accel_y_raw": "2\n", "in_accel_z_raw": "3\n"])
+        #expect(throws: DeviceError.attributeUnreadable(device: "iio:device0", attribute: "in_accel_x_raw", errno: EISDIR)) {
+            try PolledReader(device: Self.accelerometer, kinds: [.accelerometer], sysfsRoot: sysfs.root).read(timestamp: 0) { _ in }
+        }
+    }
+
+    @Test func askingForAKindTheDeviceLacksIsATypedError() throws {
+        #expect(throws: DeviceError.kindUnavailable(device: "iio:device0", kind: "magnetometer")) {
+            try SensorCapture(device: Self.accelerometer, kinds: [.magnetometer], rate: 10)
         }
     }
 }
