@@ -104,17 +104,20 @@ package struct StateStore: Sendable {
         let bytes = Array(try encoder.encode(state))
         // A name of its own (mkstemp): two saves at once (the periodic one and the one at shutdown)
         // never write the same temporary file; the last rename wins, each file whole.
-        let (file, temporary) = try call("mkstemp", path) { () throws(Errno) in
+        let made = try call("mkstemp", path) { () throws(Errno) in
             try files.makeTemporaryFile(template: "\(directory)/\(temporaryPrefix)XXXXXX")
         }
+        let temporary = made.path
+        let file = made.file
         do {
-            defer { files.close(file) }
             try call("write", temporary) { () throws(Errno) in try files.write(bytes, to: file) }
             try call("fsync", temporary) { () throws(Errno) in try files.synchronize(file) }
         } catch {
+            files.close(file)
             files.remove(temporary)
             throw error
         }
+        files.close(file)
         do {
             try call("rename", temporary) { () throws(Errno) in try files.rename(temporary, to: path) }
         } catch {
@@ -122,12 +125,13 @@ package struct StateStore: Sendable {
             throw error
         }
         let directoryFile = try call("open", directory) { () throws(Errno) in try files.openDirectory(directory) }
-        defer { files.close(directoryFile) }
-        try call("fsync", directory) { () throws(Errno) in try files.synchronize(directoryFile) }
+        let synchronized = Result { () throws(Failure) in try call("fsync", directory) { () throws(Errno) in try files.synchronize(directoryFile) } }
+        files.close(directoryFile)
+        try synchronized.get()
     }
 
     /// Runs one file call, naming the operation and path in its failure.
-    private func call<T>(_ operation: String, _ path: String, _ body: () throws(Errno) -> T) throws(Failure) -> T {
+    private func call<T: ~Copyable>(_ operation: String, _ path: String, _ body: () throws(Errno) -> T) throws(Failure) -> T {
         do {
             return try body()
         } catch {

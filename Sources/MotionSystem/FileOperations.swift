@@ -12,26 +12,40 @@ public protocol FileOperations: Sendable {
     /// `mkdir(path, permissions)`; a directory already there is no error.
     func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno)
     /// `mkstemp(template)` with `FD_CLOEXEC`: a new file whose name replaces the template's trailing
-    /// `XXXXXX`; returns it open for writing, and its path.
-    func makeTemporaryFile(template: String) throws(Errno) -> (FileDescriptor, String)
+    /// `XXXXXX`, open for writing (owned), and its path.
+    func makeTemporaryFile(template: String) throws(Errno) -> TemporaryFile
     /// `write` until all of `bytes` is written.
-    func write(_ bytes: [UInt8], to file: FileDescriptor) throws(Errno)
+    func write(_ bytes: [UInt8], to file: borrowing OwnedDescriptor) throws(Errno)
     /// `fsync(file)`.
-    func synchronize(_ file: FileDescriptor) throws(Errno)
-    /// `close(file)`; its error is not actionable.
-    func close(_ file: FileDescriptor)
+    func synchronize(_ file: borrowing OwnedDescriptor) throws(Errno)
+    /// `close(file)`, now: a step of a save of its own (its owner going would close it too); its
+    /// error is not actionable.
+    func close(_ file: consuming OwnedDescriptor)
     /// `rename(source, destination)`, atomic within a file system.
     func rename(_ source: String, to destination: String) throws(Errno)
     /// `unlink(path)`; a file already gone is no error.
     func remove(_ path: String)
-    /// `open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)`, to `fsync` a directory.
-    func openDirectory(_ path: String) throws(Errno) -> FileDescriptor
+    /// `open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)`, owned, to `fsync` a directory.
+    func openDirectory(_ path: String) throws(Errno) -> OwnedDescriptor
     /// The content of the regular file at `path` (a symbolic link followed), at most `limit` bytes;
     /// anything else is named and not read: no file, a FIFO, a device, a directory, a file longer
     /// than `limit`.
     func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents
     /// The names in a directory (none if it cannot be read).
     func entries(of directory: String) -> [String]
+}
+
+/// A temporary file `makeTemporaryFile` made: open for writing, and its path.
+@frozen public struct TemporaryFile: ~Copyable {
+    /// The file, open for writing.
+    public var file: OwnedDescriptor
+    /// Where it is.
+    public let path: String
+
+    public init(file: consuming OwnedDescriptor, path: String) {
+        self.file = file
+        self.path = path
+    }
 }
 
 /// What `regularFileContents(of:atMost:)` found at a path.
@@ -56,27 +70,27 @@ public struct LocalFiles: FileOperations {
         }
     }
 
-    public func makeTemporaryFile(template: String) throws(Errno) -> (FileDescriptor, String) {
+    public func makeTemporaryFile(template: String) throws(Errno) -> TemporaryFile {
         var name = Array(template.utf8CString)
         let fd = try Syscall.retryingInterrupts { name.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) } }.get()
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // mkostemp is not in Glibc's module
-        return (FileDescriptor(rawValue: fd), String(decoding: name.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return TemporaryFile(file: OwnedDescriptor(fd), path: String(decoding: name.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
-    public func write(_ bytes: [UInt8], to file: FileDescriptor) throws(Errno) {
+    public func write(_ bytes: [UInt8], to file: borrowing OwnedDescriptor) throws(Errno) {
         do {
-            _ = try file.writeAll(bytes)  // retries EINTR itself
+            _ = try FileDescriptor(rawValue: file.rawValue).writeAll(bytes)  // retries EINTR itself
         } catch {
             throw error as? Errno ?? .ioError
         }
     }
 
-    public func synchronize(_ file: FileDescriptor) throws(Errno) {
+    public func synchronize(_ file: borrowing OwnedDescriptor) throws(Errno) {
         _ = try Syscall.retryingInterrupts { fsync(file.rawValue) }.get()
     }
 
-    public func close(_ file: FileDescriptor) {
-        try? file.close()
+    public func close(_ file: consuming OwnedDescriptor) {
+        // Taken here, `file` goes at the return, and its owner's going closes it.
     }
 
     public func rename(_ source: String, to destination: String) throws(Errno) {
@@ -87,12 +101,8 @@ public struct LocalFiles: FileOperations {
         _ = unlink(path)
     }
 
-    public func openDirectory(_ path: String) throws(Errno) -> FileDescriptor {
-        do {
-            return try FileDescriptor.open(path, .readOnly, options: [.directory, .closeOnExec])
-        } catch {
-            throw error as? Errno ?? .ioError
-        }
+    public func openDirectory(_ path: String) throws(Errno) -> OwnedDescriptor {
+        OwnedDescriptor(try Syscall.retryingInterrupts { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }.get())
     }
 
     /// The content of a file, read to its end or until it is longer than `limit` bytes (the caller

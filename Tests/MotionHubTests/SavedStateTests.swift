@@ -20,17 +20,17 @@ import Testing
         /// Files written (or refused).
         var writes = 0
         func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) { try real.makeDirectory(path, permissions: permissions) }
-        func makeTemporaryFile(template: String) throws(Errno) -> (SystemPackage.FileDescriptor, String) { try real.makeTemporaryFile(template: template) }
-        func write(_ bytes: [UInt8], to file: SystemPackage.FileDescriptor) throws(Errno) {
+        func makeTemporaryFile(template: String) throws(Errno) -> TemporaryFile { try real.makeTemporaryFile(template: template) }
+        func write(_ bytes: [UInt8], to file: borrowing OwnedDescriptor) throws(Errno) {
             writes += 1
             if full { throw .noSpace }
             try real.write(bytes, to: file)
         }
-        func synchronize(_ file: SystemPackage.FileDescriptor) throws(Errno) { try real.synchronize(file) }
-        func close(_ file: SystemPackage.FileDescriptor) { real.close(file) }
+        func synchronize(_ file: borrowing OwnedDescriptor) throws(Errno) { try real.synchronize(file) }
+        func close(_ file: consuming OwnedDescriptor) { real.close(file) }
         func rename(_ source: String, to destination: String) throws(Errno) { try real.rename(source, to: destination) }
         func remove(_ path: String) { real.remove(path) }
-        func openDirectory(_ path: String) throws(Errno) -> SystemPackage.FileDescriptor { try real.openDirectory(path) }
+        func openDirectory(_ path: String) throws(Errno) -> OwnedDescriptor { try real.openDirectory(path) }
         func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents {
             try real.regularFileContents(of: path, atMost: limit)
         }

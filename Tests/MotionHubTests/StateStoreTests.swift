@@ -103,19 +103,19 @@ import Testing
         func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) {
             try alive(); try real.makeDirectory(path, permissions: permissions)
         }
-        func makeTemporaryFile(template: String) throws(Errno) -> (SystemPackage.FileDescriptor, String) {
+        func makeTemporaryFile(template: String) throws(Errno) -> TemporaryFile {
             try alive(); return try real.makeTemporaryFile(template: template)
         }
-        func write(_ bytes: [UInt8], to file: SystemPackage.FileDescriptor) throws(Errno) {
+        func write(_ bytes: [UInt8], to file: borrowing OwnedDescriptor) throws(Errno) {
             // Killed during the write: half of it reached the file.
             if !lives() { try? real.write(Array(bytes.prefix(bytes.count / 2)), to: file); throw .interrupted }
             try real.write(bytes, to: file)
         }
-        func synchronize(_ file: SystemPackage.FileDescriptor) throws(Errno) { try alive(); try real.synchronize(file) }
-        func close(_ file: SystemPackage.FileDescriptor) { if lives() { real.close(file) } }
+        func synchronize(_ file: borrowing OwnedDescriptor) throws(Errno) { try alive(); try real.synchronize(file) }
+        func close(_ file: consuming OwnedDescriptor) { if lives() { real.close(file) } }
         func rename(_ source: String, to destination: String) throws(Errno) { try alive(); try real.rename(source, to: destination) }
         func remove(_ path: String) { if lives() { real.remove(path) } }
-        func openDirectory(_ path: String) throws(Errno) -> SystemPackage.FileDescriptor { try alive(); return try real.openDirectory(path) }
+        func openDirectory(_ path: String) throws(Errno) -> OwnedDescriptor { try alive(); return try real.openDirectory(path) }
         func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents {
             try alive(); return try real.regularFileContents(of: path, atMost: limit)
         }
@@ -157,16 +157,16 @@ import Testing
         var errno = Errno.permissionDenied
         var renameFails = false
         func makeDirectory(_ path: String, permissions: FilePermissions) throws(Errno) { try real.makeDirectory(path, permissions: permissions) }
-        func makeTemporaryFile(template: String) throws(Errno) -> (SystemPackage.FileDescriptor, String) { try real.makeTemporaryFile(template: template) }
-        func write(_ bytes: [UInt8], to file: SystemPackage.FileDescriptor) throws(Errno) { try real.write(bytes, to: file) }
-        func synchronize(_ file: SystemPackage.FileDescriptor) throws(Errno) { try real.synchronize(file) }
-        func close(_ file: SystemPackage.FileDescriptor) { real.close(file) }
+        func makeTemporaryFile(template: String) throws(Errno) -> TemporaryFile { try real.makeTemporaryFile(template: template) }
+        func write(_ bytes: [UInt8], to file: borrowing OwnedDescriptor) throws(Errno) { try real.write(bytes, to: file) }
+        func synchronize(_ file: borrowing OwnedDescriptor) throws(Errno) { try real.synchronize(file) }
+        func close(_ file: consuming OwnedDescriptor) { real.close(file) }
         func rename(_ source: String, to destination: String) throws(Errno) {
             if renameFails && !source.contains(".tmp-") { throw .permissionDenied }
             try real.rename(source, to: destination)
         }
         func remove(_ path: String) { real.remove(path) }
-        func openDirectory(_ path: String) throws(Errno) -> SystemPackage.FileDescriptor { try real.openDirectory(path) }
+        func openDirectory(_ path: String) throws(Errno) -> OwnedDescriptor { try real.openDirectory(path) }
         func regularFileContents(of path: String, atMost limit: Int) throws(Errno) -> RegularFileContents { throw errno }
         func entries(of directory: String) -> [String] { real.entries(of: directory) }
     }
