@@ -130,13 +130,9 @@ final class MotionPipeline {
         fusion.latest(stream, frame: frame) ?? events.latest(stream) ?? gait.latest(stream)
     }
 
-    /// The snapshot for a poll, if every stream asked for has a value from a running sensor.
+    /// The snapshot for a poll, if every stream asked for has a value from a running sensor. Asked with
+    /// every sample while a poll waits: the answer nil allocates nothing.
     func snapshot(for poll: Request.Poll) -> Snapshot? {
-        var snapshot = Snapshot(id: poll.id)
-        for stream in poll.streams {
-            guard let message = latest(stream, frame: poll.frame ?? .xArbitraryZVertical) else { return nil }
-            snapshot.insert(message)
-        }
-        return snapshot
+        Snapshot(id: poll.id, streams: poll.streams) { latest($0, frame: poll.frame ?? .xArbitraryZVertical) }
     }
 }

@@ -45,6 +45,9 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// `allCases` made once: the synthesized property builds a new array at each call.
     private static let ordered = allCases
 
+    /// How many streams there are (`allCases.count`, counted once), for tables indexed by stream.
+    public static let caseCount = ordered.count
+
     /// The stream whose message is of type `type`, if one is (none for a reply).
     public init?(messageType type: any ServerMessage.Type) {
         guard let index = Self.table.firstIndex(where: { $0.message.type == type }) else { return nil }
@@ -428,9 +431,21 @@ public struct Snapshot: ServerMessage {
     public static let className = "SNAPSHOT"
     public var id: RequestID?
     /// Each stream's message at the stream's `index`; nil for a stream not in the snapshot.
-    private var messages = [AnyServerMessage?](repeating: nil, count: StreamKind.allCases.count)
+    private var messages = [AnyServerMessage?](repeating: nil, count: StreamKind.caseCount)
 
     public init(id: RequestID?) { self.id = id }
+
+    /// The snapshot of `streams`, each stream's message from `latest`, or nil while one of them has
+    /// none. Nothing is built until every stream has a message, so the answer nil allocates nothing:
+    /// the hub asks with every sample while a POLL waits for its sensors.
+    public init?(id: RequestID?, streams: [StreamKind], latest: (StreamKind) -> AnyServerMessage?) {
+        guard streams.allSatisfy({ latest($0) != nil }) else { return nil }
+        self.init(id: id)
+        for stream in streams {
+            guard let message = latest(stream) else { return nil }
+            insert(message)
+        }
+    }
 
     /// The message of `stream`, if the snapshot has one.
     public subscript(stream: StreamKind) -> AnyServerMessage? { messages[stream.index] }
