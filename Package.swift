@@ -180,6 +180,8 @@ let package = Package(
             name: "MotionHubTests",
             dependencies: [
                 "MotionHub", "MotionWire", "MotionCore", "MotionFusion", "MotionDevices", "MotionSystem", "TestSupport", "HubTestKit",
+                // The tablet-mode front end's rules, on the kit's convertible.
+                "MotionTabletMode",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

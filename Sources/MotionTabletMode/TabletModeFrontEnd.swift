@@ -18,12 +18,14 @@ import NIOCore
 /// (`ENDED`: a sensor removed, or failing) or refuses, or a connection the hub refuses (its
 /// `maximumClients` reached), is asked for again after `rewatchDelay`, doubling up to
 /// `longestRewatchDelay` while it keeps failing; meanwhile the switch is off (the
-/// keyboard works), and the hinge decides afresh once it is back.
+/// keyboard works), and the hinge decides afresh once it is back. Every wait is on the hub's loop,
+/// so a test that moves the loop's clock moves them too.
 package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Sendable {
     // @unchecked: its state is used on the hub's loop only.
     private let hub: Hub
     private let logger: Logger
-    private var device: TabletModeSwitch?
+    private let switches: TabletModeSwitches
+    private var device: (any TabletModeSwitching)?
     /// Its client id, taken only while the machine has a hinge: a part that watches nothing is no
     /// client (STATUS counts it, and it would take one of `maximumClients`).
     private var id: Hub.ClientID?
@@ -53,13 +55,15 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
 
     package var name: String { "tablet mode switch" }
 
-    package init(hub: Hub, logger: Logger) {
+    /// A front end that sets the switch `switches` makes (uinput's, unless a test gives another).
+    package init(hub: Hub, logger: Logger, switches: TabletModeSwitches = .uinput) {
         self.hub = hub
         self.logger = logger
+        self.switches = switches
     }
 
     package func start() throws {
-        if TabletModeSwitch.kernelHasOne() {
+        if switches.kernelHasOne() {
             return logger.info("tablet mode: the kernel reports it already (an input device with SW_TABLET_MODE)")
         }
         try hub.eventLoop.submit { [self] in
@@ -91,7 +95,7 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
         }
         if device == nil {
             do {
-                device = try TabletModeSwitch()
+                device = try switches.make()
             } catch {
                 // Tried again at the next change of the devices.
                 return sayNoSwitch("no switch of motiond's: \(error)")
@@ -183,4 +187,32 @@ package final class TabletModeFrontEnd: DaemonPart, MessageSink, @unchecked Send
             break
         }
     }
+}
+
+/// The switch the front end sets: on is tablet mode. uinput's `TabletModeSwitch` is the one the
+/// daemon makes; a test gives one that records what it is set to.
+package protocol TabletModeSwitching: AnyObject {
+    /// Whether the switch is on (tablet mode), as last set.
+    var isOn: Bool { get }
+    /// Sets the switch, writing only a change; throws what failed, the switch keeping its state.
+    func set(_ on: Bool) throws(DeviceError)
+}
+
+extension TabletModeSwitch: TabletModeSwitching {}
+
+/// Where the front end's switch comes from: whether the kernel reports tablet mode itself (then none
+/// is made), and how one is made (off, gone when released).
+package struct TabletModeSwitches: Sendable {
+    /// Whether an input device of the kernel's reports `SW_TABLET_MODE` already.
+    package var kernelHasOne: @Sendable () -> Bool
+    /// Makes a switch, off; throws why there can be none (uinput's: `DeviceError.uinputFailed`).
+    package var make: @Sendable () throws -> any TabletModeSwitching
+
+    /// Each part given: a test's.
+    package init(kernelHasOne: @escaping @Sendable () -> Bool, make: @escaping @Sendable () throws -> any TabletModeSwitching) {
+        (self.kernelHasOne, self.make) = (kernelHasOne, make)
+    }
+
+    /// The daemon's: the kernel's input devices under /sys, and a uinput device through `/dev/uinput`.
+    package static let uinput = TabletModeSwitches(kernelHasOne: { TabletModeSwitch.kernelHasOne() }, make: { try TabletModeSwitch() })
 }
