@@ -1,4 +1,5 @@
 import Foundation
+import HubTestKit
 import Logging
 import MotionCore
 import MotionFusion
@@ -12,7 +13,10 @@ import MotionDevices
 @testable import MotionHub
 
 extension Hardware {
-    /// The daemon end to end: a umockdev IMU, the server on a real Unix socket, a client speaking JSON lines.
+    /// The daemon end to end on a umockdev IMU, where the device layer's kernel interface is part of
+    /// what is checked (the buffer enabled while someone listens, its watermark, the device put back
+    /// at a stop): the server on a real Unix socket, a client speaking JSON lines. The rest of the
+    /// daemon's end-to-end checks are `ServerWithoutTestbed`'s, beside this suite.
     @Suite struct Server {
         static func socketPath() -> String { temporarySocketPath() }
 
@@ -165,18 +169,14 @@ extension Hardware.Server {
     }
 }
 
-extension Hardware.Server {
-    /// Feeds `seconds` of 100 Hz IMU scans, face up and still, with a gyroscope bias of (10, −20, 5) counts.
-    static func feedRest(_ testbed: Testbed, node: String = "/dev/iio:device0", from start: Int64 = 0, seconds: Int) throws {
-        for chunk in 0..<(seconds * 2) {
-            var bytes: [UInt8] = []
-            for i in 0..<50 {
-                let t = start + Int64(chunk * 50 + i + 1) * 10_000_000
-                bytes += Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [10, -20, 5], time: t)
-            }
-            try testbed.feed(node, bytes)
-        }
-    }
+/// The daemon end to end where no device of umockdev's is needed: its start and stop under systemd,
+/// its configuration, its state file, its sleep at rest, a flooding client. Its motiond replays the
+/// bundled recording (`--replay`), umockdev's preload and directory cleared, so it sees none of the
+/// `Hardware` suite's testbeds and runs beside it; the waits on threads of their own.
+@Suite(.onOwnThreads) struct ServerWithoutTestbed {
+    /// What a daemon of this suite is given: the bundled recording's devices, and no umockdev.
+    static let replay = ["--replay", ReplayDaemon.bundledRecording]
+    static let noUmockdev = ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""]
 
     /// The times the kernel switched to any of the process's threads so far (its wake-ups, and the
     /// switches a busy machine forced on it): the sum of each thread's `voluntary_ctxt_switches` and
@@ -192,10 +192,9 @@ extension Hardware.Server {
     /// Nobody connected, no sensor open: the daemon sleeps, however often it saves while sensors run
     /// (a save every 20 ms here): its save timer used to run at rest too, waking it every interval.
     @Test func aDaemonNobodyUsesDoesNotWake() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
         let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state, "--state-save-interval", "0.02"])
+        let daemon = try DaemonProcess(
+            socket: temporarySocketPath(), arguments: Self.replay + ["--state-directory", state, "--state-save-interval", "0.02"], environment: Self.noUmockdev)
         let pid = daemon.process.processIdentifier
         usleep(500_000)  // what the start-up and the test's own connection set going settles
         let before = Self.contextSwitches(of: pid)
@@ -206,39 +205,29 @@ extension Hardware.Server {
     }
 
     @Test func killingTheDaemonDuringStateWritesNeverLeavesABrokenFile() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
         let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        var time: Int64 = 0
         for round in 0..<4 {
             // Saves every 10 ms while data flows, killed with SIGKILL at a different moment each round.
-            let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--state-directory", state, "--state-save-interval", "0.01"])
+            let daemon = try DaemonProcess(
+                socket: temporarySocketPath(), arguments: Self.replay + ["--speed", "10", "--state-directory", state, "--state-save-interval", "0.01"],
+                environment: Self.noUmockdev)
             let client = try TestClient.greeted(path: daemon.socket)
             try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1}"#)
             _ = try client.next("WATCHING")
-            let node = "/dev/iio:device0"
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            try Self.feedRest(testbed, node: node, from: time, seconds: 3)
-            time += 3_000_000_000
+            _ = try client.next("MOTION")  // the fusion runs, and saves
             usleep(UInt32(20_000 + round * 7_000))
             daemon.signal(SIGKILL)
             // Whatever moment it died at, the state file is whole (or absent before the first save).
             if FileManager.default.fileExists(atPath: state + "/calibration.json") {
                 #expect(throws: Never.self) { _ = try StateStore(directory: state).load(SensorFusion.Calibration.self) }
             }
-            // A killed daemon does not restore the device; put it back as a reboot would.
-            try testbed.setAttribute("iio:device0", "buffer/enable", "0\n")
         }
         #expect(FileManager.default.fileExists(atPath: state + "/calibration.json"), "saves happened")
     }
-}
 
-extension Hardware.Server {
     @Test func systemdHearsReadyAndWatchdogTheSocketHasItsModeAndClientsAreLogged() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
         // A notify socket like systemd's: a datagram socket the test reads.
-        let notifyPath = NSTemporaryDirectory() + "motiond-notify-\(getpid())"
+        let notifyPath = NSTemporaryDirectory() + "motiond-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         unlink(notifyPath)
         let notify = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(notify); unlink(notifyPath) }
@@ -256,8 +245,8 @@ extension Hardware.Server {
         }
 
         let daemon = try DaemonProcess(
-            socket: Self.socketPath(), arguments: ["--socket-mode", "0640", "--socket-group", "daemon", "--state-directory", NSTemporaryDirectory() + "motiond-state-\(getpid())"],
-            environment: ["NOTIFY_SOCKET": notifyPath, "WATCHDOG_USEC": "200000"])
+            socket: temporarySocketPath(), arguments: Self.replay + ["--socket-mode", "0640", "--socket-group", "daemon"],
+            environment: Self.noUmockdev.merging(["NOTIFY_SOCKET": notifyPath, "WATCHDOG_USEC": "200000"]) { _, new in new })
         var messages: [String] = []
         while messages.count < 3, let m = message() { messages.append(m) }
         #expect(messages.first?.hasPrefix("READY=1\nSTATUS=") == true, "\(messages)")
@@ -274,14 +263,10 @@ extension Hardware.Server {
         let log = String(decoding: daemon.log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(log.contains("client connected") && log.contains("uid=\(getuid())") && log.contains("pid=\(getpid())"), "\(log)")
     }
-}
 
-extension Hardware.Server {
     @Test func socketActivationServesTheInheritedSocketAndLeavesItInPlace() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
         // What systemd does for motiond.socket: bind and listen, then start the service with it as fd 3.
-        let path = Self.socketPath()
+        let path = temporarySocketPath()
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -292,12 +277,11 @@ extension Hardware.Server {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, listener, 3)
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond").path
-        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())"
-        let arguments = [executable, "--socket", path + ".unused", "--state-directory", state]
+        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let arguments = [DaemonProcess.executable, "--socket", path + ".unused", "--state-directory", state] + Self.replay
         // LISTEN_PID must be the child's pid: a shell sets it after the fork, as systemd does.
         let script = "LISTEN_PID=$$ LISTEN_FDS=1 exec \(arguments.joined(separator: " "))"
-        var environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        var environment = steadyEnvironment().merging(Self.noUmockdev) { _, new in new }.map { "\($0.key)=\($0.value)" }
         var argv: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", script].map { (text: String) in strdup(text) } + [nil]
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { (text: String) in strdup(text) } + [nil]
         environment.removeAll()
@@ -318,18 +302,14 @@ extension Hardware.Server {
         #expect(FileManager.default.fileExists(atPath: path), "systemd's socket file stays")
         unlink(path)
     }
-}
 
-extension Hardware.Server {
     @Test func aBadConfigurationIsAClearErrorAtStartAndIsIgnoredOnReload() throws {
-        let testbed = try Testbed()
-        try testbed.add(fixture: "imu-buffered")
-        let config = NSTemporaryDirectory() + "motiond-\(getpid()).conf"
-        let state = NSTemporaryDirectory() + "motiond-state-\(getpid())"
+        let config = NSTemporaryDirectory() + "motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
         try "log_level: loud\n".write(toFile: config, atomically: true, encoding: .utf8)
         let failing = Process()
-        failing.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond")
-        failing.arguments = ["--config", config, "--socket", Self.socketPath()]
+        failing.executableURL = URL(fileURLWithPath: DaemonProcess.executable)
+        failing.arguments = ["--config", config, "--socket", temporarySocketPath()] + Self.replay
+        failing.environment = steadyEnvironment().merging(Self.noUmockdev) { _, new in new }
         let output = Pipe()
         failing.standardError = output
         try failing.runWithSteadyEnvironment()
@@ -339,7 +319,7 @@ extension Hardware.Server {
         #expect(message.contains(config) && message.contains("log_level"), "\(message)")
 
         try "log_level: info\ndeclination: 2\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let daemon = try DaemonProcess(socket: Self.socketPath(), arguments: ["--config", config, "--state-directory", state])
+        let daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: ["--config", config] + Self.replay, environment: Self.noUmockdev)
         try "log_level: [broken\n".write(toFile: config, atomically: true, encoding: .utf8)
         kill(daemon.process.processIdentifier, SIGHUP)
         daemon.waitForLog("configuration not reloaded")  // the reload reads the file asynchronously
@@ -354,13 +334,14 @@ extension Hardware.Server {
         #expect(log.contains("<5>configuration reloaded") && log.contains("socket"), "\(log)")
         #expect(log.contains("<7>"), "debug messages after the reload: \(log)")
     }
-}
 
-extension Hardware.Server {
+    /// On an in-process server whose one device is the kit's scripted IMU (`ConnectionTests.imu`),
+    /// which no request here opens.
     @Test func aClientFloodingRequestsWithoutReadingLosesNoReplyAndIsHeldBack() async throws {
         let log = MessageLog()
-        let (testbed, server) = try await Self.startServerOnIMU(logger: Logger(label: "test") { _ in log })
-        defer { withExtendedLifetime(testbed) {} }  // the fake device must outlive the server
+        let server = MotionServer(
+            socketPath: temporarySocketPath(), source: ScriptedSource(devices: [ConnectionTests.imu]), logger: Logger(label: "test") { _ in log })
+        try await server.start()
         try await server.whileServing {
             let client = try TestClient.greeted(path: server.socketPath)
             // 20,000 requests (far more than a queue holds) written before any reply is read; the
