@@ -150,10 +150,11 @@ public struct CaptureLifecycle: Sendable, Equatable {
     }
 
     /// The device could not be opened. A buffer that cannot be had is polled instead; a device that
-    /// cannot be polled either, or is gone, ends the capture.
-    public mutating func openFailed(_ error: DeviceError, deviceExists: @autoclosure () -> Bool) -> Action {
+    /// cannot be polled either, or is gone, ends the capture. `deviceExists`: checked by the caller
+    /// before, outside whatever lock holds this value (for a remote device, an iiod round trip).
+    public mutating func openFailed(_ error: DeviceError, deviceExists: Bool) -> Action {
         guard case .opening(let mode) = phase else { return .proceed }
-        guard deviceExists() else { return end(.deviceVanished(device: device)) }
+        guard deviceExists else { return end(.deviceVanished(device: device)) }
         guard mode == .buffered else { return end(error) }
         return fallBack(error)
     }
@@ -167,22 +168,32 @@ public struct CaptureLifecycle: Sendable, Equatable {
         scanSinceCheck = true
     }
 
-    /// A polled read is due: about `CapturePolicy.presenceChecksPerSecond` times a second the device's
-    /// presence is checked first, as some drivers keep answering reads of a removed device's open files.
-    public mutating func pollDue(deviceExists: @autoclosure () -> Bool) -> Action {
-        guard !isOver, mode == .polled, phase != .opening(.polled) else { return .proceed }
+    /// A polled read is due: whether the device's presence is to be checked first, about
+    /// `CapturePolicy.presenceChecksPerSecond` times a second, as some drivers keep answering reads of
+    /// a removed device's open files. The check is the caller's, made outside whatever lock holds this
+    /// value (a remote device's is an iiod round trip of up to 2 s), and told by `presenceChecked`.
+    public mutating func presenceCheckDue() -> Bool {
+        guard !isOver, mode == .polled, phase != .opening(.polled) else { return false }
         readsSincePresenceCheck += 1
-        guard readsSincePresenceCheck >= policy.readsPerPresenceCheck else { return .proceed }
+        guard readsSincePresenceCheck >= policy.readsPerPresenceCheck else { return false }
         readsSincePresenceCheck = 0
-        return deviceExists() ? .proceed : end(.deviceVanished(device: device))
+        return true
+    }
+
+    /// The presence check `presenceCheckDue` asked for found the device (`exists`) or not: gone, the
+    /// capture ends (unless it ended meanwhile).
+    public mutating func presenceChecked(exists: Bool) -> Action {
+        guard !isOver, !exists else { return .proceed }
+        return end(.deviceVanished(device: device))
     }
 
     /// A read failed. The device gone ends the capture; a buffer's wait that timed out before its
     /// first scan is a buffer that gives nothing (polled instead), after it a paused sensor (waited
     /// for); any other failure is told, and `CapturePolicy.failuresThatEnd` in a row end it.
-    public mutating func readFailed(_ error: DeviceError, deviceExists: @autoclosure () -> Bool) -> Action {
+    /// `deviceExists`: checked by the caller before, outside whatever lock holds this value.
+    public mutating func readFailed(_ error: DeviceError, deviceExists: Bool) -> Action {
         guard !isOver, !isOpening else { return .proceed }
-        guard deviceExists() else { return end(.deviceVanished(device: device)) }
+        guard deviceExists else { return end(.deviceVanished(device: device)) }
         if readsBuffer, case .bufferFailed(_, _, let code) = error, code == ErrnoValue.timedOut {
             return scanSeen ? .proceed : fallBack(error)
         }

@@ -201,7 +201,8 @@ public final class SensorCapture: Sendable {
                 device: device, kinds: kinds, rate: rate, samplesPerRefill: policy.batch,
                 timeoutMilliseconds: UInt32(saturating: policy.firstDataTimeout * 1000), sysfs: sysfs)
         } catch {
-            return lifecycle { $0.openFailed(error, deviceExists: sysfs.deviceExists(name)) }
+            let exists = sysfs.deviceExists(name)
+            return lifecycle { $0.openFailed(error, deviceExists: exists) }
         }
         defer { reader.close() }
         lifecycle { $0.opened() }
@@ -223,7 +224,8 @@ public final class SensorCapture: Sendable {
                 handler(.readComplete)
             } catch {
                 if stopRequested { return .proceed }
-                switch lifecycle({ $0.readFailed(error, deviceExists: sysfs.deviceExists(name)) }) {
+                let exists = sysfs.deviceExists(name)
+                switch lifecycle({ $0.readFailed(error, deviceExists: exists) }) {
                 case .proceed: continue
                 case .report(let problem): handler(.readFailed(problem))
                 case let outcome: return outcome
@@ -240,21 +242,27 @@ public final class SensorCapture: Sendable {
         do {
             reader = try PolledReader(device: device, kinds: kinds, sysfs: sysfs)
         } catch {
-            return lifecycle { $0.openFailed(error, deviceExists: sysfs.deviceExists(name)) }
+            let exists = sysfs.deviceExists(name)
+            return lifecycle { $0.openFailed(error, deviceExists: exists) }
         }
         lifecycle { $0.opened() }
         let period = PlausibleRate.period(rate)
         var deadline = Syscall.monotonicNanoseconds()
         var rejections = RejectionReport(device: name, kinds: kinds)
         while !stopRequested {
-            if case .end(let reason) = lifecycle({ $0.pollDue(deviceExists: sysfs.deviceExists(name)) }) { return .end(reason) }
+            // Presence is checked outside the lock the loop takes too (`mode`): a remote check can take 2 s.
+            if lifecycle({ $0.presenceCheckDue() }) {
+                let exists = sysfs.deviceExists(name)
+                if case .end(let reason) = lifecycle({ $0.presenceChecked(exists: exists) }) { return .end(reason) }
+            }
             do throws(DeviceError) {
                 try reader.read(timestamp: Syscall.monotonicNanoseconds()) { handler(.sample($0)) }
                 lifecycle { $0.readSucceeded() }
                 rejections.report(total: reader.rejectedReadings, to: handler)
                 handler(.readComplete)
             } catch {
-                switch lifecycle({ $0.readFailed(error, deviceExists: sysfs.deviceExists(name)) }) {
+                let exists = sysfs.deviceExists(name)
+                switch lifecycle({ $0.readFailed(error, deviceExists: exists) }) {
                 case .proceed: break
                 case .report(let problem): handler(.readFailed(problem))
                 case let outcome: return outcome

@@ -117,18 +117,28 @@ import Testing
     @Test func aPolledDevicesPresenceIsAskedTenTimesASecond() {
         var capture = lifecycle(.polled, rate: 100)
         capture.opened()
-        var asked = 0
-        func exists(_ answer: Bool) -> Bool {
-            asked += 1
-            return answer
-        }
-        for _ in 1..<10 { #expect(capture.pollDue(deviceExists: exists(false)) == .proceed) }
-        #expect(asked == 0)
-        #expect(capture.pollDue(deviceExists: exists(true)) == .proceed)
-        for _ in 1..<10 { #expect(capture.pollDue(deviceExists: exists(false)) == .proceed) }
-        #expect(asked == 1)
-        #expect(capture.pollDue(deviceExists: exists(false)) == .end(Self.vanished))
-        #expect(asked == 2)
+        func due() -> Bool { capture.presenceCheckDue() }
+        for _ in 1..<10 { #expect(!due()) }
+        #expect(due())
+        #expect(capture.presenceChecked(exists: true) == .proceed)
+        for _ in 1..<10 { #expect(!due()) }
+        #expect(due())
+        #expect(capture.presenceChecked(exists: false) == .end(Self.vanished))
+        #expect(!due(), "over: nothing more is asked")
+    }
+
+    /// The presence check is the caller's, between two calls, so that it runs outside the lock that
+    /// holds the lifecycle (a remote device's is an iiod read of up to 2 s, and the loop takes that
+    /// lock for STATUS): a capture stopped meanwhile ends once, by the stop, and a device found gone
+    /// then says nothing more.
+    @Test func aPresenceCheckMadeOutsideTheLifecycleIsToldAfter() {
+        var capture = lifecycle(.polled, rate: 4)
+        capture.opened()
+        let due = capture.presenceCheckDue()
+        #expect(due, "at 4 Hz every read asks")
+        capture.stop()
+        #expect(capture.presenceChecked(exists: false) == .proceed)
+        #expect(capture.phase == .ended)
     }
 
     /// A reading that ends by itself (its descriptor closed) ends the capture, as vanished when the
@@ -152,7 +162,9 @@ import Testing
         #expect(capture.phase == .ended)
         #expect(capture.readFailed(Self.glitch, deviceExists: false) == .proceed)
         #expect(capture.checkDue(deviceExists: false) == .proceed)
-        #expect(capture.pollDue(deviceExists: false) == .proceed)
+        let due = capture.presenceCheckDue()
+        #expect(!due)
+        #expect(capture.presenceChecked(exists: false) == .proceed)
         #expect(capture.openFailed(Self.glitch, deviceExists: false) == .proceed)
         capture.opened()
         #expect(capture.phase == .ended)
@@ -167,7 +179,8 @@ import Testing
         #expect(polled.readFailed(Self.timeout, deviceExists: true) == .report(Self.timeout))
         var buffered = lifecycle(.buffered, rate: 10)
         buffered.opened()
-        #expect(buffered.pollDue(deviceExists: false) == .proceed)
+        let due = buffered.presenceCheckDue()
+        #expect(!due)
     }
 
     // MARK: Resting: an accelerometer that only event streams read
@@ -262,7 +275,9 @@ import Testing
         var woken = resting(.polled)
         woken.opened()
         _ = woken.motionEventsArmed()
-        #expect(woken.pollDue(deviceExists: false) == .end(Self.vanished), "at 4 Hz every read asks")
+        let due = woken.presenceCheckDue()
+        #expect(due, "at 4 Hz every read asks")
+        #expect(woken.presenceChecked(exists: false) == .end(Self.vanished))
         var failing = resting(.polled)
         failing.opened()
         _ = failing.motionEventsRefused(Self.noEvents)

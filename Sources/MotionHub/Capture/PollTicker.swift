@@ -102,7 +102,11 @@ extension LoopCapture {
     /// each sample to `observe` and then the handler, the samples followed by `readComplete`: a
     /// round of `PollTicker` on the loop, or of `ThreadPoller` on its thread.
     func poll(_ poller: PolledSensors, rejections: inout RejectionReport, observe: (SensorSample) -> Void) {
-        if case .end(let reason) = lifecycle({ $0.pollDue(deviceExists: poller.deviceExists) }) { return follow(.end(reason)) }
+        // Presence is checked outside the lock (the loop takes it for STATUS, a polling thread for each round).
+        if lifecycle({ $0.presenceCheckDue() }) {
+            let exists = poller.deviceExists
+            if case .end(let reason) = lifecycle({ $0.presenceChecked(exists: exists) }) { return follow(.end(reason)) }
+        }
         do throws(DeviceError) {
             try poller.read { sample in
                 observe(sample)
@@ -110,7 +114,8 @@ extension LoopCapture {
             }
             lifecycle { $0.readSucceeded() }
         } catch {
-            switch lifecycle({ $0.readFailed(error, deviceExists: poller.deviceExists) }) {
+            let exists = poller.deviceExists
+            switch lifecycle({ $0.readFailed(error, deviceExists: exists) }) {
             case .end(let reason): return follow(.end(reason))
             case .report(let problem): follow(.report(problem))
             // A polled read neither falls back nor rests.
