@@ -41,6 +41,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         var readers: [any CaptureReader] = []
         /// Settled once reading has begun or was given up: `stop` waits for it.
         var opening: EventLoopFuture<Void>
+        /// Polling threads closed without waiting (the capture ended from their own thread): `stop`
+        /// joins them, so that no thread still puts the device back once it returned.
+        var ending: [ThreadPoller] = []
     }
 
     /// A capture of `kinds` of `device` at `rate` Hz (rounded up to what the device offers) on
@@ -128,7 +131,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     private func close(waiting: Bool = false, _ matching: (any CaptureReader) -> Bool) {
         let closing = state.withLock { state in
             defer { state.readers.removeAll(where: matching) }
-            return state.readers.filter(matching)
+            let closing = state.readers.filter(matching)
+            if !waiting { state.ending += closing.compactMap { $0 as? ThreadPoller } }
+            return closing
         }
         // The motion events before the ticker they wake, the ticker before its poller.
         for reader in closing.reversed() { reader.close(waiting: waiting) }
@@ -223,15 +228,17 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
 
     // MARK: Stopping
 
-    /// Stops reading and puts the device back; waits for an opening under way (not on the loop, where
-    /// it could not finish: there, a device still being opened is closed by the opening itself).
+    /// Stops reading and puts the device back; waits for an opening under way, and for a polling
+    /// thread that ended the capture itself (not on the loop, where the opening could not finish:
+    /// there, a device still being opened is closed by the opening itself).
     func stop() {
         let opening = state.withLock { state in
             state.lifecycle.stop()
             return state.opening
         }
-        let waits = !eventLoop.inEventLoop
-        if waits { _ = try? opening.wait() }
-        close(waiting: waits) { _ in true }
+        guard !eventLoop.inEventLoop else { return close { _ in true } }
+        _ = try? opening.wait()
+        close(waiting: true) { _ in true }
+        for poller in state.withLock({ state in defer { state.ending = [] }; return state.ending }) { poller.close(waiting: true) }
     }
 }

@@ -42,7 +42,9 @@ public final class WakeableThread: Sendable {
     }
 
     /// Runs `body` on the thread; the errno if it cannot be made (EAGAIN: the thread limit), and
-    /// then `body` never runs. `body` holds the thread (and what it captures) until it returns.
+    /// then `body` never runs. A thread asked to stop before it started is not started (nil: nothing
+    /// failed), so a stop that came first is not outrun. `body` holds the thread (and what it
+    /// captures) until it returns.
     public func start(_ body: @escaping @Sendable () -> Void) -> Errno? {
         let os = OSThread(name: name) { [self] in
             body()
@@ -50,8 +52,10 @@ public final class WakeableThread: Sendable {
             thread.withLock { $0.take() }?.detachFromCurrentThread()
         }
         // Published and started under the lock: a `stop` meanwhile waits until the thread can be
-        // joined (its handle set), and the body's own `take` until it is published.
+        // joined (its handle set), and the body's own `take` until it is published. A stop asked
+        // before the lock was taken is seen here (`stop` asks, then takes the lock to join).
         return thread.withLock { published in
+            guard !isStopping else { return nil }
             published = os
             guard let failure = os.start() else { return nil }
             published = nil

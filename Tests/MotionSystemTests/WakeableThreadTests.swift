@@ -116,6 +116,19 @@ import Glibc
         thread.stop()
     }
 
+    /// A stop asked before the start (a capture stopped off the loop between keeping its poller and
+    /// starting it): the thread never runs its body, so nothing configures a device after the stop.
+    @Test func aThreadStoppedBeforeItStartsNeverRunsItsBody() throws {
+        let thread = try WakeableThread(name: "test")
+        let ran = Atomic<Bool>(false)
+        thread.requestStop()
+        #expect(thread.start { ran.store(true, ordering: .releasing) } == nil, "not started is no failure")
+        // Joins the body had it run: its mark is then seen.
+        thread.stop()
+        let bodyRan = ran.load(ordering: .acquiring)
+        #expect(!bodyRan)
+    }
+
     /// The eventfd is owned: it closes once the thread and its owner have both let it go. Told by a
     /// mark in its count, not by its number: a test running beside this one may open a descriptor
     /// that takes the number over at once.

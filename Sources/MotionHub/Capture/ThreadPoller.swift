@@ -27,7 +27,8 @@ final class ThreadPoller: CaptureReader, @unchecked Sendable {
     }
 
     private func run() {
-        guard let opener = capture else { return }
+        // A stop that came before the thread ran: the device is not touched.
+        guard !thread.isStopping, let opener = capture else { return }
         let poller: PolledSensors
         do {
             poller = try PolledSensors(device: opener.device, kinds: opener.kinds, rate: opener.rate)
