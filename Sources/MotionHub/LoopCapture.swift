@@ -199,7 +199,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         let (device, kinds, rate) = (device, kinds, rate)
         let wantsEvents = lifecycle { $0.restsWhenStill }
         // The motion events where they are asked for, or why there are none.
-        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { () throws -> (PolledSensors, Result<MotionEvents, DeviceError>?) in
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { [self] () throws -> (PolledSensors, Result<MotionEvents, DeviceError>?) in
+            // A fallback the loop began as a stop came is not opened after that stop returned.
+            guard !lifecycle({ $0.isOver }) else { throw CancellationError() }
             let poller = try PolledSensors(device: device, kinds: kinds, rate: rate)
             return (poller, wantsEvents ? Result { () throws(DeviceError) in try MotionEvents(device: device) } : nil)
         }.flatMap { [self] (poller, events) -> EventLoopFuture<Void> in
@@ -237,8 +239,15 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             return state.opening
         }
         guard !eventLoop.inEventLoop else { return close { _ in true } }
-        _ = try? opening.wait()
-        close(waiting: true) { _ in true }
+        // An opening begun meanwhile (a fallback to polling) is waited for too.
+        var waited = opening
+        while true {
+            _ = try? waited.wait()
+            close(waiting: true) { _ in true }
+            let now = state.withLock { $0.opening }
+            if now === waited { break }
+            waited = now
+        }
         for poller in state.withLock({ state in defer { state.ending = [] }; return state.ending }) { poller.close(waiting: true) }
     }
 }
