@@ -87,7 +87,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     var restMode: (mode: RestMode, note: DeviceError?)? { lifecycle { $0.restMode } }
 
     /// Starts; `handler` gets every event (on the event loop, or a polling thread's on that thread),
-    /// each read's samples followed by `readComplete`.
+    /// each read's samples followed by `readComplete`, none before this returns: the hub starts
+    /// captures inside its replan, which an `ended` told at once would re-enter.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
         let opened = lifecycle { $0.mode } == .buffered ? openBuffer() : openPolling()
@@ -190,9 +191,15 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             let poller = try ThreadPoller(capture: self)
             if keep(poller) { poller.start() }
         } catch {
-            follow(lifecycle { $0.openFailed(error, deviceExists: true) })
+            openFailedLater(error)
         }
         return eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// An opening that failed before anything ran off the loop is told from the loop, as a failed
+    /// future's is: told at once, its `ended` would reach the hub inside `start`, inside its replan.
+    func openFailedLater(_ error: DeviceError) {
+        eventLoop.execute { [self] in follow(lifecycle { $0.openFailed(error, deviceExists: true) }) }
     }
 
     private func openPoller() -> EventLoopFuture<Void> {

@@ -22,8 +22,8 @@ final class ThreadPoller: CaptureReader, @unchecked Sendable {
 
     func start() {
         guard let failure = thread.start({ [self] in run() }), let capture else { return }
-        let error = DeviceError.bufferFailed(device: capture.device.number.sysname, operation: "start a reader thread", errno: failure.rawValue)
-        capture.follow(capture.lifecycle { $0.openFailed(error, deviceExists: true) })
+        capture.openFailedLater(
+            .bufferFailed(device: capture.device.number.sysname, operation: "start a reader thread", errno: failure.rawValue))
     }
 
     private func run() {
