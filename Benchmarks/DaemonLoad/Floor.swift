@@ -12,11 +12,12 @@ enum Floor {
     /// Ticks until killed (run as `daemon-load --tick-at RATE`, a child of the floor scenario).
     static func tick(at rate: Double) -> Never {
         guard let owned = try? Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
-        let timer = owned.rawValue
         let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
+        // The owner is read at each use (here and below): a non-copyable may be destroyed, and the
+        // timer closed, after its last use, so a number copied out of it once could outlive it.
         while true {
-            _ = Syscall.waitReadable(timer, timeoutMilliseconds: -1)
-            _ = Syscall.read(timer, into: expirations)
+            _ = Syscall.waitReadable(owned.rawValue, timeoutMilliseconds: -1)
+            _ = Syscall.read(owned.rawValue, into: expirations)
         }
     }
 
@@ -42,11 +43,10 @@ enum Floor {
         }.start()
         let line = [UInt8](repeating: UInt8(ascii: "x"), count: lineSize - 1) + [UInt8(ascii: "\n")]
         guard let owned = try? Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
-        let timer = owned.rawValue
         let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
         while true {
-            _ = Syscall.waitReadable(timer, timeoutMilliseconds: -1)
-            _ = Syscall.read(timer, into: expirations)
+            _ = Syscall.waitReadable(owned.rawValue, timeoutMilliseconds: -1)
+            _ = Syscall.read(owned.rawValue, into: expirations)
             for (writer, _) in ends { _ = Glibc.write(writer, line, line.count) }
         }
     }
@@ -99,11 +99,10 @@ enum Floor {
             (messages + index).initialize(to: MultipleMessageHeader(header: header, length: 0))
         }
         guard let owned = try? Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
-        let timer = owned.rawValue
         let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
         while true {
-            _ = Syscall.waitReadable(timer, timeoutMilliseconds: -1)
-            _ = Syscall.read(timer, into: expirations)
+            _ = Syscall.waitReadable(owned.rawValue, timeoutMilliseconds: -1)
+            _ = Syscall.read(owned.rawValue, into: expirations)
             _ = sendMultipleMessages(sender, messages, UInt32(clients), 0)
         }
     }

@@ -75,18 +75,24 @@ extension Hardware {
             #expect(capture.readingMode == .polled)
         }
 
+        /// A capture on `loop` of the fixture IMU's accelerometer (its rate 100 Hz in sysfs), polled from
+        /// the start at 200 Hz: faster than the loop polls, so on a thread of the capture's.
+        static func fastPolledCapture(_ testbed: Testbed, on loop: any EventLoop) throws -> LoopCapture {
+            try testbed.add(fixture: "imu-buffered")
+            var device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            device.captureMode = .polled
+            return LoopCapture(device: device, kinds: [.accelerometer], rate: 200, latency: 0, eventLoop: loop)
+        }
+
         /// A device polled from the start faster than the loop polls (`CapturePlan.eventRate`) is read
         /// on a thread of the capture's (`ThreadPoller`), under its one lifecycle: the samples come
         /// from that thread, at the fixture's sysfs values, and the stop puts the rate it set back.
         @Test func aDevicePolledFastIsReadOnAThreadOfTheCaptures() throws {
             let testbed = try Testbed()
-            try testbed.add(fixture: "imu-buffered")
-            var device = try #require(try DeviceDiscovery().listDevices().devices.first)
-            device.captureMode = .polled
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             defer { try? group.syncShutdownGracefully() }
             let loop = group.next()
-            let capture = LoopCapture(device: device, kinds: [.accelerometer], rate: 200, latency: 0, eventLoop: loop)
+            let capture = try Self.fastPolledCapture(testbed, on: loop)
             let events = Events()
             let onLoop = Mutex(false)
             capture.start { event in
@@ -100,6 +106,21 @@ extension Hardware {
             #expect(!onLoop.withLock { $0 }, "read on the capture's thread, not the loop")
             #expect(abs((events.lastSample?.vector.z ?? 0) - 16384 * 0.000598) < 1e-9)
             #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("100"))
+        }
+
+        /// A capture let go without a stop ends its polling thread, which puts the device back: the
+        /// thread holds the capture one round at a time, not for its life (`ThreadPoller`).
+        @Test func aCaptureLetGoWithoutAStopEndsItsPollingThread() throws {
+            let testbed = try Testbed()
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            var capture: LoopCapture? = try Self.fastPolledCapture(testbed, on: group.next())
+            let events = Events()
+            capture?.start { events.take($0) }
+            try waitUntil { events.samples >= 5 }
+            #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("200"))
+            capture = nil
+            try waitUntil { (try? testbed.attribute("iio:device0", "sampling_frequency"))?.hasPrefix("100") == true }
         }
 
         /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it

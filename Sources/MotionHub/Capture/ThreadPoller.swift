@@ -28,17 +28,11 @@ final class ThreadPoller: CaptureReader, @unchecked Sendable {
 
     private func run() {
         // A stop that came before the thread ran: the device is not touched.
-        guard !thread.isStopping, let opener = capture else { return }
-        let poller: PolledSensors
-        do {
-            poller = try PolledSensors(device: opener.device, kinds: opener.kinds, rate: opener.rate)
-        } catch {
-            return opener.follow(opener.lifecycle { $0.openFailed(error, deviceExists: !error.isVanished) })
-        }
+        guard !thread.isStopping, let poller = open() else { return }
         defer { poller.close() }
         guard !thread.isStopping else { return }
-        for problem in poller.problems { opener.handler(.readFailed(problem)) }
-        opener.lifecycle { $0.opened() }
+        for problem in poller.problems { capture?.handler(.readFailed(problem)) }
+        capture?.lifecycle { $0.opened() }
         var rejections = RejectionReport(device: poller.device.number.sysname, kinds: poller.kinds)
         let period = PlausibleRate.period(poller.rate)
         var deadline = Syscall.monotonicNanoseconds()
@@ -48,6 +42,19 @@ final class ThreadPoller: CaptureReader, @unchecked Sendable {
             let now = Syscall.monotonicNanoseconds()
             if deadline < now { deadline = now }  // fell behind: skip, don't burst
             thread.sleep(untilMonotonic: deadline)
+        }
+    }
+
+    /// Opens the capture's device, holding the capture only meanwhile (the thread holds it one round
+    /// at a time, so a capture let go without a stop ends its thread); nil if it is gone or the open
+    /// failed (told to it).
+    private func open() -> PolledSensors? {
+        guard let capture else { return nil }
+        do {
+            return try PolledSensors(device: capture.device, kinds: capture.kinds, rate: capture.rate)
+        } catch {
+            capture.follow(capture.lifecycle { $0.openFailed(error, deviceExists: !error.isVanished) })
+            return nil
         }
     }
 
