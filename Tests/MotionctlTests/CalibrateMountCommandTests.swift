@@ -470,26 +470,20 @@ extension Hardware {
             #expect(!entry.contains("ACCEL_LOCATION=base"), "\(entry)")
         }
 
-        /// The left edge up instead of the right: the poses are a mirror image, refused, and nothing is written.
-        @Test func aMirroredPoseIsRefusedAndNothingIsWritten() async throws {
+        /// Poses from which no mount matrix follows are refused with the reason, and nothing is written:
+        /// the left edge up instead of the right (the poses are a mirror image), and a check pose that
+        /// is not the left edge (the screen down instead: the matrix does not predict it). The Chuwi's
+        /// poses, one changed. The solver's refusals themselves are `MountMatrixSolverTests`'.
+        @Test(arguments: [
+            ("the right edge's pose mirrored", [machines[0].poses[0].map { -$0 }, machines[0].poses[1], machines[0].poses[2]], "mirror image"),
+            ("the check pose screen down", [machines[0].poses[0], machines[0].poses[1], machines[0].poses[2], machines[0].poses[2].map { -$0 }],
+             "the check pose (left edge up) reads 90° away"),
+        ] as [(String, [[Int]], String)])
+        func posesThatGiveNoMountMatrixAreRefusedAndNothingIsWritten(changed: String, poses: [[Int]], says: String) async throws {
             let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
             defer { try? FileManager.default.removeItem(atPath: root) }
-            let chuwi = Self.machines[0]
-            let poses = chuwi.poses
-            let (run, _, _) = try await Self.wizard(on: chuwi, poses: [poses[0].map { -$0 }, poses[1], poses[2]], root: root)
-            #expect(run.status == 1 && run.errors.contains("mirror image"), "\(run.output) \(run.errors)")
-            #expect(!FileManager.default.fileExists(atPath: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb"))
-        }
-
-        /// A check pose that is not the left edge (the screen down instead): the matrix is refused, and
-        /// nothing is written.
-        @Test func aCheckPoseTheMatrixDoesNotPredictIsRefusedAndNothingIsWritten() async throws {
-            let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
-            defer { try? FileManager.default.removeItem(atPath: root) }
-            let chuwi = Self.machines[0]
-            let poses = chuwi.poses
-            let (run, _, _) = try await Self.wizard(on: chuwi, poses: [poses[0], poses[1], poses[2], poses[2].map { -$0 }], root: root)
-            #expect(run.status == 1 && run.errors.contains("the check pose (left edge up) reads 90° away"), "\(run.output) \(run.errors)")
+            let (run, _, _) = try await Self.wizard(on: Self.machines[0], poses: poses, root: root)
+            #expect(run.status == 1 && run.errors.contains(says), "\(changed): \(run.output) \(run.errors)")
             #expect(!FileManager.default.fileExists(atPath: root + "/etc/udev/hwdb.d/61-sensor-local.hwdb"))
         }
 
