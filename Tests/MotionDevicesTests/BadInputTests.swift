@@ -274,7 +274,9 @@ extension Hardware {
         func set(_ attribute: String, _ value: String?) throws {
             let path = device + "/" + attribute
             guard let value else { return try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false) }
-            if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+            if !FileManager.default.fileExists(atPath: path), !FileManager.default.createFile(atPath: path, contents: nil) {
+                throw TestbedError("cannot create \(path)")
+            }
             let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
             defer { try? handle.close() }
             try handle.truncate(atOffset: 0)

@@ -15,6 +15,7 @@ extension Hardware {
             #expect(listing.problems.isEmpty)
             #expect(listing.devices.map(\.name) == ["bma250e", "l3g4200d", "ak8975", "stk3310"])
             #expect(listing.devices.map(\.kinds) == [[.accelerometer], [.gyroscope], [.magnetometer], [.proximity]])
+            #expect(listing.devices[3].sensor(.proximity)?.nearLevel == 100, "in_proximity_nearlevel")
 
             let accelerometer = listing.devices[0]
             #expect(accelerometer.sensor(.accelerometer)?.mountMatrixSource == "sysfs:in_accel_mount_matrix")
@@ -72,24 +73,6 @@ extension Hardware {
             expectClose(try readOnce(imu, .accelerometer), Vector3(x: 0, y: 0, z: 9.797632))
         }
 
-        @Test func proximityIsNearAtTheNearLevelWithHysteresis() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "phone")
-            let proximity = try DeviceDiscovery().describe(DeviceNumber(3))
-            #expect(proximity.sensor(.proximity)?.nearLevel == 100)
-            let reader = try PolledReader(device: proximity, kinds: [.proximity], sysfs: Sysfs())
-            var states: [Bool] = []
-            for raw in ["50", "120", "95", "91", "85", "99", "100"] {
-                try testbed.setAttribute("iio:device3", "in_proximity_raw", raw + "\n")
-                try reader.read(timestamp: 0) { sample in
-                    #expect(sample.vector.x == Double(raw))
-                    states.append(sample.isNear)
-                }
-            }
-            // Near at ≥ 100; far again only below 90.
-            #expect(states == [false, true, true, true, false, false, true])
-        }
-
         @Test func proximityNearLevelFromUdevTakesPrecedence() throws {
             let testbed = try Testbed()
             try testbed.add("""
@@ -135,6 +118,33 @@ extension Hardware {
             #expect(listing.devices.isEmpty)
             #expect(listing.problems.isEmpty)
         }
+    }
+}
+
+/// The polled reader's rule on proximity, on a sysfs tree in a temporary directory (`BadReadings.Sysfs`)
+/// and the phone fixture's proximity sensor described by hand as discovery describes it (whose near
+/// level `Discovery.phoneStyleSeparateDevicesAreClassifiedAndConverted` checks): no umockdev, so it
+/// runs beside the `Hardware` suite.
+@Suite struct ProximityReadings {
+    /// The phone fixture's stk3310: in_proximity_raw, 1 per count, near at 100.
+    static let proximity = DeviceDescriptor(
+        number: DeviceNumber(0), name: "stk3310", syspath: "/sys/devices/platform/stk3310/iio:device0",
+        sensors: [SensorDescriptor(
+            kind: .proximity, channels: [ChannelDescriptor(id: "proximity", axis: nil, valueAttribute: "in_proximity_raw")], nearLevel: 100)])
+
+    @Test func proximityIsNearAtTheNearLevelWithHysteresis() throws {
+        let sysfs = try BadReadings.Sysfs(["in_proximity_raw": "50\n"])
+        let reader = try PolledReader(device: Self.proximity, kinds: [.proximity], sysfsRoot: sysfs.root)
+        var states: [Bool] = []
+        for raw in ["50", "120", "95", "91", "85", "99", "100"] {
+            try sysfs.set("in_proximity_raw", raw + "\n")
+            try reader.read(timestamp: 0) { sample in
+                #expect(sample.vector.x == Double(raw))
+                states.append(sample.isNear)
+            }
+        }
+        // Near at ≥ 100; far again only below 90.
+        #expect(states == [false, true, true, true, false, false, true])
     }
 }
 
