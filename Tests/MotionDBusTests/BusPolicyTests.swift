@@ -43,7 +43,7 @@ import Glibc
         let binary = bus.directory + "/motiond"
         if !FileManager.default.fileExists(atPath: binary) {
             let built = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("motiond").path
-            try FileManager.default.copyItem(atPath: built, toPath: binary)
+            try copyExecutable(from: built, to: binary)
             _ = FileManager.default.createFile(atPath: bus.directory + "/motiond.conf", contents: Data())
         }
         let home = bus.directory + "/" + user

@@ -11,9 +11,11 @@ import Testing
 @Suite(.onOwnThreads) struct ResidentMemoryAtRest {
     @Test func startUpsFilePagesAreGivenBackAtRest() throws {
         let copy = NSTemporaryDirectory() + "motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.copyItem(atPath: DaemonProcess.executable, toPath: copy)
+        try copyExecutable(from: DaemonProcess.executable, to: copy)
         defer { try? FileManager.default.removeItem(atPath: copy) }
-        let daemon = try DaemonProcess(socket: temporarySocketPath(), environment: ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""], executable: copy)
+        let daemon = try retryingBusyText {
+            try DaemonProcess(socket: temporarySocketPath(), environment: ["LD_PRELOAD": "", "UMOCKDEV_DIR": ""], executable: copy)
+        }
         let pid = daemon.process.processIdentifier
         func residentFileKilobytes() -> Int? {
             guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return nil }

@@ -28,10 +28,10 @@ import Testing
             var recording = ReplayDaemon.bundledRecording
             if asNobody {
                 // `nobody` may not reach the checkout (CI clones into a mktemp -d directory, mode 0700):
-                // the executable and the recording go in the test's own directory.
-                for (name, source) in [("motiond", motiond), ("recording.motionrec", recording)] {
-                    try FileManager.default.copyItem(atPath: source, toPath: directory + "/" + name)
-                }
+                // the executable and the recording go in the test's own directory (the executable
+                // through `copyExecutable`, so that no other test's child holds it open for writing).
+                try copyExecutable(from: motiond, to: directory + "/motiond")
+                try FileManager.default.copyItem(atPath: recording, toPath: directory + "/recording.motionrec")
                 (motiond, recording) = (directory + "/motiond", directory + "/recording.motionrec")
             }
             let arguments = ["--replay", recording, "--loop", "--socket", socket, "--state-directory", state, "--config", "/dev/null"]
@@ -132,13 +132,17 @@ import Testing
             "history.json": #"{"version":1,"totalSteps":141,"minutes":[[29926080,141]],"activities":[]}"#,
             "calibration.json": #"{"gyroscopeBias":{"x":0.01,"y":0,"z":0}}"#,
         ]
-        let daemon = try Daemon(asNobody: true) { state in
-            for (name, text) in saved {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: state + "/" + name))
-                #expect(chmod(state + "/" + name, 0) == 0)
+        // setpriv execs the copied motiond: started again if that found it busy (`retryingBusyText`).
+        let daemon = try retryingBusyText {
+            let daemon = try Daemon(asNobody: true) { state in
+                for (name, text) in saved {
+                    try Data(text.utf8).write(to: URL(fileURLWithPath: state + "/" + name))
+                    #expect(chmod(state + "/" + name, 0) == 0)
+                }
             }
+            try daemon.waitUntilListening()
+            return daemon
         }
-        try daemon.waitUntilListening()
         #expect(daemon.stop())
         for (name, text) in saved {
             let path = daemon.state + "/" + name
