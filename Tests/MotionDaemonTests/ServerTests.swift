@@ -286,14 +286,18 @@ extension Hardware.Server {
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { (text: String) in strdup(text) } + [nil]
         environment.removeAll()
         var pid: pid_t = 0
-        #expect(posix_spawn(&pid, "/bin/sh", &actions, nil, &argv, &envp) == 0)
+        // Under `environmentLock`, as every test's launch: its child then holds no descriptor that a
+        // copy being written has open (`copyExecutable`) between its fork and its exec.
+        #expect(environmentLock.withLock { posix_spawn(&pid, "/bin/sh", &actions, nil, &argv, &envp) } == 0)
         posix_spawn_file_actions_destroy(&actions)
         close(listener)
         defer { kill(pid, SIGKILL) }
 
         var client: TestClient?
         try waitUntil { client = try? TestClient(path: path); return client != nil }
-        let greeting = try client!.next("VERSION")
+        // The socket is the test's: it accepts at once, and the greeting waits for the daemon's start,
+        // which the full suite's start starves of CPU (`DaemonProcess`'s wait says by how much).
+        let greeting = try client!.next("VERSION", seconds: 60)
         #expect(greeting.contains("proto_major"))
         #expect(!FileManager.default.fileExists(atPath: path + ".unused"), "it did not bind a socket of its own")
         kill(pid, SIGTERM)

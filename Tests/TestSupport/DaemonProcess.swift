@@ -34,11 +34,35 @@ public final class DaemonProcess {
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = ["-c", "exec \(opens); exec \"$@\"", "motiond", executable, "--socket", socket] + arguments
         }
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.environment = steadyEnvironment().merging(environment) { _, new in new }
         process.standardError = log
         try process.runWithSteadyEnvironment()
-        // The file appears at bind(), a moment before listen(): wait until a connection is accepted.
-        try waitUntil { (try? TestClient(path: socket)) != nil }
+        // The file appears at bind(), a moment before listen(): wait until a connection is accepted,
+        // or the daemon ends. The bound only says how long a failure takes: at the full suite's start
+        // (every suite starting on two cores) a daemon that needs 0.3 s of CPU to listen waited 5 s
+        // runnable for a CPU (`scheduled`), against 0.1 s when its suite runs alone.
+        do {
+            try waitUntil(seconds: 60) { (try? TestClient(path: socket)) != nil || !process.hasNotEnded }
+            guard process.hasNotEnded else { throw TestbedError("it ended") }
+        } catch {
+            // What it said, so that the failure says why it did not come up.
+            waitForLog("\n", count: .max, seconds: 0.2)
+            let (ran, waited) = Self.scheduled(process.processIdentifier)
+            throw TestbedError(
+                "motiond (\(process.hasNotEnded ? "running" : "ended"), \(ran) s on a CPU, \(waited) s runnable waiting for one) did not accept on \(socket): \(error); it logged: \(logged)")
+        }
+    }
+
+    /// The seconds `pid`'s threads have run on a CPU and waited runnable for one so far, summed over
+    /// its threads (/proc/PID/task/TID/schedstat, ns: the kernel's scheduler statistics): a daemon
+    /// that waited long for a CPU was starved by the machine's load, not stuck in itself.
+    static func scheduled(_ pid: Int32) -> (ran: Double, waited: Double) {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce((0.0, 0.0)) { sum, task in
+            let fields = ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)) ?? "").split(separator: " ")
+            guard fields.count >= 2, let ran = Double(fields[0]), let waited = Double(fields[1]) else { return sum }
+            return (sum.0 + ran / 1e9, sum.1 + waited / 1e9)
+        }
     }
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
