@@ -127,23 +127,35 @@ import TestSupport
             var largestGap = 0.0
             var packetsPerSecond = 0.0
         }
-        let outcome = try await onOwnThread { () throws -> Outcome in
-            var limit = rlimit()
-            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-            limit.rlim_cur = limit.rlim_max
-            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-            // The recording's 285.7 Hz × 3.5: 1 kHz.
-            let daemon = try Daemon(arguments: ["--speed", "3.5"])
-            let watcher = try Self.watcher(daemon)
-            let clients = try (0..<1024).map { _ in try DSUTestClient(serverPort: daemon.port) }
-            var outcome = Outcome()
-            (outcome.largestGap, outcome.packetsPerSecond) = try Self.whileAsking(clients) { try Self.measure(watcher, daemon, seconds: 4) }
-            outcome.served = clients.count { !$0.receiveQueued().isEmpty }
-            return outcome
-        }
-        print("DSU 1,024 sockets of one user at 1 kHz: \(outcome.served) served, \(Int(outcome.packetsPerSecond)) packets/s, the socket's largest MOTION gap \(Int(outcome.largestGap * 1000)) ms")
+        // As in `theMostClientsAtOneKilohertzLeaveTheSocketStreamOnPace`, the pace is judged where the
+        // machine let the replay keep its own (80 % of the 4 leases' packets or more): in the full
+        // suite on two cores the replay fell to 79 % (3,161 packets/s), and the stream with it
+        // (837 ms), which says nothing of DSU. The attack is not let through: its 1,024 leases sent
+        // far more, which needs no retry and fails below. Up to three tries, each with a daemon of its own.
+        var tries: [Outcome] = []
+        repeat {
+            tries.append(try await onOwnThread { () throws -> Outcome in
+                var limit = rlimit()
+                getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+                limit.rlim_cur = limit.rlim_max
+                setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+                // The recording's 285.7 Hz × 3.5: 1 kHz.
+                let daemon = try Daemon(arguments: ["--speed", "3.5"])
+                let watcher = try Self.watcher(daemon)
+                let clients = try (0..<1024).map { _ in try DSUTestClient(serverPort: daemon.port) }
+                var outcome = Outcome()
+                (outcome.largestGap, outcome.packetsPerSecond) = try Self.whileAsking(clients) { try Self.measure(watcher, daemon, seconds: 4) }
+                outcome.served = clients.count { !$0.receiveQueued().isEmpty }
+                return outcome
+            })
+        } while tries.last!.packetsPerSecond < 4 * 1000 * 0.8 && tries.count < 3
+        let outcome = tries.last!
+        print("DSU 1,024 sockets of one user at 1 kHz: \(outcome.served) served, \(Int(outcome.packetsPerSecond)) packets/s, the socket's largest MOTION gap \(Int(outcome.largestGap * 1000)) ms (try \(tries.count))")
         #expect(outcome.served == 4, "\(outcome.served) of one user's 1,024 sockets were served")
-        #expect(outcome.packetsPerSecond < 4 * 1000 * 1.25, "\(outcome.packetsPerSecond) packets/s")
+        // At most one packet per lease per sample, and the replay kept its pace.
+        #expect(
+            outcome.packetsPerSecond > 4 * 1000 * 0.8 && outcome.packetsPerSecond < 4 * 1000 * 1.25,
+            "\(outcome.packetsPerSecond) packets/s in every one of \(tries.count) tries: \(tries.map { ($0.packetsPerSecond, $0.largestGap) })")
         // The attack stalled it 2.4–3.0 s. A debug build on two shared cores measured 46–160 ms here.
         #expect(outcome.largestGap < 0.5, "the socket's MOTION stream stalled \(outcome.largestGap) s")
     }
