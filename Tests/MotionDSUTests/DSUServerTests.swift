@@ -75,13 +75,10 @@ import TestSupport
         return run
     }
 
-    /// The acceptance: four clients at once get the IMU's every sample, with exact sizes and
-    /// valid CRCs (the test client's checks), increasing numbers and timestamps, and the socket's
-    /// values on the DSU axes: the ACCELEROMETER stream's acceleration a as (a.x, a.z, −a.y) g, and
-    /// the MOTION stream's rotation rate ω (its bias removed) as (ω.x, −ω.z, ω.y) °/s.
-    @Test func fourEmulatorsAtOnceGetEverySampleWithTheMotionStreamsValues() async throws {
-        let seconds = 4.0
-        let (motion, acceleration, results, failed) = try await onOwnThread {
+    /// One run of the four emulators against a replaying daemon for `seconds`: the socket's MOTION and
+    /// ACCELEROMETER samples by timestamp (µs), each emulator's run, and the emulators' failures.
+    private static func fourEmulators(seconds: Double) async throws -> ([UInt64: MotionMessage], [UInt64: Vector3], [Run], [String]) {
+        try await onOwnThread {
             () throws -> ([UInt64: MotionMessage], [UInt64: Vector3], [Run], [String]) in
             let port = try freeLoopbackPort(datagram: true)
             let daemon = try ReplayDaemon(arguments: ["--loop", "--dsu", "127.0.0.1:\(port)"])
@@ -110,8 +107,28 @@ import TestSupport
             emulators.wait()
             return (motion, acceleration, runs.withLock { $0 }, failures.withLock { $0 })
         }
-        #expect(failed.isEmpty, "\(failed)")
+    }
+
+    /// The acceptance: four clients at once get the IMU's every sample, with exact sizes and
+    /// valid CRCs (the test client's checks), increasing numbers and timestamps, and the socket's
+    /// values on the DSU axes: the ACCELEROMETER stream's acceleration a as (a.x, a.z, −a.y) g, and
+    /// the MOTION stream's rotation rate ω (its bias removed) as (ω.x, −ω.z, ω.y) °/s.
+    @Test func fourEmulatorsAtOnceGetEverySampleWithTheMotionStreamsValues() async throws {
+        let seconds = 4.0
         let rate = 1e9 / 3_500_000  // the recording's 285.7 Hz
+        // As `DSUAttackTests` does, the pace is judged on a try where the machine let the replay keep its
+        // own: the socket's MOTION stream at 90 % of the recording's rate or more. In a CI run of the
+        // full suite on two cores the replay itself fell to 55 % (547 packets where 900 were due), which
+        // says nothing of DSU. Every sample of the span must still reach every emulator. Up to three
+        // tries, each with a daemon of its own.
+        var tries = 0
+        var attempt: ([UInt64: MotionMessage], [UInt64: Vector3], [Run], [String])
+        repeat {
+            tries += 1
+            attempt = try await Self.fourEmulators(seconds: seconds)
+        } while Double(attempt.0.count) < 0.9 * rate * (seconds - 0.5) && tries < 3
+        let (motion, acceleration, results, failed) = attempt
+        #expect(failed.isEmpty, "\(failed)")
 
         for (habit, run) in zip(Habit.allCases, results) {
             #expect(run.violations.isEmpty, "\(habit): \(run.violations.prefix(5))")
