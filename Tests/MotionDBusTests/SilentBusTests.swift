@@ -105,13 +105,15 @@ import Testing
         client.setLocationWanted(true)
         Thread.sleep(forTimeInterval: max(0, 11 - Date().timeIntervalSince(began)))
         bus.letTheDriverAnswer()
-        #expect(throws: Never.self, "no place 10 s after the bus answered: \(geoClue.output)") {
-            try waitUntil(seconds: 10) { places.withLock { $0.contains { abs($0.latitude - 52.52) < 1e-6 } } }
+        // 30 s, not 10: the rule is that the place comes once the bus answers, and a CI run of the full
+        // suite on two cores (a bus, a Python GeoClue stand-in and the client all starved) needed more than 10.
+        #expect(throws: Never.self, "no place 30 s after the bus answered: \(geoClue.output)") {
+            try waitUntil(seconds: 30) { places.withLock { $0.contains { abs($0.latitude - 52.52) < 1e-6 } } }
         }
         geoClue.stop()
         geoClue = try Peer("/usr/bin/python3", arguments: [standIn, "48.85", "2.35", "35"], bus: system)
         #expect(throws: Never.self, "a GeoClue started again was not asked: \(geoClue.output)") {
-            try waitUntil(seconds: 10) { places.withLock { $0.contains { abs($0.latitude - 48.85) < 1e-6 } } }
+            try waitUntil(seconds: 30) { places.withLock { $0.contains { abs($0.latitude - 48.85) < 1e-6 } } }
         }
     }
 }

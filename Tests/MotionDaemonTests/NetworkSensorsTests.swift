@@ -168,6 +168,11 @@ extension Hardware {
 
     // Issue 25, defects 2, 6 and 9: boards that misbehave on purpose, played by a scripted listener.
 
+    /// Seconds within which the socket listens though a board holds its listing: under the board's 5 s
+    /// time limit, so a start that waited for the board fails. Not 2 s: a CI run of the full suite on two
+    /// cores, every suite starting at once, saw an unheld start take 2.65-3.43 s of waiting for a CPU.
+    static let startBound = 4.5
+
     /// The daemon started and listening: how long its socket took, s.
     static func startTimed(port: Int) throws -> (DaemonProcess, Double) {
         let started = Date()
@@ -192,7 +197,7 @@ extension Hardware {
             while !peer.isClosed, peer.write([UInt8(ascii: " ")]) { peer.pause(seconds: 0.5) }
         }
         let (daemon, listening) = try Self.startTimed(port: board.port)
-        #expect(listening < 2, "the socket listened after \(listening) s")
+        #expect(listening < Self.startBound, "the socket listened after \(listening) s")
         try waitUntil(seconds: 10) { board.accepted > firstDripped }  // the dripped fetch is under way
         usleep(1_000_000)  // stays: the daemon is asked and stopped well into the drip, not at its start
         let client = try TestClient(path: daemon.socket)
@@ -206,7 +211,7 @@ extension Hardware {
     @Test func aBoardThatNeverAnswersIsRefusedAfterItsTimeLimitWithoutHoldingTheStart() throws {
         let board = try ScriptedListener { peer in peer.pause(seconds: 30) }
         let (daemon, listening) = try Self.startTimed(port: board.port)
-        #expect(listening < 2, "the socket listened after \(listening) s")
+        #expect(listening < Self.startBound, "the socket listened after \(listening) s")
         #expect(daemon.waitForLog("is refused: its description did not come within 5.0 s", seconds: 10))
         let exit = daemon.secondsToExit(after: SIGTERM)
         #expect(exit.map { $0 < 3 } == true, "SIGTERM ended the daemon after \(exit.map { "\($0) s" } ?? "more than 10 s")")
