@@ -55,7 +55,10 @@ extension Hardware {
             line.firstRange(of: "] ").flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) }
         }
         // The coverage grows while it is shown (a line is printed only when it changes, so the order alone proves little).
-        #expect(seen.count >= 3 && seen == seen.sorted() && seen.first! < seen.last! && (seen.last ?? 0) >= 50, "\(run.output)")
+        // How far it is seen to grow is not bounded: it counts the directions of the samples that reached
+        // motionctl, and a CI run of the full suite on two cores showed calibrated at under 50 %, the
+        // starved client having been sent fewer of them than motiond calibrated on.
+        #expect(seen.count >= 3 && seen == seen.sorted() && seen.first! < seen.last!, "\(run.output)")
         #expect(!run.output.contains("\r"), "plain lines where the output is no terminal")
     }
 }
