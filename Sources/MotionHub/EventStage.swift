@@ -23,12 +23,13 @@ struct EventStage {
     private var gesture: GestureMessage?
     private var proximity: ProximityMessage?
     private var light: LightMessage?
-    /// Which of the accelerometer's detectors are fed (`follow(wanted:)`): none until the pipeline says.
-    /// Whether the orientation and tilt detectors are fed: both while either stream is wanted, so that
-    /// the other has a value at once when it is asked for (a resting accelerometer, an HID hub's,
-    /// sends no sample until the device moves, and the plan does not change to reopen it). Both are
+    /// Whether the orientation and tilt detectors are fed (`follow(wanted:)`; none until the pipeline
+    /// says): both while either stream is wanted, since they are the accelerometer's only streams that
+    /// a resting capture serves (an HID hub's sends no sample until the device moves, and asking for
+    /// the other changes no plan to reopen it), so the other has its value at once. Both are
     /// allocation-free updates of one gravity.
     private var feedsScreen = false
+    /// Whether the gesture recognizer is fed: while `gesture` is wanted.
     private var feedsGestures = false
 
     /// Watches the hinge between the display's accelerometer and `base`'s (nil: no hinge), sampled at
