@@ -10,16 +10,17 @@ import NIOPosix
 /// (a feature report to the hub), and put back when the hub ignores it (else when the buffer closes).
 final class HysteresisProbe: @unchecked Sendable {
     // @unchecked: used on the capture's event loop only, but for the writes it sends off it.
-    private weak var capture: LoopCapture?
+    /// The reader that holds it, and through it the capture.
     private weak var reader: ScanReader?
     private let buffer: ScanBuffer
     private var trial: HysteresisTrial?
 
-    init(capture: LoopCapture, reader: ScanReader) {
-        self.capture = capture
+    init(reader: ScanReader) {
         self.reader = reader
         buffer = reader.buffer
     }
+
+    private var capture: LoopCapture? { reader?.capture }
 
     /// Counts a report; the first starts the trial.
     func observe(_ sample: SensorSample) {
@@ -38,7 +39,7 @@ final class HysteresisProbe: @unchecked Sendable {
 
     /// Whether the capture still reads the buffer (not stopped, not fallen back to polling).
     private var reading: Bool {
-        guard let capture, let reader else { return false }
+        guard let reader, let capture = reader.capture else { return false }
         return capture.reads(reader)
     }
 

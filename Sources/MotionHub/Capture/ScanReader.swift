@@ -26,7 +26,7 @@ final class ScanReader: ChannelReader, @unchecked Sendable {
         handler = capture.handler
         rejections = RejectionReport(device: buffer.device.number.sysname, kinds: buffer.kinds)
         // A buffered capture that rests is a hub's, whose hysteresis is tried.
-        if capture.lifecycle({ $0.restsWhenStill }) { probe = HysteresisProbe(capture: capture, reader: self) }
+        if capture.lifecycle({ $0.restsWhenStill }) { probe = HysteresisProbe(reader: self) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
