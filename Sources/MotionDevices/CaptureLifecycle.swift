@@ -8,7 +8,7 @@ import MotionSystem
 /// `CapturePolicy`, and tested transition by transition without a device (CaptureLifecycleTests).
 ///
 ///     opening(buffered) ──opened──▶ buffered, or resting(hysteresisTrial) for a capture that rests
-///     opening(polled)   ──opened──▶ polled(loop or thread)
+///     opening(polled)   ──opened──▶ polled
 ///     buffered ──no first scan, or open failed──▶ opening(polled)
 ///     resting(hysteresisTrial) ──honoured──▶ resting(hysteresis)
 ///                              ──not honoured──▶ opening(polled)
@@ -22,22 +22,15 @@ public struct CaptureLifecycle: Sendable, Equatable {
         /// The device is being opened to be read in this mode.
         case opening(CaptureMode)
         case buffered
-        /// Polled, on the hub's loop (a timer) or on a thread of its own.
-        case polled(PollingPlace)
+        /// Polled: where (the hub's loop, from a timer, or a thread of its own) is the driver's, fixed
+        /// by the rate, as no rule here depends on it.
+        case polled
         /// An accelerometer that only event streams read, learning of its moves this way.
         case resting(Rest)
         // A later phase, `recovering` (a capture re-armed after suspend, or after a stall while its
         // device exists), goes here, between reading and `ended`.
         /// Over: nothing more is read, and nothing more is told.
         case ended
-    }
-
-    /// Where a polled capture's reads run.
-    public enum PollingPlace: Sendable, Equatable {
-        /// On the hub's event loop, from a timer: slow rates only.
-        case loop
-        /// On a thread of its own: a sysfs read can block for a bus transfer.
-        case thread
     }
 
     /// How a resting capture learns that its accelerometer moved.
@@ -75,8 +68,6 @@ public struct CaptureLifecycle: Sendable, Equatable {
     public let device: String
     /// Whether only event streams read it: an accelerometer that rests while still.
     public let restsWhenStill: Bool
-    /// Where it polls, once polled.
-    public let pollingPlace: PollingPlace
     /// Seconds between checks of a buffer at rest (`Rest.hysteresis`): each check is a wake-up.
     public let heartbeat: Double
     /// The mode it was reading in when it ended.
@@ -89,16 +80,13 @@ public struct CaptureLifecycle: Sendable, Equatable {
     private var scanSinceCheck = false
     private var readsSincePresenceCheck = 0
 
-    /// A capture of `device` (`iio:deviceN`) that opens it first in `mode`, under `policy`; polled at
-    /// `pollingPlace`; `restsWhenStill`: only event streams read it; `heartbeat`: seconds between checks
-    /// of a buffer at rest.
+    /// A capture of `device` (`iio:deviceN`) that opens it first in `mode`, under `policy`;
+    /// `restsWhenStill`: only event streams read it; `heartbeat`: seconds between checks of a buffer at rest.
     public init(
-        device: String, policy: CapturePolicy, startingIn mode: CaptureMode, pollingPlace: PollingPlace = .thread, restsWhenStill: Bool = false,
-        heartbeat: Double = AdaptivePolling.heartbeat
+        device: String, policy: CapturePolicy, startingIn mode: CaptureMode, restsWhenStill: Bool = false, heartbeat: Double = AdaptivePolling.heartbeat
     ) {
         self.device = device
         self.policy = policy
-        self.pollingPlace = pollingPlace
         self.restsWhenStill = restsWhenStill
         self.heartbeat = heartbeat
         phase = .opening(mode)
@@ -144,7 +132,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
         guard case .opening(let mode) = phase else { return }
         switch mode {
         case .buffered: phase = restsWhenStill ? .resting(.hysteresisTrial) : .buffered
-        case .polled: phase = .polled(pollingPlace)
+        case .polled: phase = .polled
         }
         (failuresInARow, readsSincePresenceCheck) = (0, 0)
     }
@@ -237,7 +225,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
 
     /// The chip's motion events are armed: they wake the polled capture from now.
     public mutating func motionEventsArmed() -> Action {
-        guard restsWhenStill, case .polled = phase else { return .proceed }
+        guard restsWhenStill, phase == .polled else { return .proceed }
         phase = .resting(.motionEvents)
         return .rest(.motionEvents, reason: nil)
     }
@@ -245,7 +233,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
     /// The motion events could not be had (`noMotionEvents`, refused, unwritable): polled slowly at
     /// rest. A device without any, given up by a hysteresis trial, keeps the trial's reason.
     public mutating func motionEventsRefused(_ reason: DeviceError) -> Action {
-        guard restsWhenStill, case .polled = phase else { return .proceed }
+        guard restsWhenStill, phase == .polled else { return .proceed }
         let shown = reason == .noMotionEvents(device: device) ? whyPolled ?? reason : reason
         phase = .resting(.adaptivePolling(because: shown))
         return .rest(.adaptivePolling, reason: shown)

@@ -68,8 +68,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         self.eventLoop = eventLoop
         policy = CapturePolicy(rate: self.rate, batch: batch, firstDataTimeout: firstDataTimeout)
         let lifecycle = CaptureLifecycle(
-            device: device.number.sysname, policy: policy, startingIn: startMode, pollingPlace: Self.pollsOnLoop(rate: self.rate) ? .loop : .thread,
-            restsWhenStill: rests, heartbeat: heartbeat)
+            device: device.number.sysname, policy: policy, startingIn: startMode, restsWhenStill: rests, heartbeat: heartbeat)
         state = Mutex(State(lifecycle: lifecycle, opening: eventLoop.makeSucceededVoidFuture()))
     }
 
@@ -184,9 +183,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         state.withLock { $0.opening = $0.opening.and(opening).map { _ in } }
     }
 
-    /// Polls the device where the lifecycle says: on the loop from a timer, or on a thread of its own.
+    /// Polls the device on the loop from a timer, or, faster than the loop polls, on a thread of its own.
     private func openPolling() -> EventLoopFuture<Void> {
-        guard lifecycle({ $0.pollingPlace }) == .thread else { return openPoller() }
+        guard !Self.pollsOnLoop(rate: rate) else { return openPoller() }
         do {
             let poller = try ThreadPoller(capture: self)
             if keep(poller) { poller.start() }

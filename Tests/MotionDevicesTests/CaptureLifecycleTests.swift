@@ -19,10 +19,10 @@ import Testing
         CaptureLifecycle(device: Self.device, policy: CapturePolicy(rate: rate), startingIn: mode)
     }
 
-    /// An accelerometer that only event streams read, polled on the loop at 4 Hz, with a heartbeat of 30 s.
+    /// An accelerometer that only event streams read, polled at 4 Hz, with a heartbeat of 30 s.
     func resting(_ mode: CaptureMode) -> CaptureLifecycle {
         CaptureLifecycle(
-            device: Self.device, policy: CapturePolicy(rate: 4), startingIn: mode, pollingPlace: .loop, restsWhenStill: true, heartbeat: 30)
+            device: Self.device, policy: CapturePolicy(rate: 4), startingIn: mode, restsWhenStill: true, heartbeat: 30)
     }
 
     @Test func aBufferThatOpensIsReadBuffered() {
@@ -37,7 +37,7 @@ import Testing
         #expect(capture.openFailed(Self.glitch, deviceExists: true) == .fallBackToPolling(Self.glitch))
         #expect(capture.phase == .opening(.polled))
         capture.opened()
-        #expect(capture.phase == .polled(.thread))
+        #expect(capture.phase == .polled)
 
         var gone = lifecycle(.buffered)
         #expect(gone.openFailed(Self.glitch, deviceExists: false) == .end(Self.vanished))
@@ -209,7 +209,7 @@ import Testing
         #expect(capture.hysteresisNotHonoured(because: Self.ignored) == .fallBackToPolling(Self.ignored))
         #expect(capture.phase == .opening(.polled) && capture.mode == .polled)
         capture.opened()
-        #expect(capture.phase == .polled(.loop))
+        #expect(capture.phase == .polled)
         #expect(capture.motionEventsRefused(Self.noEvents) == .rest(.adaptivePolling, reason: Self.ignored))
         #expect(capture.phase == .resting(.adaptivePolling(because: Self.ignored)))
         #expect(capture.restMode?.mode == .adaptivePolling && capture.restMode?.note == Self.ignored)
@@ -252,7 +252,7 @@ import Testing
         polled.opened()
         #expect(polled.motionEventsArmed() == .proceed && polled.motionEventsRefused(Self.noEvents) == .proceed)
         #expect(polled.hysteresisHonoured() == .proceed && polled.hysteresisNotHonoured(because: Self.ignored) == .proceed)
-        #expect(polled.phase == .polled(.thread) && polled.restMode == nil)
+        #expect(polled.phase == .polled && polled.restMode == nil)
 
         var buffered = resting(.buffered)
         #expect(buffered.motionEventsArmed() == .proceed, "a buffer being opened has no motion events")
