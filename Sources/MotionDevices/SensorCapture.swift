@@ -35,8 +35,6 @@ public final class SensorCapture: Sendable {
     public let device: DeviceDescriptor
     /// The sensors read.
     public let kinds: [SensorKind]
-    /// The rate asked for, Hz.
-    public let requestedRate: Double
     /// The rate samples come at, Hz: the device's for a buffer, the poll's otherwise.
     public let rate: Double
 
@@ -79,7 +77,6 @@ public final class SensorCapture: Sendable {
         }
         self.device = device
         self.kinds = kinds
-        self.requestedRate = rate
         self.rate = device.captureRate(for: rate, in: mode ?? device.captureMode)
         self.sysfs = sysfs
         // Up to 1 kHz, one scan per refill keeps latency at one sample period.
