@@ -41,7 +41,7 @@ extension DaemonLoad {
 
         // (1) 40 clients, 250 requests each, nothing read.
         watcher.startCounting()
-        let sleepers = try (0..<40).map { _ in try UnixSocket.connect(to: daemon.socket, patience: 10) }
+        let sleepers = try (0..<40).map { _ in try UnixSocket.connect(to: daemon.socket, patience: 10).take() }
         let burst = Array([[UInt8]](repeating: request, count: 250).joined())
         for fd in sleepers {
             // Non-blocking: what the kernel's buffer does not take stays unsent, as a real attacker's would.

@@ -29,7 +29,7 @@ final class LoadClients: @unchecked Sendable {
         do {
             for _ in 0..<count {
                 // A full listen backlog is waited out: 1000 connections arrive faster than they are accepted.
-                descriptors.append(try UnixSocket.connect(to: path, patience: 10))
+                descriptors.append(try UnixSocket.connect(to: path, patience: 10).take())
             }
         } catch {
             for fd in descriptors { close(fd) }

@@ -154,7 +154,7 @@ struct ProtocolFuzz {
     }
 
     private static func connect(_ socket: String) throws -> Int32 {
-        let fd = try UnixSocket.connect(to: socket, patience: 10)
+        let fd = try UnixSocket.connect(to: socket, patience: 10).take()
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         return fd
     }

@@ -53,7 +53,7 @@ public final class LineConnection: @unchecked Sendable {
     /// version (`readsGreeting: false` leaves the greeting as the first line to read).
     public init(socketPath: String, timeout: Double = 5, readsGreeting: Bool = true) throws(MotionClientError) {
         self.socketPath = socketPath
-        socket = try UnixSocket.connectOwned(to: socketPath)
+        socket = try UnixSocket.connect(to: socketPath)
         // From here the socket closes when the connection goes, also when this initialiser throws.
         guard readsGreeting else { return }
         let greeting = try nextLine(timeout: timeout)

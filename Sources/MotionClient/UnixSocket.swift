@@ -5,7 +5,7 @@ import MotionSystem
 public enum UnixSocket {
     /// A connected, close-on-exec descriptor for the stream socket at `path`, owned. A full listen
     /// backlog (EAGAIN: the daemon is busy accepting) is waited out for up to `patience` seconds.
-    public static func connectOwned(to path: String, patience: Double = 1) throws(MotionClientError) -> OwnedDescriptor {
+    public static func connect(to path: String, patience: Double = 1) throws(MotionClientError) -> OwnedDescriptor {
         let deadline = Date().addingTimeInterval(patience)
         while true {
             do {
@@ -20,11 +20,5 @@ public enum UnixSocket {
                 throw .connectionLost("connect \(path): \(error)")
             }
         }
-    }
-
-    /// `connectOwned`'s descriptor handed on: the caller closes it (a program that keeps descriptors
-    /// as numbers, to poll them with others).
-    public static func connect(to path: String, patience: Double = 1) throws(MotionClientError) -> Int32 {
-        try connectOwned(to: path, patience: patience).take()
     }
 }

@@ -49,7 +49,7 @@ import Glibc
     @Test func connectingAndClosingWithoutReadingLeavesNoClientBehind() async throws {
         let (_, server) = try await Self.startServerOnIMU()
         try await server.whileServing {
-            for _ in 0..<2000 { close(try UnixSocket.connect(to: server.socketPath)) }
+            for _ in 0..<2000 { _ = try UnixSocket.connect(to: server.socketPath) }  // closed as it goes
             let client = try TestClient.greeted(path: server.socketPath)
             var clients = -1
             try waitUntil {
@@ -239,11 +239,11 @@ import Glibc
             let sleeper = try TestClient(path: server.socketPath)
             let leaver = try UnixSocket.connect(to: server.socketPath)
             var greeting = [UInt8](repeating: 0, count: 4096)
-            _ = read(leaver, &greeting, greeting.count)  // greeted, so the daemon reads what it sends next
-            for fd in [reader.fd, sleeper.fd, leaver] {
+            _ = read(leaver.rawValue, &greeting, greeting.count)  // greeted, so the daemon reads what it sends next
+            for fd in [reader.fd, sleeper.fd, leaver.rawValue] {
                 _ = requests.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
             }
-            close(leaver)
+            _ = consume leaver  // closed: it goes
             // Its 3000 replies, or as many as came before the daemon closed it for flooding (a read of
             // more than `ClientOutbox.floodLimit` requests can queue that many replies at once): never
             // a silence.

@@ -22,7 +22,7 @@ import Testing
         let metrics = try freeLoopbackPort()
         let daemon = try ReplayDaemon(arguments: ["--loop", "--metrics", "127.0.0.1:\(metrics)"])
         try waitUntil { MosquittoBroker.accepts(port: metrics) }
-        let held = try (0..<150).map { _ in try UnixSocket.connect(to: daemon.socket) }
+        let held = try (0..<150).map { _ in try UnixSocket.connect(to: daemon.socket).take() }
         let status = try TestClient.greeted(path: daemon.socket)
         try waitUntil(seconds: 10) {
             try? status.send(#"{"class":"STATUS"}"#)
