@@ -126,8 +126,9 @@ final class ViewFeed: Sendable {
         }
     }
 
-    /// The streams the page shows, of those this machine has, each group at its rate.
-    private func watches(for devices: [DevicesReply.Device]) -> [Request.Watch] {
+    /// The streams the page shows, of those this machine has, each group at its rate. Not the raw
+    /// gyroscope: the rotation plot draws `motion`'s rate, its bias removed.
+    func watches(for devices: [DevicesReply.Device]) -> [Request.Watch] {
         let kinds = Set(devices.flatMap(\.kinds))
         var watches: [Request.Watch] = []
         var raw: [StreamKind] = []

@@ -5,9 +5,9 @@ import Testing
 @testable import MotionWire
 
 /// Every stream of the catalogue (`StreamKind.descriptor`) is known wherever a stream's message is
-/// read or written: the wire's encoders and decoder, the snapshot, the spec's examples, the Python
-/// client and the browser view. A stream added to the catalogue and missed in one of them fails
-/// here, naming it.
+/// read or written: the wire's encoders and decoder, the snapshot, the spec's examples and the Python
+/// client (the browser view: MotionctlTests' MessageCatalogueViewTests, which runs view.js). A stream
+/// added to the catalogue and missed in one of them fails here, naming it.
 @Suite struct MessageCatalogueTests {
     /// A file of the package, by its path from the package's root.
     static func text(_ path: String) throws -> String {
@@ -21,23 +21,48 @@ import Testing
             .first { $0.hasPrefix("{\"class\":\"\(name)\"") && !$0.contains("…") }.map(String.init)
     }
 
-    /// The Python client's `SAMPLE_CLASSES`: each class's field of `Snapshot`.
-    static func pythonClasses() throws -> [String: String] {
-        let source = try text("clients/python/motiond/samples.py")
-        return Dictionary(source.matches(of: /"([A-Z_]+)": \("(\w+)", \w+\)/).map { (String($0.1), String($0.2)) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    /// The fields of the Python client's `Snapshot` (its class body ends at the two blank lines PEP 8 puts after it).
-    static func pythonSnapshotFields() throws -> Set<String> {
-        let source = try text("clients/python/motiond/samples.py")
-        guard let start = source.firstRange(of: "\nclass Snapshot:\n") else { return [] }
-        let body = source[start.upperBound...].split(separator: "\n\n\n", maxSplits: 1).first ?? ""
-        return Set(body.matches(of: /\n    (\w+): Optional\[/).map { String($0.1) })
-    }
-
-    /// The classes view.js's `take` has a case for.
-    static func viewClasses() throws -> Set<String> {
-        Set(try text("share/view/view.js").matches(of: /case '([A-Z_]+)':/).map { String($0.1) })
+    /// What the Python client makes of each stream's line (`[stream, line]`): for each, what is wrong,
+    /// nothing when `SAMPLE_CLASSES` files the line's class under the stream, `sample_from_wire` reads
+    /// every field of it, and `Snapshot` has the stream's field.
+    static func pythonProblems(_ lines: [[String]]) throws -> [[String]] {
+        let script = """
+            import dataclasses, json, sys
+            sys.path.insert(0, sys.argv[1])
+            from motiond.samples import SAMPLE_CLASSES, Snapshot, sample_from_wire
+            problems = []
+            for stream, line in json.loads(sys.argv[2]):
+                message, wrong = json.loads(line), []
+                name, entry = message["class"], SAMPLE_CLASSES.get(message["class"])
+                if entry is None or entry[0] != stream:
+                    wrong.append(f"SAMPLE_CLASSES has {entry!r} for {name}, not the stream {stream!r}")
+                else:
+                    try:
+                        sample = sample_from_wire(message)
+                        lost = set(message) - {"class"} - {f.name for f in dataclasses.fields(sample)}
+                        if lost:
+                            wrong.append(f"{type(sample).__name__} has no field for {sorted(lost)}")
+                    except Exception as error:
+                        wrong.append(f"sample_from_wire raised {error!r}")
+                if stream not in {f.name for f in dataclasses.fields(Snapshot)}:
+                    wrong.append(f"Snapshot has no field {stream}")
+                problems.append(wrong)
+            print(json.dumps(problems))
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../clients/python").standardized
+        let input = String(decoding: try JSONEncoder().encode(lines), as: UTF8.self)
+        process.arguments = ["python3", "-c", script, client.path, input]
+        let output = Pipe()
+        process.standardOutput = output
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "python3 on clients/python: \(said)")
+        return try JSONDecoder().decode([[String]].self, from: printed)
     }
 
     @Test func theListsOfClassesNameEachClassOnceAndEachStreamItsOwn() {
@@ -73,16 +98,14 @@ import Testing
         #expect(back == snapshot, "\(stream): a SNAPSHOT holding it reads back otherwise")
     }
 
-    @Test(arguments: StreamKind.allCases)
-    func thePythonClientKnowsTheStream(_ stream: StreamKind) throws {
-        let name = stream.descriptor.message.name
-        #expect(try Self.pythonClasses()[name] == stream.rawValue, "clients/python/motiond/samples.py: SAMPLE_CLASSES has no \"\(name)\": (\"\(stream.rawValue)\", …)")
-        #expect(try Self.pythonSnapshotFields().contains(stream.rawValue), "clients/python/motiond/samples.py: Snapshot has no field \(stream.rawValue)")
-    }
-
-    @Test(arguments: StreamKind.allCases)
-    func theBrowserViewKnowsTheStream(_ stream: StreamKind) throws {
-        let name = stream.descriptor.message.name
-        #expect(try Self.viewClasses().contains(name), "share/view/view.js: take() has no case '\(name)' for the \(stream) stream")
+    @Test func thePythonClientReadsEveryStreamsLine() throws {
+        let lines = try StreamKind.allCases.map { stream in
+            [stream.rawValue, try #require(try Self.example(of: stream.descriptor.message.name), "docs/protocol.md has no example of \(stream)")]
+        }
+        let problems = try Self.pythonProblems(lines)
+        try #require(problems.count == lines.count, "clients/python: \(problems)")
+        for (stream, wrong) in zip(StreamKind.allCases, problems) {
+            #expect(wrong.isEmpty, "clients/python/motiond/samples.py, the \(stream) stream: \(wrong.joined(separator: "; "))")
+        }
     }
 }

@@ -119,7 +119,6 @@
         accelSum.x += m.acceleration.x; accelSum.y += m.acceleration.y; accelSum.z += m.acceleration.z; accelSum.n++;
         plots.acceleration.push(seconds(m.timestamp), [m.acceleration.x, m.acceleration.y, m.acceleration.z]);
         break;
-      case 'GYROSCOPE': break;  // not watched: the rotation plot draws MOTION's rate, its bias removed
       case 'MAGNETOMETER':
         plots.magnetic.push(seconds(m.timestamp), [m.magnetic_field.x, m.magnetic_field.y, m.magnetic_field.z]);
         sphere.push(m.magnetic_field);
