@@ -37,6 +37,19 @@ import Testing
         #expect(message.message == nil)
     }
 
+    /// A SNAPSHOT from a later minor version: a stream this version does not know is skipped and the
+    /// others read; a stream sent as null is none.
+    @Test func aSnapshotsStreamThisVersionDoesNotKnowIsSkipped() throws {
+        let line = #"{"class":"SNAPSHOT","id":2,"barometer":{"timestamp":1,"pressure":101.3},"tilt":{"timestamp":7000,"tilt":"face-up"},"light":null}"#
+        guard case .snapshot(let snapshot) = try AnyServerMessage(line: Array(line.utf8)) else {
+            Issue.record("not read as a SNAPSHOT")
+            return
+        }
+        #expect(snapshot.id == .integer(2))
+        #expect(snapshot.tilt == TiltMessage(timestamp: 7000, tilt: .faceUp))
+        #expect(StreamKind.allCases.filter { snapshot[$0] != nil } == [.tilt])
+    }
+
     @Test(arguments: [#"{"steps":12}"#, #"["class"]"#, "not json", #"{"class":"TILT","timestamp":"soon"}"#])
     func aLineWithoutAClassOrWhoseFieldsDoNotFitItIsRefused(_ line: String) {
         #expect(throws: (any Error).self) { try AnyServerMessage(line: Array(line.utf8)) }
