@@ -25,6 +25,6 @@ struct Get: ParsableCommand {
         }
         var view = MotionView()
         view.take(snapshot)
-        print(view.render(color: false).joined(separator: "\n"))
+        print(view.render().joined(separator: "\n"))
     }
 }

@@ -62,23 +62,20 @@ struct MotionView {
         return Double(recent.count - 1) / last.seconds(since: first)
     }
 
-    func render(color: Bool) -> [String] {
-        func vector(_ v: Vector3, _ digits: Int = 3) -> String {
-            [v.x, v.y, v.z].map { String(format: "%+.\(digits)f", $0) }.joined(separator: "  ")
-        }
-        var lines: [String] = []
+    /// The rate line, then each stream's lines in `order`.
+    func render() -> [String] {
         let rateText = rate.map { String(format: "%.1f Hz", $0) } ?? "–"
-        lines.append("motiond   rate \(rateText)   dropped \(dropped)")
-        for stream in Self.order {
-            guard let message = latest[stream] else { continue }
-            lines += Self.lines(message, since: startAltitude, vector: vector)
-        }
-        return lines
+        return ["motiond   rate \(rateText)   dropped \(dropped)"] + Self.order.flatMap { latest[$0].map(lines) ?? [] }
     }
 
+    private func vector(_ v: Vector3, _ digits: Int = 3) -> String {
+        [v.x, v.y, v.z].map { String(format: "%+.\(digits)f", $0) }.joined(separator: "  ")
+    }
+
+    private func degrees(_ radians: Double) -> String { String(format: "%+8.2f°", radians * 180 / .pi) }
+
     /// A stream's lines; a stream this view has no words for shows its protocol line.
-    private static func lines(_ message: AnyServerMessage, since startAltitude: Double?, vector: (Vector3, Int) -> String) -> [String] {
-        func degrees(_ radians: Double) -> String { String(format: "%+8.2f°", radians * 180 / .pi) }
+    private func lines(_ message: AnyServerMessage) -> [String] {
         switch message {
         case .motion(let m):
             let a = m.attitude
@@ -87,17 +84,17 @@ struct MotionView {
             var lines = ["attitude        roll \(degrees(a.roll))  pitch \(degrees(a.pitch))  yaw \(yaw)   (\(m.frame.rawValue))"]
             let q = a.quaternion
             lines.append(String(format: "quaternion      w %+.4f  x %+.4f  y %+.4f  z %+.4f", q.w, q.x, q.y, q.z))
-            lines.append("gravity         \(vector(m.gravity, 3)) g")
-            lines.append("user accel      \(vector(m.userAcceleration, 3)) g")
-            if !unavailable.contains(.rotationRate) { lines.append("rotation rate   \(vector(m.rotationRate, 3)) rad/s") }
+            lines.append("gravity         \(vector(m.gravity)) g")
+            lines.append("user accel      \(vector(m.userAcceleration)) g")
+            if !unavailable.contains(.rotationRate) { lines.append("rotation rate   \(vector(m.rotationRate)) rad/s") }
             if !unavailable.contains(.magneticField) {
                 lines.append("magnetic field  \(vector(m.magneticField.field, 1)) µT   accuracy \(m.magneticField.accuracy.rawValue)")
             }
             if let heading = m.heading { lines.append(String(format: "heading         %.1f°", heading)) }
             for reason in unavailable.reasons { lines.append("unavailable     \(reason)") }
             return lines
-        case .accelerometer(let m): return ["accelerometer   \(vector(m.acceleration, 3)) g"]
-        case .gyroscope(let m): return ["gyroscope       \(vector(m.rotationRate, 3)) rad/s"]
+        case .accelerometer(let m): return ["accelerometer   \(vector(m.acceleration)) g"]
+        case .gyroscope(let m): return ["gyroscope       \(vector(m.rotationRate)) rad/s"]
         case .magnetometer(let m): return ["magnetometer    \(vector(m.magneticField, 1)) µT"]
         case .proximity(let m): return ["proximity       \(m.near ? "near" : "far") (\(m.value.formatted(digits: 1)))"]
         case .light(let m): return ["light           \(m.illuminance.formatted(digits: 1)) \(m.unit.rawValue)"]

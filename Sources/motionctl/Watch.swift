@@ -61,7 +61,7 @@ struct Watch: AsyncParsableCommand {
                 let complete = !streams.contains(.motion) || view.latest.motion != nil
                 guard complete, Date().timeIntervalSince(lastDraw) >= 0.05 || once else { continue }
                 lastDraw = Date()
-                let lines = view.render(color: inPlace)
+                let lines = view.render()
                 if inPlace {
                     // Home, each line cleared to its end, then whatever was below cleared.
                     write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J")

@@ -39,7 +39,7 @@ import TestSupport
         var view = MotionView()
         view.take(.altitude(AltitudeMessage(timestamp: 1, pressure: 101.325, altitude: 0, precision: nil)))
         view.take(.gesture(GestureMessage(timestamp: 2, gesture: .shake)))
-        let streams = view.render(color: false).dropFirst().map { $0.prefix { $0 != " " } }
+        let streams = view.render().dropFirst().map { $0.prefix { $0 != " " } }
         #expect(streams == ["gesture", "altitude"])
     }
 }
