@@ -1,5 +1,6 @@
 import MotionCore
 import MotionSystem
+import Synchronization
 
 /// A device's IIO buffer, opened for an owner that reads it from its own event loop: no thread of
 /// the capture's, so that a batch of scans costs the process one wake-up.
@@ -11,7 +12,8 @@ import MotionSystem
 /// bytes to `decode`. Everything changed on the device is put back by `close()`.
 public final class ScanBuffer: @unchecked Sendable {
     // @unchecked: one thread at a time uses it: opened off the loop, then read on the loop, then
-    // closed once reading has ended.
+    // closed once reading has ended; but for the attributes, which a hysteresis write off the loop
+    // and a close (a stop from any thread) change at once, and a lock guards.
     /// The device read.
     public let device: DeviceDescriptor
     /// The sensors read.
@@ -25,7 +27,7 @@ public final class ScanBuffer: @unchecked Sendable {
     public let problems: [DeviceError]
 
     private let reader: BufferedReader
-    private var restorer: AttributeRestorer
+    private let restorer: Mutex<AttributeRestorer>
     private let sysfs: Sysfs
 
     /// Scans the kernel's buffer holds per watermark (libiio's four kernel blocks): room for the owner
@@ -44,7 +46,7 @@ public final class ScanBuffer: @unchecked Sendable {
         self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
         self.watermark = max(1, watermark)
         sysfs = Sysfs()
-        restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
+        var restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
         var problems = SensorCapture.configure(device, kinds: kinds, rate: self.rate, restorer: &restorer)
         do throws(DeviceError) {
             reader = try BufferedReader(
@@ -55,6 +57,7 @@ public final class ScanBuffer: @unchecked Sendable {
         }
         if let problem = reader.timestampProblem { problems.append(problem) }
         self.problems = problems
+        self.restorer = Mutex(restorer)
     }
 
     deinit { close() }
@@ -108,12 +111,12 @@ public final class ScanBuffer: @unchecked Sendable {
     /// back at `close()`. Blocks for the write (a feature report to the hub): call it off an event loop.
     public func setAccelerometerHysteresis(_ value: Double) throws(DeviceError) {
         guard let attribute = accelerometerHysteresis else { throw .kindUnavailable(device: device.number.sysname, kind: "accelerometer hysteresis") }
-        try restorer.set(attribute, to: value == 0 ? "0" : String(value))
+        try restorer.withLock { (restorer) throws(DeviceError) in try restorer.set(attribute, to: value == 0 ? "0" : String(value)) }
     }
 
     /// Disables the buffer and puts back every attribute changed (idempotent).
     public func close() {
         reader.close()
-        restorer.restoreAll()
+        restorer.withLock { $0.restoreAll() }
     }
 }
