@@ -103,10 +103,14 @@ final class ClientTable: @unchecked Sendable {
         }
     }
 
-    /// Sends a message that is never dropped (an event, `VERSION`, `ENDED`).
+    /// Sends a message that is never dropped (`VERSION`, `ENDED`).
     func send<M: ServerMessage>(_ message: M, to id: ID) {
-        guard let outbox = outboxes[id], let message = catalogued(message) else { return }
-        deliver(message, to: outbox, kind: .kept)
+        if let message = catalogued(message) { send(message, to: id) }
+    }
+
+    /// Sends a message, as its case, that is never dropped (an event stream's state).
+    func send(_ message: AnyServerMessage, to id: ID) {
+        if let outbox = outboxes[id] { deliver(message, to: outbox, kind: .kept) }
     }
 
     /// Sends a reply, or holds it behind an earlier POLL still waiting for its sensors.

@@ -46,7 +46,7 @@ extension Hub {
         // Event streams start with their state.
         guard watch.enable != false else { return }
         for stream in streams where stream.startsWithState {
-            if let current = pipeline.latest(stream)?.message { clients.send(current, to: id) }
+            if let current = pipeline.latest(stream) { clients.send(current, to: id) }
         }
     }
 
