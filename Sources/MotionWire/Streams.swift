@@ -90,6 +90,7 @@ extension StreamKind {
         public var required: Set<SensorKind>
         /// The sensors it uses where the machine has them.
         public var optional: Set<SensorKind> = []
+        /// How its sensors are sampled.
         public var sampling: Sampling
         /// The sensor whose readings it carries as they are (what a recording holds), if it does.
         public var rawSensor: SensorKind?
@@ -144,9 +145,11 @@ extension StreamKind {
 public struct AttitudeMessage: Codable, Sendable, Hashable {
     /// Device → reference frame.
     public var quaternion: Quaternion
-    /// Radians, CoreMotion's conventions.
+    /// Radians about y in (−π, π], CoreMotion's conventions.
     public var roll: Double
+    /// Radians about x in [−π/2, π/2].
     public var pitch: Double
+    /// Radians about z in (−π, π].
     public var yaw: Double
     /// CoreMotion's rotation matrix (reference → device); on the wire, nine numbers row by row.
     public var rotationMatrix: Matrix3
@@ -189,6 +192,7 @@ public struct AttitudeMessage: Codable, Sendable, Hashable {
 public struct CalibratedFieldMessage: Codable, Sendable, Hashable {
     /// µT, hard iron removed.
     public var field: Vector3
+    /// How well the bias is known: uncalibrated, low, medium, high.
     public var accuracy: MagneticFieldAccuracy
 
     public init(field: Vector3, accuracy: MagneticFieldAccuracy) {
@@ -202,7 +206,9 @@ public struct MotionMessage: ServerMessage {
     public static let className = "MOTION"
     /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
+    /// The reference frame of `attitude` and `heading`.
     public var frame: AttitudeReferenceFrame
+    /// Device → `frame`.
     public var attitude: AttitudeMessage
     /// g, CoreMotion's sign.
     public var gravity: Vector3
@@ -210,6 +216,7 @@ public struct MotionMessage: ServerMessage {
     public var userAcceleration: Vector3
     /// rad/s, bias removed.
     public var rotationRate: Vector3
+    /// µT, the estimated bias removed, with its accuracy.
     public var magneticField: CalibratedFieldMessage
     /// Degrees in [0, 360), north frames only.
     public var heading: Double?
@@ -236,7 +243,9 @@ public struct MotionMessage: ServerMessage {
 /// `ACCELEROMETER`: raw acceleration, g, CoreMotion's sign.
 public struct AccelerometerMessage: ServerMessage {
     public static let className = "ACCELEROMETER"
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
+    /// g, CoreMotion's sign (−1 g along up at rest).
     public var acceleration: Vector3
     public init(timestamp: Int64, acceleration: Vector3) {
         self.timestamp = timestamp
@@ -247,7 +256,9 @@ public struct AccelerometerMessage: ServerMessage {
 /// `GYROSCOPE`: raw rotation rate, rad/s.
 public struct GyroscopeMessage: ServerMessage {
     public static let className = "GYROSCOPE"
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
+    /// rad/s, right-handed about each device axis, the bias not removed.
     public var rotationRate: Vector3
     public init(timestamp: Int64, rotationRate: Vector3) {
         self.timestamp = timestamp
@@ -258,7 +269,9 @@ public struct GyroscopeMessage: ServerMessage {
 /// `MAGNETOMETER`: raw magnetic field, µT.
 public struct MagnetometerMessage: ServerMessage {
     public static let className = "MAGNETOMETER"
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
+    /// µT, the bias not removed.
     public var magneticField: Vector3
     public init(timestamp: Int64, magneticField: Vector3) {
         self.timestamp = timestamp
@@ -269,7 +282,9 @@ public struct MagnetometerMessage: ServerMessage {
 /// `PROXIMITY`: near or far.
 public struct ProximityMessage: ServerMessage {
     public static let className = "PROXIMITY"
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
+    /// Whether something is near.
     public var near: Bool
     /// The raw reading.
     public var value: Double
@@ -287,9 +302,11 @@ public struct LightMessage: ServerMessage {
     public enum Unit: String, Codable, Sendable, Hashable {
         case lux, vendor
     }
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
     /// In `unit`.
     public var illuminance: Double
+    /// What `illuminance` is in.
     public var unit: Unit
     public init(timestamp: Int64, illuminance: Double, unit: Unit) {
         self.timestamp = timestamp
@@ -301,7 +318,9 @@ public struct LightMessage: ServerMessage {
 /// `ORIENTATION`: the screen orientation.
 public struct OrientationMessage: ServerMessage {
     public static let className = "ORIENTATION"
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
+    /// Which edge of the screen is up.
     public var orientation: ScreenOrientation
     public init(timestamp: Int64, orientation: ScreenOrientation) {
         self.timestamp = timestamp
@@ -312,7 +331,9 @@ public struct OrientationMessage: ServerMessage {
 /// `TILT`: how far the screen leans back or forward (protocol 1.1).
 public struct TiltMessage: ServerMessage {
     public static let className = "TILT"
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
+    /// How far the screen leans.
     public var tilt: ScreenTilt
     public init(timestamp: Int64, tilt: ScreenTilt) {
         self.timestamp = timestamp
@@ -357,6 +378,7 @@ public struct GestureMessage: ServerMessage {
     public static let className = "GESTURE"
     /// The sample that completed the gesture, ns.
     public var timestamp: Int64
+    /// Which gesture.
     public var gesture: Gesture
     public init(timestamp: Int64, gesture: Gesture) {
         self.timestamp = timestamp
@@ -406,9 +428,11 @@ public struct ActivityMessage: ServerMessage {
 /// `HINGE`: a 2-in-1's hinge angle, degrees, and mode (protocol 1.1).
 public struct HingeMessage: ServerMessage {
     public static let className = "HINGE"
+    /// ns, CLOCK_MONOTONIC.
     public var timestamp: Int64
     /// Degrees in [0, 360]: 0 shut, 180 flat, 360 folded back.
     public var angle: Double
+    /// Closed, laptop, tent or tablet, by the angle.
     public var mode: HingeMode
     /// What the angle comes from (protocol 1.9; nil from an older daemon): the display's and the
     /// base's acceleration, g, CoreMotion's sign, each in its own frame (its mount matrix applied),
@@ -429,6 +453,7 @@ public struct HingeMessage: ServerMessage {
 /// name.
 public struct Snapshot: ServerMessage {
     public static let className = "SNAPSHOT"
+    /// The `POLL`'s id, if it had one.
     public var id: RequestID?
     /// Each stream's message at the stream's `index`; nil for a stream not in the snapshot.
     private var messages = [AnyServerMessage?](repeating: nil, count: StreamKind.caseCount)
