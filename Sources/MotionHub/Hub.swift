@@ -79,7 +79,8 @@ package final class Hub: @unchecked Sendable {
         fanout = StreamFanout(clients: clients)
         polls = PollBroker(clients: clients, eventLoop: eventLoop)
         offLoop = OffLoopWork(eventLoop: eventLoop, runner: offLoopWork)
-        memory = MemoryUpkeep(eventLoop: eventLoop, offLoop: offLoop, logger: logger, pagesOut: pagesOutWhenSettled)
+        memory = MemoryUpkeep(
+            eventLoop: eventLoop, offLoop: offLoop, logger: logger, pageOut: pagesOutWhenSettled ? ResidentMemory.releaseFilePages : nil)
         calibrationLog = CalibrationLog(logger: logger, mountMatrixWording: mountMatrixWording)
         captures = CaptureManager(source: source, eventLoop: eventLoop, offLoop: offLoop, logger: logger)
         saver = StateSaver(store: store, offLoop: offLoop, eventLoop: eventLoop, logger: logger)

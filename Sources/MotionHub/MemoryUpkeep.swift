@@ -5,7 +5,8 @@ import NIOCore
 /// Gives memory back while the daemon idles (`ResidentMemory`): the heap's free pages once clients
 /// that held many bytes have left, and the process's code pages once the sensors have run as
 /// planned for `pageOutDelay`. Both run off the loop (`OffLoopWork`). Confined to the hub's event loop.
-final class MemoryUpkeep {
+final class MemoryUpkeep: @unchecked Sendable {
+    // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
     /// How long the sensors must run as planned (or none run) before the code that started, stopped
     /// or served what ran before is paged out: start-up, a client's coming and going; the steady
     /// state's own code faults back in within its first samples.
@@ -17,21 +18,25 @@ final class MemoryUpkeep {
     private let eventLoop: any EventLoop
     private let offLoop: OffLoopWork
     private let logger: Logger
-    /// Whether the process's code pages are given back once the sensors settle: the daemon's, whose
-    /// executable no other process maps; not a process that hosts hubs among other work.
-    private let pagesOut: Bool
+    /// Gives the process's code pages back once the sensors settle (`ResidentMemory.releaseFilePages`:
+    /// the daemon's, whose executable no other process maps); nil: not a process that hosts hubs among
+    /// other work.
+    private let pageOut: (@Sendable () -> Result<Int, Errno>)?
+    /// Whether a failing page-out was said: one that keeps failing (a kernel without `MADV_PAGEOUT`)
+    /// is said once, not at every change of the plan, until one succeeds.
+    private var saidPageOutFails = false
     /// The heap's trim due after clients that held many bytes left.
     private var heapRelease: Scheduled<Void>?
     /// The page-out due once the plan has held for `pageOutDelay`.
-    private var pageOut: Scheduled<Void>?
+    private var pageOutDue: Scheduled<Void>?
     /// Set by `stop`: nothing more is scheduled (shutdown).
     private var stopped = false
 
-    init(eventLoop: any EventLoop, offLoop: OffLoopWork, logger: Logger, pagesOut: Bool) {
+    init(eventLoop: any EventLoop, offLoop: OffLoopWork, logger: Logger, pageOut: (@Sendable () -> Result<Int, Errno>)?) {
         self.eventLoop = eventLoop
         self.offLoop = offLoop
         self.logger = logger
-        self.pagesOut = pagesOut
+        self.pageOut = pageOut
     }
 
     /// Gives the heap's free memory back `heapReleaseDelay` after the last call: glibc otherwise keeps
@@ -49,14 +54,19 @@ final class MemoryUpkeep {
     /// sensors' plan changed, or a write brought the encoder's code back (3 MB of a screen-rotation
     /// daemon's 14.7).
     func pageOutOnceSettled() {
-        guard pagesOut, !stopped else { return }
-        pageOut?.cancel()
-        pageOut = eventLoop.scheduleTask(in: Self.pageOutDelay) { [self] in
-            pageOut = nil
+        guard let release = pageOut, !stopped else { return }
+        pageOutDue?.cancel()
+        pageOutDue = eventLoop.scheduleTask(in: Self.pageOutDelay) { [self] in
+            pageOutDue = nil
             guard !stopped else { return }
-            offLoop.run({ ResidentMemory.releaseFilePages() }, then: { [self] result in
-                if case .success(.failure(let error)) = result {
+            offLoop.run(release, then: { [self] result in
+                guard case .success(let pagedOut) = result else { return }
+                switch pagedOut {
+                case .success: saidPageOutFails = false
+                case .failure(let error) where !saidPageOutFails:
+                    saidPageOutFails = true
                     logger.info("code pages stay resident", metadata: ["error": "\(error)"])
+                case .failure: break
                 }
             })
         }
@@ -65,7 +75,7 @@ final class MemoryUpkeep {
     /// Cancels what is due and schedules nothing more (at shutdown).
     func stop() {
         stopped = true
-        pageOut?.cancel()
+        pageOutDue?.cancel()
         heapRelease?.cancel()
     }
 }
