@@ -6,7 +6,8 @@ import NIOCore
 /// history, every `interval` while sensors that learn run and once when they stop (nothing runs at
 /// rest: what is learnt is learnt only while they run), and at shutdown. The writes run off the loop
 /// (`SavedState`). Confined to the hub's event loop.
-final class StateSaver {
+final class StateSaver: @unchecked Sendable {
+    // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
     let calibration: SavedState<SensorFusion.Calibration>
     let history: SavedState<GaitHistory.Saved>
     private let eventLoop: any EventLoop
