@@ -11,7 +11,7 @@ private let canApplyTheUinputRule: Bool = {
     probe.arguments = ["unshare", "--mount", "true"]
     probe.standardOutput = FileHandle.nullDevice
     probe.standardError = FileHandle.nullDevice
-    guard (try? probe.run()) != nil else { return false }
+    guard (try? probe.runWithSteadyEnvironment()) != nil else { return false }
     probe.waitUntilExit()
     return probe.terminationStatus == 0
 }()

@@ -142,7 +142,8 @@ import TestSupport
                 // The recording's 285.7 Hz × 3.5: 1 kHz.
                 let daemon = try Daemon(arguments: ["--speed", "3.5"])
                 let watcher = try Self.watcher(daemon)
-                let clients = try (0..<1024).map { _ in try DSUTestClient(serverPort: daemon.port) }
+                // Under `environmentLock`, as `launchableDescriptors` says: a launch beside them waits.
+                let clients = try environmentLock.withLock { try (0..<1024).map { _ in try DSUTestClient(serverPort: daemon.port) } }
                 var outcome = Outcome()
                 (outcome.largestGap, outcome.packetsPerSecond) = try Self.whileAsking(clients) { try Self.measure(watcher, daemon, seconds: 4) }
                 outcome.served = clients.count { !$0.receiveQueued().isEmpty }

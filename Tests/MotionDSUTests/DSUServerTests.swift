@@ -274,7 +274,9 @@ import TestSupport
             getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
             limit.rlim_cur = limit.rlim_max
             setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-            let clients = try (0..<1000).map { _ in try DSUTestClient(serverPort: port) }
+            // Opened under `environmentLock`: with these the test process holds more than a launch may
+            // (`launchableDescriptors`), and a launch beside it waits until they are closed.
+            let clients = try environmentLock.withLock { try (0..<1000).map { _ in try DSUTestClient(serverPort: port) } }
             // As emulators start, a thousand over a second, each asking again every second (Dolphin).
             for _ in 0..<3 {
                 for (index, client) in clients.enumerated() {
