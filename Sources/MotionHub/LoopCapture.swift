@@ -25,11 +25,8 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     let device: DeviceDescriptor
     let kinds: [SensorKind]
     let rate: Double
-    /// Scans per read of a buffer: as many as `latency` lets wait.
-    let batch: Int
-    /// Seconds between reads at rest while the chip's motion events wake it.
-    let heartbeat: Double
     let eventLoop: any EventLoop
+    /// Its rate, its batch (scans per read of a buffer: as many as `latency` lets wait), its timeouts.
     let policy: CapturePolicy
     private let state: Mutex<State>
     private(set) var handler: @Sendable (SensorEvent) -> Void = { _ in }
@@ -62,10 +59,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         let startMode = rests && !triesHysteresis ? .polled : device.captureMode
         self.device = device
         self.kinds = kinds
-        self.heartbeat = heartbeat
         self.rate = device.captureRate(for: rate, in: startMode)
-        batch = min(CapturePlan.largestBatch, max(1, Int(saturating: latency * self.rate)))
         self.eventLoop = eventLoop
+        let batch = min(CapturePlan.largestBatch, max(1, Int(saturating: latency * self.rate)))
         policy = CapturePolicy(rate: self.rate, batch: batch, firstDataTimeout: firstDataTimeout)
         let lifecycle = CaptureLifecycle(
             device: device.number.sysname, policy: policy, startingIn: startMode, restsWhenStill: rests, heartbeat: heartbeat)
@@ -90,8 +86,13 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// captures inside its replan, which an `ended` told at once would re-enter.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
-        let opened = lifecycle { $0.mode } == .buffered ? openBuffer() : openPolling()
-        state.withLock { $0.opening = opened }
+        opens(lifecycle { $0.mode } == .buffered ? openBuffer() : openPolling())
+    }
+
+    /// Keeps `opening` for `stop` to wait for, beside any under way: started off the loop, the first
+    /// opening can fail, and its fallback's begin, before `start` gets here.
+    private func opens(_ opening: EventLoopFuture<Void>) {
+        state.withLock { $0.opening = $0.opening.and(opening).map { _ in } }
     }
 
     /// Does what the lifecycle said.
@@ -102,7 +103,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         case .fallBackToPolling(let reason): fallBackToPolling(because: reason)
         case .rest(let mode, let reason):
             if mode == .adaptivePolling { close { $0 is MotionEventReader } }
-            if let ticker = readers.lazy.compactMap({ $0 as? PollTicker }).first { ticker.rest(on: mode) }
+            state.withLock { $0.readers.lazy.compactMap { $0 as? PollTicker }.first }?.rest(on: mode)
             handler(.restModeChanged(mode, reason: reason))
         case .end(let reason):
             close { _ in true }
@@ -124,8 +125,6 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     func reads(_ reader: any CaptureReader) -> Bool {
         state.withLock { $0.readers.contains { $0 === reader } }
     }
-
-    private var readers: [any CaptureReader] { state.withLock { $0.readers } }
 
     /// Closes the readers `matching` (waiting for their channels and threads when `waiting`).
     private func close(waiting: Bool = false, _ matching: (any CaptureReader) -> Bool) {
@@ -155,7 +154,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     // MARK: Opening
 
     private func openBuffer() -> EventLoopFuture<Void> {
-        let (device, kinds, rate, batch) = (device, kinds, rate, batch)
+        let (device, kinds, rate, batch) = (device, kinds, rate, policy.batch)
         return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
             try ScanBuffer(device: device, kinds: kinds, rate: rate, watermark: batch)
         }.flatMap { [self] buffer in
@@ -179,8 +178,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     private func fallBackToPolling(because reason: DeviceError) {
         close { _ in true }
         handler(.captureModeChanged(.polled, reason: reason))
-        let opening = openPolling()
-        state.withLock { $0.opening = $0.opening.and(opening).map { _ in } }
+        opens(openPolling())
     }
 
     /// Polls the device on the loop from a timer, or, faster than the loop polls, on a thread of its own.

@@ -13,8 +13,6 @@ protocol CaptureReader: AnyObject, Sendable {
 
 /// A reader whose descriptor a channel of the capture's loop reads, the reader being its handler.
 protocol ChannelReader: CaptureReader, ChannelInboundHandler where InboundIn == ByteBuffer {
-    /// The capture it reads for.
-    var capture: LoopCapture? { get }
     /// The channel, once registered.
     var channel: ReadingChannel { get }
     /// The channel ended by itself: an error, or the descriptor closed.

@@ -27,7 +27,8 @@ final class PollTicker: ChannelReader, @unchecked Sendable {
         self.capture = capture
         rejections = RejectionReport(device: poller.device.number.sysname, kinds: poller.kinds)
         timerRate = poller.rate
-        if capture.lifecycle({ $0.restsWhenStill }) { adaptive = AdaptivePolling(movingRate: poller.rate, heartbeat: capture.heartbeat) }
+        let (rests, heartbeat) = capture.lifecycle { ($0.restsWhenStill, $0.heartbeat) }
+        if rests { adaptive = AdaptivePolling(movingRate: poller.rate, heartbeat: heartbeat) }
     }
 
     /// The timer that ticks the reads, for the channel.
