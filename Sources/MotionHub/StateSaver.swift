@@ -59,11 +59,13 @@ final class StateSaver: @unchecked Sendable {
     /// the disk (failed, or skipped behind another).
     private func historyNeedsSaving(_ gait: GaitStage) -> Bool { gait.historyRevision != historySavedRevision || !history.isSaved }
 
-    /// Saves the calibration of `fusion` (none: none runs), and `gait`'s history if it changed, in the
-    /// background. Returns whether something was written.
+    /// Saves the calibration of `fusion` (none running: the last one kept, if its save failed), and
+    /// `gait`'s history if it changed, in the background. Returns whether something was written.
     func save(_ fusion: SensorFusion?, _ gait: GaitStage) -> Bool {
         var wrote = false
-        if let fusion { wrote = calibration.save(fusion.calibration) }
+        // With no fusion running, a calibration the disk refused when its fusion ended is tried again:
+        // left to the save at shutdown, a crash or a power cut would lose it.
+        if let latest = fusion?.calibration ?? (calibration.isSaved ? nil : calibration.value) { wrote = calibration.save(latest) }
         if historyNeedsSaving(gait) {
             historySavedRevision = gait.historyRevision
             wrote = history.save(gait.history.saved) || wrote
