@@ -15,8 +15,11 @@ import MotionSystem
 ///     polled ──motion events armed──▶ resting(motionEvents)
 ///            ──motion events refused──▶ resting(adaptivePolling)
 ///     resting(motionEvents) ──events failed, or a move went unannounced──▶ resting(adaptivePolling)
-///     any ──device gone, failuresThatEnd failed reads in a row, a polled open failed, the reading
-///           ended by itself, stop──▶ ended
+///     buffered ──silent for a check, its device there──▶ recovering(silence)
+///     any reading ──failuresThatEnd failed reads in a row, its device there──▶ recovering(failingReads)
+///     opening(polled) after a re-arm ──open failed, its device there──▶ recovering (the same reason)
+///     recovering ──its back-off waited (`RecoveryBackoff`)──▶ opening(the mode it started in)
+///     any ──device gone, a first polled open failed, the reading ended by itself, stop──▶ ended
 public struct CaptureLifecycle: Sendable, Equatable {
     public enum Phase: Sendable, Equatable {
         /// The device is being opened to be read in this mode.
@@ -27,8 +30,9 @@ public struct CaptureLifecycle: Sendable, Equatable {
         case polled
         /// An accelerometer that only event streams read, learning of its moves this way.
         case resting(Rest)
-        // A later phase, `recovering` (a capture re-armed after suspend, or after a stall while its
-        // device exists), goes here, between reading and `ended`.
+        /// Closed while its device is there, to be opened again as at start once its back-off has
+        /// waited (`RecoveryBackoff`): a sensor that stalled.
+        case recovering(RecoveryReason)
         /// Over: nothing more is read, and nothing more is told.
         case ended
     }
@@ -58,6 +62,9 @@ public struct CaptureLifecycle: Sendable, Equatable {
         /// Tell the owner how the capture now learns of a move (`SensorEvent.restModeChanged`). Into
         /// adaptive polling from motion events: close the events, and poll slowly at rest.
         case rest(RestMode, reason: DeviceError?)
+        /// Close, tell the owner (`SensorEvent.rearming`), and after `after` seconds open the device
+        /// again as at start (`reopen`): its `attempt`th re-arm since it last read.
+        case rearm(RecoveryReason, attempt: Int, after: Double)
         /// Close, and tell the owner the capture is over (`SensorEvent.ended`).
         case end(DeviceError)
     }
@@ -72,6 +79,10 @@ public struct CaptureLifecycle: Sendable, Equatable {
     public let heartbeat: Double
     /// The mode it was reading in when it ended.
     private var lastMode: CaptureMode
+    /// The mode it opened in first, which a re-arm opens in again.
+    private let startMode: CaptureMode
+    /// Re-arms since it last read: the back-off's step.
+    private var attempts = 0
     /// Why a resting buffer was given up for polling: the rest's reason, rather than the poller's own
     /// (a hub has no motion events).
     private var whyPolled: DeviceError?
@@ -91,6 +102,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
         self.heartbeat = heartbeat
         phase = .opening(mode)
         lastMode = mode
+        startMode = mode
     }
 
     // MARK: What follows from the phase
@@ -101,6 +113,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
         case .opening(let mode): mode
         case .buffered, .resting(.hysteresisTrial), .resting(.hysteresis): .buffered
         case .polled, .resting(.motionEvents), .resting(.adaptivePolling): .polled
+        case .recovering: startMode
         case .ended: lastMode
         }
     }
@@ -119,8 +132,16 @@ public struct CaptureLifecycle: Sendable, Equatable {
     /// Whether it is over (ended or stopped).
     public var isOver: Bool { phase == .ended }
 
+    /// Whether it reads now: open, neither opening, recovering nor over.
+    public var isReading: Bool {
+        switch phase {
+        case .buffered, .polled, .resting: true
+        case .opening, .recovering, .ended: false
+        }
+    }
+
     /// Whether it reads a buffer now.
-    public var readsBuffer: Bool { !isOver && mode == .buffered && phase != .opening(.buffered) }
+    public var readsBuffer: Bool { isReading && mode == .buffered }
 
     /// Seconds from one check of a buffer to the next: a buffer silent at rest is checked once a heartbeat.
     public var checkDelay: Double { phase == .resting(.hysteresis) ? heartbeat : policy.checkInterval }
@@ -140,10 +161,11 @@ public struct CaptureLifecycle: Sendable, Equatable {
     /// The device could not be opened. A buffer that cannot be had is polled instead; a device that
     /// cannot be polled either, or is gone, ends the capture. `deviceExists`: checked by the caller
     /// before, outside whatever lock holds this value (for a remote device, an iiod round trip).
+    /// A re-armed device that cannot be polled is re-armed again, after its back-off.
     public mutating func openFailed(_ error: DeviceError, deviceExists: Bool) -> Action {
         guard case .opening(let mode) = phase else { return .proceed }
         guard deviceExists else { return end(.deviceVanished(device: device)) }
-        guard mode == .buffered else { return end(error) }
+        guard mode == .buffered else { return attempts > 0 ? rearm(recoveringFrom) : end(error) }
         return fallBack(error)
     }
 
@@ -151,7 +173,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
 
     /// A read gave what it had: the failures in a row are forgotten.
     public mutating func readSucceeded() {
-        failuresInARow = 0
+        (failuresInARow, attempts) = (0, 0)
         scanSeen = true
         scanSinceCheck = true
     }
@@ -161,7 +183,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
     /// a removed device's open files. The check is the caller's, made outside whatever lock holds this
     /// value (a remote device's is an iiod round trip of up to 2 s), and told by `presenceChecked`.
     public mutating func presenceCheckDue() -> Bool {
-        guard !isOver, mode == .polled, phase != .opening(.polled) else { return false }
+        guard isReading, mode == .polled else { return false }
         readsSincePresenceCheck += 1
         guard readsSincePresenceCheck >= policy.readsPerPresenceCheck else { return false }
         readsSincePresenceCheck = 0
@@ -176,27 +198,31 @@ public struct CaptureLifecycle: Sendable, Equatable {
     }
 
     /// A read failed. The device gone ends the capture; a buffer's wait that timed out before its
-    /// first scan is a buffer that gives nothing (polled instead), after it a paused sensor (waited
-    /// for); any other failure is told, and `CapturePolicy.failuresThatEnd` in a row end it.
-    /// `deviceExists`: checked by the caller before, outside whatever lock holds this value.
+    /// first scan is a buffer that gives nothing (polled instead), after it a silence the checks
+    /// judge (`checkDue`); any other failure is told, and `CapturePolicy.failuresThatEnd` in a row
+    /// re-arm the device. `deviceExists`: checked by the caller before, outside whatever lock holds
+    /// this value.
     public mutating func readFailed(_ error: DeviceError, deviceExists: Bool) -> Action {
-        guard !isOver, !isOpening else { return .proceed }
+        guard isReading else { return .proceed }
         guard deviceExists else { return end(.deviceVanished(device: device)) }
         if readsBuffer, case .bufferFailed(_, _, let code) = error, code == ErrnoValue.timedOut {
             return scanSeen ? .proceed : fallBack(error)
         }
         failuresInARow += 1
-        return failuresInARow >= CapturePolicy.failuresThatEnd ? end(error) : .report(error)
+        return failuresInARow >= CapturePolicy.failuresThatEnd ? rearm(.failingReads) : .report(error)
     }
 
     /// A buffer's check is due (`CapturePolicy.firstDataTimeout` after it opened, then every
-    /// `checkDelay`): without a first scan it is polled instead; silent since the last check and
-    /// its device gone, the capture ends (a removed device's buffer need not fail a read).
+    /// `checkDelay`): without a first scan it is polled instead; silent since the last check, the
+    /// capture ends if its device is gone (a removed device's buffer need not fail a read), and is
+    /// re-armed if it is there and reads without rest (a resting hub's buffer is silent by design).
     public mutating func checkDue(deviceExists: @autoclosure () -> Bool) -> Action {
         guard readsBuffer else { return .proceed }
         guard scanSeen else { return fallBack(.bufferFailed(device: device, operation: "first scan", errno: ErrnoValue.timedOut)) }
         defer { scanSinceCheck = false }
-        return scanSinceCheck || deviceExists() ? .proceed : end(.deviceVanished(device: device))
+        guard !scanSinceCheck else { return .proceed }
+        guard deviceExists() else { return end(.deviceVanished(device: device)) }
+        return phase == .buffered ? rearm(.silence) : .proceed
     }
 
     /// The reading itself ended: its descriptor closed by itself, or failed in a way no retry mends.
@@ -247,16 +273,33 @@ public struct CaptureLifecycle: Sendable, Equatable {
         return .rest(.adaptivePolling, reason: reason)
     }
 
+    // MARK: Recovering
+
+    /// The back-off of a re-arm has waited: the device is opened again in the mode it started in
+    /// (nil: stopped meanwhile, or not recovering).
+    public mutating func reopen() -> CaptureMode? {
+        guard case .recovering = phase else { return nil }
+        phase = .opening(startMode)
+        return startMode
+    }
+
+    /// Why the re-arm under way began (a reopening that fails again keeps it).
+    private var recoveringFrom: RecoveryReason = .failingReads
+
+    private mutating func rearm(_ reason: RecoveryReason) -> Action {
+        attempts += 1
+        recoveringFrom = reason
+        (failuresInARow, scanSeen, scanSinceCheck, readsSincePresenceCheck) = (0, false, false, 0)
+        phase = .recovering(reason)
+        return .rearm(reason, attempt: attempts, after: RecoveryBackoff.delay(beforeAttempt: attempts))
+    }
+
     // MARK: Ending
 
     /// Stopped by its owner: over, and nothing more is told.
     public mutating func stop() {
         lastMode = mode
         phase = .ended
-    }
-
-    private var isOpening: Bool {
-        if case .opening = phase { true } else { false }
     }
 
     private mutating func fallBack(_ reason: DeviceError) -> Action {

@@ -17,7 +17,10 @@ public enum SensorEvent: Sendable {
     case restModeChanged(RestMode, reason: DeviceError?)
     /// One reading failed; the capture goes on.
     case readFailed(DeviceError)
-    /// The capture is over: the device vanished (`deviceVanished`) or kept failing. Nothing follows.
+    /// The capture closed its device and opens it again in `after` seconds, as at start, though the
+    /// device is there (its `attempt`th re-arm since it last read): `reason` says why.
+    case rearming(RecoveryReason, attempt: Int, after: Double)
+    /// The capture is over: the device vanished (`deviceVanished`) or could not be opened. Nothing follows.
     case ended(DeviceError)
 }
 
@@ -148,15 +151,25 @@ public final class SensorCapture: Sendable {
         for problem in Self.configure(device, kinds: kinds, rate: device.hardwareRate(for: rate), restorer: &restorer) { handler(.readFailed(problem)) }
         defer { restorer.restoreAll() }
 
-        if mode == .buffered {
-            switch runBuffered(handler) {
+        var reading = mode
+        while true {
+            switch reading == .buffered ? runBuffered(handler) : runPolled(handler) {
             case .proceed, .report, .rest: return  // stopped (a thread's capture has no rest)
             case .end(let error): return handler(.ended(error))
             case .fallBackToPolling(let reason):
                 handler(.captureModeChanged(.polled, reason: reason))
+                reading = .polled
+            case .rearm(let reason, let attempt, let delay):
+                handler(.rearming(reason, attempt: attempt, after: delay))
+                thread.sleep(untilMonotonic: Syscall.monotonicNanoseconds() + Int64(delay * 1e9))
+                guard let reopened = lifecycle({ $0.reopen() }) else { return }
+                // As at start: what the driver may have forgotten is written again.
+                for problem in Self.configure(device, kinds: kinds, rate: device.hardwareRate(for: rate), restorer: &restorer) {
+                    handler(.readFailed(problem))
+                }
+                reading = reopened
             }
         }
-        if case .end(let error) = runPolled(handler) { handler(.ended(error)) }
     }
 
     /// Sets what every capture of `device` needs, remembering the old values in `restorer`: the

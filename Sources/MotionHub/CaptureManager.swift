@@ -64,9 +64,15 @@ final class CaptureManager: @unchecked Sendable {
     func rate(of device: DeviceNumber) -> Double? { running[device]?.capture.rate }
     /// Devices whose capture is being stopped off the loop: not opened again until it has.
     private var stopping: Set<DeviceNumber> = []
+    /// The devices with a capture running or being stopped.
+    var runningOrStopping: [DeviceNumber] { Array(running.keys) + stopping.subtracting(running.keys) }
     /// Where stops run, for shutdown to wait for.
     private let offLoop: OffLoopWork
     private var generations = 0
+    /// Set while the machine sleeps (`sleep()` to `wake()`): every capture is closed, none opens.
+    private(set) var asleep = false
+    /// Told once every capture has closed for the machine's sleep.
+    private var quiet: [EventLoopPromise<Void>] = []
     /// Scratch space for a mailbox's events, reused.
     private var drained: [SensorEvent] = []
 
@@ -96,7 +102,7 @@ final class CaptureManager: @unchecked Sendable {
             logger.info("sensor closed", metadata: ["device": "\(number)"])
         }
         for (number, entry) in wanted where running[number]?.plan == entry { running[number]!.lowerRateAfter = nil }
-        for (number, entry) in wanted where running[number] == nil && !stopping.contains(number) {
+        for (number, entry) in wanted where running[number] == nil && !stopping.contains(number) && !asleep {
             guard let device = devices.first(where: { $0.number == number }) else { continue }
             open(device, entry)
         }
@@ -151,6 +157,7 @@ final class CaptureManager: @unchecked Sendable {
         stopping.insert(number)
         offLoop.run({ capture.stop() }, then: { [self] _ in
             stopping.remove(number)
+            if stopping.isEmpty { tellQuiet() }
             changed()
         })
     }
@@ -180,5 +187,31 @@ final class CaptureManager: @unchecked Sendable {
     /// because a capture still being opened can only be waited for there.
     func stopAll() {
         for number in Array(running.keys) { stop(number) }
+    }
+
+    /// Closes every capture for the machine's sleep (their buffers and motion events disabled, as at
+    /// any stop, so that the resume's opening writes each enable afresh: a driver that forgot its chip's
+    /// state is set up again only by a change of the enable), and opens none until `wake`. The future
+    /// succeeds once all are closed.
+    func sleep() -> EventLoopFuture<Void> {
+        asleep = true
+        stopAll()
+        let promise = eventLoop.makePromise(of: Void.self)
+        quiet.append(promise)
+        if stopping.isEmpty { tellQuiet() }
+        return promise.futureResult
+    }
+
+    /// The machine resumed: the plan's captures open again, as at start (`changed`).
+    func wake() {
+        guard asleep else { return }
+        asleep = false
+        changed()
+    }
+
+    private func tellQuiet() {
+        let waiting = quiet
+        quiet = []
+        for promise in waiting { promise.succeed() }
     }
 }

@@ -48,6 +48,10 @@ package final class Hub: @unchecked Sendable {
     private var stopped = false
     /// Errors since start, by kind, for metrics.
     var errorCounts = [Int](repeating: 0, count: DaemonError.allCases.count)
+    /// The sensors re-armed and the machine's sleeps, for STATUS and metrics.
+    private(set) var recoveries = SensorRecoveries()
+    /// The devices whose capture was closed for the machine's sleep: re-armed at its resume.
+    private var closedForSleep: Set<DeviceNumber> = []
 
     /// Every origin's devices: this machine's, then each remote's.
     package var devices: [DeviceDescriptor] { roster.devices }
@@ -193,6 +197,13 @@ package final class Hub: @unchecked Sendable {
     /// when the loop falls behind, bursts grow and the system calls per line shrink, instead of the
     /// backlog growing.
     private func received(_ events: [SensorEvent], from number: DeviceNumber) {
+        // Without logind, a sleep shows as the boot clock running ahead of the monotonic one: the
+        // captures are re-armed as after a resume it announced (two vDSO reads per read, not per sample).
+        if recoveries.sleptUnannounced() {
+            logger.notice("the machine slept unannounced (its boot clock ran ahead): sensors re-armed")
+            _ = captures.sleep()
+            rearmAfterSleep(Set(captures.runningOrStopping))
+        }
         clients.batch {
             for event in events { ingest(event, from: number) }
             pipeline.deliverPendingMotion()
@@ -215,6 +226,10 @@ package final class Hub: @unchecked Sendable {
             logger.warning("sensor read failed", metadata: ["device": "\(number)", "error": "\(error)"])
         case .readComplete:
             break  // the mailbox wakes the loop on it and does not pass it on
+        case .rearming(let reason, let attempt, let delay):
+            recoveries.count(reason, of: number)
+            logger.notice("sensor re-armed", metadata: [
+                "device": "\(number)", "reason": "\(reason.rawValue)", "attempt": "\(attempt)", "reopens_in_s": "\(delay)"])
         case .ended(let error):
             errorCounts[DaemonError.sensorEnded.index] += 1
             logger.warning("sensor ended", metadata: ["device": "\(number)", "reason": "\(error)"])
@@ -230,6 +245,41 @@ package final class Hub: @unchecked Sendable {
     private func endStreams(fedBy device: DeviceNumber, reason: String) {
         guard let plan = followedPlan else { return }
         fanout.endStreams(fedBy: device, in: plan, reason: reason)
+    }
+
+    // MARK: Sleep
+
+    /// The machine is about to sleep (logind's `PrepareForSleep(true)`): saves the calibration and the
+    /// step history (waiting for the disk: the machine may never wake), and closes every capture, its
+    /// buffer and motion events disabled, nothing left mid-read; none opens until `resumed`. The
+    /// future succeeds once all are closed. The clients' watches stay.
+    package func prepareForSleep() -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        guard !stopped, !captures.asleep else { return captures.sleep() }
+        recoveries.sleeping()
+        closedForSleep = Set(captures.runningOrStopping)
+        saver.saveNow(pipeline.fusion.fusion, pipeline.gait)
+        logger.notice("the machine goes to sleep: state saved, sensors closed", metadata: ["sensors": "\(closedForSleep.count)"])
+        return captures.sleep()
+    }
+
+    /// The machine resumed (logind's `PrepareForSleep(false)`): the captures the watches need are
+    /// opened again as at start, every attribute written afresh (a driver may have forgotten its
+    /// chip's state), and the device observers are told the devices again, so that the front ends
+    /// publish them anew. Streams resume without a new `WATCH`; the fusion sees the sleep as a gap.
+    package func resumed() {
+        eventLoop.preconditionInEventLoop()
+        guard !stopped, captures.asleep else { return }
+        logger.notice("the machine resumed: sensors re-armed", metadata: ["sensors": "\(closedForSleep.count)"])
+        rearmAfterSleep(closedForSleep)
+        closedForSleep = []
+        roster.changed()
+    }
+
+    private func rearmAfterSleep(_ devices: Set<DeviceNumber>) {
+        for device in devices { recoveries.count(.resume, of: device) }
+        recoveries.woke()
+        captures.wake()
     }
 
     /// Stops every capture and saves the calibration (at shutdown; `offLoop` is then waited for, off

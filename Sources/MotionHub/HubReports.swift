@@ -10,13 +10,16 @@ extension Hub {
 
     /// The STATUS reply to request `id`.
     func status(id: RequestID?) -> StatusReply {
-        Replies.status(
+        var reply = Replies.status(
             id: id, uptime: uptime, clients: clients.count, captures: captures.running.values, dropped: clients.totalDropped,
             fusion: pipeline.fusion.fusion, saved: saver.calibration.value, unavailable: unavailable,
             gyroscopeAxes: pipeline.fusion.axes.gyroscope, magnetometerAxes: pipeline.fusion.axes.magnetometer,
             geomagnetic: pipeline.fusion.place.field.map {
                 .init($0, applied: location.settings.declination == nil, source: location.settings.location != nil ? .configuration : .geoclue)
             })
+        reply.recoveries = recoveries.status
+        reply.sleeps = recoveries.sleeps > 0 ? recoveries.sleeps : nil
+        return reply
     }
 
     /// What the metrics report, now.
@@ -38,6 +41,7 @@ extension Hub {
             gyroscopeBiasUncertainty: pipeline.fusion.fusion.flatMap { $0.usesGyroscope ? $0.filter.gyroscopeBiasSigma : nil }
                 ?? saver.calibration.value?.gyroscopeBiasSigma,
             errors: Dictionary(uniqueKeysWithValues: zip(DaemonError.allCases, errors)),
+            recoveries: recoveries.status ?? [], sleeps: recoveries.sleeps,
             steps: pipeline.gait.pedometer.steps, activity: pipeline.gait.activity?.activity, altitude: pipeline.gait.altitude)
     }
 }

@@ -86,7 +86,11 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
     /// captures inside its replan, which an `ended` told at once would re-enter.
     func start(handler: @escaping @Sendable (SensorEvent) -> Void) {
         self.handler = handler
-        opens(lifecycle { $0.mode } == .buffered ? openBuffer() : openPolling())
+        open(in: lifecycle { $0.mode })
+    }
+
+    private func open(in mode: CaptureMode) {
+        opens(mode == .buffered ? openBuffer() : openPolling())
     }
 
     /// Keeps `opening` for `stop` to wait for, beside any under way: started off the loop, the first
@@ -105,6 +109,14 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             if mode == .adaptivePolling { close { $0 is MotionEventReader } }
             state.withLock { $0.readers.lazy.compactMap { $0 as? PollTicker }.first }?.rest(on: mode)
             handler(.restModeChanged(mode, reason: reason))
+        case .rearm(let reason, let attempt, let delay):
+            close { _ in true }
+            handler(.rearming(reason, attempt: attempt, after: delay))
+            // Opened again as at start: every attribute the driver may have forgotten is written anew.
+            eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) { [weak self] in
+                guard let self, let mode = lifecycle({ $0.reopen() }) else { return }
+                open(in: mode)
+            }
         case .end(let reason):
             close { _ in true }
             handler(.ended(reason))

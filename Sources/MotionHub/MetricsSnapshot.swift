@@ -49,6 +49,10 @@ package struct MetricsSnapshot: Sendable {
     /// Its standard deviation, rad/s.
     package var gyroscopeBiasUncertainty: Double?
     package var errors: [DaemonError: Int]
+    /// The sensors re-armed since start, by device and reason (`motiond_sensor_recoveries_total`).
+    package var recoveries: [StatusReply.Recovery]
+    /// The machine's sleeps seen since start.
+    package var sleeps: Int
     /// Steps counted since start.
     package var steps: Int
     /// The activity reported last (`nil` while the step detector is not fed: no stream wants it and no

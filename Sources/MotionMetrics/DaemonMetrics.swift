@@ -71,6 +71,10 @@ final class DaemonMetrics {
             }
         }
         for (kind, total) in snapshot.errors { count("motiond_errors_total", ("kind", kind.rawValue), total: total) }
+        for recovery in snapshot.recoveries {
+            count("motiond_sensor_recoveries_total", ("device", recovery.device), ("reason", recovery.reason), total: recovery.count)
+        }
+        count("motiond_sleeps_total", total: snapshot.sleeps)
         count("motiond_steps_total", total: snapshot.steps)
         // One series per activity, 1 for the one reported (all 0 while nothing runs for it).
         for kind in MotionActivityKind.allCases {

@@ -87,6 +87,14 @@ public enum Syscall {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
+    /// `clock_gettime(CLOCK_BOOTTIME)` in integer nanoseconds: the monotonic clock plus the time the
+    /// machine slept, so that their difference grows by each sleep.
+    public static func boottimeNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     /// `clock_gettime(CLOCK_REALTIME)` in integer nanoseconds of Unix time: the wall clock, for what
     /// outlives a boot (the step history).
     public static func realtimeNanoseconds() -> Int64 {

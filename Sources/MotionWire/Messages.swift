@@ -282,6 +282,26 @@ public struct StatusReply: ServerMessage {
     /// World Magnetic Model, as of the last fusion's start or place (1.8; absent without a place).
     public var geomagnetic: Geomagnetic?
 
+    /// The sensors closed and opened again while their device stayed, by reason (1.10; absent until one was).
+    public var recoveries: [Recovery]?
+    /// The machine's sleeps seen since start (1.10; absent before the first).
+    public var sleeps: Int?
+
+    /// How often one sensor was re-armed for one reason.
+    public struct Recovery: Codable, Sendable, Hashable {
+        /// `iio:deviceN`.
+        public var device: String
+        /// `resume`, `silence` or `failing-reads` (`RecoveryReason`'s raw values).
+        public var reason: String
+        /// Re-arms since start.
+        public var count: Int
+
+        /// `count` re-arms of `device` for `reason`.
+        public init(device: String, reason: String, count: Int) {
+            (self.device, self.reason, self.count) = (device, reason, count)
+        }
+    }
+
     /// The World Magnetic Model's field at the configured place.
     public struct Geomagnetic: Codable, Sendable, Hashable {
         /// The model, such as `WMM-2025`.

@@ -59,6 +59,8 @@ struct MotionProbe: AsyncParsableCommand {
                 print("    at rest: \(mode.rawValue)\(reason.map { " (\($0))" } ?? "")")
             case .readFailed(let error):
                 print("    read failed: \(error)")
+            case .rearming(let reason, let attempt, let delay):
+                print("    re-armed (\(reason.rawValue), attempt \(attempt)): opened again in \(delay) s")
             case .readComplete:
                 continue
             case .ended(let error):

@@ -24,6 +24,7 @@ struct Status: ParsableCommand {
             if let rest = sensor.rest { print("  at rest: woken by \(rest)\(sensor.restNote.map { " (\($0))" } ?? "")") }
         }
         for line in Self.describe(status.unavailable) { print(line) }
+        for line in Self.describe(status.recoveries, sleeps: status.sleeps) { print(line) }
         if let axes = status.gyroscopeAxes {
             print(axes.agree ? "gyroscope axes: agree with the accelerometer's"
                 : "gyroscope axes: DISAGREE with the accelerometer's: multiply its readings by \(axes.mendingMatrix.map { $0.map { Int($0) } } ?? []) (the journal gives the mount matrix)")
@@ -41,6 +42,12 @@ struct Status: ParsableCommand {
             }
             print("magnetometer offset: (\(o.x.formatted(digits: 2)), \(o.y.formatted(digits: 2)), \(o.z.formatted(digits: 2))) µT, accuracy \(c.magneticFieldAccuracy.rawValue)")
         }
+    }
+
+    /// The sleeps seen and the sensors re-armed, one line per sensor and reason.
+    static func describe(_ recoveries: [StatusReply.Recovery]?, sleeps: Int?) -> [String] {
+        (sleeps.map { ["the machine slept \($0) time(s); its sensors were re-armed at each resume"] } ?? [])
+            + (recoveries ?? []).map { "re-armed: \($0.device) \($0.count) time(s) after \($0.reason)" }
     }
 
     /// What the machine cannot give, one line per stream or part of motion, with the reason.

@@ -164,20 +164,25 @@ extension Hardware {
             expectClose(events.samples[0].vector, Vector3(x: -0.5, y: -2, z: 1.5))
         }
 
-        @Test func aReadThatKeepsFailingEndsTheCaptureWithTheError() throws {
+        /// Issue 62: ten failed reads in a row, the device there, re-arm the capture (before, they ended
+        /// it): opened again at once, then after a back-off, until the value reads again.
+        @Test func aReadThatKeepsFailingIsReArmedUntilItReadsAgain() throws {
             let (listing, testbed) = try listing(accelerometer([:]))
             let capture = try SensorCapture(device: listing.devices[0], kinds: [.accelerometer], rate: 500)
             try testbed.setAttribute("iio:device0", "in_accel_z_raw", "garbage\n")
             let events = EventLog()
             capture.start(handler: events.append)
-            try events.waitUntil { log in log.all.contains { if case .ended = $0 { true } else { false } } }
-            capture.stop()
-            let failures = events.all.filter { if case .readFailed = $0 { true } else { false } }
+            try events.waitUntil { log in log.all.contains { if case .rearming = $0 { true } else { false } } }
+            let failures = events.all.prefix { if case .rearming = $0 { false } else { true } }.filter { if case .readFailed = $0 { true } else { false } }
             #expect(failures.count == CapturePolicy.failuresThatEnd - 1)
-            guard case .ended(.attributeMalformed("iio:device0", "in_accel_z_raw", "garbage\n", _)) = events.all.last else {
-                Issue.record("\(String(describing: events.all.last))")
+            guard case .rearming(.failingReads, attempt: 1, after: 0) = events.all.first(where: { if case .rearming = $0 { true } else { false } }) else {
+                Issue.record("\(events.all)")
                 return
             }
+            try testbed.setAttribute("iio:device0", "in_accel_z_raw", "4\n")
+            try events.waitUntil { $0.samples.count >= 2 }
+            capture.stop()
+            #expect(!events.all.contains { if case .ended = $0 { true } else { false } })
         }
 
         @Test func unsupportedScanTypeFallsBackToPolled() throws {

@@ -54,7 +54,7 @@ import Testing
 
     /// A refill that times out before the first scan is a buffer that gives nothing; after it, a
     /// paused sensor, waited for.
-    @Test func aBufferSilentFromTheStartIsPolledAndOnePausedLaterIsWaitedFor() {
+    @Test func aBufferSilentFromTheStartIsPolledAndATimeoutLaterIsLeftToTheChecks() {
         var silent = lifecycle(.buffered)
         silent.opened()
         #expect(silent.readFailed(Self.timeout, deviceExists: true) == .fallBackToPolling(Self.timeout))
@@ -69,17 +69,67 @@ import Testing
         #expect(paused.phase == .buffered)
     }
 
-    /// `failuresThatEnd` (10) failed reads in a row end the capture; the nine before are told; one
-    /// good read starts the count again. The same in both modes.
+    /// `failuresThatEnd` (10) failed reads in a row, the device there, re-arm the capture (issue 62:
+    /// before, they ended it, and its clients' streams with it); the nine before are told; one good
+    /// read starts the count again. Re-armed, it opens again in the mode it started in. The same in
+    /// both modes.
     @Test(arguments: [CaptureMode.buffered, .polled])
-    func tenFailedReadsInARowEndTheCaptureAndAGoodOneResetsTheCount(mode: CaptureMode) {
+    func tenFailedReadsInARowReArmTheCaptureAndAGoodOneResetsTheCount(mode: CaptureMode) {
         var capture = lifecycle(mode)
         capture.opened()
         for _ in 1..<CapturePolicy.failuresThatEnd { #expect(capture.readFailed(Self.glitch, deviceExists: true) == .report(Self.glitch)) }
         capture.readSucceeded()
         for _ in 1..<CapturePolicy.failuresThatEnd { #expect(capture.readFailed(Self.glitch, deviceExists: true) == .report(Self.glitch)) }
-        #expect(capture.readFailed(Self.glitch, deviceExists: true) == .end(Self.glitch))
-        #expect(capture.phase == .ended)
+        #expect(capture.readFailed(Self.glitch, deviceExists: true) == .rearm(.failingReads, attempt: 1, after: 0))
+        #expect(capture.phase == .recovering(.failingReads) && !capture.isOver && !capture.isReading)
+        #expect(capture.readFailed(Self.glitch, deviceExists: true) == .proceed, "a read in flight from the closed reader is no failure")
+        #expect(capture.reopen() == mode)
+        #expect(capture.phase == .opening(mode))
+    }
+
+    /// A sensor that stays dead is re-armed after 0, 1, 2, 4, 8, 16, 32 and then every 60 s: one
+    /// opening a minute, never a busy loop; a read that works starts the schedule again.
+    @Test func reArmsOfASensorThatStaysDeadBackOffToAMinute() {
+        var capture = lifecycle(.polled)
+        capture.opened()
+        var delays: [Double] = []
+        for _ in 1...9 {
+            for _ in 1..<CapturePolicy.failuresThatEnd { _ = capture.readFailed(Self.glitch, deviceExists: true) }
+            guard case .rearm(.failingReads, _, let delay) = capture.readFailed(Self.glitch, deviceExists: true) else {
+                Issue.record("no re-arm: \(capture.phase)")
+                return
+            }
+            delays.append(delay)
+            _ = capture.reopen()
+            capture.opened()
+        }
+        #expect(delays == [0, 1, 2, 4, 8, 16, 32, 60, 60])
+        capture.readSucceeded()
+        for _ in 1..<CapturePolicy.failuresThatEnd { _ = capture.readFailed(Self.glitch, deviceExists: true) }
+        #expect(capture.readFailed(Self.glitch, deviceExists: true) == .rearm(.failingReads, attempt: 1, after: 0))
+    }
+
+    /// A re-armed device that cannot be opened again is re-armed after its back-off while it is there
+    /// (a first open that fails still ends the capture: nothing ever read), and ends once it is gone;
+    /// stopped while it waits, it is not opened again.
+    @Test func aReArmedDeviceThatCannotBeOpenedIsReArmedAgainUntilItGoes() {
+        var capture = lifecycle(.polled)
+        capture.opened()
+        for _ in 1..<CapturePolicy.failuresThatEnd { _ = capture.readFailed(Self.glitch, deviceExists: true) }
+        _ = capture.readFailed(Self.glitch, deviceExists: true)
+        _ = capture.reopen()
+        #expect(capture.openFailed(Self.glitch, deviceExists: true) == .rearm(.failingReads, attempt: 2, after: 1))
+        _ = capture.reopen()
+        #expect(capture.openFailed(Self.glitch, deviceExists: false) == .end(Self.vanished))
+
+        var stopped = lifecycle(.buffered)
+        stopped.opened()
+        stopped.readSucceeded()
+        _ = stopped.checkDue(deviceExists: true)  // scans since the last check
+        _ = stopped.checkDue(deviceExists: true)  // none: re-armed
+        #expect(stopped.phase == .recovering(.silence))
+        stopped.stop()
+        #expect(stopped.reopen() == nil && stopped.isOver)
     }
 
     @Test(arguments: [CaptureMode.buffered, .polled])
@@ -91,7 +141,7 @@ import Testing
 
     /// The buffer's check: no first scan by `firstDataTimeout` → polled; scans since the last check →
     /// nothing asked of the device; silent since, present → go on; silent since, gone → ended.
-    @Test func theBuffersCheckFallsBackWithoutAFirstScanAndEndsWhenSilentAndGone() {
+    @Test func theBuffersCheckFallsBackWithoutAFirstScanEndsWhenGoneAndReArmsWhenSilent() {
         let firstScan = DeviceError.bufferFailed(device: Self.device, operation: "first scan", errno: ErrnoValue.timedOut)
         var empty = lifecycle(.buffered)
         empty.opened()
@@ -107,9 +157,20 @@ import Testing
         }
         #expect(capture.checkDue(deviceExists: exists(false)) == .proceed)
         #expect(asked == 0, "scans came since the last check: the device is not asked")
-        #expect(capture.checkDue(deviceExists: exists(true)) == .proceed)
-        #expect(asked == 1)
         #expect(capture.checkDue(deviceExists: exists(false)) == .end(Self.vanished))
+        #expect(asked == 1)
+
+        // Issue 62: silent for a check while its device is there (a driver that forgot its state
+        // across a suspend), the buffer is re-armed at once; before, it was waited for until the
+        // daemon restarted. Re-opened, it must give a first scan again, or it is polled.
+        var stalled = lifecycle(.buffered)
+        stalled.opened()
+        stalled.readSucceeded()
+        #expect(stalled.checkDue(deviceExists: true) == .proceed)
+        #expect(stalled.checkDue(deviceExists: true) == .rearm(.silence, attempt: 1, after: 0))
+        #expect(stalled.reopen() == .buffered)
+        stalled.opened()
+        #expect(stalled.checkDue(deviceExists: true) == .fallBackToPolling(firstScan))
     }
 
     /// A polled device's presence is asked every `readsPerPresenceCheck` reads (10 at 100 Hz: ten a
@@ -282,8 +343,9 @@ import Testing
         failing.opened()
         _ = failing.motionEventsRefused(Self.noEvents)
         for _ in 1..<CapturePolicy.failuresThatEnd { #expect(failing.readFailed(Self.glitch, deviceExists: true) == .report(Self.glitch)) }
-        #expect(failing.readFailed(Self.glitch, deviceExists: true) == .end(Self.glitch))
+        #expect(failing.readFailed(Self.glitch, deviceExists: true) == .rearm(.failingReads, attempt: 1, after: 0))
         #expect(failing.motionEventsFailed(Self.silentEvents) == .proceed)
+        #expect(failing.reopen() == .polled && failing.restMode == nil, "re-opened as at start: its rest is found again")
     }
 
     /// The mode is the phase's: what it opens in, reads in, and last read in once over.

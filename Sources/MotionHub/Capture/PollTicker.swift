@@ -116,9 +116,10 @@ extension LoopCapture {
             lifecycle { $0.readSucceeded() }
         } catch {
             let exists = poller.deviceExists
-            switch lifecycle({ $0.readFailed(error, deviceExists: exists) }) {
-            case .end(let reason): return follow(.end(reason))
-            case .report(let problem): follow(.report(problem))
+            let action = lifecycle { $0.readFailed(error, deviceExists: exists) }
+            switch action {
+            case .end, .rearm: return follow(action)
+            case .report: follow(action)
             // A polled read neither falls back nor rests.
             case .proceed, .fallBackToPolling, .rest: break
             }
