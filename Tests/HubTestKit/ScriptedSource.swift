@@ -83,6 +83,9 @@ package final class ScriptedSource: SensorSource {
     /// `device`'s capture ends as one does when its device is unplugged (before udev's listing says so).
     package func vanish(_ device: DeviceNumber) { streams.withLock { $0[device] }?.end(.deviceVanished(device: device.sysname)) }
 
+    /// `device`'s capture tells the hub `event` (a re-arm, a change of mode), as a capture read on the loop does.
+    package func tell(_ event: SensorEvent, from device: DeviceNumber) { streams.withLock { $0[device] }?.tell(event) }
+
     /// `device`'s capture ends with `error` (its reads kept failing), on the loop.
     package func fail(_ device: DeviceNumber, with error: DeviceError) { streams.withLock { $0[device] }?.end(error) }
 
@@ -151,6 +154,8 @@ package final class ScriptedSource: SensorSource {
             reads.withLock { $0?.cancel() }
             handler.withLock { $0 = nil }
         }
+
+        func tell(_ event: SensorEvent) { handler.withLock { $0 }?(event) }
 
         /// Stops reading and says why the capture ended (on the loop, as a capture read there does).
         func end(_ error: DeviceError) {

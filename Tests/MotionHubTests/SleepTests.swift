@@ -1,0 +1,119 @@
+import Foundation
+import HubTestKit
+import Logging
+import MotionCore
+import MotionDevices
+import MotionWire
+import NIOCore
+import Synchronization
+import Testing
+
+@testable import MotionHub
+
+/// The machine's sleep and a sensor's recovery, as the hub sees them (issue 62; sleep-and-recovery.md):
+/// logind's `PrepareForSleep(true)` is `prepareForSleep()`, `PrepareForSleep(false)` is `resumed()`.
+/// The whole hub on a scripted machine, its clock the test's.
+@Suite struct SleepTests {
+    static let laptop = Machines.laptop
+    static let upright = Vector3(x: 0, y: Units.standardGravity, z: 0)
+    /// Onto its right edge: `left-up` (iio-sensor-proxy's orientation for gravity along −x).
+    static let onItsEdge = Vector3(x: -Units.standardGravity, y: 0, z: 0)
+
+    static func orientations(_ client: ScriptedHub.Client) -> [ScreenOrientation] {
+        client.values { if case .orientation(let m) = $0 { m.orientation } else { nil } }
+    }
+
+    /// A client's WATCH outlives the sleep: the capture closes before the machine sleeps and opens
+    /// none while it sleeps; at the resume it opens again as at start (a new opening: every attribute
+    /// written afresh), and the turn the machine took while asleep reaches the watcher within 1 s of
+    /// the resume, without a new WATCH and without `ENDED`. STATUS counts the sleep and the re-arm.
+    @Test func aWatchOutlivesTheSleepAndSeesTheTurnTakenWhileAsleep() async throws {
+        let (scripted, client, id) = try await ScriptedHub.withClient(sending: #"{"class":"WATCH","streams":["orientation"]}"#, on: [Self.laptop])
+        scripted.source.pose.withLock { $0[Self.laptop.number] = Self.upright }
+        #expect(await scripted.advance { Self.orientations(client).last == .normal } != nil)
+        #expect(scripted.source.openingCount(of: Self.laptop.number) == 1)
+
+        let quiet = try await scripted.onLoop { hub in hub.prepareForSleep() }
+        let closed = Mutex(false)
+        quiet.whenSuccess { closed.withLock { $0 = true } }
+        await scripted.settle()
+        #expect(closed.withLock { $0 }, "the future succeeds once every capture is closed")
+        #expect(scripted.source.running(Self.laptop.number) == nil)
+        scripted.source.pose.withLock { $0[Self.laptop.number] = Self.onItsEdge }
+        await scripted.run(for: .seconds(5))
+        #expect(scripted.source.openingCount(of: Self.laptop.number) == 1, "nothing opens while the machine sleeps")
+
+        try await scripted.onLoop { hub in hub.resumed() }
+        let took = await scripted.advance(upTo: .seconds(1)) { Self.orientations(client).last == .leftUp }
+        #expect(took != nil, "the turn taken while asleep reaches the watcher within 1 s of the resume")
+        #expect(scripted.source.openingCount(of: Self.laptop.number) == 2)
+        #expect(client.ended == [])
+        try await scripted.send(line: #"{"class":"STATUS","id":1}"#, from: id)
+        let status = try #require(client.statuses.last)
+        #expect(status.sleeps == 1)
+        #expect(status.recoveries == [StatusReply.Recovery(device: "iio:device0", reason: "resume", count: 1)])
+        try await scripted.shutDown()
+    }
+
+    /// What the machine learnt is on disk before it sleeps (it may never wake: a battery runs out):
+    /// the fusion's calibration is written by `prepareForSleep`, not left for a periodic save or the
+    /// shutdown.
+    @Test func theStateIsOnDiskBeforeTheMachineSleeps() async throws {
+        let directory = NSTemporaryDirectory() + "motiond-sleep-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scripted = try await ScriptedHub(devices: [Self.laptop], store: StateStore(directory: directory))
+        let (_, id) = try await scripted.connect()
+        try await scripted.send(line: #"{"class":"WATCH","streams":["motion"]}"#, from: id)
+        await scripted.run(for: .seconds(1))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/calibration.json"))
+        _ = try await scripted.onLoop { hub in hub.prepareForSleep() }
+        #expect(FileManager.default.fileExists(atPath: directory + "/calibration.json"))
+        try await scripted.onLoop { hub in hub.resumed() }
+        try await scripted.shutDown()
+    }
+
+    /// A hundred sleeps in a row lose no watch and no client: each resume opens the capture once
+    /// more, and samples reach the watcher after each.
+    @Test func aHundredSleepsLoseNoWatch() async throws {
+        let (scripted, client, id) = try await ScriptedHub.withClient(sending: #"{"class":"WATCH","streams":["accelerometer"],"interval":0.1}"#, on: [Self.laptop])
+        for cycle in 1...100 {
+            let before = client.messages(of: .accelerometer).count
+            _ = try await scripted.onLoop { hub in hub.prepareForSleep() }
+            try await scripted.onLoop { hub in hub.resumed() }
+            guard await scripted.advance(upTo: .seconds(1), until: { client.messages(of: .accelerometer).count > before }) != nil else {
+                Issue.record("no sample within 1 s of resume \(cycle)")
+                break
+            }
+        }
+        #expect(scripted.source.openingCount(of: Self.laptop.number) == 101)
+        #expect(client.ended == [] && client.errors == [])
+        try await scripted.send(line: #"{"class":"STATUS","id":1}"#, from: id)
+        #expect(client.statuses.last?.sleeps == 100)
+        #expect(client.statuses.last?.clients == 1)
+        try await scripted.shutDown()
+    }
+
+    /// A capture's re-arm (a stall it healed) is counted by device and reason for STATUS and the
+    /// metrics (`motiond_sensor_recoveries_total{device,reason}`), and the watch goes on.
+    @Test func aReArmIsCountedByDeviceAndReason() async throws {
+        let (scripted, client, id) = try await ScriptedHub.withClient(sending: #"{"class":"WATCH","streams":["accelerometer"],"interval":0.1}"#, on: [Self.laptop])
+        #expect(await scripted.advance { !client.messages(of: .accelerometer).isEmpty } != nil)
+        let source = scripted.source
+        for attempt in 1...2 {
+            try await scripted.loop.executeInContext {
+                source.tell(.rearming(.silence, attempt: attempt, after: RecoveryBackoff.delay(beforeAttempt: attempt)), from: Self.laptop.number)
+            }
+        }
+        try await scripted.loop.executeInContext { source.tell(.rearming(.failingReads, attempt: 1, after: 0), from: Self.laptop.number) }
+        try await scripted.send(line: #"{"class":"STATUS","id":1}"#, from: id)
+        #expect(client.statuses.last?.recoveries == [
+            StatusReply.Recovery(device: "iio:device0", reason: "silence", count: 2),
+            StatusReply.Recovery(device: "iio:device0", reason: "failing-reads", count: 1),
+        ])
+        #expect(client.statuses.last?.sleeps == nil)
+        let metrics = try await scripted.onLoop { hub in hub.metrics() }
+        #expect(metrics.recoveries.map(\.count) == [2, 1])
+        #expect(client.ended == [])
+        try await scripted.shutDown()
+    }
+}
