@@ -23,6 +23,9 @@ extension Hardware {
             var lastSample: SensorSample? {
                 events.withLock { events in events.reversed().lazy.compactMap { if case .sample(let s) = $0 { s } else { nil } }.first }
             }
+            var rearms: [SensorEvent] {
+                events.withLock { events in events.filter { if case .rearming = $0 { true } else { false } } }
+            }
             var ended: DeviceError? {
                 events.withLock { events in
                     for case .ended(let error) in events { return error }
@@ -121,6 +124,42 @@ extension Hardware {
             #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("200"))
             capture = nil
             try waitUntil { (try? testbed.attribute("iio:device0", "sampling_frequency"))?.hasPrefix("100") == true }
+        }
+
+        /// Issue 62: a buffer that falls silent mid-stream while its device is there (a driver that
+        /// forgot its chip's state, as the bmi260/bmi270 reports in sleep-and-recovery.md) is re-armed
+        /// after a silence check (before: waited for until the daemon restarted): the buffer disabled
+        /// and enabled again, as at start. The fixture's "driver" here gives scans again only once
+        /// `buffer/enable` was written 0 then 1 after the silence, as such a chip does; the first scan
+        /// after it reaches the handler within 2 s of the re-arm.
+        @Test func aBufferThatFallsSilentMidStreamIsReArmedAndReadsAgain() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "imu-buffered")
+            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let capture = LoopCapture(device: device, kinds: [.accelerometer, .gyroscope], rate: 100, latency: 0, eventLoop: group.next())
+            let events = Events()
+            capture.start { events.take($0) }
+            defer { capture.stop() }
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            try waitUntil { events.samples == 2 }
+            // Silent from here: no scan until the buffer is enabled afresh.
+            try waitUntil(seconds: 2 * CapturePolicy.silenceCheck + 2) { !events.rearms.isEmpty }
+            let rearmed = Date()
+            guard case .rearming(.silence, attempt: 1, after: 0) = events.rearms.first else {
+                Issue.record("re-armed as \(events.rearms)")
+                return
+            }
+            #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"), "the re-arm disabled the buffer first")
+            try waitUntil(seconds: 2) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 2_000_000))
+            try waitUntil(seconds: 2) { events.samples == 4 }
+            let took = Date().timeIntervalSince(rearmed)
+            print("silent buffer: reads again \(took) s after its re-arm")
+            #expect(took < 2)
+            #expect(events.ended == nil && capture.readingMode == .buffered)
         }
 
         /// A removed device's buffer need not fail a read: under umockdev, as with some drivers, it
