@@ -1,4 +1,5 @@
 import CSDBus
+import MotionSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -122,6 +123,18 @@ final class BusMessage {
 
     /// The next argument, a double; throws `EBADMSG` when there is none or it is of another type.
     func readDouble() throws(BusError) -> Double { try readBasic("d", 0.0) }
+
+    /// The next argument, a Unix descriptor (`h`), as one of our own: the message's belongs to sd-bus,
+    /// which closes it with the message, so it is duplicated (`F_DUPFD_CLOEXEC`). Throws `EBADMSG` when
+    /// there is none or it is of another type, and `fcntl`'s errno (EMFILE) when it cannot be duplicated.
+    func readDescriptor() throws(BusError) -> OwnedDescriptor {
+        let lent = try readBasic("h", Int32(-1))
+        do {
+            return try Syscall.duplicate(lent)
+        } catch {
+            throw BusError(call: "fcntl F_DUPFD_CLOEXEC of a received descriptor", code: error.rawValue)
+        }
+    }
 
     /// The next argument, a property list (`a{sv}`, as `Properties.GetAll` answers): the values that
     /// are doubles, by name; the others are skipped.

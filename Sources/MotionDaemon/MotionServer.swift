@@ -24,7 +24,7 @@ public final class MotionServer: Sendable {
     public let socketPath: String
     private let loops: MultiThreadedEventLoopGroup
     private let hub: Hub
-    /// In start order: the hub, the socket, the other front ends, then systemd's readiness and watchdog.
+    /// In start order: the hub, logind's sleeps, the socket, the other front ends, then systemd's readiness and watchdog.
     private let parts: PartGroup
     private let metrics: MetricsFrontEnd?
     private let dsu: DSUFrontEnd?
@@ -82,6 +82,8 @@ public final class MotionServer: Sendable {
         self.dsu = dsu.map { DSUFrontEnd(hub: hub, settings: $0, socketPath: socketPath, metrics: factory) }
         var parts: [any DaemonPart] = [
             HubPart(hub: hub, stateSaveInterval: stateSaveInterval),
+            // logind's sleeps, wherever a system bus answers: not gated on the D-Bus drop-in (docs/sleep.md).
+            SleepFrontEnd(hub: hub),
             SocketServer(hub: hub, group: loops, socketPath: socketPath, socketMode: socketMode, socketGroup: socketGroup),
         ]
         if servesDBus { parts += [SensorProxyFrontEnd(hub: hub), GeoClueFrontEnd(hub: hub)] }
