@@ -217,6 +217,29 @@ import Testing
         #expect(owner.preparations.load(ordering: .relaxed) == 1)
     }
 
+    /// 100 sleeps in a row (the issue's count): each lock is released at its sleep, and a new one
+    /// taken at its resume, so that after them one lock is held and every other was let go (logind
+    /// sees a release only once the last copy of the descriptor is closed: none is leaked); the owner
+    /// is told each sleep and each resume once.
+    @Test func aHundredSleepsLeaveOneLockHeldAndNoneLeaked() throws {
+        let system = try PrivateSystemBus()
+        let logind = try Self.logind(on: system)
+        let owner = Owner(quiesces: true)
+        let client = try owner.client(address: system.address, logger: Logger(label: "test"))
+        client.start()
+        defer { client.stop() }
+        try waitUntil(seconds: 10) { Self.events("Inhibit", of: logind).count == 1 }
+        for cycle in 1...100 {
+            logind.signal(SIGUSR1)
+            try waitUntil(seconds: 10) { Self.released(cycle, by: logind) != nil }
+            logind.signal(SIGUSR2)
+            try waitUntil(seconds: 10) { Self.events("Inhibit", of: logind).count == cycle + 1 }
+        }
+        #expect(Self.events("Released", of: logind).count == 100)
+        #expect(Self.released(101, by: logind) == nil)
+        #expect(owner.preparations.load(ordering: .relaxed) == 100 && owner.resumptions.load(ordering: .relaxed) == 100)
+    }
+
     /// A `PrepareForSleep` sent to the client by another connection than logind's (a signal may be
     /// sent to any connection, and sd-bus cannot check a well-known sender itself, issue 60) is
     /// ignored and said; logind's own is followed, and the owner told each time.
