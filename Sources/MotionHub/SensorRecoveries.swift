@@ -15,10 +15,16 @@ struct SensorRecoveries {
     private(set) var counts: [DeviceNumber: [RecoveryReason: Int]] = [:]
     /// Sleeps seen since start (logind's, or the clocks').
     private(set) var sleeps = 0
-    /// CLOCK_BOOTTIME − CLOCK_MONOTONIC at the last look, ns.
-    private var slept = SensorRecoveries.clocksApart()
+    /// CLOCK_BOOTTIME − CLOCK_MONOTONIC now, ns (a test's own clocks in a test).
+    private let clocksApart: @Sendable () -> Int64
+    /// `clocksApart` at the last look, ns.
+    private var slept: Int64
 
-    private static func clocksApart() -> Int64 { Syscall.boottimeNanoseconds() - Syscall.monotonicNanoseconds() }
+    /// Counts from zero; `clocksApart`: how far the boot clock runs ahead of the monotonic one, ns.
+    init(clocksApart: @escaping @Sendable () -> Int64 = { Syscall.boottimeNanoseconds() - Syscall.monotonicNanoseconds() }) {
+        self.clocksApart = clocksApart
+        slept = clocksApart()
+    }
 
     mutating func count(_ reason: RecoveryReason, of device: DeviceNumber) {
         counts[device, default: [:]][reason, default: 0] += 1
@@ -28,12 +34,12 @@ struct SensorRecoveries {
     mutating func sleeping() { sleeps += 1 }
 
     /// The machine woke: what the clocks say it slept is known, not to be found again.
-    mutating func woke() { slept = Self.clocksApart() }
+    mutating func woke() { slept = clocksApart() }
 
     /// Whether the machine slept since the last look without anyone saying so (no logind): the
     /// clocks' difference grew by more than `sleepThreshold`. Counted as a sleep.
     mutating func sleptUnannounced() -> Bool {
-        let apart = Self.clocksApart()
+        let apart = clocksApart()
         guard apart - slept > Self.sleepThreshold else { return false }
         slept = apart
         sleeps += 1
