@@ -186,6 +186,17 @@ import Testing
         }
     }
 
+    /// A logind stand-in on a private bus and a client of it for `owner`, started, once it asked for its
+    /// first lock: the caller keeps the bus as long as it needs it, and stops the client.
+    static func started(_ owner: Owner, logger: Logger = Logger(label: "test")) throws -> (bus: PrivateSystemBus, logind: Peer, client: LogindSleep) {
+        let system = try PrivateSystemBus()
+        let logind = try Self.logind(on: system)
+        let client = try owner.client(address: system.address, logger: logger)
+        client.start()
+        try waitUntil(seconds: 10) { Self.events("Inhibit", of: logind).count == 1 }
+        return (system, logind, client)
+    }
+
     /// On a bus that accepts the connection and never answers: made, started and stopped within a second.
     @Test func onABusThatNeverAnswersItNeitherStartsNorStopsWaiting() throws {
         let bus = try SilentBus()
@@ -201,13 +212,9 @@ import Testing
     /// An owner that never finishes quiescing: the lock is let go `releasePatience` (3 s) after
     /// `PrepareForSleep(true)`, before logind's own limit (5 s), and the owner told once.
     @Test func aQuiescingThatHangsLetsLogindGoAfterThreeSeconds() throws {
-        let system = try PrivateSystemBus()
-        let logind = try Self.logind(on: system)
         let owner = Owner(quiesces: false)
-        let client = try owner.client(address: system.address, logger: Logger(label: "test"))
-        client.start()
-        defer { client.stop() }
-        try waitUntil(seconds: 10) { Self.events("Inhibit", of: logind).count == 1 }
+        let (bus, logind, client) = try Self.started(owner)
+        defer { withExtendedLifetime(bus) { client.stop() } }
         logind.signal(SIGUSR1)
         try waitUntil(seconds: 10) { Self.released(1, by: logind) != nil }
         let slept = try #require(Self.events("PrepareForSleep", of: logind).first.flatMap(Self.time))
@@ -222,13 +229,9 @@ import Testing
     /// sees a release only once the last copy of the descriptor is closed: none is leaked); the owner
     /// is told each sleep and each resume once.
     @Test func aHundredSleepsLeaveOneLockHeldAndNoneLeaked() throws {
-        let system = try PrivateSystemBus()
-        let logind = try Self.logind(on: system)
         let owner = Owner(quiesces: true)
-        let client = try owner.client(address: system.address, logger: Logger(label: "test"))
-        client.start()
-        defer { client.stop() }
-        try waitUntil(seconds: 10) { Self.events("Inhibit", of: logind).count == 1 }
+        let (bus, logind, client) = try Self.started(owner)
+        defer { withExtendedLifetime(bus) { client.stop() } }
         for cycle in 1...100 {
             logind.signal(SIGUSR1)
             try waitUntil(seconds: 10) { Self.released(cycle, by: logind) != nil }
@@ -244,14 +247,10 @@ import Testing
     /// sent to any connection, and sd-bus cannot check a well-known sender itself, issue 60) is
     /// ignored and said; logind's own is followed, and the owner told each time.
     @Test func aPrepareForSleepFromAnotherConnectionIsIgnored() throws {
-        let system = try PrivateSystemBus()
-        let logind = try Self.logind(on: system)
         let said = WarningLimiterTests.Said()
         let owner = Owner(quiesces: true)
-        let client = try owner.client(address: system.address, logger: said.logger)
-        client.start()
-        defer { client.stop() }
-        try waitUntil(seconds: 10) { Self.events("Inhibit", of: logind).count == 1 }
+        let (system, logind, client) = try Self.started(owner, logger: said.logger)
+        defer { withExtendedLifetime(system) { client.stop() } }
         let ours = try #require(Self.events("Inhibit", of: logind)[0].last)
         _ = try system.gdbus([
             "emit", "--dest", ours, "--object-path", LogindSleep.path, "--signal", "\(LogindSleep.interface).PrepareForSleep", "true",
