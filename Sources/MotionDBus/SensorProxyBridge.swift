@@ -19,6 +19,16 @@ final class SensorProxyBridge: MessageSink {
     /// The streams the hub sends us, as its last `WATCHING` said.
     private var watching: Set<StreamKind> = []
     private var values = SensorProxyInterface.Properties()
+    /// The watches made again, per sensor, since its capture ended without its device going and
+    /// before a value came: `rewatchDelay` spaces them.
+    private var rewatches: [ClaimBook.Sensor: Int] = [:]
+    /// The sensors whose watch is to be made again (one task each, though each stream ends).
+    private var rewatchDue: Set<ClaimBook.Sensor> = []
+    /// Set when the compass is watched: its first heading is passed over. The fusion's first `MOTION`
+    /// after its sensors start again comes with the accelerometer's first reading, before the
+    /// magnetometer's is fused, and says 0° (measured: 0.0 then 89.99… on a tablet whose top edge
+    /// points east, at every claim after the first); `ClaimCompass` would return with it.
+    private var passesFirstHeading = false
 
     /// The compass heading is rounded to this, degrees: finer than any compass, and noise below it
     /// does not wake the claimants.
@@ -31,6 +41,14 @@ final class SensorProxyBridge: MessageSink {
     /// The posture is the hinge's, at this interval, s: as the tablet-mode switch watches it, so that
     /// the two share the accelerometers' rate (4 a second: a fold is seen within 0.25 s).
     static let postureInterval = 0.25
+
+    /// How long after its capture ended a claimed sensor whose device is still there is watched
+    /// again, s: at once the first time (a capture re-opened reads within the time an opening takes),
+    /// then after 1, 2, 4, … s, at most 60 s, until a value comes: a claim keeps its sensor without a
+    /// busy loop on a device that keeps failing.
+    static func rewatchDelay(attempt: Int) -> Double {
+        attempt <= 1 ? 0 : min(60, Double(1 << min(attempt - 2, 6)))
+    }
 
     init(hub: Hub, service: SensorProxyService) {
         self.hub = hub
@@ -65,6 +83,7 @@ final class SensorProxyBridge: MessageSink {
             watch(sensor)
         } else {
             claimed.remove(sensor)
+            rewatches[sensor] = nil
             hub.handle(.watch(.init(id: .string(sensor.rawValue), streams: Self.streams(for: sensor), enable: false)), from: id)
         }
     }
@@ -72,6 +91,7 @@ final class SensorProxyBridge: MessageSink {
     private func watch(_ sensor: ClaimBook.Sensor) {
         guard let id else { return }
         guard isPresent(sensor, on: hub.devices) else { return service.markReady(sensor) }  // told when it appears
+        if sensor == .compass { passesFirstHeading = true }
         let request = Request.Watch(
             id: .string(sensor.rawValue), streams: Self.streams(for: sensor),
             interval: sensor == .compass ? Self.compassInterval : sensor == .posture ? Self.postureInterval : nil,
@@ -93,8 +113,11 @@ final class SensorProxyBridge: MessageSink {
         }
     }
 
-    /// Sets the `Has…` properties, and watches a claimed sensor that has just appeared.
+    /// Sets the `Has…` properties, and watches a claimed sensor that has just appeared. Called at
+    /// start, at each listing of the devices, and after a resume (`Hub.resumed` tells the devices
+    /// again): each claimant is then told every value it claimed, changed or not (`republish`).
     private func devicesChanged(_ devices: [DeviceDescriptor]) {
+        let before = values
         values.hasAccelerometer = isPresent(.accelerometer, on: devices)
         values.hasAmbientLight = isPresent(.light, on: devices)
         values.hasProximity = isPresent(.proximity, on: devices)
@@ -103,10 +126,43 @@ final class SensorProxyBridge: MessageSink {
         // The unit before the first reading (the readings then say theirs), following the sensor there is.
         let vendor = devices.contains { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }
         values.lightLevelUnit = (vendor ? LightMessage.Unit.vendor : .lux).rawValue
+        let appeared = claimed.filter { isPresent($0, on: devices) && !watching.isSuperset(of: Self.streams(for: $0)) }
+        // Before `Has…` is told: a client that claims as soon as it hears it (mutter's fix of #4931)
+        // waits for the first value rather than read the one from before the sensor was there.
+        for sensor in appeared { service.markPending(sensor) }
         service.publish(values)
-        for sensor in claimed where isPresent(sensor, on: devices) && !watching.isSuperset(of: Self.streams(for: sensor)) {
-            watch(sensor)
+        // Told again with nothing changed: a resume (or a listing that found the same devices). A
+        // change announces itself, and a sensor that appeared sends its values with its first reading.
+        if values == before && appeared.isEmpty { service.republish() }
+        for sensor in appeared { watch(sensor) }
+        // A claimed sensor that went: its claims return at once, as on a machine without it, and stay
+        // counted, so that it is served when it comes back (upstream drops them).
+        for sensor in claimed where !isPresent(sensor, on: devices) { service.markReady(sensor) }
+    }
+
+    /// A claimed sensor's stream ended (its capture ended): watched again while its device is there,
+    /// after `rewatchDelay`; claims made meanwhile wait for its first value.
+    private func streamEnded(_ stream: StreamKind) {
+        watching.remove(stream)
+        for sensor in claimed where Self.streams(for: sensor).contains(stream) && isPresent(sensor, on: hub.devices) {
+            guard rewatchDue.insert(sensor).inserted else { continue }
+            let attempt = rewatches[sensor, default: 0] + 1
+            rewatches[sensor] = attempt
+            service.markPending(sensor)
+            let bridge = NIOLoopBound(self, eventLoop: hub.eventLoop)
+            hub.eventLoop.scheduleTask(in: .nanoseconds(Int64(Self.rewatchDelay(attempt: attempt) * 1e9))) {
+                bridge.value.rewatch(sensor, attempt: attempt)
+            }
         }
+    }
+
+    private func rewatch(_ sensor: ClaimBook.Sensor, attempt: Int) {
+        rewatchDue.remove(sensor)
+        guard claimed.contains(sensor), !watching.isSuperset(of: Self.streams(for: sensor)) else { return }
+        // Gone meanwhile: the listing that says so answered its claims, and its return watches it.
+        guard isPresent(sensor, on: hub.devices) else { return service.markReady(sensor) }
+        hub.logger.notice("D-Bus claim watches its sensor again", metadata: ["sensor": "\(sensor.rawValue)", "attempt": "\(attempt)"])
+        watch(sensor)
     }
 
     // MARK: MessageSink: what the hub sends, as values
@@ -131,6 +187,7 @@ final class SensorProxyBridge: MessageSink {
             publish(ready: .proximity)
         case .motion(let message):
             guard let heading = message.heading else { return }
+            guard !passesFirstHeading else { return passesFirstHeading = false }
             let rounded = (heading / Self.headingResolution).rounded() * Self.headingResolution
             values.compassHeading = rounded >= 360 ? 0 : rounded
             publish(ready: .compass)
@@ -147,13 +204,14 @@ final class SensorProxyBridge: MessageSink {
             hub.logger.notice("D-Bus claim waits for its sensor", metadata: ["sensor": "\(name)", "reason": "\(error.message)"])
             service.markReady(sensor)
         case .ended(let ended):
-            watching.remove(ended.stream)
+            streamEnded(ended.stream)
         default:
             break  // nothing for D-Bus, which watches only the streams above (a new stream is none)
         }
     }
 
     private func publish(ready sensor: ClaimBook.Sensor) {
+        rewatches[sensor] = nil
         service.publish(values)
         service.markReady(sensor)
     }

@@ -28,6 +28,9 @@ final class SensorProxyService: Sendable {
         /// Sensors whose first value is in `properties`, or that are absent: their claims return.
         var ready: Set<ClaimBook.Sensor> = []
         var claims = ClaimBook()
+        /// Set by `republish`: the next announcement tells each claimant every value it claimed, and
+        /// the `Has…` properties, changed or not.
+        var republish = false
     }
 
     private let shared = Mutex(Shared())
@@ -134,6 +137,22 @@ final class SensorProxyService: Sendable {
         thread.wake()
     }
 
+    /// Says that `sensor`'s values are about to start anew (it has just appeared, or its watch is made
+    /// again after its capture ended): claims made from now on wait for its first value, as a first
+    /// claim does, rather than return with a value from before.
+    func markPending(_ sensor: ClaimBook.Sensor) {
+        shared.withLock { _ = $0.ready.remove(sensor) }
+    }
+
+    /// Tells each claimant, at the next announcement, every value of the sensors it claimed and the
+    /// `Has…` properties, changed or not (after a resume: a client that missed a change, or whose
+    /// bus dropped it around the sleep, learns the values as they are). Sent to the claimants only,
+    /// each its own signal, as upstream sends values; a client that claimed nothing hears only changes.
+    func republish() {
+        shared.withLock { $0.republish = true }
+        thread.wake()
+    }
+
     /// Serves the bus on a thread of its own until `stop`.
     func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
@@ -172,9 +191,13 @@ final class SensorProxyService: Sendable {
     // MARK: Announcing
 
     /// Sends `PropertiesChanged` for what changed since the last announcement: a sensor's values to
-    /// the senders that claimed it (each its own signal), the `Has…` properties to everyone.
+    /// the senders that claimed it (each its own signal), the `Has…` properties to everyone. After
+    /// `republish`, each claimant is then sent every value it claimed and the `Has…` properties.
     private func announceChanges() {
-        let (now, claims) = shared.withLock { ($0.properties, $0.claims) }
+        let (now, claims, everything) = shared.withLock { shared in
+            defer { shared.republish = false }
+            return (shared.properties, shared.claims, shared.republish)
+        }
         defer { announced = now }
         let changed = SensorProxyInterface.properties.filter { $0.value(now) != $0.value(announced) }
         for object in SensorProxyInterface.objects {
@@ -183,19 +206,35 @@ final class SensorProxyService: Sendable {
                 let properties = changed.filter { $0.object == object && $0.sensor == sensor }
                 guard !properties.isEmpty else { continue }
                 let destinations: [String?] = sensor.map { claims.claimants(of: $0).sorted() } ?? [nil]
-                for destination in destinations {
-                    do {
-                        let signal = try bus.newSignal(path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
-                        if let destination { try signal.setDestination(destination) }
-                        try signal.append(object.interface)
-                        try signal.append(properties, of: now)
-                        try signal.append(container: "a", of: "s")  // no invalidated properties
-                        try bus.send(signal)
-                    } catch {
-                        logger.warning("cannot tell a D-Bus client of a change", metadata: ["to": "\(destination ?? "everyone")", "error": "\(error)"])
-                    }
-                }
+                for destination in destinations { send(properties, of: now, on: object, to: destination) }
             }
+        }
+        guard everything else { return }
+        let claimants = Set(ClaimBook.Sensor.allCases.flatMap { claims.claimants(of: $0) })
+        for claimant in claimants.sorted() {
+            let sensors = Set(ClaimBook.Sensor.allCases.filter { claims.claimants(of: $0).contains(claimant) })
+            for object in SensorProxyInterface.objects {
+                // The object's `Has…` and the values of the sensors this claimant claimed; an object
+                // none of whose sensors it claimed is left out.
+                let properties = SensorProxyInterface.properties.filter { $0.object == object && ($0.sensor.map(sensors.contains) ?? true) }
+                guard properties.contains(where: { $0.sensor != nil }) else { continue }
+                send(properties, of: now, on: object, to: claimant)
+            }
+        }
+    }
+
+    /// Sends one `PropertiesChanged` of `object` with `properties`' values in `values`, to
+    /// `destination` (nil: everyone).
+    private func send(_ properties: [SensorProxyInterface.Property], of values: Properties, on object: SensorProxyInterface.Object, to destination: String?) {
+        do {
+            let signal = try bus.newSignal(path: object.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+            if let destination { try signal.setDestination(destination) }
+            try signal.append(object.interface)
+            try signal.append(properties, of: values)
+            try signal.append(container: "a", of: "s")  // no invalidated properties
+            try bus.send(signal)
+        } catch {
+            logger.warning("cannot tell a D-Bus client of a change", metadata: ["to": "\(destination ?? "everyone")", "error": "\(error)"])
         }
     }
 

@@ -265,7 +265,7 @@ extension BusClient {
         let bus: PrivateSystemBus
         let client: BusClient
         private let loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        private let hub: Hub
+        let hub: Hub
         private let frontEnd: SensorProxyFrontEnd
 
         init(_ devices: [DeviceDescriptor], counts: [DeviceNumber: [SensorKind: Vector3]]) throws {
