@@ -106,7 +106,7 @@ final class LogindSleep: Sendable {
             } catch {
                 logger.error("lost the system bus: logind's sleeps are no longer followed", metadata: ["error": "\(error)"])
                 // No `PrepareForSleep(false)` can come now: the sensors closed for a sleep open again.
-                if sleep != nil { wokeUp(because: "the system bus was lost") }
+                if sleep != nil { wokeUp(because: "the system bus was lost", askingForLock: false) }
             }
             // Closed at stop: a lock is never left behind (the process's exit would close it too).
             inhibitor = nil
@@ -233,15 +233,16 @@ final class LogindSleep: Sendable {
         }
     }
 
-    /// The sleep ended (or can no longer end by logind's word): the owner resumes, and a new lock is taken.
-    private func wokeUp(because reason: String) {
+    /// The sleep ended (or can no longer end by logind's word): the owner resumes, and a new lock is
+    /// taken (unless `askingForLock` is false: the bus is gone).
+    private func wokeUp(because reason: String, askingForLock: Bool = true) {
         guard let sleep else { return }
         self.sleep = nil
         inhibitor = nil  // let go already, but for a sleep shorter than the quiescing
         logger.debug(
             "logind: the sleep ended", metadata: ["reason": "\(reason)", "seconds": "\(Double(Syscall.monotonicNanoseconds() - sleep.since) / 1e9)"])
         resumed()
-        askForLock()
+        if askingForLock { askForLock() }
     }
 
     /// Lets the lock go once the owner has quiesced for the sleep under way, or `releasePatience` after it began.

@@ -243,6 +243,23 @@ import Testing
         #expect(owner.preparations.load(ordering: .relaxed) == 100 && owner.resumptions.load(ordering: .relaxed) == 100)
     }
 
+    /// Asleep when logind leaves the bus (its `NameOwnerChanged`), or when the bus itself goes: no
+    /// `PrepareForSleep(false)` can come, so the owner is told the sleep ended (its sensors open again)
+    /// rather than left asleep for good; nothing crashes. A logind that comes back is asked for a lock.
+    @Test(arguments: [false, true]) func asleepWhenLogindOrTheBusGoesTheOwnerResumes(busGoes: Bool) throws {
+        let owner = Owner(quiesces: true)
+        var (bus, logind, client): (PrivateSystemBus?, Peer, LogindSleep) = try Self.started(owner)
+        defer { client.stop() }
+        logind.signal(SIGUSR1)
+        try waitUntil(seconds: 10) { Self.released(1, by: logind) != nil }
+        #expect(owner.resumptions.load(ordering: .relaxed) == 0)
+        if busGoes { bus = nil } else { logind.stop() }
+        #expect(throws: Never.self) { try waitUntil(seconds: 10) { owner.resumptions.load(ordering: .relaxed) == 1 } }
+        guard let bus else { return }
+        let again = try Self.logind(on: bus)
+        #expect(throws: Never.self, "\(again.output)") { try waitUntil(seconds: 10) { Self.events("Inhibit", of: again).count == 1 } }
+    }
+
     /// A `PrepareForSleep` sent to the client by another connection than logind's (a signal may be
     /// sent to any connection, and sd-bus cannot check a well-known sender itself, issue 60) is
     /// ignored and said; logind's own is followed, and the owner told each time.
