@@ -19,6 +19,8 @@ public struct Configuration: Sendable, Equatable {
     public var stateSaveInterval: Double?
     /// Seconds between reads of a resting accelerometer that its motion events wake (docs/protocol.md, STATUS `rest`).
     public var motionEventHeartbeat: Double?
+    /// Whether a sensor no re-arm woke has its driver unbound and bound again (root only).
+    public var rebindStalledSensors: Bool?
     /// Least severe log level.
     public var logLevel: String?
     /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
@@ -178,6 +180,9 @@ extension Configuration: SettingsSection {
             "motion_event_heartbeat", \.motionEventHeartbeat, .number("seconds, 1 to 3600"), default: "30", flag: true,
             summary: "How often an accelerometer that its own motion events wake is read while it lies still: a device whose events never come although it moved is polled instead from the first such read.",
             check: { (1...3600).contains($0) ? nil : "must be 1...3600 seconds, not \($0)" }),
+        .optional(
+            "rebind_stalled_sensors", \.rebindStalledSensors, .boolean, default: "false", flag: true,
+            summary: "The last resort for a sensor that stays silent or keeps failing though its device is there, after three re-arms (at 0, 1 and 2 s) did not wake it: unbind its chip from its driver and bind it again through sysfs, which re-probes the chip. Needs root (the shipped unit runs as the motiond user: a drop-in with User=root); the device comes back as a new one, and its watchers get ENDED."),
         .optional(
             "tablet_mode", \.tabletMode, .text("auto or off"), default: "auto", flag: true,
             summary: "A SW_TABLET_MODE switch (uinput) from a convertible's hinge, so that the desktop turns the keyboard off when it is folded past 210°: auto where the machine has two accelerometers and the kernel reports no tablet mode itself; off never.",

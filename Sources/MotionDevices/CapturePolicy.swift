@@ -18,8 +18,11 @@ public struct CapturePolicy: Sendable, Equatable {
     /// silent buffer would deliver nothing.
     public static let firstDataMargin = 10.0
 
-    /// Failed reads in a row that end a capture (a read that fails now and then does not).
+    /// Failed reads in a row that re-arm a capture (a read that fails now and then does not).
     public static let failuresThatEnd = 10
+    /// The re-arm at which a sensor's driver is unbound and bound again where that is allowed: after
+    /// three re-arms (at 0, 1 and 2 s) that did not wake it.
+    public static let rebindAttempt = 4
     /// Seconds between checks that a buffer which gave scans still does (a removed device's buffer
     /// need not fail a read: it may only fall silent). Sparse: each check can be a wake-up of its own.
     public static let silenceCheck = 2.0

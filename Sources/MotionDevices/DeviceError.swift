@@ -51,6 +51,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     case hysteresisIgnored(device: String, before: Double, after: Double)
     /// The tablet-mode switch's uinput device could not be made or written (`operation`: the step).
     case uinputFailed(operation: String, errno: Int32)
+    /// Unbinding the device's parent from its driver, or binding it again, failed at `step`.
+    case rebindFailed(device: String, step: String, errno: Int32)
 
     /// Whether it says the device is gone.
     public var isVanished: Bool {
@@ -97,6 +99,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(d): the sensor hub ignores its hysteresis: \(perSecond(before)) reports/s at rest with it at 0, \(perSecond(after)) with it raised"
         case .uinputFailed(let op, let e):
             "uinput: \(op) failed (\(errnoName(e)))"
+        case .rebindFailed(let d, let step, let e):
+            "\(d): cannot rebind its driver: \(step) failed (\(errnoName(e)))"
         case .describedWithoutLibiio(let d, let e):
             "\(d): libiio cannot read this machine's IIO devices (\(errnoName(e)): one of them is odd); read polled from sysfs"
         }

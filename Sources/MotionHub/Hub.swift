@@ -228,6 +228,7 @@ package final class Hub: @unchecked Sendable {
             break  // the mailbox wakes the loop on it and does not pass it on
         case .rearming(let reason, let attempt, let delay):
             recoveries.count(reason, of: number)
+            if attempt == CapturePolicy.rebindAttempt { rebind(number) }
             logger.notice("sensor re-armed", metadata: [
                 "device": "\(number)", "reason": "\(reason.rawValue)", "attempt": "\(attempt)", "reopens_in_s": "\(delay)"])
         case .ended(let error):
@@ -242,6 +243,21 @@ package final class Hub: @unchecked Sendable {
     }
 
     /// Ends the streams that `device`'s capture fed in the plan it ran in (the one followed last).
+    /// Asks the source to unbind and bind `number`'s driver, off the loop (sysfs writes that re-probe a
+    /// chip), once its re-arms have failed `CapturePolicy.rebindAttempt` − 1 times; the device comes
+    /// back through hot-plug.
+    private func rebind(_ number: DeviceNumber) {
+        guard let device = devices.first(where: { $0.number == number }) else { return }
+        let source = source
+        offLoop.run({ () throws(DeviceError) in try source.rebind(device) }, then: { [logger] result in
+            switch result {
+            case .success(nil): break
+            case .success(let rebound?): logger.notice("sensor's driver unbound and bound again, as no re-arm woke it", metadata: ["device": "\(number)", "rebound": "\(rebound)"])
+            case .failure(let error): logger.error("sensor's driver could not be rebound", metadata: ["device": "\(number)", "error": "\(error)"])
+            }
+        })
+    }
+
     private func endStreams(fedBy device: DeviceNumber, reason: String) {
         guard let plan = followedPlan else { return }
         fanout.endStreams(fedBy: device, in: plan, reason: reason)

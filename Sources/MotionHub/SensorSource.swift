@@ -22,6 +22,11 @@ public protocol SensorSource: Sendable {
     func readingMode(of device: DeviceDescriptor) -> ReadingMode
     /// Seconds between listings of each remote's devices (no udev tells of them).
     var relistInterval: Double { get }
+    /// The last resort for `device`, which no re-arm woke: its driver unbound and bound again
+    /// (`DriverRebind`), where the source may; returns what was rebound, for the log, or nil where it
+    /// may not (the default: the configuration did not allow it, or the device is not this machine's).
+    /// Blocks: off the loop.
+    func rebind(_ device: DeviceDescriptor) throws(DeviceError) -> String?
 }
 
 extension SensorStream {
@@ -31,6 +36,7 @@ extension SensorStream {
 extension SensorSource {
     public var remotes: [NetworkDiscovery] { [] }
     public var relistInterval: Double { 10 }
+    public func rebind(_ device: DeviceDescriptor) throws(DeviceError) -> String? { nil }
 }
 
 /// Where devices are listed from; listings of one origin replace only that origin's devices.
@@ -89,6 +95,8 @@ public struct HardwareSource: SensorSource {
     public let remotes: [NetworkDiscovery]
     /// Seconds between reads of a resting accelerometer that its motion events wake.
     public var motionEventHeartbeat: Double
+    /// Whether a sensor that no re-arm woke has its driver unbound and bound again (root only).
+    public var rebindsStalledSensors = false
 
     /// The first device number of the first remote: far above any local one.
     public static let firstRemoteNumber: Int32 = 10_000
@@ -124,6 +132,11 @@ public struct HardwareSource: SensorSource {
     }
 
     public var followsHotPlug: Bool { true }
+
+    public func rebind(_ device: DeviceDescriptor) throws(DeviceError) -> String? {
+        guard rebindsStalledSensors, !remotes.contains(where: { $0.owns(device.number) }) else { return nil }
+        return try DriverRebind.rebind(device.number.sysname)
+    }
 
     public func readingMode(of device: DeviceDescriptor) -> ReadingMode {
         remotes.contains { $0.owns(device.number) } ? .network : ReadingMode(device.captureMode)

@@ -114,6 +114,13 @@ public enum Syscall {
         _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
     }
 
+    /// `realpath(3)`: `path` with every symbolic link and `..` resolved; nil if it cannot be (errno's).
+    public static func resolvedPath(_ path: String) -> Result<String, Errno> {
+        guard let resolved = realpath(path, nil) else { return .failure(Errno(rawValue: errno)) }
+        defer { free(resolved) }
+        return .success(String(cString: resolved))
+    }
+
     /// `open(path, O_RDONLY | O_CLOEXEC)`, owned.
     public static func openReadOnly(_ path: String) throws(Errno) -> OwnedDescriptor {
         OwnedDescriptor(try retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }.get())

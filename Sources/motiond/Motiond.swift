@@ -56,6 +56,7 @@ struct Motiond: AsyncParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("sea_level_pressure"))) var seaLevelPressure: String?
     @Option(help: ArgumentHelp(Configuration.help("height"))) var height: String?
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("dbus"))) var dbus: Bool?
+    @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("rebind_stalled_sensors"))) var rebindStalledSensors: Bool?
     @Option(help: ArgumentHelp(Configuration.help("metrics"))) var metrics: String?
     @Option(help: ArgumentHelp(Configuration.help("dsu"))) var dsu: String?
 
@@ -82,7 +83,7 @@ struct Motiond: AsyncParsableCommand {
                 "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
                 "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode,
                 "log_level": logLevel, "declination": declination, "location": location, "sea_level_pressure": seaLevelPressure, "height": height,
-                "dbus": dbus.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
+                "dbus": dbus.map { $0 ? "true" : "false" }, "rebind_stalled_sensors": rebindStalledSensors.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
             ])
             load = { [config] in
                 try Configuration.load(path: config ?? Self.defaultConfigurationPath, required: config != nil).overridden(by: flags)
@@ -102,9 +103,11 @@ struct Motiond: AsyncParsableCommand {
                 throw ValidationError("cannot replay: \(error)")
             }
         } else {
-            source = HardwareSource(
+            var hardware = HardwareSource(
                 mountMatrixOverrides: try settings.mountMatrixOverrides(), networkSensors: settings.networkSensors ?? [],
                 motionEventHeartbeat: settings.motionEventHeartbeat ?? AdaptivePolling.heartbeat)
+            hardware.rebindsStalledSensors = settings.rebindStalledSensors ?? false
+            source = hardware
         }
         let server = MotionServer(
             socketPath: settings.socket ?? Self.defaultSocket(),

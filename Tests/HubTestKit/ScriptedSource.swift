@@ -96,6 +96,14 @@ package final class ScriptedSource: SensorSource {
     /// a CI run of this stop, beside ConnectionTests' in-process server with its "udev monitor" thread).
     package var followsHotPlug: Bool { false }
 
+    /// The devices the hub asked to rebind (`SensorSource.rebind`), in order.
+    package let rebound = Mutex<[DeviceNumber]>([])
+
+    package func rebind(_ device: DeviceDescriptor) throws(DeviceError) -> String? {
+        rebound.withLock { $0.append(device.number) }
+        return "\(device.name) on its driver"
+    }
+
     package func readingMode(of device: DeviceDescriptor) -> ReadingMode { ReadingMode(device.captureMode) }
 
     /// What a polled read of `kind` on `device` gives now, or nil for a reading no sensor of its kind

@@ -93,6 +93,26 @@ import Testing
         try await scripted.shutDown()
     }
 
+    /// The last resort comes once, at the fourth re-arm (three, at 0, 1 and 2 s, did not wake the
+    /// sensor), not at every later one: the source is asked to rebind the device's driver, which it
+    /// does only where motiond.conf allows (`rebind_stalled_sensors`, `HardwareSource.rebind`).
+    @Test func theDriverIsReboundOnceAtTheFourthReArm() async throws {
+        let (scripted, client, _) = try await ScriptedHub.withClient(sending: #"{"class":"WATCH","streams":["accelerometer"],"interval":0.1}"#, on: [Self.laptop])
+        #expect(await scripted.advance { !client.messages(of: .accelerometer).isEmpty } != nil)
+        let source = scripted.source
+        for attempt in 1...CapturePolicy.rebindAttempt - 1 {
+            try await scripted.loop.executeInContext { source.tell(.rearming(.silence, attempt: attempt, after: 0), from: Self.laptop.number) }
+        }
+        await scripted.settle()
+        #expect(source.rebound.withLock { $0 } == [])
+        for attempt in CapturePolicy.rebindAttempt...CapturePolicy.rebindAttempt + 3 {
+            try await scripted.loop.executeInContext { source.tell(.rearming(.silence, attempt: attempt, after: 60), from: Self.laptop.number) }
+        }
+        await scripted.settle()
+        #expect(source.rebound.withLock { $0 } == [Self.laptop.number])
+        try await scripted.shutDown()
+    }
+
     /// A capture's re-arm (a stall it healed) is counted by device and reason for STATUS and the
     /// metrics (`motiond_sensor_recoveries_total{device,reason}`), and the watch goes on.
     @Test func aReArmIsCountedByDeviceAndReason() async throws {
