@@ -134,6 +134,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         return kept
     }
 
+    /// Polling threads closed without waiting and kept for `stop` to join (at most those not yet ended).
+    var pollersEnding: Int { state.withLock { $0.ending.count } }
+
     /// Whether `reader` still reads for the capture.
     func reads(_ reader: any CaptureReader) -> Bool {
         state.withLock { $0.readers.contains { $0 === reader } }
@@ -144,7 +147,9 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
         let closing = state.withLock { state in
             defer { state.readers.removeAll(where: matching) }
             let closing = state.readers.filter(matching)
-            if !waiting { state.ending += closing.compactMap { $0 as? ThreadPoller } }
+            // Those that ended by themselves are let go (with their eventfds): a dead sensor re-armed
+            // every minute for days would otherwise keep one per re-arm until its stop.
+            if !waiting { state.ending = state.ending.filter { !$0.hasEnded } + closing.compactMap { $0 as? ThreadPoller } }
             return closing
         }
         // The motion events before the ticker they wake, the ticker before its poller.

@@ -30,6 +30,7 @@ public final class WakeableThread: Sendable {
     private let name: String
     let wakeup: OwnedDescriptor
     private let stopRequested = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
     private let thread = Mutex<OSThread?>(nil)
 
     /// A thread called `name` (not yet started), with its eventfd; throws the errno of `eventfd(2)`
@@ -48,6 +49,7 @@ public final class WakeableThread: Sendable {
     public func start(_ body: @escaping @Sendable () -> Void) -> Errno? {
         let os = OSThread(name: name) { [self] in
             body()
+            finished.store(true, ordering: .releasing)
             // Nobody in `stop` to join it: it frees itself as it returns.
             thread.withLock { $0.take() }?.detachFromCurrentThread()
         }
@@ -65,6 +67,9 @@ public final class WakeableThread: Sendable {
 
     /// Whether `requestStop` or `stop` ran.
     public var isStopping: Bool { stopRequested.load(ordering: .acquiring) }
+
+    /// Whether the body ran and returned: nothing is left to join.
+    public var hasFinished: Bool { finished.load(ordering: .acquiring) }
 
     /// Wakes the thread: its `wait` under way, or its next, returns `woken`. Never blocks; wakes
     /// that come before the thread waits are one wake.

@@ -111,6 +111,25 @@ extension Hardware {
             #expect(try testbed.attribute("iio:device0", "sampling_frequency").hasPrefix("100"))
         }
 
+        /// A fast-polled sensor whose reads keep failing is re-armed on its own thread again and again
+        /// (issue 62): each re-arm ends that polling thread by itself, and the capture keeps for its
+        /// stop only those not yet ended, not one thread and eventfd per re-arm (a dead sensor is
+        /// re-armed every minute for as long as the daemon runs).
+        @Test func reArmsOfAFastPolledSensorKeepNoEndedThread() throws {
+            let testbed = try Testbed()
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let capture = try Self.fastPolledCapture(testbed, on: group.next())
+            try testbed.setAttribute("iio:device0", "in_accel_z_raw", "garbage\n")
+            let events = Events()
+            capture.start { events.take($0) }
+            defer { capture.stop() }
+            // Re-arms at 0, 1 and 2 s: the fourth comes about 3 s after the first.
+            try waitUntil(seconds: 8) { events.rearms.count >= 4 }
+            #expect(capture.pollersEnding <= 2, "\(capture.pollersEnding) polling threads kept after \(events.rearms.count) re-arms")
+            #expect(events.ended == nil)
+        }
+
         /// A capture let go without a stop ends its polling thread, which puts the device back: the
         /// thread holds the capture one round at a time, not for its life (`ThreadPoller`).
         @Test func aCaptureLetGoWithoutAStopEndsItsPollingThread() throws {

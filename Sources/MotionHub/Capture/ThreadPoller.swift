@@ -58,6 +58,9 @@ final class ThreadPoller: CaptureReader, @unchecked Sendable {
         }
     }
 
+    /// Whether its thread ran and returned (a poller closed without waiting need not be joined then).
+    var hasEnded: Bool { thread.hasFinished }
+
     /// Ends the thread (`waiting`: joins it, the device put back; else it ends by itself, as it must
     /// when the capture ends from the thread).
     func close(waiting: Bool) {
