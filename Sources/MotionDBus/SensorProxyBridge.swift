@@ -29,6 +29,9 @@ final class SensorProxyBridge: MessageSink {
     /// magnetometer's is fused, and says 0° (measured: 0.0 then 89.99… on a tablet whose top edge
     /// points east, at every claim after the first); `ClaimCompass` would return with it.
     private var passesFirstHeading = false
+    /// The machine's sleeps the hub had seen when it last told the devices (`MetricsSnapshot.sleeps`):
+    /// more at the next telling is a resume.
+    private var sleepsSeen = 0
 
     /// The compass heading is rounded to this, degrees: finer than any compass, and noise below it
     /// does not wake the claimants.
@@ -59,6 +62,7 @@ final class SensorProxyBridge: MessageSink {
     func start() {
         hub.eventLoop.preconditionInEventLoop()
         id = hub.connect(self)
+        sleepsSeen = hub.metrics().sleeps
         hub.observeDevices { [unowned self] devices in devicesChanged(devices) }
         devicesChanged(hub.devices)
     }
@@ -117,7 +121,10 @@ final class SensorProxyBridge: MessageSink {
     /// start, at each listing of the devices, and after a resume (`Hub.resumed` tells the devices
     /// again): each claimant is then told every value it claimed, changed or not (`republish`).
     private func devicesChanged(_ devices: [DeviceDescriptor]) {
-        let before = values
+        // A resume, not a listing (a board's is made every 10 s): the hub counted a sleep since.
+        let sleeps = hub.metrics().sleeps
+        let resumed = sleeps != sleepsSeen
+        sleepsSeen = sleeps
         values.hasAccelerometer = isPresent(.accelerometer, on: devices)
         values.hasAmbientLight = isPresent(.light, on: devices)
         values.hasProximity = isPresent(.proximity, on: devices)
@@ -131,9 +138,7 @@ final class SensorProxyBridge: MessageSink {
         // waits for the first value rather than read the one from before the sensor was there.
         for sensor in appeared { service.markPending(sensor) }
         service.publish(values)
-        // Told again with nothing changed: a resume (or a listing that found the same devices). A
-        // change announces itself, and a sensor that appeared sends its values with its first reading.
-        if values == before && appeared.isEmpty { service.republish() }
+        if resumed { service.republish() }
         for sensor in appeared { watch(sensor) }
         // A claimed sensor that went: its claims return at once, as on a machine without it, and stay
         // counted, so that it is served when it comes back (upstream drops them).

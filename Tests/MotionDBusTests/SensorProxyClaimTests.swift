@@ -184,14 +184,16 @@ import Glibc
 
     /// After a resume each claimant is told its sensors' values again (`PropertiesChanged`), though
     /// none changed: a compositor that missed a change around the sleep learns the orientation there
-    /// is; and the reading after the resume is told when the device turned meanwhile. Debian's
-    /// monitor-sensor prints each `PropertiesChanged` that has the orientation.
+    /// is; and the reading after the resume is told when the device turned meanwhile. A listing that
+    /// finds the same devices (a board's, every 10 s) tells nothing again. Debian's monitor-sensor
+    /// prints each `PropertiesChanged` that has the orientation, in the order they were sent.
     @Test func theClaimantsAreToldTheirValuesAgainAfterAResume() throws {
         let served = try Served(Self.tablet, counts: Self.tabletCounts)
         let monitor = try Peer("/usr/bin/monitor-sensor", bus: served.bus)
         let told = { monitor.output.components(separatedBy: "Accelerometer orientation changed: normal").count - 1 }
         try waitUntil { told() >= 1 || monitor.output.contains("(orientation: normal)") }
         let before = told()
+        try served.list(Self.tablet)
         try served.sleep()
         try served.resume()
         try waitUntil { told() > before }
@@ -200,6 +202,9 @@ import Glibc
         served.source.counts.withLock { $0[DeviceNumber(0)] = [.accelerometer: Self.rightUp] }
         try served.resume()
         try waitUntil { monitor.output.contains("Accelerometer orientation changed: right-up") }
+        // Everything sent before the turn has arrived: each resume's `normal` (the second's before its
+        // first reading), and nothing for the listing.
+        #expect(told() == before + 2, "\(monitor.output)")
     }
 }
 
