@@ -293,6 +293,8 @@ extension BusClient {
             try? frontEnd.stop()
             let hub = hub
             try? hub.eventLoop.submit { hub.stopAll() }.wait()
+            // The captures' stops end on the loop: shut down before, it says it cannot schedule them.
+            hub.offLoop.waitUntilDone()
             try? loops.syncShutdownGracefully()
         }
     }
