@@ -88,8 +88,8 @@ extension Hardware {
             static let getEventDescriptor: UInt = 0x8004_6990
             static let eventDescriptors: [Int32] = [50, 51, 52, 53]
 
-            /// - Parameter history: history.json's text to start with (nil: none).
-            init(_ capture: Capture, history: String? = nil) throws {
+            /// - Parameters: history, calibration: history.json's and calibration.json's text to start with (nil: none).
+            init(_ capture: Capture, history: String? = nil, calibration: String? = nil) throws {
                 self.capture = capture
                 testbed = try Testbed()
                 try testbed.add(fixture: capture.fixture)
@@ -97,7 +97,9 @@ extension Hardware {
                 logind = try LogindStandIn(on: bus)
                 state = NSTemporaryDirectory() + "motiond-sleep-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
                 try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-                if let history { try Data(history.utf8).write(to: URL(fileURLWithPath: state + "/history.json")) }
+                for (name, text) in [("history.json", history), ("calibration.json", calibration)] {
+                    if let text { try Data(text.utf8).write(to: URL(fileURLWithPath: state + "/" + name)) }
+                }
                 switch capture {
                 case .buffered:
                     // x, y, z and the gyroscope's three, raw; 16384 counts = 1 g at the fixture's scale.
@@ -300,6 +302,147 @@ extension Hardware {
             #expect(status.sleeps == 1 && status.clients == 1, "\(status)")
             print("sleep figures (\(capture.rawValue)): lock released \(held) s after PrepareForSleep(true); the watcher's first sample "
                 + "\(streaming) s after PrepareForSleep(false); \(capture.rateAttribute) \(recorded) at the resume, \(rate) written back")
+        }
+
+        /// 100 sleeps in a row on one motiond (the issue's count), each with a driver that forgets and a
+        /// turn while asleep: each lock let go within 2 s and each turn at the same watcher within 1 s
+        /// of its resume; after them no step (HISTORY, from the history.json it started with), no
+        /// calibration (STATUS, and calibration.json as the first sleep saved it), no client and no
+        /// watch (an orientation watcher saw every turn) is lost; the resident memory is flat and no
+        /// descriptor leaked (/proc/PID/status and /proc/PID/fd, proc(5)): a lock, a capture or a
+        /// client's state left behind at each sleep would show 100 times over.
+        @Test func aHundredSleepsInARowLoseNothingAndLeakNothing() throws {
+            let hourAgo = Int64(Date().timeIntervalSince1970 / 60) - 60
+            // A gyroscope bias learnt before (SensorFusion.Calibration's fields).
+            let calibration = #"{"gyroscopeBias":{"x":0.01,"y":-0.02,"z":0.003},"gyroscopeBiasSigma":0.0002,"magnetometerOffset":{"x":0,"y":0,"z":0},"fieldStrength":50}"#
+            let machine = try Machine(
+                .buffered, history: #"{"version":1,"totalSteps":141,"minutes":[[\#(hourAgo),141]],"activities":[]}"#, calibration: calibration)
+            try waitUntil(seconds: 10) { machine.logind.locks == 1 }
+            try machine.client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.04}"#)
+            _ = try machine.client.next("ACCELEROMETER", seconds: 10)
+            let watcher = try TestClient.greeted(path: machine.daemon.socket)
+            try watcher.send(#"{"class":"WATCH","streams":["orientation"]}"#)
+            var orientation = try watcher.decode(OrientationMessage.self, try watcher.next("ORIENTATION", seconds: 10)).orientation
+            let history = #"{"class":"HISTORY","id":1,"stream":"pedometer","from":\#(Date().timeIntervalSince1970 - 86_400)}"#
+            func steps() throws -> Int? {
+                try machine.client.send(history)
+                return try machine.client.decode(HistoryReply.self, try machine.client.next("HISTORY")).steps
+            }
+            let before = try machine.status()
+            let stepsBefore = try steps()
+            let pid = machine.pid
+            let (rssBefore, anonBefore) = (ProcessFigures.residentKilobytes(pid) ?? 0, ProcessFigures.anonymousKilobytes(pid) ?? 0)
+            let descriptorsBefore = ProcessFigures.descriptors(pid)
+            var (held, streaming): ([Double], [Double]) = ([], [])
+            var (anonAfterFirst, turnsSeen) = (0, 0)
+            var savedAfterFirst = ""
+            let began = Date()
+            for cycle in 1...100 {
+                let edgewise = cycle % 2 == 1
+                let (release, woke) = try machine.sleep(cycle: cycle, defaults: ["sampling_frequency": "100"], edgewise: edgewise)
+                held.append(release)
+                do {
+                    streaming.append(try machine.firstAfterTurn(edgewise: edgewise, from: nil) - woke)
+                } catch {
+                    Issue.record("sleep \(cycle): \(error): \(machine.diagnosis())")
+                    return
+                }
+                try waitUntil(seconds: 10) { machine.logind.locks == cycle + 1 }
+                // The log read as it comes (a pipe left full would stop the daemon), and each resume in it.
+                #expect(machine.daemon.waitForLog("the machine resumed", count: cycle), "resume \(cycle) not logged")
+                // The watcher sees each turn, as it comes.
+                while let line = try? watcher.next(seconds: 2) {
+                    guard case .orientation(let m) = try AnyServerMessage(line: Array(line.utf8)) else {
+                        Issue.record("the orientation watch got \(line)")
+                        continue
+                    }
+                    if m.orientation != orientation { turnsSeen += 1 }
+                    orientation = m.orientation
+                    break
+                }
+                if cycle == 1 {
+                    anonAfterFirst = ProcessFigures.anonymousKilobytes(pid) ?? 0
+                    savedAfterFirst = (try? String(contentsOfFile: machine.state + "/calibration.json", encoding: .utf8)) ?? "none"
+                }
+            }
+            let took = Date().timeIntervalSince(began)
+            let after = try machine.status()
+            let stepsAfter = try steps()
+            let (rssAfter, anonAfter) = (ProcessFigures.residentKilobytes(pid) ?? 0, ProcessFigures.anonymousKilobytes(pid) ?? 0)
+            let descriptorsAfter = ProcessFigures.descriptors(pid)
+            let savedAfter = (try? String(contentsOfFile: machine.state + "/calibration.json", encoding: .utf8)) ?? "none"
+
+            #expect(held.max() ?? 0 < 2, "a lock was held \(held.max() ?? 0) s after its PrepareForSleep(true)")
+            #expect(streaming.max() ?? 0 < 1, "a turn reached the watcher \(streaming.max() ?? 0) s after its PrepareForSleep(false)")
+            #expect(stepsBefore == 141 && stepsAfter == 141, "HISTORY's steps: \(String(describing: stepsBefore)) before, \(String(describing: stepsAfter)) after")
+            #expect(before.calibration != nil && after.calibration == before.calibration, "calibration \(String(describing: before.calibration)) before, \(String(describing: after.calibration)) after")
+            #expect(savedAfter == savedAfterFirst && savedAfter != "none", "calibration.json after the first sleep: \(savedAfterFirst); after the 100th: \(savedAfter)")
+            #expect(before.clients == 2 && after.clients == 2, "clients: \(before.clients) before, \(after.clients) after")
+            #expect(turnsSeen == 100, "the orientation watcher saw \(turnsSeen) of the 100 turns")
+            #expect(after.sleeps == 100, "STATUS sleeps \(String(describing: after.sleeps))")
+            #expect(after.recoveries?.first { $0.reason == "resume" }?.count == 100, "\(String(describing: after.recoveries))")
+            #expect(machine.logind.released(101) == nil && machine.logind.events("Released").count == 100, "locks: \(machine.logind.peer.output)")
+            let opened = Set(descriptorsAfter.values).subtracting(descriptorsBefore.values).sorted()
+            #expect(descriptorsAfter.count == descriptorsBefore.count, "descriptors: \(descriptorsBefore.count) before, \(descriptorsAfter.count) after; new: \(opened)")
+            // Anonymous memory (heap, stacks) is where a leak grows; 100 sleeps that each leave 2 kB
+            // behind would add 200 kB. The first sleep is its own: the sleep path's first use allocates.
+            // Measured over 600 sleeps: 3544, 3636, 3636, 3656, 3656, 3660 kB every 100: the allocator
+            // settling, not a growth per sleep (streaming 21 s without a sleep: flat at 3560 kB).
+            #expect(anonAfter - anonAfterFirst < 200, "RssAnon \(anonAfterFirst) kB after the first sleep, \(anonAfter) kB after the 100th")
+            let sorted = (held.sorted(), streaming.sorted())
+            print("100 sleeps in \(took) s: lock released \(sorted.0[50]) s (median), \(sorted.0[99]) s (max) after PrepareForSleep(true); "
+                + "turn at the watcher \(sorted.1[50]) s (median), \(sorted.1[99]) s (max) after PrepareForSleep(false); "
+                + "VmRSS \(rssBefore) -> \(rssAfter) kB, RssAnon \(anonBefore) -> \(anonAfterFirst) (after the first) -> \(anonAfter) kB; "
+                + "descriptors \(descriptorsBefore.count) -> \(descriptorsAfter.count); steps \(String(describing: stepsBefore)) -> \(String(describing: stepsAfter))")
+        }
+
+        /// A device that stays dead (its buffer never gives a scan again, and its sysfs reads fail, so
+        /// the fallback to polling cannot read either): motiond re-arms it with back-off, 0, 1, 2, 4,
+        /// 8, 16 … s at most 60 (issue 62's schedule), never in a busy loop, and uses under 1 % of a
+        /// core (utime + stime of /proc/PID/stat, proc(5)) over the 30 s after its first re-arm.
+        @Test func aDeadDeviceCostsUnderOnePercentOfACoreAndItsReArmsBackOff() throws {
+            let machine = try Machine(.buffered)
+            try machine.client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.04}"#)
+            _ = try machine.client.next("ACCELEROMETER", seconds: 10)
+            machine.driver?.stop()
+            for axis in ["x", "y", "z"] {
+                for kind in ["accel", "anglvel"] { try machine.testbed.breakAttribute("iio:device0", "in_\(kind)_\(axis)_raw") }
+            }
+            let pid = machine.pid
+            #expect(machine.daemon.waitForLog("sensor re-armed", seconds: 10), "no re-arm of the dead device")
+            let (cpuFrom, from) = (ProcessFigures.cpuSeconds(pid) ?? 0, monotonicSeconds())
+            var seen = [from]
+            let window = 30.0
+            while monotonicSeconds() - from < window {
+                if machine.daemon.waitForLog("sensor re-armed", count: seen.count + 1, seconds: window - (monotonicSeconds() - from)) {
+                    seen.append(monotonicSeconds())
+                }
+            }
+            let (cpuTo, to) = (ProcessFigures.cpuSeconds(pid) ?? 0, monotonicSeconds())
+            let share = (cpuTo - cpuFrom) / (to - from)
+            _ = machine.daemon.secondsToExit(after: SIGTERM)
+            let rearms = machine.daemon.finalLog().split(separator: "\n").filter { $0.contains("sensor re-armed") }.map { line in
+                let fields = Dictionary(line.split(separator: " ").compactMap { word -> (String, String)? in
+                    let pair = word.split(separator: "=", maxSplits: 1)
+                    return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
+                }, uniquingKeysWith: { first, _ in first })
+                return (attempt: Int(fields["attempt"] ?? "") ?? 0, delay: Double(fields["reopens_in_s"] ?? "") ?? -1, reason: fields["reason"] ?? "?")
+            }
+            let schedule = zip(rearms, seen).map { rearm, at in
+                "attempt \(rearm.attempt) (\(rearm.reason)) at \(String(format: "%.2f", at - from)) s, reopens in \(rearm.delay) s"
+            }
+            print("dead device: \(String(format: "%.3f", cpuTo - cpuFrom)) s of CPU in \(String(format: "%.1f", to - from)) s = "
+                + "\(String(format: "%.2f", share * 100)) % of a core; re-arms: \(schedule.joined(separator: "; "))")
+            #expect(share < 0.01, "\(share * 100) % of a core while the device stayed dead")
+            // The schedule: attempt n waits min(60, 2^(n-2)) s, the first none.
+            let expected = rearms.indices.map { $0 == 0 ? 0.0 : min(60, pow(2, Double($0 - 1))) }
+            #expect(rearms.map(\.attempt) == Array(1...max(1, rearms.count)), "attempts \(rearms.map(\.attempt))")
+            #expect(rearms.map(\.delay) == expected, "delays \(rearms.map(\.delay)), expected \(expected)")
+            #expect(rearms.count >= 4, "only \(rearms.count) re-arms in \(window) s")
+            // Each re-arm waits its back-off at least before the next can come.
+            for (index, gap) in zip(seen, seen.dropFirst()).map({ $1 - $0 }).enumerated() where index < rearms.count {
+                #expect(gap >= rearms[index].delay - 0.05, "re-arm \(index + 2) came \(gap) s after the one that said it reopens in \(rearms[index].delay) s")
+            }
         }
     }
 }

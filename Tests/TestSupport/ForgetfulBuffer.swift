@@ -44,10 +44,10 @@ public final class ForgetfulBuffer: @unchecked Sendable {
         Thread { [self, directory] in
             var lastSent: [Int] = []
             while true {
-                let enabled = Self.read(directory + "/buffer/enable")
-                let sensitivity = hysteresis.flatMap { Double(Self.read(directory + "/" + $0)) } ?? 0
-                let counts: [Int]? = state.withLock { state in
-                    guard state.running else { return nil }
+                // Read under the lock, so that a suspend never meets a value read before it.
+                let due: [Int]?? = state.withLock { state in
+                    guard state.running else { return .none }
+                    let enabled = Self.read(directory + "/buffer/enable")
                     if state.forgot {
                         if enabled == "0" { state.sawDisabled = true }
                         if state.sawDisabled && enabled == "1" {
@@ -55,11 +55,12 @@ public final class ForgetfulBuffer: @unchecked Sendable {
                             state.enabledAfresh = monotonicSeconds()
                         }
                     }
-                    return state.counts
+                    let sensitivity = hysteresis.flatMap { Double(Self.read(directory + "/" + $0)) } ?? 0
+                    let sends = !state.forgot && enabled == "1" && !(sensitivity > 0 && state.counts == lastSent)
+                    return .some(sends ? state.counts : nil)
                 }
-                guard let counts else { break }
-                let forgot = state.withLock { $0.forgot }
-                if !forgot, enabled == "1", !(sensitivity > 0 && counts == lastSent) {
+                guard let due else { break }
+                if let counts = due {
                     var now = timespec()
                     clock_gettime(CLOCK_REALTIME, &now)
                     let bytes = scan(counts, Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec), directory)
@@ -93,7 +94,8 @@ public final class ForgetfulBuffer: @unchecked Sendable {
     public func suspend(defaults: [String: String]) throws {
         state.withLock { state in
             state.forgot = true
-            state.sawDisabled = false
+            // The buffer as the machine went to sleep: one disabled then is enabled afresh by a 1.
+            state.sawDisabled = Self.read(directory + "/buffer/enable") == "0"
             state.enabledAfresh = nil
         }
         for (attribute, value) in defaults {

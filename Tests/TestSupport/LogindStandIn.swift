@@ -61,11 +61,17 @@ public func monotonicSeconds() -> Double {
 
 /// What the kernel says of a process: its resident memory, open descriptors and CPU time.
 public enum ProcessFigures {
-    /// `VmRSS` of /proc/PID/status, kB (nil: no such process).
-    public static func residentKilobytes(_ pid: Int32) -> Int? {
+    /// `VmRSS` of /proc/PID/status, kB: all it holds in memory, its files' pages too (nil: no such process).
+    public static func residentKilobytes(_ pid: Int32) -> Int? { status("VmRSS", of: pid) }
+
+    /// `RssAnon` of /proc/PID/status, kB: its heap and stacks, where a leak grows.
+    public static func anonymousKilobytes(_ pid: Int32) -> Int? { status("RssAnon", of: pid) }
+
+    /// A `Name:   N kB` line of /proc/PID/status.
+    private static func status(_ name: String, of pid: Int32) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        return status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-            .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }
+        return status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
     }
 
     /// The descriptors open in `pid` (entries of /proc/PID/fd), with what each is (its link).
