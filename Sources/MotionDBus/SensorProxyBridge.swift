@@ -27,7 +27,7 @@ final class SensorProxyBridge: MessageSink {
     /// Set when the compass is watched: its first heading is passed over. The fusion's first `MOTION`
     /// after its sensors start again comes with the accelerometer's first reading, before the
     /// magnetometer's is fused, and says 0° (measured: 0.0 then 89.99… on a tablet whose top edge
-    /// points east, at every claim after the first); `ClaimCompass` would return with it.
+    /// points east, at 7 claims of 8); `ClaimCompass` would return with it.
     private var passesFirstHeading = false
     /// The machine's sleeps the hub had seen when it last told the devices (`MetricsSnapshot.sleeps`):
     /// more at the next telling is a resume.
