@@ -77,6 +77,8 @@ extension Hardware {
             let driver: ForgetfulBuffer?
             let handler: IoctlHandler?
             let state: String
+            /// The rate as the fixture recorded it, before motiond wrote any: the driver's at probe.
+            let recorded: String
             /// The motion events' FIFO write end (-1: none).
             private var events: Int32 = -1
             var pid: Int32 { daemon.process.processIdentifier }
@@ -88,11 +90,14 @@ extension Hardware {
             static let getEventDescriptor: UInt = 0x8004_6990
             static let eventDescriptors: [Int32] = [50, 51, 52, 53]
 
-            /// - Parameters: history, calibration: history.json's and calibration.json's text to start with (nil: none).
-            init(_ capture: Capture, history: String? = nil, calibration: String? = nil) throws {
+            /// - Parameters:
+            ///   - history, calibration: history.json's and calibration.json's text to start with (nil: none).
+            ///   - dbus: the D-Bus drop-in on (`--dbus`), on the private bus.
+            init(_ capture: Capture, history: String? = nil, calibration: String? = nil, dbus: Bool = false) throws {
                 self.capture = capture
                 testbed = try Testbed()
                 try testbed.add(fixture: capture.fixture)
+                recorded = String(try testbed.attribute("iio:device0", capture.rateAttribute).prefix { $0 != "\n" })
                 bus = try PrivateSystemBus()
                 logind = try LogindStandIn(on: bus)
                 state = NSTemporaryDirectory() + "motiond-sleep-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -121,6 +126,7 @@ extension Hardware {
                     driver = nil
                 }
                 let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+                let arguments = ["--state-directory", state] + (dbus ? ["--dbus"] : [])
                 if capture == .motionEvents {
                     let arms = Mutex(0)
                     handler = try testbed.handleIoctls(on: "/dev/iio:device0") { request in
@@ -134,13 +140,13 @@ extension Hardware {
                     let fifo = state + "/events"
                     guard mkfifo(fifo, 0o600) == 0 else { throw TestbedError("mkfifo: errno \(errno)") }
                     daemon = try DaemonProcess(
-                        socket: temporarySocketPath(), arguments: ["--state-directory", state], environment: environment,
+                        socket: temporarySocketPath(), arguments: arguments, environment: environment,
                         inheriting: Dictionary(uniqueKeysWithValues: Machine.eventDescriptors.map { ($0, fifo) }))
                     // The daemon holds the FIFO open for reading and writing: this open does not wait.
                     events = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
                 } else {
                     handler = nil
-                    daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: ["--state-directory", state], environment: environment)
+                    daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: arguments, environment: environment)
                 }
                 client = try TestClient.greeted(path: daemon.socket)
             }
@@ -238,14 +244,21 @@ extension Hardware {
             }
         }
 
-        /// In every capture mode, a driver that forgets across the suspend: a client WATCHes; at
+        /// In every capture mode, a driver that forgets across the suspend: a client WATCHes (and, polled,
+        /// Debian's monitor-sensor holds a claim through the D-Bus drop-in, iio-sensor-proxy's names); at
         /// `PrepareForSleep(true)` the lock is let go within 2 s; the machine "sleeps" (SIGSTOP) while
         /// the driver forgets and the device turns; after `PrepareForSleep(false)` the turn reaches the
         /// same watcher within 1 s, with no new WATCH; the rate is written back (and the events and the
-        /// hysteresis where the capture rests on them), and a new lock is taken.
+        /// hysteresis where the capture rests on them), and a new lock is taken; monitor-sensor prints the
+        /// new orientation, with no new claim, within 1 s.
         @Test(arguments: Capture.allCases) func aDriverThatForgetsAcrossSuspendIsReArmedAndTheWatchGoesOn(capture: Capture) throws {
-            let machine = try Machine(capture)
-            let recorded = try machine.attribute(capture.rateAttribute)
+            // Polled, the D-Bus drop-in serves Debian's monitor-sensor too: a desktop's claim, held across the sleep.
+            let machine = try Machine(capture, dbus: capture == .polled)
+            let monitor = capture == .polled ? try Peer("/usr/bin/monitor-sensor", bus: machine.bus) : nil
+            if let monitor {
+                #expect(throws: Never.self, "monitor-sensor: \(monitor.output)") { try waitUntil(seconds: 10) { monitor.output.contains("Has accelerometer") } }
+            }
+            let recorded = machine.recorded
             try waitUntil(seconds: 10) { machine.logind.locks == 1 }
             #expect(Array(machine.logind.events("Inhibit")[0][2...4]) == ["sleep", "motiond", "delay"])
             var before: OrientationMessage?
@@ -262,6 +275,7 @@ extension Hardware {
             let hysteresis = capture == .hysteresis ? try machine.attribute("in_accel_hysteresis") : nil
             #expect(set != recorded, "motiond set the rate as the driver spells it at start (\(set)): its write-back would not show")
 
+            if let monitor { #expect(!monitor.output.contains("left-up"), "left-up before the turn: \(monitor.output)") }
             let (held, woke) = try machine.sleep(cycle: 1, defaults: capture.defaults(recorded: recorded), edgewise: true)
             let streaming: Double
             do {
@@ -273,6 +287,22 @@ extension Hardware {
             #expect(held < 2, "lock released \(held) s after PrepareForSleep(true)")
             #expect(streaming < 1, "the watcher's first sample \(streaming) s after PrepareForSleep(false)")
 
+            // The bmc150 lying face up read (0, 0, -1000), undefined to iio-sensor-proxy's reading; turned,
+            // (1000, 0, 0) through the fixture's matrix (1, 0, 0; 0, -1, 0; 0, 0, 1) is x = +1 g: left-up.
+            var monitorFigure = ""
+            if let monitor {
+                var printed: Double?
+                #expect(throws: Never.self, "monitor-sensor after the resume: \(monitor.output)") {
+                    try waitUntil(seconds: 10) {
+                        if monitor.output.contains("orientation changed: left-up") { printed = monotonicSeconds() }
+                        return printed != nil
+                    }
+                }
+                if let printed {
+                    #expect(printed - woke < 1, "monitor-sensor printed left-up \(printed - woke) s after PrepareForSleep(false)")
+                    monitorFigure = "; monitor-sensor printed left-up within \(printed - woke) s of it"
+                }
+            }
             try waitUntil(seconds: 10) { machine.logind.locks == 2 }
             let second = machine.logind.events("Inhibit")[1]
             #expect(Array(second[2...4]) == ["sleep", "motiond", "delay"] && (LogindStandIn.time(second) ?? 0) >= woke, "\(second)")
@@ -299,9 +329,10 @@ extension Hardware {
                 break
             }
             let status = try machine.status()
-            #expect(status.sleeps == 1 && status.clients == 1, "\(status)")
+            // The D-Bus drop-in is a client of its own.
+            #expect(status.sleeps == 1 && status.clients == (monitor == nil ? 1 : 2), "\(status)")
             print("sleep figures (\(capture.rawValue)): lock released \(held) s after PrepareForSleep(true); the watcher's first sample "
-                + "\(streaming) s after PrepareForSleep(false); \(capture.rateAttribute) \(recorded) at the resume, \(rate) written back")
+                + "\(streaming) s after PrepareForSleep(false)\(monitorFigure); \(capture.rateAttribute) \(recorded) at the resume, \(rate) written back")
         }
 
         /// 100 sleeps in a row on one motiond (the count), each with a driver that forgets and a
