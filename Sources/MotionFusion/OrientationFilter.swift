@@ -203,6 +203,9 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
 
     /// Whether the heading has had its initial fast convergence (one magnetometer time constant).
     public var hasConvergedHeading: Bool { initialMagnetometerGain == 0 }
+    /// Whether a magnetometer reading has set the heading (the first is taken whole): before it, the
+    /// heading is the filter's start, not north's.
+    public var knowsHeading: Bool { initialMagnetometerGain != 1 }
 
     /// The undisturbed field's strength, µT (0 until known).
     public var referenceFieldStrength: Double { magnetic.referenceNorm }

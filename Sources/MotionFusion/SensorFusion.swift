@@ -218,7 +218,9 @@ public struct SensorFusion: Sendable, Codable, Equatable {
                 pendingAccelerometerTimestamp = sampleTimestamp
             }
         case .magnetometer:
-            hasMagnetometer = true
+            // With a gyroscope, a field counts once the filter took one: one read before the tilt was
+            // known (the first sample after a resume or a restart) would give a heading of 0°.
+            if !usesGyroscope { hasMagnetometer = true }
             let knowsAttitude = calibrator.takesAttitude && usesGyroscope && filter.knowsTilt
             let hardIronCorrected = calibrator.calibrate(vector, attitude: knowsAttitude ? filter.attitudeWithoutMagnetometer : nil)
             // Only undisturbed readings teach the soft-iron fit (a magnet nearby is not an ellipsoid).
@@ -230,6 +232,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
                 return
             }
             filter.update(magnetometer: magneticField, timestamp: sampleTimestamp)
+            hasMagnetometer = filter.knowsHeading
             if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
         case .proximity, .light, .pressure, .compass:
             break
