@@ -145,9 +145,17 @@ import TestSupport
     }
 }
 
-extension Hardware {
+/// The tests that apply the udev rule with udevadm, each to umockdev devices of its child's own
+/// (`ChildTestbed`): beside the serialized `Hardware` suite, but one at a time among themselves, as
+/// UdevRule writes the host's /run/udev (its rules.d, and the database udevadm test fills) while
+/// UinputGrant checks that applying the rule leaves the host's /run/udev as it was.
+@Suite(.serialized, .onOwnThreads) enum UdevRules {}
+
+extension UdevRules {
     /// The udev rule applied by udevadm to umockdev devices. Needs root: it creates motiond's users
     /// (systemd-sysusers with the package's file) and puts the rule in /run/udev/rules.d for the test.
+    /// Moved from `Hardware.UdevRule` (issue 61): each `udevadm test` runs under umockdev-run on the
+    /// same devices, which nothing changes while it runs.
     @Suite struct UdevRule {
         static let devices = """
             P: /devices/platform/spi-0/spi0.0/iio:device0
@@ -192,8 +200,11 @@ extension Hardware {
             A: in_voltage0_raw=1200\\n
             """
 
-        func udevTest(_ syspath: String) async throws -> String {
-            try await InstallTests.run("udevadm", ["test", "--action=add", syspath], environment: ["SYSTEMD_LOG_LEVEL": "debug"]).output
+        /// What `udevadm test` does with `syspath` of `machine`; both of its output streams.
+        func udevTest(_ syspath: String, on machine: ChildTestbed) async throws -> String {
+            let run = try await machine.run(
+                "udevadm", ["test", "--action=add", syspath], environment: ["SYSTEMD_LOG_LEVEL": "debug"], directory: InstallTests.root)
+            return run.output + run.errors
         }
 
         @Test func motionProximityAndLightDevicesAreTaggedGivenToMotiondAndStartTheService() async throws {
@@ -208,10 +219,9 @@ extension Hardware {
             try FileManager.default.copyItem(atPath: InstallTests.root + "/udev-rules/70-motiond.rules", toPath: installed)
             defer { try? FileManager.default.removeItem(atPath: installed) }
 
-            let testbed = try Testbed()
-            try testbed.add(Self.devices)
+            let machine = try ChildTestbed(devices: Self.devices)
             for syspath in ["/sys/devices/platform/spi-0/spi0.0/iio:device0", "/sys/devices/platform/i2c-1/1-0039/iio:device1", "/sys/devices/platform/i2c-1/1-0029/iio:device3"] {
-                let output = try await udevTest(syspath)
+                let output = try await udevTest(syspath, on: machine)
                 #expect(output.contains("70-motiond.rules"), "the rule was read: \(output.suffix(2000))")
                 #expect(output.contains("\nTAGS=:") && output.split(separator: "\n").contains { $0.hasPrefix("TAGS=") && $0.contains(":motiond:") && $0.contains(":systemd:") }, "\(syspath): \(output.suffix(1500))")
                 #expect(output.contains("\nSYSTEMD_WANTS=motiond.service"), "\(output.suffix(1500))")
@@ -220,7 +230,7 @@ extension Hardware {
                 #expect(output.contains("chgrp motiond"), "the sysfs attributes a capture writes go to the group")
                 #expect(output.contains("events/in_accel*_en"), "so do the enables of the motion events that wake a resting accelerometer")
             }
-            let adc = try await udevTest("/sys/devices/platform/soc/adc/iio:device2")
+            let adc = try await udevTest("/sys/devices/platform/soc/adc/iio:device2", on: machine)
             #expect(!adc.contains("motiond.service") && !adc.contains(":motiond:"), "an ADC is none of motiond's business: \(adc.suffix(1500))")
         }
     }

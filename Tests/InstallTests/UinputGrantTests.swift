@@ -2,10 +2,10 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Whether the rule can be applied here: as root (udevadm test, the mounts), under
-/// umockdev-wrapper (its preload goes to the rule's PROGRAM), and `unshare --mount` works.
+/// Whether the rule can be applied here: as root (udevadm test, the mounts), with umockdev-run (its
+/// preload goes to the rule's PROGRAM), and `unshare --mount` works.
 private let canApplyTheUinputRule: Bool = {
-    guard getuid() == 0, ProcessInfo.processInfo.environment["LD_PRELOAD"]?.contains("umockdev") == true else { return false }
+    guard getuid() == 0, ChildTestbed.isAvailable else { return false }
     let probe = Process()
     probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     probe.arguments = ["unshare", "--mount", "true"]
@@ -16,37 +16,34 @@ private let canApplyTheUinputRule: Bool = {
     return probe.terminationStatus == 0
 }()
 
-extension Hardware {
+extension UdevRules {
     /// Issue 60, item 13: `/dev/uinput`, through which a process can make a keyboard, is the service's
     /// only where the tablet-mode switch can be wanted: a convertible with an accelerometer in its
     /// base (60-sensor.hwdb's `ACCEL_LOCATION=base`, or the driver's `label` accel-base or `location`
     /// base, as motiond reads them), with motiond.conf not setting `tablet_mode: off`. The rule applied
     /// by udevadm to umockdev machines, in a mount namespace of the test's own: skipped where that
-    /// cannot be (not root, no umockdev-wrapper, no `unshare --mount`, which needs CAP_SYS_ADMIN).
-    @Suite(.enabled(if: canApplyTheUinputRule, "needs root, umockdev-wrapper and unshare --mount (CAP_SYS_ADMIN)"))
+    /// cannot be (not root, no umockdev-run, no `unshare --mount`, which needs CAP_SYS_ADMIN).
+    /// Moved from `Hardware.UinputGrant` (issue 61): each `udevadm test` runs under umockdev-run, on a
+    /// machine that nothing changes while it runs.
+    @Suite(.enabled(if: canApplyTheUinputRule, "needs root, umockdev-run and unshare --mount (CAP_SYS_ADMIN)"))
     struct UinputGrant {
         static let uinput = "/sys/devices/virtual/misc/uinput"
         static let grant = "setfacl -m g:motiond:rw /dev/uinput"
         static let revoke = "setfacl -x g:motiond /dev/uinput"
 
-        /// A testbed with `devices` and uinput. udev runs a rule's PROGRAM with the device's properties
+        /// A machine with `devices` and uinput. udev runs a rule's PROGRAM with the device's properties
         /// as its whole environment: umockdev's preload among uinput's, the rule's look at the other
-        /// devices sees the testbed's /sys, as on a machine it sees the machine's. `locale`, if set, is
-        /// its LC_ALL.
-        static func machine(_ devices: String?, locale: String? = nil) throws -> Testbed {
-            let testbed = try Testbed()
-            if let devices { try testbed.add(devices) }
-            let preload = try #require(ProcessInfo.processInfo.environment["LD_PRELOAD"], "run under umockdev-wrapper")
-            try testbed.add("""
+        /// devices sees the testbed's /sys, as on a machine it sees the machine's (`udevTest` adds the
+        /// two, which only the child knows). `locale`, if set, is its LC_ALL.
+        static func machine(_ devices: String?, locale: String? = nil) throws -> ChildTestbed {
+            try ChildTestbed(devices: (devices.map { $0 + "\n\n" } ?? "") + """
                 P: /devices/virtual/misc/uinput
                 N: uinput
                 E: SUBSYSTEM=misc
                 E: DEVNAME=/dev/uinput
-                E: LD_PRELOAD=\(preload)
-                E: UMOCKDEV_DIR=\(testbed.root)
                 \(locale.map { "E: LC_ALL=\($0)\n" } ?? "")A: dev=10:223\\n
+
                 """)
-            return testbed
         }
 
         /// What `udevadm test` does with `syspath` under the rule, with `configuration` as
@@ -54,24 +51,28 @@ extension Hardware {
         /// keeps its state: a tmpfs over /run/udev holding only this rule in rules.d (a udevd running on
         /// the host never sees it) and taking the database udevadm test writes (data, tags), a
         /// temporary directory over /etc/motiond. A mount point that is missing (the package not
-        /// installed) is made for the run and removed after it.
-        static func udevTest(_ syspath: String, configuration: String? = nil) async throws -> String {
-            try await udevTest(syspath, configurationBytes: configuration.map { Array($0.utf8) })
+        /// installed) is made for the run and removed after it. On `machine`'s devices, under umockdev-run.
+        static func udevTest(_ syspath: String, on machine: ChildTestbed, configuration: String? = nil) async throws -> String {
+            try await udevTest(syspath, on: machine, configurationBytes: configuration.map { Array($0.utf8) })
         }
 
-        /// `udevTest(_:configuration:)` with a configuration of any bytes, UTF-8 or not.
-        static func udevTest(_ syspath: String, configurationBytes configuration: [UInt8]?) async throws -> String {
+        /// `udevTest(_:on:configuration:)` with a configuration of any bytes, UTF-8 or not.
+        static func udevTest(_ syspath: String, on machine: ChildTestbed, configurationBytes configuration: [UInt8]?) async throws -> String {
             let etc = NSTemporaryDirectory() + "motiond-etc-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: etc) }
             if let configuration { try Data(configuration).write(to: URL(fileURLWithPath: etc + "/motiond.conf")) }
             let rule = InstallTests.root + "/udev-rules/70-motiond.rules"
+            // uinput's properties get umockdev's preload and the testbed's root first: umockdev-run made
+            // the testbed, so only its child knows where it is.
             let script = """
-                mount -t tmpfs motiond-test /run/udev && mkdir /run/udev/rules.d && cp "$0" /run/udev/rules.d/ && mount --bind "$1" /etc/motiond \
+                printf 'LD_PRELOAD=%s\\nUMOCKDEV_DIR=%s\\n' "$LD_PRELOAD" "$UMOCKDEV_DIR" >> \(uinput)/uevent \
+                && mount -t tmpfs motiond-test /run/udev && mkdir /run/udev/rules.d && cp "$0" /run/udev/rules.d/ && mount --bind "$1" /etc/motiond \
                 && exec udevadm test --action=add "$2"
                 """
             return try await withMountPoints(["/run/udev", "/etc/motiond"]) {
-                try await InstallTests.run("unshare", ["--mount", "sh", "-c", script, rule, etc, syspath]).output
+                let run = try await machine.run("unshare", ["--mount", "sh", "-c", script, rule, etc, syspath], directory: InstallTests.root)
+                return run.output + run.errors
             }
         }
 
@@ -128,9 +129,7 @@ extension Hardware {
             case "tablet": try Testbed.fixture("tablet-iio-sensor-proxy")
             default: nil
             }
-            let testbed = try Self.machine(devices)
-            let output = try await Self.udevTest(Self.uinput)
-            _ = testbed
+            let output = try await Self.udevTest(Self.uinput, on: try Self.machine(devices))
             let runs = Self.runs(output)
             #expect(runs.contains { $0.contains(granted ? Self.grant : Self.revoke) }, "\(machine): \(runs) \(output.suffix(1500))")
             #expect(!runs.contains { $0.contains(granted ? Self.revoke : Self.grant) }, "\(machine): \(runs)")
@@ -156,10 +155,9 @@ extension Hardware {
             ("log_level: info\n", true),
         ].map { ($0, false, $1) } + [("tablet_mode: off # caf", true, false), ("log_level: info # caf", true, true)])
         func tabletModeOffInMotiondConfWithholdsIt(configuration: String, latin1: Bool, granted: Bool) async throws {
-            let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"), locale: latin1 ? "C.UTF-8" : nil)
+            let machine = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"), locale: latin1 ? "C.UTF-8" : nil)
             let bytes = Array(configuration.utf8) + (latin1 ? [0xE9, 0x0A] : [])
-            let runs = Self.runs(try await Self.udevTest(Self.uinput, configurationBytes: bytes))
-            _ = testbed
+            let runs = Self.runs(try await Self.udevTest(Self.uinput, on: machine, configurationBytes: bytes))
             #expect(runs.contains { $0.contains(granted ? Self.grant : Self.revoke) }, "\(configuration)\(latin1 ? "é" : ""): \(runs)")
         }
 
@@ -169,9 +167,8 @@ extension Hardware {
             let paths = ["/etc/motiond", "/etc/motiond/motiond.conf", "/run/udev", "/run/udev/rules.d", "/run/udev/rules.d/70-motiond.rules"]
             func present() -> [String] { paths.filter { FileManager.default.fileExists(atPath: $0) } }
             let before = present()
-            let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
-            let runs = Self.runs(try await Self.udevTest(Self.uinput, configuration: "tablet_mode: auto\n"))
-            _ = testbed
+            let machine = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
+            let runs = Self.runs(try await Self.udevTest(Self.uinput, on: machine, configuration: "tablet_mode: auto\n"))
             #expect(runs.contains { $0.contains(Self.grant) }, "\(runs)")
             #expect(present() == before, "before: \(before)")
         }
@@ -193,23 +190,21 @@ extension Hardware {
                 return entries
             }
             let before = database()
-            let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
-            _ = try await Self.udevTest("/sys/devices/platform/cros-ec-accel.1/iio:device1")
-            _ = try await Self.udevTest(Self.uinput)
-            _ = testbed
+            let machine = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
+            _ = try await Self.udevTest("/sys/devices/platform/cros-ec-accel.1/iio:device1", on: machine)
+            _ = try await Self.udevTest(Self.uinput, on: machine)
             #expect(database() == before)
         }
 
         /// A base accelerometer that appears after uinput has it decided again (a change event to
         /// uinput); the display's accelerometer does not.
         @Test func aBaseAccelerometerHasUinputDecidedAgain() async throws {
-            let testbed = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
+            let machine = try Self.machine(try Testbed.fixture("convertible-two-accelerometers"))
             let retrigger = "echo change > /sys/devices/virtual/misc/uinput/uevent"
-            let base = Self.runs(try await Self.udevTest("/sys/devices/platform/cros-ec-accel.1/iio:device1"))
+            let base = Self.runs(try await Self.udevTest("/sys/devices/platform/cros-ec-accel.1/iio:device1", on: machine))
             #expect(base.contains { $0.contains(retrigger) }, "\(base)")
-            let display = Self.runs(try await Self.udevTest("/sys/devices/platform/cros-ec-accel.0/iio:device0"))
+            let display = Self.runs(try await Self.udevTest("/sys/devices/platform/cros-ec-accel.0/iio:device0", on: machine))
             #expect(!display.contains { $0.contains(retrigger) }, "\(display)")
-            _ = testbed
         }
     }
 }

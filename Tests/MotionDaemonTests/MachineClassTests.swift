@@ -16,13 +16,13 @@ import Glibc
 /// devices, built by hand, through the hub test kit (MotionHubTests' MachineClassRulesTests).
 extension Hardware {
     @Suite struct MachineClasses {
-        /// Starts motiond on `fixture`, watches `streams` at 0.1 s, and returns the last line of each
-        /// class seen within `seconds`.
+        /// Starts motiond on `fixture` (under umockdev-run if `inChild`), watches `streams` at 0.1 s, and
+        /// returns the last line of each class seen within `seconds`.
         static func watch(
             _ fixture: String, streams: [String], frame: String = "xArbitraryZVertical", seconds: Double = 1.5,
-            arguments: [String] = []
+            arguments: [String] = [], inChild: Bool = false
         ) throws -> (lines: [String: String], devices: DevicesReply) {
-            let session = try Session(fixture, arguments: arguments)
+            let session = try Session(fixture, arguments: arguments, inChild: inChild)
             let client = session.client
             try client.send(#"{"class":"DEVICES"}"#)
             let devices = try client.decode(DevicesReply.self, try client.next("DEVICES"))
@@ -39,39 +39,29 @@ extension Hardware {
             return (lines, devices)
         }
 
-        /// motiond on a fixture, with a connected client; stopped when released.
+        /// motiond on a fixture, with a connected client; stopped when released. `inChild`: on a testbed
+        /// of umockdev-run's (`ChildTestbed`), which the test cannot change, rather than the test process's.
         final class Session {
-            let testbed: Testbed
+            private let inProcess: Testbed?
             let daemon: DaemonProcess
             let client: TestClient
 
-            init(_ fixture: String, arguments: [String] = []) throws {
-                testbed = try Testbed()
-                try testbed.add(fixture: fixture)
+            /// The test process's testbed (not for a session `inChild`).
+            var testbed: Testbed { inProcess! }
+
+            init(_ fixture: String, arguments: [String] = [], inChild: Bool = false) throws {
+                inProcess = inChild ? nil : try Testbed()
+                try inProcess?.add(fixture: fixture)
                 let state = NSTemporaryDirectory() + "motiond-state-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-                daemon = try DaemonProcess(socket: Hardware.Server.socketPath(), arguments: ["--state-directory", state] + arguments)
+                let socket = Hardware.Server.socketPath(), arguments = ["--state-directory", state] + arguments
+                daemon = try inChild
+                    ? ChildTestbed(fixture: fixture).daemon(socket: socket, arguments: arguments)
+                    : DaemonProcess(socket: socket, arguments: arguments)
                 client = try TestClient(path: daemon.socket)
                 _ = try client.next("VERSION")
             }
 
             deinit { daemon.signal(SIGTERM) }
-        }
-
-        /// (g) A bare IMU board (bmi160) with no matrix anywhere, given one in motiond.conf: a chip
-        /// turned 90° on the board (`0, 1, 0; -1, 0, 0; 0, 0, 1`). DEVICES names the configuration as
-        /// the source, and the matrix applied is the half turn times it: (0, −1, 0; 1, 0, 0; 0, 0, 1).
-        @Test func bareIMUBoardTakesItsMatrixFromTheConfiguration() throws {
-            let config = NSTemporaryDirectory() + "motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
-            try """
-                mount_matrices:
-                  - name: bmi160
-                    matrix: "0, 1, 0; -1, 0, 0; 0, 0, 1"
-                """.write(toFile: config, atomically: true, encoding: .utf8)
-            let (_, devices) = try Self.watch("imu-buffered", streams: ["accelerometer"], seconds: 0.1, arguments: ["--config", config])
-            let device = try #require(devices.devices.first)
-            #expect(device.mountMatrixSource == "config:name=bmi160")
-            #expect(device.frameMatrix == [0, -1, 0, 1, 0, 0, 0, 0, 1])
-            #expect(device.mountMatrixCorrection == nil)
         }
 
         /// The phone's bma250e (bmc150-accel) offers 15.62, 31.26, 62.5 and 125 Hz
@@ -129,5 +119,28 @@ extension Hardware {
             // within 3° (0.05 g) of before; the glitch took it about 90° (1 g) away.
             #expect((g1 - g0).length < 0.05, "gravity \(g0) before, \(g1) after")
         }
+    }
+}
+
+/// The machine classes' tests whose motiond only needs its fixture, each on a testbed of umockdev-run's:
+/// beside the serialized `Hardware` suite.
+@Suite(.onOwnThreads) struct MachineClassesOnTheirOwnTestbeds {
+    /// (g) A bare IMU board (bmi160) with no matrix anywhere, given one in motiond.conf: a chip
+    /// turned 90° on the board (`0, 1, 0; -1, 0, 0; 0, 0, 1`). DEVICES names the configuration as
+    /// the source, and the matrix applied is the half turn times it: (0, −1, 0; 1, 0, 0; 0, 0, 1).
+    /// Moved from `Hardware.MachineClasses` (issue 61): motiond runs under umockdev-run, on a fixture
+    /// that nothing changes while it runs.
+    @Test func bareIMUBoardTakesItsMatrixFromTheConfiguration() throws {
+        let config = NSTemporaryDirectory() + "motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).conf"
+        try """
+            mount_matrices:
+              - name: bmi160
+                matrix: "0, 1, 0; -1, 0, 0; 0, 0, 1"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (_, devices) = try Hardware.MachineClasses.watch("imu-buffered", streams: ["accelerometer"], seconds: 0.1, arguments: ["--config", config], inChild: true)
+        let device = try #require(devices.devices.first)
+        #expect(device.mountMatrixSource == "config:name=bmi160")
+        #expect(device.frameMatrix == [0, -1, 0, 1, 0, 0, 0, 0, 1])
+        #expect(device.mountMatrixCorrection == nil)
     }
 }

@@ -1,0 +1,132 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A umockdev testbed of a child's own: the program runs under `umockdev-run -d <description>`, which
+/// makes the testbed in its own process and hands the child `$UMOCKDEV_DIR` and umockdev's preload.
+/// The test process's environment is never touched (a `Testbed` sets `$UMOCKDEV_DIR` process-wide,
+/// which is why its tests run one at a time in `Hardware`), so a test whose programs only need devices
+/// that the test process does not change runs beside that suite, in one marked `.onOwnThreads`.
+public final class ChildTestbed: Sendable {
+    public static let umockdevRun = "/usr/bin/umockdev-run"
+
+    /// Whether umockdev-run is there to make one.
+    public static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: umockdevRun) }
+
+    /// The file of device descriptions (umockdev's record format) that umockdev-run loads.
+    public let description: String
+    /// Files of ours to remove when it goes.
+    private let owned: [String]
+
+    /// The devices of `Fixtures/<name>.umockdev`.
+    public init(fixture name: String) throws {
+        guard let url = Bundle.module.url(forResource: name, withExtension: "umockdev", subdirectory: "Fixtures") else {
+            throw TestbedError("no fixture \(name).umockdev")
+        }
+        description = url.path
+        owned = []
+    }
+
+    /// The devices described by `devices` (as `Testbed.add` takes them), written to a file of its own.
+    public init(devices: String) throws {
+        description = NSTemporaryDirectory() + "child-testbed-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).umockdev"
+        try devices.write(toFile: description, atomically: true, encoding: .utf8)
+        owned = [description]
+    }
+
+    deinit { for path in owned { unlink(path) } }
+
+    /// What starts umockdev-run with `child` (a program and its arguments, as a shell reads them).
+    /// `env` drops `$UMOCKDEV_DIR` (another test's testbed, set process-wide while a `Hardware` test
+    /// runs) and umockdev-wrapper's `LD_PRELOAD`: umockdev-run sets both for the child, and its own
+    /// testbed must not be made under another one's preload. It also unblocks the signals umockdev-run
+    /// passes on to the child: a program started from one of the test process's threads inherits that
+    /// thread's mask, with SIGTERM blocked, and umockdev-run (unlike motiond) leaves it so, so a
+    /// SIGTERM never reached the daemon (each test waited 10 s for its end, then killed it). The child
+    /// dies with umockdev-run (`setpriv --pdeathsig`): a run killed at its time limit leaves nothing behind.
+    static let start = [
+        "/usr/bin/env", "--default-signal=HUP,INT,TERM", "-u", "UMOCKDEV_DIR", "-u", "LD_PRELOAD", umockdevRun,
+    ]
+
+    /// What runs `program` under the testbed.
+    public func command(_ program: String, _ arguments: [String]) -> (executable: String, arguments: [String]) {
+        (Self.start[0], Array(Self.start.dropFirst()) + ["-d", description, "--", "/usr/bin/setpriv", "--pdeathsig", "KILL", program] + arguments)
+    }
+
+    /// Runs `program` under the testbed to its end (`runProgram`).
+    public func run(
+        _ program: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil, timeLimit: Double = 120
+    ) async throws -> ProgramRun {
+        let (executable, arguments) = command(program, arguments)
+        return try await runProgram(executable, arguments, environment: environment, directory: directory, timeLimit: timeLimit)
+    }
+
+    /// Runs `program` under the testbed to its end, handing each line of its output to `heard` as it comes.
+    public func run(
+        _ program: String, _ arguments: [String], environment: [String: String] = [:], timeLimit: Double = 120,
+        hearing heard: @escaping @Sendable (String) -> Void
+    ) async throws -> ProgramRun {
+        let (executable, arguments) = command(program, arguments)
+        return try await runProgram(executable, arguments, environment: environment, timeLimit: timeLimit, hearing: heard)
+    }
+
+    /// motiond on the testbed, as `DaemonProcess` starts it. Its process is umockdev-run's, which passes
+    /// a signal on to motiond and exits with motiond's status; motiond dies with it, so a killed
+    /// umockdev-run leaves no daemon behind. With `writer`, the test's writes through it are made in the
+    /// testbed by a shell beside motiond (`AttributeWriter`).
+    public func daemon(socket: String, arguments: [String] = [], environment: [String: String] = [:], writer: AttributeWriter? = nil) throws -> DaemonProcess {
+        // DaemonProcess runs one executable with motiond's arguments: a script that starts it so.
+        let launcher = NSTemporaryDirectory() + "child-testbed-motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let motiond = "/usr/bin/setpriv --pdeathsig KILL '\(DaemonProcess.executable)' \"$@\""
+        let child = writer.map { writer in
+            // The writer reads "<path> <value>" lines and writes each value, with a newline, to its path;
+            // it ends when the test closes its end of the FIFO.
+            #"/bin/sh -c 'while IFS= read -r line; do printf "%s\n" "${line#* }" > "${line%% *}"; done < "$0" & exec "$@"' "# + "'\(writer.fifo)' " + motiond
+        } ?? motiond
+        try """
+            #!/bin/sh
+            exec \(Self.start.joined(separator: " ")) -d '\(description)' -- \(child)
+
+            """.write(toFile: launcher, atomically: true, encoding: .utf8)
+        defer { unlink(launcher) }
+        guard chmod(launcher, 0o755) == 0 else { throw TestbedError("chmod \(launcher): errno \(errno)") }
+        return try DaemonProcess(socket: socket, arguments: arguments, environment: environment, executable: launcher)
+    }
+}
+
+/// Writes sysfs attributes in a child's testbed, as a hand or a driver changes them: each write goes
+/// down a FIFO to a shell that umockdev-run started beside motiond, whose preload puts it in the
+/// testbed (`ChildTestbed.daemon(writer:)`). The test process never learns the testbed's root.
+public final class AttributeWriter: @unchecked Sendable {
+    // @unchecked: `descriptor` is set once; a write of a line under PIPE_BUF bytes is atomic.
+    public let fifo: String
+    private let descriptor: Int32
+
+    public init() throws {
+        fifo = NSTemporaryDirectory() + "attribute-writer-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard mkfifo(fifo, 0o600) == 0 else { throw TestbedError("mkfifo \(fifo): errno \(errno)") }
+        // Read and write: the open does not wait for the shell, and the shell's reads wait for lines
+        // rather than end while the test has written nothing yet.
+        descriptor = open(fifo, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { throw TestbedError("open \(fifo): errno \(errno)") }
+    }
+
+    /// Ends the shell's reading (end of file) and removes the FIFO.
+    deinit {
+        close(descriptor)
+        unlink(fifo)
+    }
+
+    /// Writes `value` and a newline to `path` (as the child sees it, `/sys/…`).
+    public func write(_ value: String, to path: String) {
+        let line = Array("\(path) \(value)\n".utf8)
+        _ = line.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+    }
+
+    /// Writes `value` and a newline to `attribute` of the IIO device `device` (`iio:device0`).
+    public func set(_ device: String, _ attribute: String, _ value: String) {
+        write(value, to: "/sys/bus/iio/devices/\(device)/\(attribute)")
+    }
+}
