@@ -24,12 +24,7 @@ final class SensorProxyBridge: MessageSink {
     private var rewatches: [ClaimBook.Sensor: Int] = [:]
     /// The sensors whose watch is to be made again (one task each, though each stream ends).
     private var rewatchDue: Set<ClaimBook.Sensor> = []
-    /// Set when the compass is watched: its first heading is passed over. The fusion's first `MOTION`
-    /// after its sensors start again comes with the accelerometer's first reading, before the
-    /// magnetometer's is fused, and says 0° (measured: 0.0 then 89.99… on a tablet whose top edge
-    /// points east, at 7 claims of 8); `ClaimCompass` would return with it.
-    private var passesFirstHeading = false
-    /// The machine's sleeps the hub had seen when it last told the devices (`MetricsSnapshot.sleeps`):
+    /// The machine's sleeps the hub had seen when it last told the devices (`Hub.sleeps`):
     /// more at the next telling is a resume.
     private var sleepsSeen = 0
 
@@ -62,7 +57,7 @@ final class SensorProxyBridge: MessageSink {
     func start() {
         hub.eventLoop.preconditionInEventLoop()
         id = hub.connect(self)
-        sleepsSeen = hub.metrics().sleeps
+        sleepsSeen = hub.sleeps
         hub.observeDevices { [unowned self] devices in devicesChanged(devices) }
         devicesChanged(hub.devices)
     }
@@ -95,7 +90,6 @@ final class SensorProxyBridge: MessageSink {
     private func watch(_ sensor: ClaimBook.Sensor) {
         guard let id else { return }
         guard isPresent(sensor, on: hub.devices) else { return service.markReady(sensor) }  // told when it appears
-        if sensor == .compass { passesFirstHeading = true }
         let request = Request.Watch(
             id: .string(sensor.rawValue), streams: Self.streams(for: sensor),
             interval: sensor == .compass ? Self.compassInterval : sensor == .posture ? Self.postureInterval : nil,
@@ -122,7 +116,7 @@ final class SensorProxyBridge: MessageSink {
     /// again): each claimant is then told every value it claimed, changed or not (`republish`).
     private func devicesChanged(_ devices: [DeviceDescriptor]) {
         // A resume, not a listing (a board's is made every 10 s): the hub counted a sleep since.
-        let sleeps = hub.metrics().sleeps
+        let sleeps = hub.sleeps
         let resumed = sleeps != sleepsSeen
         sleepsSeen = sleeps
         values.hasAccelerometer = isPresent(.accelerometer, on: devices)
@@ -192,7 +186,6 @@ final class SensorProxyBridge: MessageSink {
             publish(ready: .proximity)
         case .motion(let message):
             guard let heading = message.heading else { return }
-            guard !passesFirstHeading else { return passesFirstHeading = false }
             let rounded = (heading / Self.headingResolution).rounded() * Self.headingResolution
             values.compassHeading = rounded >= 360 ? 0 : rounded
             publish(ready: .compass)

@@ -64,7 +64,8 @@ public struct GyroscopeFreeFilter: Sendable, Codable, Equatable {
     /// Whether the tilt follows a turn.
     private var followingTilt = false
     private var heading = 0.0
-    private var hasHeading = false
+    /// Whether a magnetometer reading has set the heading (none is taken before the tilt is known).
+    public private(set) var hasHeading = false
     /// The previous magnetometer sample's time, ns.
     private var lastFieldTime: Int64?
     /// The side of the heading the field's was on at the previous sample, far enough for a turn (−1, 0, +1).

@@ -218,9 +218,8 @@ public struct SensorFusion: Sendable, Codable, Equatable {
                 pendingAccelerometerTimestamp = sampleTimestamp
             }
         case .magnetometer:
-            // With a gyroscope, a field counts once the filter took one: one read before the tilt was
-            // known (the first sample after a resume or a restart) would give a heading of 0°.
-            if !usesGyroscope { hasMagnetometer = true }
+            // A field counts once the filter took one: one read before the tilt was known (the first
+            // sample after a resume or a restart) would give a heading of 0°.
             let knowsAttitude = calibrator.takesAttitude && usesGyroscope && filter.knowsTilt
             let hardIronCorrected = calibrator.calibrate(vector, attitude: knowsAttitude ? filter.attitudeWithoutMagnetometer : nil)
             // Only undisturbed readings teach the soft-iron fit (a magnet nearby is not an ellipsoid).
@@ -228,6 +227,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
                 ? softIron.calibrate(hardIronCorrected) : softIron.matrix * hardIronCorrected
             if !usesGyroscope {
                 gyroscopeFree?.update(magnetometer: magneticField, timestamp: sampleTimestamp)
+                hasMagnetometer = gyroscopeFree?.hasHeading ?? true
                 if correctedFrameOffset == nil { correctedFrameOffset = gyroscopeFree?.headingCorrection }
                 return
             }

@@ -53,6 +53,9 @@ package final class Hub: @unchecked Sendable {
     /// The devices whose capture was closed for the machine's sleep: re-armed at its resume.
     private var closedForSleep: Set<DeviceNumber> = []
 
+    /// The machine's sleeps seen since start (logind's, or the clocks'): a front end tells a resume
+    /// from a listing of the same devices by it.
+    package var sleeps: Int { recoveries.sleeps }
     /// Every origin's devices: this machine's, then each remote's.
     package var devices: [DeviceDescriptor] { roster.devices }
     /// Where the sensors come from.
@@ -203,6 +206,7 @@ package final class Hub: @unchecked Sendable {
             logger.notice("the machine slept unannounced (its boot clock ran ahead): sensors re-armed")
             _ = captures.sleep()
             rearmAfterSleep(Set(captures.runningOrStopping))
+            roster.changed()
         }
         clients.batch {
             for event in events { ingest(event, from: number) }

@@ -9,15 +9,18 @@ import Testing
 @Suite struct FirstHeadingTests {
     static let g = Units.standardGravity
 
-    @Test func aFieldReadBeforeTheTiltGivesNoHeadingUntilOneIsTaken() {
-        var fusion = SensorFusion(gyroscopeRate: 100, accelerometerRate: 100, magnetometerRate: 50)
+    /// With a gyroscope (`OrientationFilter`) and without (`GyroscopeFreeFilter`, a tablet's
+    /// accelerometer and magnetometer).
+    @Test(arguments: [true, false])
+    func aFieldReadBeforeTheTiltGivesNoHeadingUntilOneIsTaken(gyroscope: Bool) {
+        var fusion = SensorFusion(gyroscopeRate: gyroscope ? 100 : nil, accelerometerRate: 100, magnetometerRate: 50)
         // Lying flat, top edge pointing east: the horizontal field (north) lies along the device's −x.
         let field = Vector3(x: -20, y: 0, z: -40)
         fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(0), timestamp: 1_000_000, vector: field))
         #expect(fusion.deviceMotion(in: .xMagneticNorthZVertical).heading == nil, "no tilt yet: the field was not taken")
         var t: Int64 = 2_000_000
         for _ in 0..<20 {
-            fusion.update(SensorSample(kind: .gyroscope, device: DeviceNumber(0), timestamp: t, vector: .zero))
+            if gyroscope { fusion.update(SensorSample(kind: .gyroscope, device: DeviceNumber(0), timestamp: t, vector: .zero)) }
             fusion.update(SensorSample(kind: .accelerometer, device: DeviceNumber(0), timestamp: t, vector: Vector3(x: 0, y: 0, z: Self.g)))
             t += 10_000_000
         }
