@@ -159,19 +159,15 @@ extension Hardware {
                 try? FileManager.default.removeItem(atPath: state)
             }
 
-            /// The accelerometer's sensor as STATUS tells it.
+            /// The daemon's STATUS.
             func status() throws -> StatusReply {
                 try client.send(#"{"class":"STATUS"}"#)
                 return try client.decode(StatusReply.self, try client.next("STATUS"))
             }
 
             /// Waits until the accelerometer rests as `mode`.
-            func waitForRest(_ mode: String, on client: TestClient? = nil, seconds: Double = 10) throws {
-                let asking = client ?? self.client
-                try waitUntil(seconds: seconds) {
-                    guard (try? asking.send(#"{"class":"STATUS"}"#)) != nil, let line = try? asking.next("STATUS") else { return false }
-                    return (try? asking.decode(StatusReply.self, line))?.sensors.first?.rest == mode
-                }
+            func waitForRest(_ mode: String, seconds: Double = 10) throws {
+                try waitUntil(seconds: seconds) { (try? status())?.sensors.first?.rest == mode }
             }
 
             /// An attribute of the device as the testbed holds it: up to its newline, or the NUL a shorter
