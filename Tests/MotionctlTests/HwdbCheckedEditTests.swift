@@ -11,10 +11,11 @@ import Glibc
 
 /// Issue 60, defect 12: the mount wizard's hwdb edit is compiled and checked on a copy before it
 /// takes the file's place, and what systemd-hwdb says of other files is a warning.
-extension Hardware.CalibrateMountCommand {
+extension CalibrateMountCommand {
     /// Issue 60, defect 12: another package's hwdb file that systemd-hwdb warns about made every run
     /// exit 1, after writing. Its warnings are warnings: the wizard writes its entry, says what
-    /// systemd-hwdb said of the other file, and exits 0.
+    /// systemd-hwdb said of the other file, and exits 0. Moved from `Hardware.CalibrateMountCommand`
+    /// with its suite (issue 61): the wizard runs on testbeds of umockdev-run's (`wizard(on:poses:root:undo:)`).
     @Test func anotherFilesWarningIsAWarning() async throws {
         let root = NSTemporaryDirectory() + "mount-root-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -51,7 +52,7 @@ extension Hardware.CalibrateMountCommand {
         try FileManager.default.createSymbolicLink(atPath: directory + "/61-sensor-local.hwdb", withDestinationPath: root + "/srv/sensors.hwdb")
         try "sensor:modalias:acpi:BOSC0200*\n ACCEL_MOUNT_MATRIX=1, 0, 0; 0, 1, 0; 0, 0, 1\n".write(toFile: directory + "/99-override.hwdb", atomically: true, encoding: .utf8)
         // The Chuwi's sysfs as its umockdev fixture has it: the parent's modalias and the DMI modalias.
-        let chuwi = Hardware.CalibrateMountCommand.machines[0]
+        let chuwi = CalibrateMountCommand.machines[0]
         let sysfs = root + "-sys"
         defer { try? FileManager.default.removeItem(atPath: sysfs) }
         let syspath = sysfs + chuwi.parent + "/iio:device0"
