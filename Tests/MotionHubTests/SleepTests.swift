@@ -55,6 +55,30 @@ import Testing
         try await scripted.shutDown()
     }
 
+    /// The fusion sees the sleep as a gap: a device turning at 0.5 rad/s before a 60 s sleep and after
+    /// it turns the attitude by one sample's worth across it (0.005 rad), not by the 30 rad that
+    /// integrating the rate over the sleep would give.
+    @Test func theFusionIntegratesNoRotationAcrossTheSleep() async throws {
+        let imu = Machines.imu
+        let (scripted, client, _) = try await ScriptedHub.withClient(sending: #"{"class":"WATCH","streams":["motion"],"interval":0.01}"#, on: [imu])
+        // 470 counts × 0.001065 rad/s: 0.5 rad/s about z; lying flat, 1 g on z (16,400 counts × 0.000598 m/s²).
+        func turning(from start: Int64, count: Int) -> [[SensorSample]] {
+            (0..<count).map { imu.scan(accelerometer: Vector3(x: 0, y: 0, z: 16_400), gyroscope: Vector3(x: 0, y: 0, z: 470), at: start + Int64($0) * 10_000_000) }
+        }
+        func yaws() -> [Double] { client.values { if case .motion(let m) = $0 { m.attitude.yaw } else { nil } } }
+        try await scripted.feed(turning(from: 1_000_000_000, count: 100), to: imu.number)
+        let before = try #require(yaws().last)
+        _ = try await scripted.onLoop { hub in hub.prepareForSleep() }
+        try await scripted.onLoop { hub in hub.resumed() }
+        await scripted.settle()
+        let count = yaws().count
+        try await scripted.feed(turning(from: 62_000_000_000, count: 10), to: imu.number)
+        let after = try #require(yaws().dropFirst(count).first)
+        let turned = abs(remainder(after - before, 2 * .pi))
+        #expect(turned < 0.05, "the attitude turned \(turned) rad across the sleep")
+        try await scripted.shutDown()
+    }
+
     /// What the machine learnt is on disk before it sleeps (it may never wake: a battery runs out):
     /// the fusion's calibration is written by `prepareForSleep`, not left for a periodic save or the
     /// shutdown.
