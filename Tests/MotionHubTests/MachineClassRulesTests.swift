@@ -12,7 +12,8 @@ import Testing
 /// reading the fixture's counts, through the whole hub. Each expectation is derived by hand in the
 /// comment above it, from the pose the counts stand for and docs/frames.md's rule (Linux userspace's
 /// frame after the mount matrix, then a half turn about z: x and y negated). Moved from
-/// Hardware.MachineClasses, which keeps what only the device layer or the configuration decide.
+/// Hardware.MachineClasses (now MachineClasses, on testbeds of umockdev-run's), which keeps what only
+/// the device layer or the configuration decide.
 @Suite struct MachineClassRulesTests {
     /// Starts a hub on `devices` reading `counts`, watches `streams` at 0.1 s in `frame` for 1.5 s of
     /// the loop's clock, and returns the client (keeping lines) and the DEVICES reply.
@@ -233,7 +234,7 @@ import Testing
     /// An accelerometer that only event streams read (orientation) is opened at the event rate, 4 Hz
     /// (docs/protocol.md: a turn reported within 300 ms), and may rest while still; one that motion
     /// also reads keeps its rate and never rests. (How it rests, by the phone's bma250e's adaptive
-    /// polling, stays tested on its fixture: Hardware.MachineClasses.)
+    /// polling, stays tested on its fixture: MachineClasses.)
     @Test func anAccelerometerOnlyEventStreamsReadRunsAtTheEventRateAndMayRest() async throws {
         let scripted = try await ScriptedHub(devices: Machines.phone)
         scripted.source.counts.withLock { $0 = Machines.phoneCounts }

@@ -81,9 +81,12 @@ public final class ChildTestbed: Sendable {
         let launcher = NSTemporaryDirectory() + "child-testbed-motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let motiond = "/usr/bin/setpriv --pdeathsig KILL '\(DaemonProcess.executable)' \"$@\""
         let child = writer.map { writer in
-            // The writer reads "<path> <value>" lines and writes each value, with a newline, to its path;
-            // it ends when the test closes its end of the FIFO.
-            #"/bin/sh -c 'while IFS= read -r line; do printf "%s\n" "${line#* }" > "${line%% *}"; done < "$0" & exec "$@"' "# + "'\(writer.fifo)' " + motiond
+            // The shell reads "<path> <value>" lines and writes each value, with a newline, to its path;
+            // a line "? <path>" it answers with the file's content. Each answer ends in a NUL on the
+            // replies' FIFO, a write's once it is made. It ends when the test closes the requests' FIFO.
+            #"/bin/sh -c 'replies="$1"; shift; while IFS= read -r line; do case "$line" in "? "*) { cat "${line#? }"; printf "\0"; } > "$replies";; "#
+                + #"*) printf "%s\n" "${line#* }" > "${line%% *}"; printf "\0" > "$replies";; esac; done < "$0" & exec "$@"' "#
+                + "'\(writer.fifo)' '\(writer.replies)' " + motiond
         } ?? motiond
         try """
             #!/bin/sh
@@ -96,33 +99,74 @@ public final class ChildTestbed: Sendable {
     }
 }
 
-/// Writes sysfs attributes in a child's testbed, as a hand or a driver changes them: each write goes
-/// down a FIFO to a shell that umockdev-run started beside motiond, whose preload puts it in the
-/// testbed (`ChildTestbed.daemon(writer:)`). The test process never learns the testbed's root.
+/// Writes sysfs attributes in a child's testbed, as a hand or a driver changes them, and reads them as
+/// the daemon left them: each request goes down a FIFO to a shell that umockdev-run started beside
+/// motiond, whose preload puts it in the testbed (`ChildTestbed.daemon(writer:)`), and a read's answer
+/// comes back on another. The test process never learns the testbed's root.
 public final class AttributeWriter: @unchecked Sendable {
-    // @unchecked: `descriptor` is set once; a write of a line under PIPE_BUF bytes is atomic.
+    // @unchecked: the descriptors are set once; a request and its answer hold `asking`.
     public let fifo: String
-    private let descriptor: Int32
+    /// The FIFO the shell answers each request on.
+    public let replies: String
+    private let requests: Int32
+    private let answers: Int32
+    private let asking = NSLock()
 
     public init() throws {
-        fifo = NSTemporaryDirectory() + "attribute-writer-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        guard mkfifo(fifo, 0o600) == 0 else { throw TestbedError("mkfifo \(fifo): errno \(errno)") }
-        // Read and write: the open does not wait for the shell, and the shell's reads wait for lines
+        let stem = NSTemporaryDirectory() + "attribute-writer-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        (fifo, replies) = (stem, stem + "-replies")
+        // Read and write: an open does not wait for the shell, and the shell's reads wait for lines
         // rather than end while the test has written nothing yet.
-        descriptor = open(fifo, O_RDWR | O_CLOEXEC)
-        guard descriptor >= 0 else { throw TestbedError("open \(fifo): errno \(errno)") }
+        func made(_ path: String) throws -> Int32 {
+            guard mkfifo(path, 0o600) == 0 else { throw TestbedError("mkfifo \(path): errno \(errno)") }
+            let descriptor = open(path, O_RDWR | O_CLOEXEC | (path == stem ? 0 : O_NONBLOCK))
+            guard descriptor >= 0 else { throw TestbedError("open \(path): errno \(errno)") }
+            return descriptor
+        }
+        requests = try made(fifo)
+        answers = try made(replies)
     }
 
-    /// Ends the shell's reading (end of file) and removes the FIFO.
+    /// Ends the shell's reading (end of file) and removes the FIFOs.
     deinit {
-        close(descriptor)
+        close(requests)
+        close(answers)
         unlink(fifo)
+        unlink(replies)
     }
 
-    /// Writes `value` and a newline to `path` (as the child sees it, `/sys/…`).
+    /// Sends `request` and returns the shell's answer, up to its NUL; throws if none came within `seconds`.
+    private func ask(_ request: String, seconds: Double = 5) throws -> String {
+        try asking.withLock {
+            let bytes = Array((request + "\n").utf8)
+            _ = bytes.withUnsafeBytes { Glibc.write(requests, $0.baseAddress, $0.count) }
+            var answer: [UInt8] = []
+            var byte: UInt8 = 0
+            let deadline = Date().addingTimeInterval(seconds)
+            while true {
+                if read(answers, &byte, 1) == 1 {
+                    if byte == 0 { return String(decoding: answer, as: UTF8.self) }
+                    answer.append(byte)
+                    continue
+                }
+                guard Date() < deadline else { throw TestbedError("no answer to \"\(request)\" within \(seconds) s") }
+                var reader = pollfd(fd: answers, events: Int16(POLLIN), revents: 0)
+                _ = poll(&reader, 1, 100)
+            }
+        }
+    }
+
+    /// The content of `attribute` of the IIO device `device` in the testbed, as the child reads it
+    /// (empty if it cannot); throws if no answer came within `seconds`.
+    public func attribute(_ device: String, _ attribute: String, seconds: Double = 5) throws -> String {
+        try ask("? /sys/bus/iio/devices/\(device)/\(attribute)", seconds: seconds)
+    }
+
+    /// Writes `value` and a newline to `path` (as the child sees it, `/sys/…`), and returns once it is
+    /// written, as a write to a file of the test's own would (the test then fails on what the write
+    /// did not change if the shell never answered).
     public func write(_ value: String, to path: String) {
-        let line = Array("\(path) \(value)\n".utf8)
-        _ = line.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        _ = try? ask("\(path) \(value)")
     }
 
     /// Writes `value` and a newline to `attribute` of the IIO device `device` (`iio:device0`).
