@@ -114,6 +114,12 @@ public enum Syscall {
         _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
     }
 
+    /// `fcntl(fd, F_GETFD)`: whether `fd` names an open descriptor of this process (nil: it does), or
+    /// the errno (EBADF) if it does not.
+    public static func checkOpen(_ fd: Int32) -> Errno? {
+        fcntl(fd, F_GETFD) == -1 ? Errno(rawValue: errno) : nil
+    }
+
     /// `realpath(3)`: `path` with every symbolic link and `..` resolved; nil if it cannot be (errno's).
     public static func resolvedPath(_ path: String) -> Result<String, Errno> {
         guard let resolved = realpath(path, nil) else { return .failure(Errno(rawValue: errno)) }

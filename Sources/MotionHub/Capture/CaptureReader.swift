@@ -35,6 +35,12 @@ extension ChannelReader {
         } catch {
             return capture.eventLoop.makeFailedFuture(error)
         }
+        // NIO traps on a descriptor that is not open (its `fstat` precondition): a driver, or an ioctl
+        // answered by something other than the kernel, that hands one out is a failed opening.
+        if let error = Syscall.checkOpen(descriptor) {
+            return capture.eventLoop.makeFailedFuture(
+                DeviceError.bufferFailed(device: capture.device.number.sysname, operation: "read descriptor \(descriptor)", errno: error.rawValue))
+        }
         return NIOPipeBootstrap(group: capture.eventLoop)
             .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
             .channelInitializer { [self] channel in
