@@ -75,25 +75,33 @@ public final class ChildTestbed: Sendable {
     /// motiond on the testbed, as `DaemonProcess` starts it. Its process is umockdev-run's, which passes
     /// a signal on to motiond and exits with motiond's status; motiond dies with it, so a killed
     /// umockdev-run leaves no daemon behind. With `writer`, the test's writes through it are made in the
-    /// testbed by a shell beside motiond (`AttributeWriter`).
-    public func daemon(socket: String, arguments: [String] = [], environment: [String: String] = [:], writer: AttributeWriter? = nil) throws -> DaemonProcess {
-        // DaemonProcess runs one executable with motiond's arguments: a script that starts it so.
-        let launcher = NSTemporaryDirectory() + "child-testbed-motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let motiond = "/usr/bin/setpriv --pdeathsig KILL '\(DaemonProcess.executable)' \"$@\""
-        let child = writer.map { writer in
-            // The shell reads "<path> <value>" lines and writes each value, with a newline, to its path;
-            // a line "? <path>" it answers with the file's content. Each answer ends in a NUL on the
-            // replies' FIFO, a write's once it is made. It ends when the test closes the requests' FIFO.
-            #"/bin/sh -c 'replies="$1"; shift; while IFS= read -r line; do case "$line" in "? "*) { cat "${line#? }"; printf "\0"; } > "$replies";; "#
-                + #"*) printf "%s\n" "${line#* }" > "${line%% *}"; printf "\0" > "$replies";; esac; done < "$0" & exec "$@"' "#
-                + "'\(writer.fifo)' '\(writer.replies)' " + motiond
-        } ?? motiond
+    /// testbed by a shell beside motiond (`AttributeWriter`). `beside`: shell command lines started in
+    /// the testbed just before motiond (another daemon that must see the same devices), killed when it ends.
+    public func daemon(
+        socket: String, arguments: [String] = [], environment: [String: String] = [:], writer: AttributeWriter? = nil, beside: [String] = []
+    ) throws -> DaemonProcess {
+        // DaemonProcess runs one executable with motiond's arguments: a script that starts it so, and
+        // one that umockdev-run runs in the testbed, which starts what goes beside motiond and then
+        // becomes motiond (what it started dies with it).
+        let stem = NSTemporaryDirectory() + "child-testbed-motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let (launcher, inside) = (stem, stem + "-inside")
+        // The writer's shell reads "<path> <value>" lines and writes each value, with a newline, to its
+        // path; a line "? <path>" it answers with the file's content. Each answer ends in a NUL on the
+        // replies' FIFO, a write's once it is made. It ends when the test closes the requests' FIFO.
+        let writing = writer.map { writer in
+            #"while IFS= read -r line; do case "$line" in "? "*) { cat "${line#? }"; printf "\0"; } > '"# + writer.replies + "';; "
+                + #"*) printf "%s\n" "${line#* }" > "${line%% *}"; printf "\0" > '"# + writer.replies + "';; esac; done < '" + writer.fifo + "' &"
+        }
+        try ([writing].compactMap { $0 } + beside.map { "/usr/bin/setpriv --pdeathsig KILL \($0) &" }
+            + ["exec /usr/bin/setpriv --pdeathsig KILL '\(DaemonProcess.executable)' \"$@\"", ""])
+            .joined(separator: "\n").write(toFile: inside, atomically: true, encoding: .utf8)
         try """
             #!/bin/sh
-            exec \(Self.start.joined(separator: " ")) -d '\(description)' -- \(child)
+            exec \(Self.start.joined(separator: " ")) -d '\(description)' -- /bin/sh '\(inside)' "$@"
 
             """.write(toFile: launcher, atomically: true, encoding: .utf8)
-        defer { unlink(launcher) }
+        // By the time motiond listens, both scripts have been read.
+        defer { unlink(launcher); unlink(inside) }
         guard chmod(launcher, 0o755) == 0 else { throw TestbedError("chmod \(launcher): errno \(errno)") }
         return try DaemonProcess(socket: socket, arguments: arguments, environment: environment, executable: launcher)
     }
