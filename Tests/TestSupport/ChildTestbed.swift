@@ -17,22 +17,39 @@ public final class ChildTestbed: Sendable {
 
     /// The file of device descriptions (umockdev's record format) that umockdev-run loads.
     public let description: String
+    /// umockdev-run's options that load it: the descriptions, and the scripts of what nodes give.
+    private let loads: [String]
     /// Files of ours to remove when it goes.
     private let owned: [String]
 
-    /// The devices of `Fixtures/<name>.umockdev`.
-    public init(fixture name: String) throws {
+    /// The devices of `Fixtures/<name>.umockdev`. `reads`: for a device node (`/dev/iio:device0`), the
+    /// bytes a program reads from it once it has opened it, as a driver's buffer gives them (a script of
+    /// one read for umockdev-run's `--script`, docs/script-format.txt of umockdev). umockdev-run does
+    /// not end until each such node has been opened and read: run there only programs that read them.
+    public init(fixture name: String, reads: [String: [UInt8]] = [:]) throws {
         guard let url = Bundle.module.url(forResource: name, withExtension: "umockdev", subdirectory: "Fixtures") else {
             throw TestbedError("no fixture \(name).umockdev")
         }
         description = url.path
-        owned = []
+        var (loads, owned) = (["-d", url.path], [String]())
+        for (node, bytes) in reads.sorted(by: { $0.key < $1.key }) {
+            let script = NSTemporaryDirectory() + "child-testbed-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).script"
+            // A byte under 32 is "^" and the byte + 64, "^" itself "^`"; every other byte is itself.
+            let escaped = bytes.flatMap { byte -> [UInt8] in
+                byte == UInt8(ascii: "^") ? Array("^`".utf8) : byte < 32 ? [UInt8(ascii: "^"), byte + 64] : [byte]
+            }
+            try Data(Array("r 0 ".utf8) + escaped + [UInt8(ascii: "\n")]).write(to: URL(fileURLWithPath: script))
+            loads += ["-s", "\(node)=\(script)"]
+            owned.append(script)
+        }
+        (self.loads, self.owned) = (loads, owned)
     }
 
     /// The devices described by `devices` (as `Testbed.add` takes them), written to a file of its own.
     public init(devices: String) throws {
         description = NSTemporaryDirectory() + "child-testbed-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).umockdev"
         try devices.write(toFile: description, atomically: true, encoding: .utf8)
+        loads = ["-d", description]
         owned = [description]
     }
 
@@ -52,7 +69,7 @@ public final class ChildTestbed: Sendable {
 
     /// What runs `program` under the testbed.
     public func command(_ program: String, _ arguments: [String]) -> (executable: String, arguments: [String]) {
-        (Self.start[0], Array(Self.start.dropFirst()) + ["-d", description, "--", "/usr/bin/setpriv", "--pdeathsig", "KILL", program] + arguments)
+        (Self.start[0], Array(Self.start.dropFirst()) + loads + ["--", "/usr/bin/setpriv", "--pdeathsig", "KILL", program] + arguments)
     }
 
     /// Runs `program` under the testbed to its end (`runProgram`).
@@ -97,7 +114,7 @@ public final class ChildTestbed: Sendable {
             .joined(separator: "\n").write(toFile: inside, atomically: true, encoding: .utf8)
         try """
             #!/bin/sh
-            exec \(Self.start.joined(separator: " ")) -d '\(description)' -- /bin/sh '\(inside)' "$@"
+            exec \((Self.start + loads).map { "'\($0)'" }.joined(separator: " ")) -- /bin/sh '\(inside)' "$@"
 
             """.write(toFile: launcher, atomically: true, encoding: .utf8)
         // By the time motiond listens, both scripts have been read.
