@@ -7,8 +7,11 @@ import Glibc
 /// A umockdev testbed of a child's own: the program runs under `umockdev-run -d <description>`, which
 /// makes the testbed in its own process and hands the child `$UMOCKDEV_DIR` and umockdev's preload.
 /// The test process's environment is never touched (a `Testbed` sets `$UMOCKDEV_DIR` process-wide,
-/// which is why its tests run one at a time in `Hardware`), so a test whose programs only need devices
-/// that the test process does not change runs beside that suite, in one marked `.onOwnThreads`.
+/// which is why its tests run one at a time in `Hardware`), so a test whose programs need only devices
+/// runs beside that suite, in one marked `.onOwnThreads`: what a device's node gives is scripted
+/// (`init(fixture:reads:)`), and what the test sets or reads in sysfs goes through a shell in the
+/// testbed (`AttributeWriter`). Not for a test that answers a node's ioctls or writes to it as it goes,
+/// nor one that reads the testbed after its program ended (umockdev-run removes it then).
 public final class ChildTestbed: Sendable {
     public static let umockdevRun = "/usr/bin/umockdev-run"
 
@@ -55,8 +58,7 @@ public final class ChildTestbed: Sendable {
 
     deinit { for path in owned { unlink(path) } }
 
-    /// What starts umockdev-run with `child` (a program and its arguments, as a shell reads them).
-    /// `env` drops `$UMOCKDEV_DIR` (another test's testbed, set process-wide while a `Hardware` test
+    /// What starts umockdev-run. `env` drops `$UMOCKDEV_DIR` (another test's testbed, set process-wide while a `Hardware` test
     /// runs) and umockdev-wrapper's `LD_PRELOAD`: umockdev-run sets both for the child, and its own
     /// testbed must not be made under another one's preload. It also unblocks the signals umockdev-run
     /// passes on to the child: a program started from one of the test process's threads inherits that
