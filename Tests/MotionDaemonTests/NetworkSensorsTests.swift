@@ -13,15 +13,17 @@ extension Hardware {
     /// tablet (it runs under the testbed's preload, as the tests do), and a motiond that sees no
     /// local devices (no preload) fuses them.
     @Suite struct NetworkSensors {
-        /// `iiod -p port` on the testbed, killed when released.
+        /// `iiod -p port` on the testbed (the test process's, or `machine`'s under umockdev-run, which
+        /// iiod dies with), killed when released.
         final class IIOD {
             let process = Process()
             let port: Int
 
-            init() throws {
+            init(on machine: ChildTestbed? = nil) throws {
                 port = try freeLoopbackPort()
-                process.executableURL = URL(fileURLWithPath: "/usr/sbin/iiod")
-                process.arguments = ["-p", "\(port)"]
+                let (executable, arguments) = machine?.command("/usr/sbin/iiod", ["-p", "\(port)"]) ?? ("/usr/sbin/iiod", ["-p", "\(port)"])
+                process.executableURL = URL(fileURLWithPath: executable)
+                process.arguments = arguments
                 process.standardOutput = FileHandle.nullDevice
                 process.standardError = FileHandle.nullDevice
                 try process.runWithSteadyEnvironment()
@@ -46,46 +48,6 @@ extension Hardware {
                 return !devices.isEmpty
             }
             return devices
-        }
-
-        /// The tablet of `MachineClass.tabletWithAnAccelerometerAndAMagnetometerGetsItsCompassHeading`,
-        /// lying face up with its top edge pointing east, read over the network: the same expectations
-        /// (heading 90°, gravity (0, 0, −1) g, field (−19, 0, −46) µT, worked out there from the Earth's
-        /// field and Linux userspace's frame).
-        @Test func aTabletServedByIIODIsFusedByAMotiondElsewhere() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "tablet-accelerometer-magnetometer")
-            let iiod = try IIOD()
-            let daemon = try NetworkBoards.daemon(port: iiod.port)
-            defer { daemon.signal(SIGTERM) }
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
-
-            let devices = try Self.remoteDevices(client)
-            #expect(devices.map(\.device) == ["iio:device10000", "iio:device10001"], "the remote's iio:device0 and 1, numbered apart from local ones")
-            #expect(devices.map(\.name) == ["KIOX000A:00", "ak09911"])
-            #expect(devices.allSatisfy { $0.mode == "network" })
-
-            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xMagneticNorthZVertical"}"#)
-            _ = try client.next("WATCHING")
-            var motion: MotionMessage?
-            // The magnetometer's calibration starts from nothing: the heading settles within a few samples.
-            for _ in 0..<20 {
-                motion = try client.decode(MotionMessage.self, try client.next("MOTION"))
-                if let heading = motion?.heading, abs(heading - 90) < 1 { break }
-            }
-            let last = try #require(motion)
-            #expect(abs((last.heading ?? 0) - 90) < 1, "heading \(String(describing: last.heading))°")
-            #expect((last.gravity - Vector3(x: 0, y: 0, z: -1)).length < 0.005, "\(last.gravity)")
-            #expect((last.magneticField.field - Vector3(x: -19, y: 0, z: -46)).length < 0.5, "\(last.magneticField.field)")
-            #expect(last.unavailable == [.rotationRate])
-
-            // The board goes away: the stream ends with its reason; the daemon goes on.
-            iiod.kill()
-            let ended = try client.decode(Ended.self, try client.next("ENDED", seconds: 15))
-            #expect(ended.stream == .motion, "\(ended)")
-            try client.send(#"{"class":"STATUS"}"#)
-            #expect(try client.decode(StatusReply.self, try client.next("STATUS")).sensors.isEmpty)
         }
 
         /// Writes accelerometer-only scans (x, y, z: le:s16, the imu-buffered fixture's scan elements 0–2,
@@ -148,6 +110,50 @@ extension Hardware {
             let ended = try client.decode(Ended.self, try client.next("ENDED", seconds: 15))
             #expect(ended.stream == .accelerometer, "\(ended)")
         }
+    }
+}
+
+/// Another machine's sensors through libiio's network backend, the machine's iiod on a testbed of
+/// umockdev-run's (`ChildTestbed`): beside the serialized `Hardware` suite, which keeps the test that
+/// feeds iiod's buffer from the test process.
+@Suite(.onOwnThreads) struct NetworkSensorsOnTheirOwnTestbeds {
+    /// The tablet of `MachineClass.tabletWithAnAccelerometerAndAMagnetometerGetsItsCompassHeading`,
+    /// lying face up with its top edge pointing east, read over the network: the same expectations
+    /// (heading 90°, gravity (0, 0, −1) g, field (−19, 0, −46) µT, worked out there from the Earth's
+    /// field and Linux userspace's frame). Moved from `Hardware.NetworkSensors` (issue 61): iiod
+    /// runs under umockdev-run on the fixture, which nothing changes.
+    @Test func aTabletServedByIIODIsFusedByAMotiondElsewhere() throws {
+        let iiod = try Hardware.NetworkSensors.IIOD(on: ChildTestbed(fixture: "tablet-accelerometer-magnetometer"))
+        let daemon = try NetworkBoards.daemon(port: iiod.port)
+        defer { daemon.signal(SIGTERM) }
+        let client = try TestClient(path: daemon.socket)
+        _ = try client.next("VERSION")
+
+        let devices = try Hardware.NetworkSensors.remoteDevices(client)
+        #expect(devices.map(\.device) == ["iio:device10000", "iio:device10001"], "the remote's iio:device0 and 1, numbered apart from local ones")
+        #expect(devices.map(\.name) == ["KIOX000A:00", "ak09911"])
+        #expect(devices.allSatisfy { $0.mode == "network" })
+
+        try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xMagneticNorthZVertical"}"#)
+        _ = try client.next("WATCHING")
+        var motion: MotionMessage?
+        // The magnetometer's calibration starts from nothing: the heading settles within a few samples.
+        for _ in 0..<20 {
+            motion = try client.decode(MotionMessage.self, try client.next("MOTION"))
+            if let heading = motion?.heading, abs(heading - 90) < 1 { break }
+        }
+        let last = try #require(motion)
+        #expect(abs((last.heading ?? 0) - 90) < 1, "heading \(String(describing: last.heading))°")
+        #expect((last.gravity - Vector3(x: 0, y: 0, z: -1)).length < 0.005, "\(last.gravity)")
+        #expect((last.magneticField.field - Vector3(x: -19, y: 0, z: -46)).length < 0.5, "\(last.magneticField.field)")
+        #expect(last.unavailable == [.rotationRate])
+
+        // The board goes away: the stream ends with its reason; the daemon goes on.
+        iiod.kill()
+        let ended = try client.decode(Ended.self, try client.next("ENDED", seconds: 15))
+        #expect(ended.stream == .motion, "\(ended)")
+        try client.send(#"{"class":"STATUS"}"#)
+        #expect(try client.decode(StatusReply.self, try client.next("STATUS")).sensors.isEmpty)
     }
 }
 
