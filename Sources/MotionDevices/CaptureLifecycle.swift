@@ -81,8 +81,10 @@ public struct CaptureLifecycle: Sendable, Equatable {
     private var lastMode: CaptureMode
     /// The mode it opened in first, which a re-arm opens in again.
     private let startMode: CaptureMode
-    /// Re-arms since it last read: the back-off's step.
+    /// Re-arms since it last read for a while (`readsThatHeal` in a row): the back-off's step.
     private var attempts = 0
+    /// Good reads in a row since the last failure or re-arm.
+    private var goodReads = 0
     /// Why a resting buffer was given up for polling: the rest's reason, rather than the poller's own
     /// (a hub has no motion events).
     private var whyPolled: DeviceError?
@@ -171,9 +173,13 @@ public struct CaptureLifecycle: Sendable, Equatable {
 
     // MARK: Reading
 
-    /// A read gave what it had: the failures in a row are forgotten.
+    /// A read gave what it had: the failures in a row are forgotten, and after `readsThatHeal` in a row
+    /// the re-arms too (one good read between failures does not start the back-off over: a sensor that
+    /// gives one read per opening would be re-armed at once for ever).
     public mutating func readSucceeded() {
-        (failuresInARow, attempts) = (0, 0)
+        failuresInARow = 0
+        goodReads += 1
+        if goodReads >= policy.readsThatHeal { attempts = 0 }
         scanSeen = true
         scanSinceCheck = true
     }
@@ -209,6 +215,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
             return scanSeen ? .proceed : fallBack(error)
         }
         failuresInARow += 1
+        goodReads = 0
         return failuresInARow >= CapturePolicy.failuresThatEnd ? rearm(.failingReads) : .report(error)
     }
 
@@ -220,16 +227,20 @@ public struct CaptureLifecycle: Sendable, Equatable {
         guard readsBuffer else { return .proceed }
         guard scanSeen else { return fallBack(.bufferFailed(device: device, operation: "first scan", errno: ErrnoValue.timedOut)) }
         defer { scanSinceCheck = false }
-        guard !scanSinceCheck else { return .proceed }
+        guard !scanSinceCheck else {
+            // A whole check interval with scans: the sensor reads again.
+            attempts = 0
+            return .proceed
+        }
         guard deviceExists() else { return end(.deviceVanished(device: device)) }
         return phase == .buffered ? rearm(.silence) : .proceed
     }
 
-    /// The reading itself ended: its descriptor closed by itself, or failed in a way no retry mends.
-    /// Over, as vanished if the device is gone.
+    /// The reading itself ended: its descriptor closed by itself, or failed. Over, as vanished, if the
+    /// device is gone; re-armed if it is there (a driver's read that failed may work once reopened).
     public mutating func readingEnded(_ error: DeviceError, deviceExists: @autoclosure () -> Bool) -> Action {
-        guard !isOver else { return .proceed }
-        return end(deviceExists() ? error : .deviceVanished(device: device))
+        guard isReading else { return .proceed }
+        return deviceExists() ? rearm(.failingReads) : end(.deviceVanished(device: device))
     }
 
     // MARK: Resting
@@ -289,7 +300,7 @@ public struct CaptureLifecycle: Sendable, Equatable {
     private mutating func rearm(_ reason: RecoveryReason) -> Action {
         attempts += 1
         recoveringFrom = reason
-        (failuresInARow, scanSeen, scanSinceCheck, readsSincePresenceCheck) = (0, false, false, 0)
+        (failuresInARow, goodReads, scanSeen, scanSinceCheck, readsSincePresenceCheck) = (0, 0, false, false, 0)
         phase = .recovering(reason)
         return .rearm(reason, attempt: attempts, after: RecoveryBackoff.delay(beforeAttempt: attempts))
     }

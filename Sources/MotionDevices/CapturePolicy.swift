@@ -46,6 +46,10 @@ public struct CapturePolicy: Sendable, Equatable {
     /// Seconds from one check of a buffer's scans to the next, once it has given its first.
     public var checkInterval: Double { max(Self.silenceCheck, firstDataTimeout) }
 
+    /// Good reads in a row after which a re-armed sensor counts as reading again (its back-off starts
+    /// over): a check interval's worth, at least 2.
+    public var readsThatHeal: Int { max(2, Int(saturating: rate * checkInterval / Double(batch))) }
+
     /// Reads between checks of a polled device's presence: about `presenceChecksPerSecond` a second,
     /// at most one per read.
     public var readsPerPresenceCheck: Int { max(1, Int(saturating: rate / Self.presenceChecksPerSecond)) }

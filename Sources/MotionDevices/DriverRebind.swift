@@ -22,6 +22,13 @@ public enum DriverRebind {
         case .success(let path): driver = path
         case .failure(let error): throw failed("finding its parent's driver", error)
         }
+        // Only where the kernel puts them: a parent under devices/, a driver under bus/<bus>/drivers/
+        // (a tree that says otherwise is not sysfs, and nothing else named bind or unbind is written).
+        let root = (try? Syscall.resolvedPath(sysRoot).get()) ?? sysRoot
+        let driverPath = driver.dropFirst(root.count).split(separator: "/")
+        guard parent.hasPrefix(root + "/devices/"),
+            driver.hasPrefix(root + "/bus/"), driverPath.count == 4, driverPath[2] == "drivers"
+        else { throw failed("finding its parent's driver under \(root)/bus", Errno(rawValue: ErrnoValue.invalidArgument)) }
         let name = String(parent.split(separator: "/").last ?? "")
         for step in ["unbind", "bind"] {
             do throws(Errno) {

@@ -52,6 +52,11 @@ package final class Hub: @unchecked Sendable {
     private(set) var recoveries = SensorRecoveries()
     /// The devices whose capture was closed for the machine's sleep: re-armed at its resume.
     private var closedForSleep: Set<DeviceNumber> = []
+    /// Which sleep is under way (counted): a resume that never comes ends the one it was for only.
+    private var sleepNumber = 0
+    /// The chips (a device's parent in sysfs) whose driver was rebound: each at most once while the
+    /// daemon runs, as the device comes back as a new one whose re-arms count from zero again.
+    private var reboundChips: Set<String> = []
 
     /// The machine's sleeps seen since start (logind's, or the clocks'): a front end tells a resume
     /// from a listing of the same devices by it.
@@ -188,7 +193,11 @@ package final class Hub: @unchecked Sendable {
         guard !stopped else { return }
         let demands = fanout.demands + polls.demands()
         let plan = CapturePlan(demands: demands, devices: devices)
+        let wasIdle = captures.running.isEmpty
         captures.follow(plan, on: devices)
+        // A sleep while nothing ran was no capture's: the clocks' difference is taken afresh, so that
+        // the first read after it is not taken for an unannounced sleep.
+        if wasIdle, !captures.running.isEmpty { recoveries.woke() }
         pipeline.follow(plan, wanted: Set(demands.map(\.stream)), deviceRate: captures.rate(of:))
         saver.follow(plan)
         location.follow(watchesTrueNorth: fanout.watchesMotion(in: .xTrueNorthZVertical))
@@ -252,6 +261,8 @@ package final class Hub: @unchecked Sendable {
     /// back through hot-plug.
     private func rebind(_ number: DeviceNumber) {
         guard let device = devices.first(where: { $0.number == number }) else { return }
+        let chip = String(device.syspath[..<(device.syspath.lastIndex(of: "/") ?? device.syspath.endIndex)])
+        guard reboundChips.insert(chip).inserted else { return }
         let source = source
         offLoop.run({ () throws(DeviceError) in try source.rebind(device) }, then: { [logger] result in
             switch result {
@@ -277,9 +288,18 @@ package final class Hub: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         guard !stopped, !captures.asleep else { return captures.sleep() }
         recoveries.sleeping()
+        sleepNumber += 1
         closedForSleep = Set(captures.runningOrStopping)
         saver.saveNow(pipeline.fusion.fusion, pipeline.gait)
         logger.notice("the machine goes to sleep: state saved, sensors closed", metadata: ["sensors": "\(closedForSleep.count)"])
+        // The monotonic clock stops while the machine sleeps: a minute of it asleep is a minute awake
+        // without the resume logind should have said (a message lost, a logind replaced mid-sleep).
+        let sleep = sleepNumber
+        eventLoop.scheduleTask(in: Self.longestSleepAwake) { [weak self] in
+            guard let self, sleepNumber == sleep, captures.asleep else { return }
+            logger.warning("no resume came a minute after the machine was to sleep: sensors re-armed")
+            resumed()
+        }
         return captures.sleep()
     }
 
@@ -295,6 +315,9 @@ package final class Hub: @unchecked Sendable {
         closedForSleep = []
         roster.changed()
     }
+
+    /// How long the hub stays asleep while the machine is awake (monotonic time), waiting for a resume.
+    static let longestSleepAwake = TimeAmount.seconds(60)
 
     private func rearmAfterSleep(_ devices: Set<DeviceNumber>) {
         for device in devices { recoveries.count(.resume, of: device) }

@@ -111,17 +111,34 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             state.withLock { $0.readers.lazy.compactMap { $0 as? PollTicker }.first }?.rest(on: mode)
             handler(.restModeChanged(mode, reason: reason))
         case .rearm(let reason, let attempt, let delay):
-            close { _ in true }
             handler(.rearming(reason, attempt: attempt, after: delay))
-            // Opened again as at start: every attribute the driver may have forgotten is written anew.
-            eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) { [weak self] in
-                guard let self, let mode = lifecycle({ $0.reopen() }) else { return }
-                open(in: mode)
-            }
+            rearm(after: delay)
         case .end(let reason):
             close { _ in true }
             handler(.ended(reason))
         }
+    }
+
+    /// Closes every reader off the loop, waiting for each (an old polling thread puts the device's
+    /// attributes back as it ends, which must be done before the device is set up again; a buffer's
+    /// disable or an HID hub's feature report is a bus transfer the loop must not wait for), then,
+    /// `delay` seconds later, opens the device again as at start: every attribute the driver may have
+    /// forgotten is written anew. `stop` waits for the closing.
+    private func rearm(after delay: Double) {
+        let closing = state.withLock { state in
+            defer { state.readers = [] }
+            return state.readers
+        }
+        for reader in closing where reader is ThreadPoller { reader.close(waiting: false) }  // no round more
+        let closed = NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+            for reader in closing.reversed() { reader.close(waiting: true) }
+        }
+        opens(closed.always { [weak self] _ in
+            self?.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) { [weak self] in
+                guard let self, let mode = lifecycle({ $0.reopen() }) else { return }
+                open(in: mode)
+            }
+        })
     }
 
     /// Adds `reader` to those reading unless the capture is over (then closes it); returns whether it was added.

@@ -28,6 +28,20 @@ import Testing
         }
     }
 
+    /// A `driver` link that leads anywhere but a bus's drivers is refused before anything is written
+    /// (the kernel's never does: a tree that says so is not sysfs).
+    @Test func aDriverLinkOutsideTheBusesDriversIsRefused() throws {
+        let root = try Self.tree()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let elsewhere = root + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try "".write(toFile: elsewhere + "/unbind", atomically: false, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: root + "/devices/platform/spi-0/spi0.0/driver")
+        try FileManager.default.createSymbolicLink(atPath: root + "/devices/platform/spi-0/spi0.0/driver", withDestinationPath: elsewhere)
+        #expect(throws: DeviceError.self) { try DriverRebind.rebind("iio:device0", sysRoot: root) }
+        #expect(try String(contentsOfFile: elsewhere + "/unbind", encoding: .utf8) == "")
+    }
+
     /// A parent bound to no driver (no `driver` link) is said, with the step that failed.
     @Test func aParentWithoutADriverIsSaid() throws {
         let root = try Self.tree()

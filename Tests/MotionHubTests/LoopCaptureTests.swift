@@ -164,15 +164,27 @@ extension Hardware {
             try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
             try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
             try waitUntil { events.samples == 2 }
-            // Silent from here: no scan until the buffer is enabled afresh.
+            // Silent from here: no scan until the buffer is enabled afresh. Its writes are counted from
+            // now (inotify's IN_CLOSE_WRITE on the testbed's file): a re-arm writes 0, then 1.
+            let writes = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+            defer { close(writes) }
+            #expect(inotify_add_watch(writes, testbed.root + "/sys/bus/iio/devices/iio:device0/buffer/enable", UInt32(IN_CLOSE_WRITE)) >= 0)
+            func enableWrites() -> Int {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = read(writes, &buffer, buffer.count)
+                return count > 0 ? count / MemoryLayout<inotify_event>.size : 0
+            }
             try waitUntil(seconds: 2 * CapturePolicy.silenceCheck + 2) { !events.rearms.isEmpty }
             let rearmed = Date()
             guard case .rearming(.silence, attempt: 1, after: 0) = events.rearms.first else {
                 Issue.record("re-armed as \(events.rearms)")
                 return
             }
-            #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("0"), "the re-arm disabled the buffer first")
-            try waitUntil(seconds: 2) { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            var written = 0
+            try waitUntil(seconds: 2) {
+                written += enableWrites()
+                return written >= 2 && (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true
+            }
             try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 2_000_000))
             try waitUntil(seconds: 2) { events.samples == 4 }
             let took = Date().timeIntervalSince(rearmed)

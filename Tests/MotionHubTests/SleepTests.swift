@@ -79,6 +79,23 @@ import Testing
         try await scripted.shutDown()
     }
 
+    /// A resume that never comes (a message lost, logind replaced mid-sleep) does not leave the sensors
+    /// closed for good: a minute of the monotonic clock asleep, which stops while the machine sleeps,
+    /// is a minute awake, and the captures open again.
+    @Test func aResumeThatNeverComesIsGivenUpAfterAMinuteAwake() async throws {
+        let log = RecordedLog()
+        let scripted = try await ScriptedHub(devices: [Self.laptop], log: log)
+        let (client, id) = try await scripted.connect()
+        try await scripted.send(line: #"{"class":"WATCH","streams":["accelerometer"],"interval":0.1}"#, from: id)
+        _ = try await scripted.onLoop { hub in hub.prepareForSleep() }
+        await scripted.run(for: .seconds(59))
+        #expect(scripted.source.running(Self.laptop.number) == nil)
+        let before = client.messages(of: .accelerometer).count
+        #expect(await scripted.advance(upTo: .seconds(2), until: { client.messages(of: .accelerometer).count > before }) != nil)
+        #expect(log.count("no resume came a minute after") == 1)
+        try await scripted.shutDown()
+    }
+
     /// What the machine learnt is on disk before it sleeps (it may never wake: a battery runs out):
     /// the fusion's calibration is written by `prepareForSleep`, not left for a periodic save or the
     /// shutdown.
@@ -132,6 +149,11 @@ import Testing
         for attempt in CapturePolicy.rebindAttempt...CapturePolicy.rebindAttempt + 3 {
             try await scripted.loop.executeInContext { source.tell(.rearming(.silence, attempt: attempt, after: 60), from: Self.laptop.number) }
         }
+        await scripted.settle()
+        #expect(source.rebound.withLock { $0 } == [Self.laptop.number])
+        // The chip came back and its new capture counts from zero: rebound once while the daemon runs
+        // (issue 62's review: a dead chip was rebound at every fourth re-arm, for ever).
+        try await scripted.loop.executeInContext { source.tell(.rearming(.silence, attempt: CapturePolicy.rebindAttempt, after: 4), from: Self.laptop.number) }
         await scripted.settle()
         #expect(source.rebound.withLock { $0 } == [Self.laptop.number])
         try await scripted.shutDown()

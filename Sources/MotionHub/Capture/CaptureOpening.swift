@@ -8,8 +8,10 @@ import NIOPosix
 extension LoopCapture {
     func openBuffer() -> EventLoopFuture<Void> {
         let (device, kinds, rate, batch) = (device, kinds, rate, policy.batch)
-        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
-            try ScanBuffer(device: device, kinds: kinds, rate: rate, watermark: batch)
+        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { [self] in
+            // An opening the loop began (at start, or a re-arm's) as a stop came is not made after it returned.
+            guard !lifecycle({ $0.isOver }) else { throw CancellationError() }
+            return try ScanBuffer(device: device, kinds: kinds, rate: rate, watermark: batch)
         }.flatMap { [self] buffer in
             let reader = ScanReader(buffer: buffer, capture: self)
             // Room for the kernel's four batches; it hands out whole scans only.
