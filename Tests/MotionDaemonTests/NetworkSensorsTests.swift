@@ -8,128 +8,61 @@ import Testing
 @testable import MotionConfiguration
 @testable import MotionDaemon
 
-extension Hardware {
-    /// Another machine's sensors through libiio's network backend: Debian's `iiod` serves a umockdev
-    /// tablet (it runs under the testbed's preload, as the tests do), and a motiond that sees no
-    /// local devices (no preload) fuses them.
-    @Suite struct NetworkSensors {
-        /// `iiod -p port` on the testbed (the test process's, or `machine`'s under umockdev-run, which
-        /// iiod dies with), killed when released.
-        final class IIOD {
-            let process = Process()
-            let port: Int
+/// Another machine's sensors through libiio's network backend: Debian's `iiod` serves a umockdev
+/// machine (under umockdev-run, `ChildTestbed`), and a motiond that sees no local devices (no
+/// preload) fuses them. Moved from `Hardware.NetworkSensors` (issue 61): the test process makes no
+/// testbed, so the suite runs beside `Hardware`.
+@Suite(.onOwnThreads) struct NetworkSensors {
+    /// `iiod -p port` on `machine` under umockdev-run (iiod dies with it), with `writer` beside it;
+    /// killed when released.
+    final class IIOD {
+        let process = Process()
+        let port: Int
 
-            init(on machine: ChildTestbed? = nil) throws {
-                port = try freeLoopbackPort()
-                let (executable, arguments) = machine?.command("/usr/sbin/iiod", ["-p", "\(port)"]) ?? ("/usr/sbin/iiod", ["-p", "\(port)"])
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = arguments
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.runWithSteadyEnvironment()
-                try waitUntil { MosquittoBroker.accepts(port: port) }
-            }
-
-            func kill() {
-                Glibc.kill(process.processIdentifier, SIGKILL)
-                process.waitUntilEnded(seconds: 5)
-            }
-
-            deinit { kill() }
+        init(on machine: ChildTestbed, writer: AttributeWriter? = nil) throws {
+            port = try freeLoopbackPort()
+            let (executable, arguments) = try machine.command("/usr/sbin/iiod", ["-p", "\(port)"], writer: writer)
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.runWithSteadyEnvironment()
+            try waitUntil { MosquittoBroker.accepts(port: port) }
         }
 
-        /// The devices once the remote's are listed: off the start path, they appear a moment after it.
-        static func remoteDevices(_ client: TestClient) throws -> [DevicesReply.Device] {
-            var devices: [DevicesReply.Device] = []
-            try waitUntil(seconds: 10) {
-                try? client.send(#"{"class":"DEVICES"}"#)
-                devices = (try? client.decode(DevicesReply.self, try client.next("DEVICES")).devices) ?? []
-                if devices.isEmpty { usleep(50_000) }  // the asking's pace, inside the wait
-                return !devices.isEmpty
-            }
-            return devices
+        func kill() {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilEnded(seconds: 5)
         }
 
-        /// Writes accelerometer-only scans (x, y, z: le:s16, the imu-buffered fixture's scan elements 0–2,
-        /// as motiond enables them for the accelerometer alone, without the timestamp) to the testbed's
-        /// `/dev/iio:device0` at `rate` Hz while its buffer is enabled: what iiod reads and streams.
-        final class AccelerometerScanFeeder: Sendable {
-            private let stopRequested = Atomic<Bool>(false)
-
-            init(testbed: Testbed, counts: (x: Int16, y: Int16, z: Int16), rate: Double) {
-                let descriptor = testbed.controlDescriptor(for: "/dev/iio:device0")
-                _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-                let enable = testbed.root + "/sys/bus/iio/devices/iio:device0/buffer/enable"
-                let scan = [counts.x, counts.y, counts.z].flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }
-                Thread { [self] in
-                    while !stopRequested.load(ordering: .relaxed) {
-                        usleep(UInt32(1e6 / rate))
-                        guard (try? String(contentsOfFile: enable, encoding: .utf8))?.hasPrefix("1") == true else { continue }
-                        _ = scan.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-                    }
-                }.start()
-            }
-
-            deinit { stopRequested.store(true, ordering: .relaxed) }
-        }
-
-        /// An IMU whose buffer iiod streams is read through it, not polled: the fed x of 1000 counts is
-        /// in no attribute (the fixture's in_accel_x_raw is 0), and the samples come at the fed rate.
-        /// Expected values: counts × in_accel_scale (0.000598 m/s²) ÷ g. The fixture has no mount matrix,
-        /// so the chip's axes are Linux userspace's, turned by half a turn about z into the device frame
-        /// (iio-sensor-proxy negates x and y; docs/frames.md); CoreMotion's sign then negates the specific
-        /// force (a device at rest face up reads z = −1 g; design.md): x = +1000 counts' worth, z = −1 g.
-        @Test func aRemoteIMUsBufferIsStreamedNotPolled() throws {
-            let testbed = try Testbed()
-            try testbed.add(fixture: "imu-buffered")
-            let iiod = try IIOD()
-            let feeder = AccelerometerScanFeeder(testbed: testbed, counts: (1000, 0, 16384), rate: 100)
-            defer { withExtendedLifetime(feeder) {} }
-            let daemon = try NetworkBoards.daemon(port: iiod.port)
-            defer { daemon.signal(SIGTERM) }
-            let client = try TestClient(path: daemon.socket)
-            _ = try client.next("VERSION")
-            _ = try Self.remoteDevices(client)
-            try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
-            _ = try client.next("WATCHING")
-            var samples: [AccelerometerMessage] = []
-            while samples.count < 100 {
-                samples.append(try client.decode(AccelerometerMessage.self, try client.next("ACCELEROMETER")))
-            }
-            #expect(try String(contentsOfFile: testbed.root + "/sys/bus/iio/devices/iio:device0/buffer/enable", encoding: .utf8).hasPrefix("1"),
-                    "iiod enabled the remote buffer")
-            let expected = Vector3(x: 1000 * 0.000598 / 9.80665, y: 0, z: -16384 * 0.000598 / 9.80665)
-            let last = try #require(samples.last)
-            #expect((last.acceleration - expected).length < 1e-4, "\(last.acceleration), expected \(expected)")
-            // Stamped on arrival here: 99 intervals of the fed 10 ms, give or take the feeder's sleeps.
-            let span = Double(last.timestamp - samples[0].timestamp) * 1e-9
-            #expect(span > 0.8 && span < 1.6, "\(span) s for 100 samples at 100 Hz")
-
-            // The board goes away mid-stream: the refill fails, the stream ends with its reason.
-            iiod.kill()
-            let ended = try client.decode(Ended.self, try client.next("ENDED", seconds: 15))
-            #expect(ended.stream == .accelerometer, "\(ended)")
-        }
+        deinit { kill() }
     }
-}
 
-/// Another machine's sensors through libiio's network backend, the machine's iiod on a testbed of
-/// umockdev-run's (`ChildTestbed`): beside the serialized `Hardware` suite, which keeps the test that
-/// feeds iiod's buffer from the test process.
-@Suite(.onOwnThreads) struct NetworkSensorsOnTheirOwnTestbeds {
+    /// The devices once the remote's are listed: off the start path, they appear a moment after it.
+    static func remoteDevices(_ client: TestClient) throws -> [DevicesReply.Device] {
+        var devices: [DevicesReply.Device] = []
+        try waitUntil(seconds: 10) {
+            try? client.send(#"{"class":"DEVICES"}"#)
+            devices = (try? client.decode(DevicesReply.self, try client.next("DEVICES")).devices) ?? []
+            if devices.isEmpty { usleep(50_000) }  // the asking's pace, inside the wait
+            return !devices.isEmpty
+        }
+        return devices
+    }
+
     /// The tablet of `MachineClass.tabletWithAnAccelerometerAndAMagnetometerGetsItsCompassHeading`,
     /// lying face up with its top edge pointing east, read over the network: the same expectations
     /// (heading 90°, gravity (0, 0, −1) g, field (−19, 0, −46) µT, worked out there from the Earth's
     /// field and Linux userspace's frame). Moved from `Hardware.NetworkSensors` (issue 61): iiod
     /// runs under umockdev-run on the fixture, which nothing changes.
     @Test func aTabletServedByIIODIsFusedByAMotiondElsewhere() throws {
-        let iiod = try Hardware.NetworkSensors.IIOD(on: ChildTestbed(fixture: "tablet-accelerometer-magnetometer"))
+        let iiod = try IIOD(on: ChildTestbed(fixture: "tablet-accelerometer-magnetometer"))
         let daemon = try NetworkBoards.daemon(port: iiod.port)
         defer { daemon.signal(SIGTERM) }
         let client = try TestClient(path: daemon.socket)
         _ = try client.next("VERSION")
 
-        let devices = try Hardware.NetworkSensors.remoteDevices(client)
+        let devices = try Self.remoteDevices(client)
         #expect(devices.map(\.device) == ["iio:device10000", "iio:device10001"], "the remote's iio:device0 and 1, numbered apart from local ones")
         #expect(devices.map(\.name) == ["KIOX000A:00", "ak09911"])
         #expect(devices.allSatisfy { $0.mode == "network" })
@@ -154,6 +87,47 @@ extension Hardware {
         #expect(ended.stream == .motion, "\(ended)")
         try client.send(#"{"class":"STATUS"}"#)
         #expect(try client.decode(StatusReply.self, try client.next("STATUS")).sensors.isEmpty)
+    }
+
+    /// An IMU whose buffer iiod streams is read through it, not polled: the fed x of 1000 counts is
+    /// in no attribute (the fixture's in_accel_x_raw is 0), and the samples come at the fed rate.
+    /// Expected values: counts × in_accel_scale (0.000598 m/s²) ÷ g. The fixture has no mount matrix,
+    /// so the chip's axes are Linux userspace's, turned by half a turn about z into the device frame
+    /// (iio-sensor-proxy negates x and y; docs/frames.md); CoreMotion's sign then negates the specific
+    /// force (a device at rest face up reads z = −1 g; design.md): x = +1000 counts' worth, z = −1 g.
+    /// Moved from `Hardware.NetworkSensors` (issue 61): the scans (x, y, z: le:s16, the imu-buffered
+    /// fixture's scan elements 0–2, as motiond enables them for the accelerometer alone, without the
+    /// timestamp) are what the buffer's node gives, one every 10 ms once iiod opens it, for longer
+    /// than the test runs (the test process fed them at 100 Hz while the buffer was enabled); the
+    /// buffer's enable is read through the shell beside iiod.
+    @Test func aRemoteIMUsBufferIsStreamedNotPolled() throws {
+        let scan = [Int16(1000), 0, 16384].flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }
+        let machine = try ChildTestbed(fixture: "imu-buffered", reads: ["/dev/iio:device0": Array(repeating: (10, scan), count: 6000)])
+        let testbed = try AttributeWriter()
+        let iiod = try IIOD(on: machine, writer: testbed)
+        let daemon = try NetworkBoards.daemon(port: iiod.port)
+        defer { daemon.signal(SIGTERM) }
+        let client = try TestClient(path: daemon.socket)
+        _ = try client.next("VERSION")
+        _ = try Self.remoteDevices(client)
+        try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.01}"#)
+        _ = try client.next("WATCHING")
+        var samples: [AccelerometerMessage] = []
+        while samples.count < 100 {
+            samples.append(try client.decode(AccelerometerMessage.self, try client.next("ACCELEROMETER")))
+        }
+        #expect(try testbed.attribute("iio:device0", "buffer/enable").hasPrefix("1"), "iiod enabled the remote buffer")
+        let expected = Vector3(x: 1000 * 0.000598 / 9.80665, y: 0, z: -16384 * 0.000598 / 9.80665)
+        let last = try #require(samples.last)
+        #expect((last.acceleration - expected).length < 1e-4, "\(last.acceleration), expected \(expected)")
+        // Stamped on arrival here: 99 intervals of the fed 10 ms, give or take the feeder's sleeps.
+        let span = Double(last.timestamp - samples[0].timestamp) * 1e-9
+        #expect(span > 0.8 && span < 1.6, "\(span) s for 100 samples at 100 Hz")
+
+        // The board goes away mid-stream: the refill fails, the stream ends with its reason.
+        iiod.kill()
+        let ended = try client.decode(Ended.self, try client.next("ENDED", seconds: 15))
+        #expect(ended.stream == .accelerometer, "\(ended)")
     }
 }
 

@@ -17,7 +17,7 @@ import TestSupport
         let scans = (1...600).flatMap { step in
             Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [3, -2, 1], time: Int64(step) * 10_000_000)
         }
-        let machine = try ChildTestbed(fixture: "imu-buffered", reads: ["/dev/iio:device0": scans]), testbed = try AttributeWriter()
+        let machine = try ChildTestbed(fixture: "imu-buffered", reads: ["/dev/iio:device0": [(0, scans)]]), testbed = try AttributeWriter()
         let socket = NSTemporaryDirectory() + "calibrate-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         let daemon = try machine.daemon(socket: socket, writer: testbed)
         let watcher = try TestClient.greeted(path: socket)

@@ -25,23 +25,26 @@ public final class ChildTestbed: Sendable {
     /// Files of ours to remove when it goes.
     private let owned: [String]
 
-    /// The devices of `Fixtures/<name>.umockdev`. `reads`: for a device node (`/dev/iio:device0`), the
-    /// bytes a program reads from it once it has opened it, as a driver's buffer gives them (a script of
-    /// one read for umockdev-run's `--script`, docs/script-format.txt of umockdev). umockdev-run does
-    /// not end until each such node has been opened and read: run there only programs that read them.
-    public init(fixture name: String, reads: [String: [UInt8]] = [:]) throws {
+    /// The devices of `Fixtures/<name>.umockdev`. `reads`: for a device node (`/dev/iio:device0`), what
+    /// a program reads from it once it has opened it, as a driver's buffer gives it: each block of bytes
+    /// given so many milliseconds after the one before (a script of reads for umockdev-run's `--script`,
+    /// docs/script-format.txt of umockdev). umockdev-run does not end until each such node has been
+    /// opened and read: run there only programs that read them, or end it by a signal.
+    public init(fixture name: String, reads: [String: [(afterMilliseconds: Int, bytes: [UInt8])]] = [:]) throws {
         guard let url = Bundle.module.url(forResource: name, withExtension: "umockdev", subdirectory: "Fixtures") else {
             throw TestbedError("no fixture \(name).umockdev")
         }
         description = url.path
         var (loads, owned) = (["-d", url.path], [String]())
-        for (node, bytes) in reads.sorted(by: { $0.key < $1.key }) {
+        for (node, blocks) in reads.sorted(by: { $0.key < $1.key }) {
             let script = NSTemporaryDirectory() + "child-testbed-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).script"
             // A byte under 32 is "^" and the byte + 64, "^" itself "^`"; every other byte is itself.
-            let escaped = bytes.flatMap { byte -> [UInt8] in
-                byte == UInt8(ascii: "^") ? Array("^`".utf8) : byte < 32 ? [UInt8(ascii: "^"), byte + 64] : [byte]
+            let lines = blocks.flatMap { block in
+                Array("r \(block.afterMilliseconds) ".utf8) + block.bytes.flatMap { byte -> [UInt8] in
+                    byte == UInt8(ascii: "^") ? Array("^`".utf8) : byte < 32 ? [UInt8(ascii: "^"), byte + 64] : [byte]
+                } + [UInt8(ascii: "\n")]
             }
-            try Data(Array("r 0 ".utf8) + escaped + [UInt8(ascii: "\n")]).write(to: URL(fileURLWithPath: script))
+            try Data(lines).write(to: URL(fileURLWithPath: script))
             loads += ["-s", "\(node)=\(script)"]
             owned.append(script)
         }
@@ -69,16 +72,37 @@ public final class ChildTestbed: Sendable {
         "/usr/bin/env", "--default-signal=HUP,INT,TERM", "-u", "UMOCKDEV_DIR", "-u", "LD_PRELOAD", umockdevRun,
     ]
 
-    /// What runs `program` under the testbed.
-    public func command(_ program: String, _ arguments: [String]) -> (executable: String, arguments: [String]) {
-        (Self.start[0], Array(Self.start.dropFirst()) + loads + ["--", "/usr/bin/setpriv", "--pdeathsig", "KILL", program] + arguments)
+    /// What runs `program` under the testbed; with `writer`, beside the writer's shell (`AttributeWriter`).
+    public func command(_ program: String, _ arguments: [String], writer: AttributeWriter? = nil) throws -> (executable: String, arguments: [String]) {
+        guard let writer else {
+            return (Self.start[0], Array(Self.start.dropFirst()) + loads + ["--", "/usr/bin/setpriv", "--pdeathsig", "KILL", program] + arguments)
+        }
+        return (Self.start[0], Array(Self.start.dropFirst()) + loads + ["--", "/bin/sh", try Self.inside(program, writer: writer)] + arguments)
+    }
+
+    /// The script that umockdev-run runs in the testbed: it starts the writer's shell and `beside` (shell
+    /// command lines), then becomes `program` with the script's arguments; what it started dies with it.
+    /// It removes its file as it starts (the shell reads on from the open file).
+    static func inside(_ program: String, writer: AttributeWriter?, beside: [String] = []) throws -> String {
+        let path = NSTemporaryDirectory() + "child-testbed-inside-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // The writer's shell reads "<path> <value>" lines and writes each value, with a newline, to its
+        // path; a line "? <path>" it answers with the file's content. Each answer ends in a NUL on the
+        // replies' FIFO, a write's once it is made. It ends when the test closes the requests' FIFO.
+        let writing = writer.map { writer in
+            #"while IFS= read -r line; do case "$line" in "? "*) { cat "${line#? }"; printf "\0"; } > '"# + writer.replies + "';; "
+                + #"*) printf "%s\n" "${line#* }" > "${line%% *}"; printf "\0" > '"# + writer.replies + "';; esac; done < '" + writer.fifo + "' &"
+        }
+        try (["rm -f \"$0\""] + [writing].compactMap { $0 } + beside.map { "/usr/bin/setpriv --pdeathsig KILL \($0) &" }
+            + ["exec /usr/bin/setpriv --pdeathsig KILL '\(program)' \"$@\"", ""])
+            .joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 
     /// Runs `program` under the testbed to its end (`runProgram`).
     public func run(
         _ program: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil, timeLimit: Double = 120
     ) async throws -> ProgramRun {
-        let (executable, arguments) = command(program, arguments)
+        let (executable, arguments) = try command(program, arguments)
         return try await runProgram(executable, arguments, environment: environment, directory: directory, timeLimit: timeLimit)
     }
 
@@ -87,7 +111,7 @@ public final class ChildTestbed: Sendable {
         _ program: String, _ arguments: [String], environment: [String: String] = [:], timeLimit: Double = 120,
         hearing heard: @escaping @Sendable (String) -> Void
     ) async throws -> ProgramRun {
-        let (executable, arguments) = command(program, arguments)
+        let (executable, arguments) = try command(program, arguments)
         return try await runProgram(executable, arguments, environment: environment, timeLimit: timeLimit, hearing: heard)
     }
 
@@ -99,28 +123,15 @@ public final class ChildTestbed: Sendable {
     public func daemon(
         socket: String, arguments: [String] = [], environment: [String: String] = [:], writer: AttributeWriter? = nil, beside: [String] = []
     ) throws -> DaemonProcess {
-        // DaemonProcess runs one executable with motiond's arguments: a script that starts it so, and
-        // one that umockdev-run runs in the testbed, which starts what goes beside motiond and then
-        // becomes motiond (what it started dies with it).
-        let stem = NSTemporaryDirectory() + "child-testbed-motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let (launcher, inside) = (stem, stem + "-inside")
-        // The writer's shell reads "<path> <value>" lines and writes each value, with a newline, to its
-        // path; a line "? <path>" it answers with the file's content. Each answer ends in a NUL on the
-        // replies' FIFO, a write's once it is made. It ends when the test closes the requests' FIFO.
-        let writing = writer.map { writer in
-            #"while IFS= read -r line; do case "$line" in "? "*) { cat "${line#? }"; printf "\0"; } > '"# + writer.replies + "';; "
-                + #"*) printf "%s\n" "${line#* }" > "${line%% *}"; printf "\0" > '"# + writer.replies + "';; esac; done < '" + writer.fifo + "' &"
-        }
-        try ([writing].compactMap { $0 } + beside.map { "/usr/bin/setpriv --pdeathsig KILL \($0) &" }
-            + ["exec /usr/bin/setpriv --pdeathsig KILL '\(DaemonProcess.executable)' \"$@\"", ""])
-            .joined(separator: "\n").write(toFile: inside, atomically: true, encoding: .utf8)
+        // DaemonProcess runs one executable with motiond's arguments: a script that starts it so.
+        let launcher = NSTemporaryDirectory() + "child-testbed-motiond-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let inside = try Self.inside(DaemonProcess.executable, writer: writer, beside: beside)
         try """
             #!/bin/sh
             exec \((Self.start + loads).map { "'\($0)'" }.joined(separator: " ")) -- /bin/sh '\(inside)' "$@"
 
             """.write(toFile: launcher, atomically: true, encoding: .utf8)
-        // By the time motiond listens, both scripts have been read.
-        defer { unlink(launcher); unlink(inside) }
+        defer { unlink(launcher) }
         guard chmod(launcher, 0o755) == 0 else { throw TestbedError("chmod \(launcher): errno \(errno)") }
         return try DaemonProcess(socket: socket, arguments: arguments, environment: environment, executable: launcher)
     }
