@@ -216,6 +216,9 @@ extension Hardware.Server {
             _ = try client.next("WATCHING")
             _ = try client.next("MOTION")  // the fusion runs, and saves
             usleep(UInt32(20_000 + round * 7_000))
+            // The last round dies after a save, whatever the load: the file's being whole is checked
+            // at every moment, its existence once (a full run once killed all four before the first).
+            if round == 3 { try waitUntil(seconds: 10) { FileManager.default.fileExists(atPath: state + "/calibration.json") } }
             daemon.signal(SIGKILL)
             // Whatever moment it died at, the state file is whole (or absent before the first save).
             if FileManager.default.fileExists(atPath: state + "/calibration.json") {

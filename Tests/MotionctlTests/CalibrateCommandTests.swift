@@ -12,12 +12,15 @@ import TestSupport
     /// Moved from `Hardware.CalibrateCommand` (issue 61).
     @Test func aStillDeviceBecomesCalibratedAndTheCommandSaysSo() async throws {
         // 6 s of stillness at 100 Hz, by the scans' own timestamps: face up, gyroscope reading
-        // (3, −2, 1) counts, a bias of (3.2, −2.1, 1.1) mrad/s in the chip's frame. The node gives
-        // them all once opened, as the test fed them all once the buffer was enabled.
-        let scans = (1...600).flatMap { step in
-            Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [3, -2, 1], time: Int64(step) * 10_000_000)
+        // (3, −2, 1) counts, a bias of (3.2, −2.1, 1.1) mrad/s in the chip's frame. The node gives 6 s
+        // of them at once as it is opened, then a second's worth each second for a minute: a buffer
+        // that fell silent once the first were read would be re-armed (issue 62) and, giving nothing
+        // after it, polled from the fixture's sysfs values, which a loaded machine reached before STATUS.
+        func scans(_ steps: ClosedRange<Int>) -> [UInt8] {
+            steps.flatMap { Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [3, -2, 1], time: Int64($0) * 10_000_000) }
         }
-        let machine = try ChildTestbed(fixture: "imu-buffered", reads: ["/dev/iio:device0": [(0, scans)]]), testbed = try AttributeWriter()
+        let reads = [(0, scans(1...600))] + (0..<60).map { (1000, scans(601 + $0 * 100...700 + $0 * 100)) }
+        let machine = try ChildTestbed(fixture: "imu-buffered", reads: ["/dev/iio:device0": reads]), testbed = try AttributeWriter()
         let socket = NSTemporaryDirectory() + "calibrate-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         let daemon = try machine.daemon(socket: socket, writer: testbed)
         let watcher = try TestClient.greeted(path: socket)
