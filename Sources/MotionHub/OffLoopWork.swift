@@ -55,6 +55,31 @@ package final class OffLoopWork: Sendable {
         }
     }
 
+    /// As `run`, but on a thread made for the job, which ends with it: for a job that waits for work on
+    /// NIO's pool (a capture's stop waits for the capture's opening there). On the pool itself, as many
+    /// such jobs as the pool has threads would wait for work queued behind them for ever (two captures
+    /// stopped for a sleep while each had an opening queued). No thread is kept at rest.
+    func runOnThreadOfItsOwn<Value: Sendable>(
+        named name: String, _ job: @escaping @Sendable () throws -> Value, then completion: @escaping (Result<Value, any Error>) -> Void
+    ) {
+        guard runner == .threadPool else { return run(job, then: completion) }
+        underWay.add(1, ordering: .relaxed)
+        let completion = NIOLoopBound(completion, eventLoop: eventLoop)
+        let eventLoop = eventLoop
+        let failure = OSThread.startDetached(name: name) { [self] in
+            let result = Result { try job() }
+            eventLoop.execute { [self] in
+                completion.value(result)
+                underWay.subtract(1, ordering: .releasing)
+            }
+        }
+        if failure != nil {
+            // No thread to be had (the process's limit): on the pool, as before.
+            underWay.subtract(1, ordering: .releasing)
+            run(job, then: { completion.value($0) })
+        }
+    }
+
     /// Waits, at most `seconds`, for the jobs under way (at shutdown). Not on the loop: the jobs end
     /// there. Inline work returns at once: its jobs are done, and their completions run when the loop
     /// runs next (the test's own call).

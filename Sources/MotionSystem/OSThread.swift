@@ -36,6 +36,15 @@ public final class OSThread: @unchecked Sendable {
         return nil
     }
 
+    /// Starts a thread called `name` that runs `body` and frees itself as it returns (nobody joins
+    /// it); the errno if it cannot be made, and then `body` never runs.
+    public static func startDetached(name: String, body: @escaping @Sendable () -> Void) -> Errno? {
+        OSThread(name: name) {
+            body()
+            pthread_detach(pthread_self())
+        }.start()
+    }
+
     /// Names the calling thread (`pthread_setname_np` needs `_GNU_SOURCE`, which Glibc's module lacks;
     /// /proc/thread-self/comm is the same name).
     private func nameCurrentThread() {

@@ -7,6 +7,29 @@ import Testing
 @testable import MotionHub
 
 @Suite struct OffLoopWorkTests {
+    /// A capture's stop waits for its opening on NIO's pool. Stops on the pool itself, as many as it has
+    /// threads, each waiting for an opening queued behind them, waited for ever (issue 62's review: two
+    /// captures stopped for a sleep while each re-armed). On threads of their own, they finish.
+    @Test func jobsThatWaitForThePoolFinishOnThreadsOfTheirOwn() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let work = OffLoopWork(eventLoop: loop)
+        // More stops than the pool has threads (it has the machine's cores).
+        let stops = System.coreCount + 1
+        let stopped = Mutex(0)
+        try loop.submit {
+            let openings = (0..<stops).map { _ in loop.makePromise(of: Void.self) }
+            for (index, opened) in openings.enumerated() {
+                work.runOnThreadOfItsOwn(named: "stop \(index)", { try opened.futureResult.wait() }, then: { _ in stopped.withLock { $0 += 1 } })
+            }
+            // The openings, queued on the pool after every stop that waits for them.
+            for opened in openings { NIOThreadPool.singleton.runIfActive(eventLoop: loop) {}.cascade(to: opened) }
+        }.wait()
+        work.waitUntilDone(seconds: 10)
+        #expect(stopped.withLock { $0 } == stops)
+    }
+
     /// Shutdown relies on this: once `waitUntilDone` returns, every job has handed its result to the
     /// loop, so shutting the loop down cannot strand one (NIO's fatal error for a loop that is gone).
     @Test func waitUntilDoneReturnsOnlyAfterEachJobsCompletionRanOnTheLoop() throws {
