@@ -5,7 +5,7 @@ import NIOCore
 /// the D-Bus drop-in serves): `LogindSleep` holds a delay lock on sleep and tells the hub, on its
 /// loop, that the machine is about to sleep (`Hub.prepareForSleep`, whose end lets logind go) and
 /// that it resumed (`Hub.resumed`). No system bus, or no logind on it, costs a line in the journal
-/// (docs/sleep.md).
+/// (docs/sleep.md); a bus missing at start or lost later is connected to again, with a back-off.
 package final class SleepFrontEnd: DaemonPart, @unchecked Sendable {
     // @unchecked: `logind` is set by `start` and read by `stop`, one after the other.
     private let hub: Hub
@@ -22,7 +22,7 @@ package final class SleepFrontEnd: DaemonPart, @unchecked Sendable {
         self.address = address
     }
 
-    /// Connects to the bus and starts following logind, without waiting for either.
+    /// Starts following logind on its own thread, which connects to the bus, without waiting for either.
     package func start() throws {
         let hub = self.hub
         let logind: LogindSleep
@@ -41,7 +41,9 @@ package final class SleepFrontEnd: DaemonPart, @unchecked Sendable {
                 },
                 resumed: { hub.eventLoop.execute { hub.resumed() } })
         } catch {
-            return hub.logger.info("no system bus: logind's sleeps are not followed", metadata: ["error": "\(error)"])
+            // Only the thread's eventfd can fail here (the process is out of descriptors): the bus
+            // itself is connected to, and again, by the thread.
+            return hub.logger.error("cannot follow logind's sleeps", metadata: ["error": "\(error)"])
         }
         logind.start()
         self.logind = logind

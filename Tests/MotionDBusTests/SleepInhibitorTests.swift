@@ -56,6 +56,19 @@ import Testing
         return false
     }
 
+    /// `logind`'s first `PrepareForSleep(true)` (SIGUSR1) to `daemon`: its lock 1 released within 2 s
+    /// (the hub saved its state and closed its captures); how long after, s.
+    static func firstSleepFollowed(by logind: Peer, daemon: ReplayDaemon) throws -> Double {
+        logind.signal(SIGUSR1)
+        #expect(throws: Never.self, "lock 1 not released: \(logind.output)\n\(daemon.log)") {
+            try waitUntil(seconds: 10) { Self.released(1, by: logind) != nil }
+        }
+        let slept = try #require(Self.events("PrepareForSleep", of: logind).first.flatMap(Self.time))
+        let letGo = try #require(Self.released(1, by: logind))
+        #expect(letGo - slept < 2, "released \(letGo - slept) s after PrepareForSleep(true)")
+        return letGo - slept
+    }
+
     // MARK: A whole motiond
 
     /// `motiond --replay` with a watcher of the accelerometer and logind on its bus: the lock is taken
@@ -75,13 +88,7 @@ import Testing
         try client.send(#"{"class":"WATCH","streams":["accelerometer"],"interval":0.02}"#)
         _ = try client.next("ACCELEROMETER", seconds: 10)
 
-        logind.signal(SIGUSR1)
-        #expect(throws: Never.self, "lock 1 not released: \(logind.output)\n\(daemon.log)") {
-            try waitUntil(seconds: 10) { Self.released(1, by: logind) != nil }
-        }
-        let slept = try #require(Self.events("PrepareForSleep", of: logind).first.flatMap(Self.time))
-        let letGo = try #require(Self.released(1, by: logind))
-        #expect(letGo - slept < 2, "released \(letGo - slept) s after PrepareForSleep(true)")
+        let held = try Self.firstSleepFollowed(by: logind, daemon: daemon)
         #expect(Self.drain(client), "the stream went on while the machine slept")
         #expect(daemon.log.contains("the machine goes to sleep"), "\(daemon.log)")
 
@@ -101,7 +108,7 @@ import Testing
         #expect(daemon.stop(), "SIGTERM did not end motiond: \(daemon.log)")
         #expect(throws: Never.self, "lock 2 held after motiond's exit") { try waitUntil(seconds: 5) { Self.released(2, by: logind) != nil } }
         // The figures, for the issue.
-        print("sleep figures: lock released \(letGo - slept) s after PrepareForSleep(true); samples \(streaming - woke) s after PrepareForSleep(false)")
+        print("sleep figures: lock released \(held) s after PrepareForSleep(true); samples \(streaming - woke) s after PrepareForSleep(false)")
     }
 
     /// Without logind, motiond starts and serves, and says once why sleeps are not followed: on a
@@ -280,5 +287,161 @@ import Testing
         logind.signal(SIGUSR2)
         try waitUntil(seconds: 10) { owner.resumptions.load(ordering: .relaxed) == 1 && Self.events("Inhibit", of: logind).count == 2 }
         #expect(owner.preparations.load(ordering: .relaxed) == 1)
+    }
+
+    // MARK: A bus lost, or missing at start
+
+    /// The figures of the three tests below, for the issue and docs/sleep.md.
+    static func figure(_ line: String) { print("sleep bus figures: \(line)") }
+
+    /// How many sockets and pipes the daemon holds now (/proc/PID/fd): a bus connection is a socket,
+    /// logind's lock a pipe (logind-inhibit.c); files opened for a moment (state, recording) are left out.
+    /// Its sockets include, for a moment, those of the test's probes of its own socket.
+    static func descriptors(of daemon: ReplayDaemon) -> (sockets: Int, pipes: Int) {
+        let directory = "/proc/\(daemon.process.processIdentifier)/fd"
+        let all = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let held = all.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0) }
+        return (held.filter { $0.hasPrefix("socket:") }.count, held.filter { $0.hasPrefix("pipe:") }.count)
+    }
+
+    /// How many times the daemon said `line`.
+    static func count(_ line: String, in daemon: ReplayDaemon) -> Int { daemon.log.components(separatedBy: line).count - 1 }
+
+    /// The daemon's last lines on logind and the bus.
+    static func tail(_ daemon: ReplayDaemon) -> String {
+        daemon.log.split(separator: "\n").filter { $0.contains("bus") || $0.contains("logind") }.suffix(30).joined(separator: "\n")
+    }
+
+    static let followedAgain = "the system bus is there: logind's sleeps are followed again"
+
+    /// The whole system bus restarted (a dbus-daemon killed, and another started at the same address,
+    /// with logind on it again, as after `rc-service dbus restart`): the old lock went with the old
+    /// bus (logind's side: its FIFO hung up); motiond, which lost the bus, connects again within its
+    /// back-off (1 s, then 2 s …: a new bus is found within about 3 s), takes a new lock from the new
+    /// logind (the same `Inhibit("sleep", "motiond", …, "delay")`, INHIBITOR_LOCKS.md), follows its
+    /// `PrepareForSleep(true)` (released within 2 s), says it once, and holds as many descriptors as
+    /// before (the old connection and lock closed, none kept per attempt).
+    @Test func motiondFollowsLogindOnABusStartedAgain() throws {
+        let system = try PrivateSystemBus()
+        let logind = try Self.logind(on: system)
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--log-level", "debug"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": system.address])
+        try waitUntil(seconds: 10) { Self.count("took logind's delay lock", in: daemon) == 1 }
+        let before = Self.descriptors(of: daemon)
+
+        let killed = Self.now
+        try BusStartedAgain.kill(system)
+        logind.stop()
+        #expect(throws: Never.self, "\(daemon.log)") { try waitUntil(seconds: 10) { daemon.log.contains("lost the system bus") } }
+        let noticed = Self.now
+        let again = try BusStartedAgain(system)
+        let up = Self.now
+        let second = try Self.logind(on: system)
+        #expect(throws: Never.self, "no lock on the new bus: \(second.output)\n\(daemon.log)") {
+            try waitUntil(seconds: 15) { Self.events("Inhibit", of: second).count == 1 }
+        }
+        let inhibit = try #require(Self.events("Inhibit", of: second).first)
+        #expect(Array(inhibit[2...4]) == ["sleep", "motiond", "delay"], "\(inhibit)")
+        let locked = try #require(Self.time(inhibit))
+        #expect(locked - up < 10, "the new bus's lock \(locked - up) s after it came")
+        #expect(throws: Never.self, "\(Self.tail(daemon))") { try waitUntil(seconds: 5) { Self.count(Self.followedAgain, in: daemon) == 1 } }
+        // Counted once the daemon holds the new lock (its debug line), as before the loss.
+        #expect(throws: Never.self, "\(Self.tail(daemon))") { try waitUntil(seconds: 5) { Self.count("took logind's delay lock", in: daemon) == 2 } }
+        let after = Self.descriptors(of: daemon)
+        // The lock's pipe replaced, not added to; the new connection's socket no more than the old one.
+        #expect(after.pipes == before.pipes && after.sockets <= before.sockets, "descriptors \(before) before the bus was lost, \(after) after it came back")
+
+        let held = try Self.firstSleepFollowed(by: second, daemon: daemon)
+        #expect(Self.count("lost the system bus", in: daemon) == 1 && Self.count(Self.followedAgain, in: daemon) == 1, "\(Self.tail(daemon))")
+        #expect(daemon.stop(), "SIGTERM did not end motiond: \(daemon.log)")
+        withExtendedLifetime(again) {}
+        Self.figure(
+            "bus restarted: loss said \(noticed - killed) s after the kill; new lock \(locked - up) s after the new bus came "
+                + "(\(locked - killed) s after the old one died); its sleep's lock released \(held) s after PrepareForSleep(true); "
+                + "descriptors \(before) -> \(after)")
+    }
+
+    /// No system bus when motiond starts (OpenRC may start dbus after it): it says so once, tries
+    /// again after 1 s, then 2 s, …, holding no descriptor per attempt; once a bus with logind comes at
+    /// that address, it takes the lock at its next attempt and follows its `PrepareForSleep(true)`.
+    @Test func aSystemBusThatComesAfterMotiondIsFollowed() throws {
+        let system = try PrivateSystemBus()
+        try BusStartedAgain.kill(system)
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--log-level", "debug"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": system.address])
+        try waitUntil(seconds: 10) { daemon.log.contains("connecting to the system bus again in 1 s") }
+        let first = (Self.now, Self.descriptors(of: daemon))
+        #expect(throws: Never.self, "\(daemon.log)") { try waitUntil(seconds: 10) { daemon.log.contains("connecting to the system bus again in 2 s") } }
+        let second = (Self.now, Self.descriptors(of: daemon))
+        #expect(second.1.pipes == first.1.pipes && second.1.sockets <= first.1.sockets, "descriptors \(first.1) after the first attempt, \(second.1) after the second")
+        #expect(second.0 - first.0 > 0.8 && second.0 - first.0 < 2, "the second attempt \(second.0 - first.0) s after the first (back-off 1 s)")
+        #expect(Self.count("no system bus: logind's sleeps are not followed", in: daemon) == 1, "\(daemon.log)")
+
+        let again = try BusStartedAgain(system)
+        let up = Self.now
+        let logind = try Self.logind(on: system)
+        #expect(throws: Never.self, "no lock: \(logind.output)\n\(daemon.log)") {
+            try waitUntil(seconds: 15) { Self.events("Inhibit", of: logind).count == 1 }
+        }
+        let locked = try #require(Self.events("Inhibit", of: logind).first.flatMap(Self.time))
+        // The next attempt was due 2 s after the second: the lock within that and logind's own start.
+        #expect(locked - up < 5, "the lock \(locked - up) s after the bus came")
+        #expect(throws: Never.self) { try waitUntil(seconds: 5) { Self.count(Self.followedAgain, in: daemon) == 1 } }
+        let held = try Self.firstSleepFollowed(by: logind, daemon: daemon)
+        #expect(Self.count("no system bus: logind's sleeps are not followed", in: daemon) == 1, "\(daemon.log)")
+        #expect(daemon.stop(), "SIGTERM did not end motiond: \(daemon.log)")
+        withExtendedLifetime(again) {}
+        Self.figure(
+            "no bus at start: attempts 1 s apart (\(second.0 - first.0) s), descriptors \(first.1) -> \(second.1); "
+                + "the lock \(locked - up) s after the bus came; its sleep's lock released \(held) s after PrepareForSleep(true)")
+    }
+
+    /// SIGTERM while motiond waits to connect again (here its 2 s wait after the second attempt):
+    /// the wait ends at once, and motiond with it (well inside the 2 s the wait had left).
+    @Test func sigtermDuringTheBackOffEndsMotiondAtOnce() throws {
+        let address = "unix:path=\(NSTemporaryDirectory())no-such-bus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))/bus"
+        let daemon = try ReplayDaemon(arguments: ["--loop", "--log-level", "debug"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": address])
+        try waitUntil(seconds: 10) { daemon.log.contains("connecting to the system bus again in 2 s") }
+        let asked = Self.now
+        #expect(daemon.stop(), "SIGTERM did not end motiond: \(daemon.log)")
+        let took = Self.now - asked
+        #expect(took < 1, "motiond ended \(took) s after SIGTERM")
+        Self.figure("SIGTERM during the 2 s back-off: motiond ended \(took) s after it")
+    }
+}
+
+/// The dbus-daemon of a `PrivateSystemBus`, killed (as a crash or `rc-service dbus restart` does),
+/// and another started on the same configuration, so at the same address: the bus a client lost
+/// coming back. The new one is killed when released.
+final class BusStartedAgain {
+    private let process = Process()
+
+    /// Starts a dbus-daemon on `bus`'s configuration; returns once it accepts connections.
+    init(_ bus: PrivateSystemBus) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--config-file=\(bus.directory)/bus.conf", "--nofork", "--nopidfile"]
+        try process.runWithSteadyEnvironment()
+        let socket = String(bus.address.dropFirst("unix:path=".count))
+        try waitUntil(seconds: 10) { ReplayDaemon.accepts(socket) }
+    }
+
+    deinit {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Kills (SIGKILL) the dbus-daemon `bus` started, this process's child on its configuration, and
+    /// waits until its socket refuses connections.
+    static func kill(_ bus: PrivateSystemBus) throws {
+        let configuration = "--config-file=\(bus.directory)/bus.conf"
+        let children = try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init).filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 2, Int32(fields[1]) == getpid(),
+                let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+            else { return false }
+            return command.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == configuration }
+        }
+        guard children.count == 1 else { throw TestbedError("no one dbus-daemon of \(bus.directory) among this process's children: \(children)") }
+        Glibc.kill(children[0], SIGKILL)
+        let socket = String(bus.address.dropFirst("unix:path=".count))
+        try waitUntil(seconds: 10) { !ReplayDaemon.accepts(socket) }
     }
 }
