@@ -22,7 +22,10 @@ import Glibc
 /// 803–821); a sensor that appears while claimed is started and told with its first reading,
 /// without a new claim (`sensor_changes`, 1078–1093). The expected readings are the fixtures' of
 /// `SensorProxyBridgeRules` (iio-sensor-proxy's own readings of them: `normal`, 50 lux).
-@Suite(.onOwnThreads) struct SensorProxyClaims {
+// One test at a time: each starts a dbus-daemon and serves on it, with clients of its own; started
+// all at once beside the rest of a full run, such suites starved it (a CI run: a motiond did not
+// start in 10 s, a test's own clock read 5 s late).
+@Suite(.serialized, .onOwnThreads) struct SensorProxyClaims {
     typealias Served = SensorProxyBridgeRules.Served
     static let tablet = SensorProxyBridgeRules.tablet
     static let tabletCounts = SensorProxyBridgeRules.tabletCounts

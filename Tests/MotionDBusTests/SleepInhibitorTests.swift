@@ -15,7 +15,10 @@ import Testing
 /// done, and a new one taken at `PrepareForSleep(false)`; logind waits for it at most
 /// `InhibitDelayMaxSec` (5 s by default, logind.conf(5)). Times are CLOCK_MONOTONIC, the stand-in's
 /// (Python's `time.monotonic`) and the test's alike.
-@Suite(.onOwnThreads) struct SleepInhibitorTests {
+// One test at a time: each starts a dbus-daemon, a Python stand-in and a motiond; run all at once
+// beside the rest of a full run, they starved it (a CI run: motiond did not start in 10 s, a test's
+// own clock read 5 s late).
+@Suite(.serialized, .onOwnThreads) struct SleepInhibitorTests {
     static var standIn: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../TestSupport/Fixtures/logind-stand-in.py").standardized.path
