@@ -20,7 +20,7 @@ final class SensorProxyBridge: MessageSink {
     private var watching: Set<StreamKind> = []
     private var values = SensorProxyInterface.Properties()
     /// The watches made again, per sensor, since its capture ended without its device going and
-    /// before a value came: `rewatchDelay` spaces them.
+    /// before a value came: `RecoveryBackoff`, the captures' own, spaces them.
     private var rewatches: [ClaimBook.Sensor: Int] = [:]
     /// The sensors whose watch is to be made again (one task each, though each stream ends).
     private var rewatchDue: Set<ClaimBook.Sensor> = []
@@ -39,14 +39,6 @@ final class SensorProxyBridge: MessageSink {
     /// The posture is the hinge's, at this interval, s: as the tablet-mode switch watches it, so that
     /// the two share the accelerometers' rate (4 a second: a fold is seen within 0.25 s).
     static let postureInterval = 0.25
-
-    /// How long after its capture ended a claimed sensor whose device is still there is watched
-    /// again, s: at once the first time (a capture re-opened reads within the time an opening takes),
-    /// then after 1, 2, 4, … s, at most 60 s, until a value comes: a claim keeps its sensor without a
-    /// busy loop on a device that keeps failing.
-    static func rewatchDelay(attempt: Int) -> Double {
-        attempt <= 1 ? 0 : min(60, Double(1 << min(attempt - 2, 6)))
-    }
 
     init(hub: Hub, service: SensorProxyService) {
         self.hub = hub
@@ -140,7 +132,7 @@ final class SensorProxyBridge: MessageSink {
     }
 
     /// A claimed sensor's stream ended (its capture ended): watched again while its device is there,
-    /// after `rewatchDelay`; claims made meanwhile wait for its first value.
+    /// after `RecoveryBackoff`'s wait; claims made meanwhile wait for its first value.
     private func streamEnded(_ stream: StreamKind) {
         watching.remove(stream)
         for sensor in claimed where Self.streams(for: sensor).contains(stream) && isPresent(sensor, on: hub.devices) {
@@ -149,7 +141,7 @@ final class SensorProxyBridge: MessageSink {
             rewatches[sensor] = attempt
             service.markPending(sensor)
             let bridge = NIOLoopBound(self, eventLoop: hub.eventLoop)
-            hub.eventLoop.scheduleTask(in: .nanoseconds(Int64(Self.rewatchDelay(attempt: attempt) * 1e9))) {
+            hub.eventLoop.scheduleTask(in: .nanoseconds(Int64(RecoveryBackoff.delay(beforeAttempt: attempt) * 1e9))) {
                 bridge.value.rewatch(sensor, attempt: attempt)
             }
         }

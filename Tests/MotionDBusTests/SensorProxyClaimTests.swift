@@ -161,11 +161,6 @@ import Glibc
         #expect(try second.property("AccelerometerOrientation") == "right-up", "the claim returned with the reading from before the capture ended")
     }
 
-    /// The bridge's spacing of its watches after a capture ends: at once, then 1, 2, 4 … s, at most 60 s.
-    @Test func aSensorThatKeepsEndingIsWatchedAgainWithBackOff() {
-        #expect((1...9).map { SensorProxyBridge.rewatchDelay(attempt: $0) } == [0, 1, 2, 4, 8, 16, 32, 60, 60])
-    }
-
     /// A program that claimed the accelerometer before there was one (Debian's monitor-sensor claims
     /// every sensor at its start and never again, as mutter before its fix of #4931 claims only once) is
     /// told `HasAccelerometer` and the orientation once the device is listed, without a new claim; a
