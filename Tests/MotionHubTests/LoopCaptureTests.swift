@@ -87,6 +87,20 @@ extension Hardware {
             return LoopCapture(device: device, kinds: [.accelerometer], rate: 200, latency: 0, eventLoop: loop)
         }
 
+        /// The imu-buffered fixture's accelerometer and gyroscope read through its buffer at 100 Hz on
+        /// `loop`, once its first scan (two samples) has reached the handler.
+        static func streamingIMU(_ testbed: Testbed, on loop: any EventLoop) throws -> (LoopCapture, Events) {
+            try testbed.add(fixture: "imu-buffered")
+            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
+            let capture = LoopCapture(device: device, kinds: [.accelerometer, .gyroscope], rate: 100, latency: 0, eventLoop: loop)
+            let events = Events()
+            capture.start { events.take($0) }
+            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
+            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
+            try waitUntil { events.samples == 2 }
+            return (capture, events)
+        }
+
         /// A device polled from the start faster than the loop polls (`CapturePlan.eventRate`) is read
         /// on a thread of the capture's (`ThreadPoller`), under its one lifecycle: the samples come
         /// from that thread, at the fixture's sysfs values, and the stop puts the rate it set back.
@@ -153,17 +167,10 @@ extension Hardware {
         /// after it reaches the handler within 2 s of the re-arm.
         @Test func aBufferThatFallsSilentMidStreamIsReArmedAndReadsAgain() throws {
             let testbed = try Testbed()
-            try testbed.add(fixture: "imu-buffered")
-            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             defer { try? group.syncShutdownGracefully() }
-            let capture = LoopCapture(device: device, kinds: [.accelerometer, .gyroscope], rate: 100, latency: 0, eventLoop: group.next())
-            let events = Events()
-            capture.start { events.take($0) }
+            let (capture, events) = try Self.streamingIMU(testbed, on: group.next())
             defer { capture.stop() }
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
-            try waitUntil { events.samples == 2 }
             // Silent from here: no scan until the buffer is enabled afresh. Its writes are counted from
             // now (inotify's IN_CLOSE_WRITE on the testbed's file): a re-arm writes 0, then 1.
             let writes = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -198,17 +205,10 @@ extension Hardware {
         /// of its silence checks, `CapturePolicy.silenceCheck`), without waiting for udev's listing.
         @Test func aBufferThatFallsSilentBecauseItsDeviceWentEndsAsVanished() throws {
             let testbed = try Testbed()
-            try testbed.add(fixture: "imu-buffered")
-            let device = try #require(try DeviceDiscovery().listDevices().devices.first)
             let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
             defer { try? group.syncShutdownGracefully() }
-            let capture = LoopCapture(device: device, kinds: [.accelerometer, .gyroscope], rate: 100, latency: 0, eventLoop: group.next())
-            let events = Events()
-            capture.start { events.take($0) }
+            let (capture, events) = try Self.streamingIMU(testbed, on: group.next())
             defer { capture.stop() }
-            try waitUntil { (try? testbed.attribute("iio:device0", "buffer/enable"))?.hasPrefix("1") == true }
-            try testbed.feed("/dev/iio:device0", Testbed.imuScan(accelerometer: [0, 0, 16384], gyroscope: [0, 0, 0], time: 1_000_000))
-            try waitUntil { events.samples == 2 }
             testbed.remove(syspath: "/sys/devices/platform/spi-0/spi0.0/iio:device0")
             try waitUntil(seconds: 2 * CapturePolicy.silenceCheck + 1) { events.ended != nil }
             guard case .deviceVanished(let name) = events.ended else { Issue.record("ended with \(String(describing: events.ended))"); return }
