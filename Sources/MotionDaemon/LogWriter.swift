@@ -9,6 +9,9 @@ import Glibc
 /// so that a log call never waits for the reader: the event loop must not block in `write` when the
 /// journal is slow or nobody reads the pipe. At most `capacity` lines wait; beyond that they are
 /// dropped and counted, and the count is written once the writer can write again.
+///
+/// The thread runs only while lines wait: it is made by the call that finds none writing and ends
+/// once the queue is empty, so a daemon at rest keeps no writer (issue 63: four threads at rest).
 public final class LogWriter: Sendable {
     /// Lines that wait at most.
     public static let capacity = 1024
@@ -16,12 +19,8 @@ public final class LogWriter: Sendable {
     private struct State {
         var lines: [[UInt8]] = []
         var dropped = 0
-        /// Whether the thread is writing a batch it took.
+        /// Whether a writer thread runs (it takes what waits, and ends when nothing does).
         var writing = false
-        /// Whether the thread waits for lines (and must be woken).
-        var idle = false
-        /// Whether there is no writer thread: the caller writes.
-        var writesDirectly = false
     }
 
     private let descriptor: Int32
@@ -29,35 +28,28 @@ public final class LogWriter: Sendable {
     /// NUL bytes, rather than as lines written to `descriptor`.
     public let writesToJournal: Bool
     private let state = Mutex(State())
-    /// The writer thread, woken when lines wait (nil: none could be made).
-    private let thread: WakeableThread?
 
     /// The writer of standard error, shared by every handler: natively to the journal where systemd
     /// connected standard error to it (a service), so that metadata become fields.
     public static let standardError = LogWriter(descriptor: STDERR_FILENO, toJournal: Journal.isJournalStream(STDERR_FILENO))
 
-    /// Starts a writer of `descriptor`, which it never closes; `toJournal`: entries are the journal's
+    /// A writer of `descriptor`, which it never closes; `toJournal`: entries are the journal's
     /// fields (see `writesToJournal`), `descriptor` only for what cannot be sent.
     public init(descriptor: Int32, toJournal: Bool = false) {
         self.descriptor = descriptor
         writesToJournal = toJournal
-        // Without a thread or its eventfd (the process's limits reached), lines are written at once.
-        thread = try? WakeableThread(name: "log writer")
-        if thread == nil || thread?.start({ [self] in run() }) != nil {
-            state.withLock { $0.writesDirectly = true }
-        }
     }
 
-    /// Queues one line (its bytes end in a newline), or one entry's fields (`writesToJournal`); never waits.
+    /// Queues one line (its bytes end in a newline), or one entry's fields (`writesToJournal`); never
+    /// waits, but for the write itself when no thread can be made (the process's limits reached).
     public func write(_ line: [UInt8]) {
-        let (wakeWriter, direct) = state.withLock { state in
-            guard !state.writesDirectly else { return (false, true) }
+        let startsWriter = state.withLock { state in
             if state.lines.count < Self.capacity { state.lines.append(line) } else { state.dropped += 1 }
-            defer { state.idle = false }
-            return (state.idle, false)
+            defer { state.writing = true }
+            return !state.writing
         }
-        if direct { emit(line) }
-        if wakeWriter { thread?.wake() }
+        guard startsWriter else { return }
+        if OSThread.startDetached(name: "log writer", body: { [self] in run() }) != nil { run() }
     }
 
     /// Waits until every line queued so far is written, for at most `timeout` seconds (before the
@@ -86,22 +78,20 @@ public final class LogWriter: Sendable {
         }
     }
 
+    /// Writes what waits until nothing does, then lets the next `write` start a writer again.
     private func run() {
         var batch: [[UInt8]] = []
-        guard let thread else { return }
         while true {
-            while state.withLock({ state in
-                state.idle = state.lines.isEmpty && state.dropped == 0
-                return state.idle
-            }) {
-                _ = thread.wait(timeoutMilliseconds: -1)
-            }
-            let dropped = state.withLock { state in
+            let dropped: Int? = state.withLock { state in
+                guard !state.lines.isEmpty || state.dropped > 0 else {
+                    state.writing = false
+                    return nil
+                }
                 swap(&batch, &state.lines)
-                state.writing = true
                 defer { state.dropped = 0 }
                 return state.dropped
             }
+            guard let dropped else { return }
             // One write per line: lines from other writers of the same descriptor don't interleave.
             for line in batch { emit(line) }
             batch.removeAll(keepingCapacity: true)
@@ -109,7 +99,6 @@ public final class LogWriter: Sendable {
                 let message = "\(dropped) log lines dropped: the log was not read fast enough"
                 emit(Array((writesToJournal ? "PRIORITY=4\0MESSAGE=\(message)" : "<4>\(message)\n").utf8))
             }
-            state.withLock { $0.writing = false }
         }
     }
 }

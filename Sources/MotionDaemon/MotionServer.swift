@@ -23,6 +23,8 @@ public final class MotionServer: Sendable {
     /// The socket's path.
     public let socketPath: String
     private let loops: MultiThreadedEventLoopGroup
+    /// Whether `loops` is this server's own, shut down when it stops (not NIO's singleton group).
+    private let ownsLoops: Bool
     private let hub: Hub
     /// In start order: the hub, logind's sleeps, the socket, the other front ends, then systemd's readiness and watchdog.
     private let parts: PartGroup
@@ -55,15 +57,22 @@ public final class MotionServer: Sendable {
     ///   - dsu: the DSU server for emulators (default none; docs/games.md).
     ///   - pagesOutWhenSettled: whether the process gives back its code pages 5 s after the sensors
     ///     settle (`ResidentMemory`): the motiond executable's choice, not a host process's (default false).
+    ///   - eventLoopGroup: the group of one loop the hub and every front end run on (motiond's: NIO's
+    ///     singleton, sized to one loop, which Swift concurrency's jobs also run on, so that one thread
+    ///     serves both); default: one of the server's own, shut down when it stops.
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = Release.version,
         servesDBus: Bool = false, switchesTabletMode: Bool = false, mqtt: MQTTSettings? = nil, metrics: (host: String, port: Int)? = nil,
-        dsu: DSUSettings? = nil, pagesOutWhenSettled: Bool = false, logger: Logger = Logger(label: "motiond")
+        dsu: DSUSettings? = nil, pagesOutWhenSettled: Bool = false, eventLoopGroup: MultiThreadedEventLoopGroup? = nil,
+        logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
         // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
-        loops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        loops = eventLoopGroup ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        ownsLoops = eventLoopGroup == nil
+        // More loops would take clients' channels off the hub's: a caller's mistake, caught at start.
+        precondition(Array(loops.makeIterator()).count == 1, "MotionServer runs on a group of one loop")
         // Clients take one descriptor each; the rest of the daemon keeps `reservedDescriptors`, so that
         // a full house of clients never keeps the calibration from being saved nor a sensor from opening.
         let descriptors = Syscall.raiseDescriptorLimit(toAtMost: 65536)
@@ -121,6 +130,7 @@ public final class MotionServer: Sendable {
     }
 
     private func shutDownLoops() {
+        guard ownsLoops else { return }
         loops.shutdownGracefully { _ in }
     }
 

@@ -1,6 +1,6 @@
 import Logging
 import MotionHub
-import NIOPosix
+import MotionSystem
 import ServiceLifecycle
 
 /// Lets each part of the daemon start once the parts before it have: gate `i` opens (true) when
@@ -48,10 +48,10 @@ struct PartService: Service {
             return
         }
         do {
-            // Blocking work (it waits for the hub's loop): on NIO's thread pool, not the loop. A stop
+            // Blocking work (it waits for the hub's loop): on a thread of its own, not the loop. A stop
             // asked meanwhile (SIGTERM) interrupts what the start waits for (a bus that never answers).
             try await withGracefulShutdownHandler {
-                try await NIOThreadPool.singleton.runIfActive { [part] in try part.start() }
+                try await OSThread.run(named: "start") { [part] in try part.start() }
             } onGracefulShutdown: { [part] in
                 part.interruptStart()
             }
@@ -65,7 +65,7 @@ struct PartService: Service {
         let failure = await cancelWhenGracefulShutdown { [part] in await part.failure() }
         if let failure { logger.error("\(part.name) failed", metadata: ["error": "\(failure)"]) }
         do {
-            try await NIOThreadPool.singleton.runIfActive { [part] in try part.stop() }
+            try await OSThread.run(named: "stop") { [part] in try part.stop() }
         } catch {
             logger.error("\(part.name) did not stop cleanly", metadata: ["error": "\(error)"])
             throw error

@@ -155,7 +155,7 @@ final class CaptureManager: @unchecked Sendable {
     private func stop(_ number: DeviceNumber) {
         guard let capture = running.removeValue(forKey: number)?.capture else { return }
         stopping.insert(number)
-        offLoop.runOnThreadOfItsOwn(named: "stop \(number)", { capture.stop() }, then: { [self] _ in
+        offLoop.run(named: "stop \(number)", { capture.stop() }, then: { [self] _ in
             stopping.remove(number)
             if stopping.isEmpty { tellQuiet() }
             changed()

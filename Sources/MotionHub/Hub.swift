@@ -75,13 +75,13 @@ package final class Hub: @unchecked Sendable {
     ///   - pagesOutWhenSettled: whether the process's code pages are given back 5 s after the sensors
     ///     settle (`MemoryUpkeep`): the daemon's, whose executable no other process maps; not a process
     ///     that hosts hubs among other work.
-    ///   - offLoopWork: where the blocking jobs run (saving, the page-out, a capture's stop): NIO's
-    ///     thread pool, or `.inline` for a test on an embedded or testing loop (`OffLoopWork`).
+    ///   - offLoopWork: where the blocking jobs run (saving, the page-out, a capture's stop): each on a
+    ///     thread of its own, or `.inline` for a test on an embedded or testing loop (`OffLoopWork`).
     ///   - mountMatrixWording: how the daemon's configuration writes a mount matrix, for the log's
     ///     remedy when a sensor's axes disagree; nil: the matrix alone.
     package init(
         eventLoop: any EventLoop, logger: Logger, release: String, store: StateStore?, source: any SensorSource, maximumClients: Int = 1000,
-        pagesOutWhenSettled: Bool = false, offLoopWork: OffLoopWork.Runner = .threadPool, mountMatrixWording: MountMatrixWording? = nil
+        pagesOutWhenSettled: Bool = false, offLoopWork: OffLoopWork.Runner = .threads, mountMatrixWording: MountMatrixWording? = nil
     ) {
         self.eventLoop = eventLoop
         self.logger = logger

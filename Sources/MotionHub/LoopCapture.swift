@@ -130,7 +130,7 @@ final class LoopCapture: SensorStream, @unchecked Sendable {
             return state.readers
         }
         for reader in closing where reader is ThreadPoller { reader.close(waiting: false) }  // no round more
-        let closed = NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) {
+        let closed = eventLoop.runOnThreadOfItsOwn(named: "re-arm \(device.number.sysname)") {
             for reader in closing.reversed() { reader.close(waiting: true) }
         }
         opens(closed.always { [weak self] _ in

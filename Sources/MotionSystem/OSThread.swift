@@ -45,6 +45,17 @@ public final class OSThread: @unchecked Sendable {
         }.start()
     }
 
+    /// Runs `body` on a thread called `name` made for it, which ends with it, and returns what it
+    /// returns: blocking work awaited without holding a Swift concurrency thread or keeping a pool's
+    /// idle worker. Throws what `body` throws, or the errno if no thread can be made.
+    public static func run<Value: Sendable>(named name: String, _ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+            if let failure = startDetached(name: name, body: { continuation.resume(with: Result { try body() }) }) {
+                continuation.resume(throwing: failure)
+            }
+        }
+    }
+
     /// Names the calling thread (`pthread_setname_np` needs `_GNU_SOURCE`, which Glibc's module lacks;
     /// /proc/thread-self/comm is the same name).
     private func nameCurrentThread() {

@@ -28,6 +28,9 @@ struct Motiond: AsyncParsableCommand {
     static let defaultConfigurationPath = "/etc/motiond/motiond.conf"
 
     static func main() async {
+        // One loop for the hub, the front ends and Swift concurrency's jobs: one thread where three were
+        // (issue 63). Set before anything makes NIO's singleton group.
+        NIOSingletons.groupLoopCountSuggestion = 1
         ConcurrencyOnNIO.install()  // first: no job may reach libdispatch's pool (ConcurrencyOnNIO says why)
         do {
             try await parse().run()
@@ -115,7 +118,7 @@ struct Motiond: AsyncParsableCommand {
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
             servesDBus: settings.dbus ?? false, switchesTabletMode: settings.tabletMode != "off", mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), dsu: settings.dsu,
-            pagesOutWhenSettled: true, logger: logger)
+            pagesOutWhenSettled: true, eventLoopGroup: .singleton, logger: logger)
         server.apply(settings)
         let reload = ConfigurationReload(
             hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger,

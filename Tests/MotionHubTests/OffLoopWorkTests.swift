@@ -3,31 +3,72 @@ import NIOEmbedded
 import NIOPosix
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import MotionHub
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The names of this process's threads (/proc/self/task/*/comm).
+private func threadNames() -> [String] {
+    guard let tasks = opendir("/proc/self/task") else { return [] }
+    defer { closedir(tasks) }
+    var names: [String] = []
+    while let entry = readdir(tasks) {
+        let id = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard id.first?.isNumber == true, let file = fopen("/proc/self/task/\(id)/comm", "r") else { continue }
+        defer { fclose(file) }
+        var line = [UInt8](repeating: 0, count: 64)
+        let read = fread(&line, 1, 63, file)
+        names.append(String(decoding: line.prefix(read).prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
+    }
+    return names
+}
+
 @Suite struct OffLoopWorkTests {
-    /// A capture's stop waits for its opening on NIO's pool. Stops on the pool itself, as many as it has
-    /// threads, each waiting for an opening queued behind them, waited for ever (issue 62's review: two
-    /// captures stopped for a sleep while each re-armed). On threads of their own, they finish.
-    @Test func jobsThatWaitForThePoolFinishOnThreadsOfTheirOwn() throws {
+    /// A capture's stop waits for its opening, which runs off the loop too. On a pool, as many stops as
+    /// it had threads, each waiting for an opening queued behind them, waited for ever (issue 62's
+    /// review: two captures stopped for a sleep while each re-armed). Each on a thread of its own,
+    /// however many there are, they finish.
+    @Test func jobsThatWaitForOtherJobsFinish() throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
         let loop = group.next()
         let work = OffLoopWork(eventLoop: loop)
-        // More stops than the pool has threads (it has the machine's cores).
+        // More than NIO's pool had threads (the machine's cores).
         let stops = System.coreCount + 1
         let stopped = Mutex(0)
         try loop.submit {
             let openings = (0..<stops).map { _ in loop.makePromise(of: Void.self) }
             for (index, opened) in openings.enumerated() {
-                work.runOnThreadOfItsOwn(named: "stop \(index)", { try opened.futureResult.wait() }, then: { _ in stopped.withLock { $0 += 1 } })
+                work.run(named: "stop \(index)", { try opened.futureResult.wait() }, then: { _ in stopped.withLock { $0 += 1 } })
             }
-            // The openings, queued on the pool after every stop that waits for them.
-            for opened in openings { NIOThreadPool.singleton.runIfActive(eventLoop: loop) {}.cascade(to: opened) }
+            // The openings, begun after every stop that waits for them.
+            for opened in openings { loop.runOnThreadOfItsOwn(named: "open") {}.cascade(to: opened) }
         }.wait()
         work.waitUntilDone(seconds: 10)
         #expect(stopped.withLock { $0 } == stops)
+    }
+
+    /// Issue 63: a daemon at rest keeps no idle worker. Each job's thread, named for it, is gone from
+    /// /proc/self/task (proc(5)) once the job is done.
+    @Test func noThreadOutlivesItsJob() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let work = OffLoopWork(eventLoop: loop)
+        let name = "job \(getpid() % 10_000)"
+        let ran = try loop.flatSubmit {
+            let ran = loop.makePromise(of: Int.self)
+            work.run(named: name, { threadNames().filter { $0 == name }.count }, then: { ran.completeWith($0) })
+            return ran.futureResult
+        }.wait()
+        #expect(ran == 1, "the job ran on a thread of its own, named for it")
+        work.waitUntilDone()
+        // A detached thread ends just after it hands its result over: waited for, bounded.
+        #expect(throws: Never.self, "no thread called \(name) is left") { try waitUntil { !threadNames().contains(name) } }
     }
 
     /// Shutdown relies on this: once `waitUntilDone` returns, every job has handed its result to the

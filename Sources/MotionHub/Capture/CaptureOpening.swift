@@ -8,14 +8,14 @@ import NIOPosix
 extension LoopCapture {
     func openBuffer() -> EventLoopFuture<Void> {
         let (device, kinds, rate, batch) = (device, kinds, rate, policy.batch)
-        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { [self] in
+        return eventLoop.runOnThreadOfItsOwn(named: "open \(device.number.sysname)") { [self] in
             // An opening the loop began (at start, or a re-arm's) as a stop came is not made after it returned.
             guard !lifecycle({ $0.isOver }) else { throw CancellationError() }
             return try ScanBuffer(device: device, kinds: kinds, rate: rate, watermark: batch)
         }.flatMap { [self] buffer in
             let reader = ScanReader(buffer: buffer, capture: self)
-            // Room for the kernel's four batches; it hands out whole scans only.
-            let capacity = max(buffer.scanSize, buffer.scanSize * batch * ScanBuffer.lengthPerWatermark)
+            // Room for the whole kernel buffer (a loop late by its slack drains it in one read); whole scans only.
+            let capacity = max(buffer.scanSize, buffer.scanSize * buffer.length)
             return reader.attach(to: self, { () throws(DeviceError) in try buffer.makeReadDescriptor() }, readSize: capacity).map { [self] attached in
                 guard attached else { return }
                 for problem in buffer.problems { handler(.readFailed(problem)) }
@@ -58,7 +58,7 @@ extension LoopCapture {
         let (device, kinds, rate) = (device, kinds, rate)
         let wantsEvents = lifecycle { $0.restsWhenStill }
         // The motion events where they are asked for, or why there are none.
-        return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { [self] () throws -> (PolledSensors, Result<MotionEvents, DeviceError>?) in
+        return eventLoop.runOnThreadOfItsOwn(named: "open \(device.number.sysname)") { [self] () throws -> (PolledSensors, Result<MotionEvents, DeviceError>?) in
             // A fallback the loop began as a stop came is not opened after that stop returned.
             guard !lifecycle({ $0.isOver }) else { throw CancellationError() }
             let poller = try PolledSensors(device: device, kinds: kinds, rate: rate)

@@ -63,12 +63,12 @@ final class HysteresisProbe: @unchecked Sendable {
     /// Sets the sensitivity off the loop, then calls `done` on it with the failure, if any.
     private func write(_ value: Double, on capture: LoopCapture, done: @escaping @Sendable (DeviceError?) -> Void) {
         let buffer = buffer
-        NIOThreadPool.singleton.runIfActive(eventLoop: capture.eventLoop) { () throws -> Void in
+        capture.eventLoop.runOnThreadOfItsOwn(named: "hysteresis") { () throws -> Void in
             try buffer.setAccelerometerHysteresis(value)
         }.whenComplete { [self] result in
             // Stopped while it wrote: the close has put the attributes back already, so this one too.
             guard reading else {
-                NIOThreadPool.singleton.submit { _ in buffer.close() }
+                _ = capture.eventLoop.runOnThreadOfItsOwn(named: "hysteresis") { buffer.close() }
                 return
             }
             if case .failure(let error) = result {
