@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "MotionFusion", targets: ["MotionFusion"]),
         .library(name: "MotionWire", targets: ["MotionWire"]),
         .library(name: "MotionClient", targets: ["MotionClient"]),
+        .library(name: "MotionClientCore", targets: ["MotionClientCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -26,7 +27,10 @@ let package = Package(
         .target(name: "MotionCore"),
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
         .target(name: "MotionWire", dependencies: ["MotionCore"]),
-        .target(name: "MotionClient", dependencies: ["MotionWire", "MotionCore", "MotionSystem"]),
+        // The client's connection (`MotionClient`, `LineConnection`): FoundationEssentials only, so that
+        // motionctl links no ICU. `MotionClient` adds the CoreMotion-shaped API (OperationQueue: Foundation).
+        .target(name: "MotionClientCore", dependencies: ["MotionWire", "MotionCore", "MotionSystem"]),
+        .target(name: "MotionClient", dependencies: ["MotionClientCore", "MotionWire", "MotionCore"]),
         // The hub core: sensors run while someone listens, captures, fusion pipeline, fan-out, calibration
         // keeping. No socket, bus, broker or file format: the front ends below are its clients. NIOPosix
         // for the pipe channels that read its captures' descriptors on the loop (docs/architecture.md).
@@ -155,7 +159,7 @@ let package = Package(
         .executableTarget(
             name: "motionctl",
             dependencies: [
-                "MotionFusion", "MotionCore", "MotionClient", "MotionSystem", "MotionDevices",
+                "MotionFusion", "MotionCore", "MotionClientCore", "MotionSystem", "MotionDevices",
                 // The mount wizard reads motiond.conf with motiond's own loader before and after its edit.
                 "MotionConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

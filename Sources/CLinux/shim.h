@@ -19,3 +19,9 @@ struct motiond_mmsghdr {
 static inline int motiond_sendmmsg(int fd, struct motiond_mmsghdr *messages, unsigned int count, int flags) {
     return (int)syscall(SYS_sendmmsg, fd, messages, count, flags);
 }
+
+// pipe2(2) is _GNU_SOURCE only too: through syscall(2), so that both ends are close-on-exec from the
+// start (a pipe() then fcntl() leaks them into a child another thread spawns meanwhile).
+static inline int motiond_pipe2(int fds[2], int flags) {
+    return (int)syscall(SYS_pipe2, fds, flags);
+}

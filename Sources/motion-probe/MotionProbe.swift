@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import MotionCore
 import MotionDevices
 
@@ -51,7 +50,7 @@ struct MotionProbe: AsyncParsableCommand {
             case .sample(let s):
                 let v = s.vector
                 let near = kind == .proximity ? (s.isNear ? " near" : " far") : ""
-                print(String(format: "    t=%.3f s  %@ (%.6f, %.6f, %.6f)%@", Double(s.timestamp) / 1e9, kind.rawValue, v.x, v.y, v.z, near))
+                print("    t=\((Double(s.timestamp) / 1e9).fixed(3)) s  \(kind.rawValue) (\(v.x.fixed(6)), \(v.y.fixed(6)), \(v.z.fixed(6)))\(near)")
                 seen += 1
             case .captureModeChanged(let mode, let reason):
                 print("    now \(mode): \(reason)")

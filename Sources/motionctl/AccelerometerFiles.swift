@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import MotionCore
 
 /// The files of the offline gait commands (`steps`, `activity`, `gestures`): an accelerometer CSV in, a CSV out.
@@ -16,7 +16,7 @@ struct AccelerometerFiles: ParsableArguments {
         do {
             text = try String(contentsOfFile: input, encoding: .utf8)
         } catch {
-            throw ValidationError("\(input): cannot read: \(error.localizedDescription)")
+            throw ValidationError("\(input): cannot read: \(error)")
         }
         let table: AccelerometerTable
         do {
@@ -31,12 +31,12 @@ struct AccelerometerFiles: ParsableArguments {
     /// Says on standard error how many rows of `file` were left out for repeating the previous row's time.
     static func reportRepeats(_ count: Int, in file: String) {
         guard count > 0 else { return }
-        FileHandle.standardError.write(Data("\(file): left out \(count) row\(count == 1 ? "" : "s") whose t repeats the previous row's\n".utf8))
+        writeStandardError("\(file): left out \(count) row\(count == 1 ? "" : "s") whose t repeats the previous row's\n")
     }
 
     /// An instant (ns) as the seconds written: to the millisecond, finer than the 40 ms grid the
     /// detector runs on (not 9.360000000000001).
     static func seconds(_ instant: Int64) -> String {
-        String(format: "%.3f", Double(instant) * 1e-9)
+        (Double(instant) * 1e-9).fixed(3)
     }
 }

@@ -1,9 +1,14 @@
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
 import MotionCore
+import Dispatch
 import MotionDevices
 import MotionFusion
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A 2-in-1's base accelerometer as the mount wizard reads it: motiond's `HINGE` gives the base's
 /// low-passed reading beside the display's (protocol 1.9), taken at each pose the display was held

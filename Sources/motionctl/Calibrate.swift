@@ -1,6 +1,11 @@
 import ArgumentParser
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
+import MotionSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `motionctl calibrate`: the gyroscope's bias (the default), or the accelerometer's mount matrix.
 struct Calibrate: ParsableCommand {
@@ -35,11 +40,11 @@ struct CalibrateGyroscope: ParsableCommand {
         let start = Date()
         let target = StatusReply.Calibration.calibratedUncertainty * 180 / .pi
         while Date().timeIntervalSince(start) < timeout {
-            Thread.sleep(forTimeInterval: 0.5)
+            Syscall.sleep(nanoseconds: 500_000_000)
             let status = try reportingErrors { try client.status() }
             guard let calibration = status.calibration, let sigma = calibration.gyroscopeBiasUncertainty else {
                 if !status.sensors.isEmpty && status.unavailable?.streams["gyroscope"] != nil {
-                    FileHandle.standardError.write(Data("motionctl: this machine has no gyroscope: there is nothing to calibrate\n".utf8))
+                    writeStandardError("motionctl: this machine has no gyroscope: there is nothing to calibrate\n")
                     throw ExitCode(ExitStatus.failure)
                 }
                 continue
@@ -61,7 +66,7 @@ struct CalibrateGyroscope: ParsableCommand {
             }
         }
         progress.finish()
-        FileHandle.standardError.write(Data("motionctl: not calibrated within \(timeout.formatted(digits: 0)) s: was the machine still?\n".utf8))
+        writeStandardError("motionctl: not calibrated within \(timeout.formatted(digits: 0)) s: was the machine still?\n")
         throw ExitCode(ExitStatus.failure)
     }
 }

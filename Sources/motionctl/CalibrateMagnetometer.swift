@@ -1,8 +1,13 @@
 import ArgumentParser
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
+import MotionSystem
 import MotionCore
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `motionctl calibrate magnetometer`: the compass's calibration, with the directions the field has
 /// been seen from, until motiond's accuracy is high (or medium, from half the directions).
@@ -35,10 +40,10 @@ struct CalibrateMagnetometer: ParsableCommand {
         let progress = ProgressLine()
         let start = Date()
         while Date().timeIntervalSince(start) < timeout {
-            Thread.sleep(forTimeInterval: 0.5)
+            Syscall.sleep(nanoseconds: 500_000_000)
             let status = try reportingErrors { try client.status() }
             if status.unavailable?.streams["magnetometer"] != nil {
-                FileHandle.standardError.write(Data("motionctl: this machine has no magnetometer: there is nothing to calibrate\n".utf8))
+                writeStandardError("motionctl: this machine has no magnetometer: there is nothing to calibrate\n")
                 throw ExitCode(ExitStatus.failure)
             }
             guard let calibration = status.calibration else { continue }
@@ -57,7 +62,7 @@ struct CalibrateMagnetometer: ParsableCommand {
             }
         }
         progress.finish()
-        FileHandle.standardError.write(Data("motionctl: the accuracy was not high enough within \(timeout.formatted(digits: 0)) s: turn it through more directions, away from metal\n".utf8))
+        writeStandardError("motionctl: the accuracy was not high enough within \(timeout.formatted(digits: 0)) s: turn it through more directions, away from metal\n")
         throw ExitCode(ExitStatus.failure)
     }
 }

@@ -1,11 +1,16 @@
 import ArgumentParser
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
 import MotionCore
 import MotionDevices
 import MotionFusion
 import MotionSystem
 import Synchronization
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `motionctl calibrate mount`: the accelerometer's mount matrix from three still poses, written to
 /// the hwdb where udev reads it, so that every reader of `ACCEL_MOUNT_MATRIX` (iio-sensor-proxy,
@@ -151,7 +156,7 @@ struct CalibrateMount: ParsableCommand {
     static func foldsBack(_ base: DevicesReply.Device) -> Bool {
         guard Syscall.isTerminal(STDIN_FILENO) else { return true }
         print("A second accelerometer is in the base (\(base.device)). Does the machine fold right back into a tablet, screen out? [Y/n] ", terminator: "")
-        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased(), answer.hasPrefix("n") else { return true }
+        guard let answer = readLine()?.trimmed().lowercased(), answer.hasPrefix("n") else { return true }
         print("The base's matrix is not checked: hold the display alone in the poses.")
         return false
     }
@@ -325,7 +330,7 @@ struct CalibrateMount: ParsableCommand {
         let update = run("systemd-hwdb", rootArguments + ["update"])
         guard update.status == 0 else { fail("systemd-hwdb update exited \(update.status): \(update.errors)") }
         for warning in update.errors.split(separator: "\n") {
-            FileHandle.standardError.write(Data("motionctl: warning: systemd-hwdb: \(warning)\n".utf8))
+            writeStandardError("motionctl: warning: systemd-hwdb: \(warning)\n")
         }
     }
 
@@ -334,7 +339,7 @@ struct CalibrateMount: ParsableCommand {
     }
 
     private func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("motionctl: \(message)\n".utf8))
-        Foundation.exit(ExitStatus.failure)
+        writeStandardError("motionctl: \(message)\n")
+        Glibc.exit(ExitStatus.failure)
     }
 }

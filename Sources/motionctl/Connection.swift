@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
 
 /// The options every command that talks to motiond takes.
 struct ConnectionOptions: ParsableArguments {
@@ -31,7 +31,7 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
 
 /// Prints what went wrong and what to do, and gives the exit code to leave with.
 func fail(_ error: MotionClientError) -> ExitCode {
-    FileHandle.standardError.write(Data("motionctl: \(error)\n".utf8))
+    writeStandardError("motionctl: \(error)\n")
     switch error {
     case .daemonNotRunning: return ExitCode(ExitStatus.unavailable)
     case .permissionDenied: return ExitCode(ExitStatus.noPermission)

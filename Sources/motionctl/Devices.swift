@@ -1,5 +1,5 @@
 import ArgumentParser
-import MotionClient
+import MotionClientCore
 
 /// `motionctl devices`: the sensors motiond has.
 struct Devices: ParsableCommand {
@@ -47,7 +47,7 @@ private func matrix(_ values: [Double]) -> String {
 extension Double {
     /// At most `digits` decimals, trailing zeros dropped.
     func formatted(digits: Int) -> String {
-        var text = String(format: "%.\(digits)f", self)
+        var text = fixed(digits)
         while text.contains("."), text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }
         return text == "-0" ? "0" : text

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MotionSystem
 
 #if canImport(Glibc)
@@ -52,23 +52,27 @@ struct EditedFile {
     /// it, so that a reader never sees half of it. A new file is 0644.
     func write(_ text: String) throws {
         let path = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = deletingLastPathComponent(of: path)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var old = stat()
         let exists = stat(path, &old) == 0
         // Only a file that is not there is new: one that cannot be looked at keeps its mode unknown.
         if !exists && errno != ENOENT { throw Self.failure("cannot look at \(path)") }
-        var template = Array("\(directory)/.\((path as NSString).lastPathComponent).XXXXXX".utf8CString)
+        var template = Array("\(directory)/.\(lastPathComponent(of: path)).XXXXXX".utf8CString)
         let descriptor = mkstemp(&template)
         guard descriptor >= 0 else { throw Self.failure("cannot make a file in \(directory)") }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        let file = OwnedDescriptor(descriptor)
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         do {
             // The owner first: a chown clears the set-id bits a chmod gave.
             if exists, fchown(descriptor, old.st_uid, old.st_gid) != 0 { throw Self.failure("cannot give \(temporary) \(path)'s owner") }
             if fchmod(descriptor, exists ? old.st_mode & 0o7777 : 0o644) != 0 { throw Self.failure("cannot give \(temporary) \(path)'s mode") }
-            try handle.write(contentsOf: Data(text.utf8))
-            try handle.synchronize()
+            do {
+                try LocalFiles().write(Array(text.utf8), to: file)
+                try LocalFiles().synchronize(file)
+            } catch {
+                throw Failure(description: "cannot write \(temporary): \(error)")
+            }
             if rename(temporary, path) != 0 { throw Self.failure("cannot rename \(temporary) to \(path)") }
         } catch {
             unlink(temporary)

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import MotionCore
 import MotionFusion
 
@@ -86,7 +86,7 @@ struct Fuse: ParsableCommand {
             var lines = "gyroscope bias: \(show(c.gyroscopeBias, 180 / .pi, 4)) °/s\n"
             if let scale = c.gyroscopeScale { lines += "gyroscope scale error: \(show(scale, 100, 3)) %\n" }
             lines += "magnetometer offset: \(show(c.magnetometerOffset, 1, 2)) µT\n"
-            FileHandle.standardError.write(Data(lines.utf8))
+            writeStandardError(lines)
         }
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import MotionClient
+import MotionClientCore
 
 /// `motionctl get`: one snapshot.
 struct Get: ParsableCommand {

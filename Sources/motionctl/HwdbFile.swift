@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import MotionSystem
 
 /// The local hwdb file: records this command wrote follow a marker line naming their key, so that
 /// a new matrix replaces the old one and `--undo` removes it, and other records are left alone.
@@ -36,7 +37,7 @@ struct HwdbFile {
         // system): the hwdb's parser skips those too.
         var records: [[String]] = [[]]
         for line in try file.readLines() {
-            if line.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            if line.trimmed().isEmpty {
                 if !records[records.count - 1].isEmpty { records.append([]) }
             } else {
                 records[records.count - 1].append(line)
@@ -45,7 +46,7 @@ struct HwdbFile {
         records.removeAll(where: \.isEmpty)
         let marker = Self.marker(key)
         let before = records.count
-        records.removeAll { $0[0].trimmingCharacters(in: .whitespacesAndNewlines) == marker }
+        records.removeAll { $0[0].trimmed() == marker }
         let hadOne = records.count < before
         // Nothing to remove: the file is left as it is (or not made).
         if text == nil && !hadOne { return false }
@@ -55,7 +56,7 @@ struct HwdbFile {
         if let text {
             if !edited.isEmpty { edited += "\n" }
             let first = edited.split(separator: "\n", omittingEmptySubsequences: false).count
-            let record = marker + "\n" + text.trimmingCharacters(in: .newlines) + "\n"
+            let record = marker + "\n" + text.trimmed(\.isNewline) + "\n"
             edited += record
             ownLines = first..<(first + record.split(separator: "\n").count)
         }
@@ -70,7 +71,7 @@ struct HwdbFile {
     private func check(_ text: String, ownLines: Range<Int>, key: String, expecting: String?) throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("motionctl-hwdb-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let name = (path as NSString).lastPathComponent
+        let name = lastPathComponent(of: path)
         let copy = scratch + "/etc/udev/hwdb.d/" + name
         do {
             try copyOthers(into: scratch)
@@ -87,7 +88,7 @@ struct HwdbFile {
             return ownLines.contains(line)
         }
         guard update.status == 0, own.isEmpty else {
-            throw Refusal(description: "systemd-hwdb does not take the entry: " + (own.isEmpty ? update.errors : own.joined(separator: "\n")).replacingOccurrences(of: copy, with: path))
+            throw Refusal(description: "systemd-hwdb does not take the entry: " + (own.isEmpty ? update.errors : own.joined(separator: "\n")).replacing(copy, with: path))
         }
         guard let expecting else { return }
         let found = try runCapturing("systemd-hwdb", ["--root", scratch, "query", key])
@@ -110,7 +111,7 @@ extension HwdbFile {
     /// Throws a `Refusal` past `maximumCopied` in all.
     @discardableResult
     func copyOthers(into scratch: String) throws -> Int {
-        let name = (path as NSString).lastPathComponent
+        let name = lastPathComponent(of: path)
         let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         var copied = 0
         // Each directory read, by where it really is, and where its copy is, under `scratch`.
@@ -118,7 +119,7 @@ extension HwdbFile {
         for directory in Self.directories {
             let real = URL(fileURLWithPath: root + directory).resolvingSymlinksInPath().path
             if let first = copies[real] {
-                let parent = (directory as NSString).deletingLastPathComponent
+                let parent = deletingLastPathComponent(of: directory)
                 try FileManager.default.createDirectory(atPath: scratch + parent, withIntermediateDirectories: true)
                 // Relative: systemd-hwdb --root reads an absolute link's target outside the root.
                 let up = String(repeating: "../", count: parent.split(separator: "/").count)
@@ -146,30 +147,9 @@ extension HwdbFile {
     }
 }
 
-/// A program's exit status and what it wrote, run to its end.
+/// A program's exit status and what it wrote, run to its end: `program` looked for on `PATH`, its
+/// standard output and error read together (`ChildProcess.run`).
 func runCapturing(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [program] + arguments
-    let (output, errors) = (Pipe(), Pipe())
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    // Standard error is read meanwhile: a program that fills its pipe (systemd-hwdb warning of
-    // hundreds of lines) would otherwise wait for ever for a reader still at standard output.
-    let errorText = CollectedOutput()
-    let done = DispatchSemaphore(value: 0)
-    DispatchQueue.global().async {
-        errorText.data = errors.fileHandleForReading.readDataToEndOfFile()
-        done.signal()
-    }
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    done.wait()
-    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: errorText.data, as: UTF8.self))
-}
-
-/// What one reader collects and, after its semaphore, another reads.
-private final class CollectedOutput: @unchecked Sendable {
-    var data = Data()
+    let finished = try ChildProcess.run(program, arguments)
+    return (finished.status, String(decoding: finished.output, as: UTF8.self), String(decoding: finished.errors, as: UTF8.self))
 }

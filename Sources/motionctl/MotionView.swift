@@ -1,5 +1,5 @@
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
 import MotionCore
 
 /// What `watch` and `get` show: the latest value of every stream, as lines of text.
@@ -64,15 +64,15 @@ struct MotionView {
 
     /// The rate line, then each stream's lines in `order`.
     func render() -> [String] {
-        let rateText = rate.map { String(format: "%.1f Hz", $0) } ?? "–"
+        let rateText = rate.map { $0.fixed(1) + " Hz" } ?? "–"
         return ["motiond   rate \(rateText)   dropped \(dropped)"] + Self.order.flatMap { latest[$0].map(lines) ?? [] }
     }
 
     private func vector(_ v: Vector3, _ digits: Int = 3) -> String {
-        [v.x, v.y, v.z].map { String(format: "%+.\(digits)f", $0) }.joined(separator: "  ")
+        [v.x, v.y, v.z].map { $0.fixed(digits, sign: true) }.joined(separator: "  ")
     }
 
-    private func degrees(_ radians: Double) -> String { String(format: "%+8.2f°", radians * 180 / .pi) }
+    private func degrees(_ radians: Double) -> String { (radians * 180 / .pi).fixed(2, sign: true, width: 8) + "°" }
 
     /// A stream's lines; a stream this view has no words for shows its protocol line.
     private func lines(_ message: AnyServerMessage) -> [String] {
@@ -83,14 +83,14 @@ struct MotionView {
             let yaw = unavailable.contains(.yaw) ? "      –  " : degrees(a.yaw)
             var lines = ["attitude        roll \(degrees(a.roll))  pitch \(degrees(a.pitch))  yaw \(yaw)   (\(m.frame.rawValue))"]
             let q = a.quaternion
-            lines.append(String(format: "quaternion      w %+.4f  x %+.4f  y %+.4f  z %+.4f", q.w, q.x, q.y, q.z))
+            lines.append("quaternion      w \(q.w.fixed(4, sign: true))  x \(q.x.fixed(4, sign: true))  y \(q.y.fixed(4, sign: true))  z \(q.z.fixed(4, sign: true))")
             lines.append("gravity         \(vector(m.gravity)) g")
             lines.append("user accel      \(vector(m.userAcceleration)) g")
             if !unavailable.contains(.rotationRate) { lines.append("rotation rate   \(vector(m.rotationRate)) rad/s") }
             if !unavailable.contains(.magneticField) {
                 lines.append("magnetic field  \(vector(m.magneticField.field, 1)) µT   accuracy \(m.magneticField.accuracy.rawValue)")
             }
-            if let heading = m.heading { lines.append(String(format: "heading         %.1f°", heading)) }
+            if let heading = m.heading { lines.append("heading         \(heading.fixed(1))°") }
             for reason in unavailable.reasons { lines.append("unavailable     \(reason)") }
             return lines
         case .accelerometer(let m): return ["accelerometer   \(vector(m.acceleration)) g"]
@@ -100,19 +100,19 @@ struct MotionView {
         case .light(let m): return ["light           \(m.illuminance.formatted(digits: 1)) \(m.unit.rawValue)"]
         case .orientation(let m): return ["orientation     \(m.orientation.rawValue)"]
         case .tilt(let m): return ["tilt            \(m.tilt.rawValue)"]
-        case .hinge(let m): return [String(format: "hinge           %.1f°   ", m.angle) + m.mode.rawValue]
+        case .hinge(let m): return ["hinge           \(m.angle.fixed(1))°   " + m.mode.rawValue]
         case .pedometer(let m):
-            let cadence = m.cadence.map { String(format: "   cadence %.2f steps/s", $0) } ?? ""
-            return [String(format: "pedometer       %d steps   %.1f m", m.steps, m.distance) + cadence]
+            let cadence = m.cadence.map { "   cadence \($0.fixed(2)) steps/s" } ?? ""
+            return ["pedometer       \(m.steps) steps   \(m.distance.fixed(1)) m" + cadence]
         case .activity(let m): return ["activity        \(m.activity.rawValue) (\(m.confidence.rawValue) confidence)"]
         case .gesture(let m): return ["gesture         \(m.gesture.rawValue) (last)"]
         case .altitude(let m):
-            let relative = String(format: "   relative %+.2f m", m.altitude - (startAltitude ?? m.altitude))
-            let precision = m.precision.map { String(format: "   ±%.2f m", $0) } ?? ""
-            return [String(format: "altitude        %.2f m   %.4f kPa", m.altitude, m.pressure) + relative + precision]
+            let relative = "   relative \((m.altitude - (startAltitude ?? m.altitude)).fixed(2, sign: true)) m"
+            let precision = m.precision.map { "   ±\($0.fixed(2)) m" } ?? ""
+            return ["altitude        \(m.altitude.fixed(2)) m   \(m.pressure.fixed(4)) kPa" + relative + precision]
         default:
             guard let stream = message.stream, let body = message.message else { return [] }
-            return [stream.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0) + protocolLine(body)]
+            return [stream.rawValue.padded(to: 16) + protocolLine(body)]
         }
     }
 }

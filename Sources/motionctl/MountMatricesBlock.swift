@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MotionConfiguration
 
 /// motiond.conf's `mount_matrices` as `motionctl calibrate mount` writes them: a block of its own
@@ -102,7 +102,7 @@ struct MountMatricesBlock {
     static func entry(name: String, matrix: String) -> String { "\(namePart(name)) matrix: \"\(matrix)\"}" }
 
     private static func namePart(_ name: String) -> String {
-        let quoted = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        let quoted = name.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
         return "  - {name: \"\(quoted)\","
     }
 
@@ -114,7 +114,7 @@ struct MountMatricesBlock {
     }
 
     private static func isBlankOrComment(_ line: String) -> Bool {
-        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = line.trimmed()
         return trimmed.isEmpty || trimmed.hasPrefix("#")
     }
 
@@ -122,7 +122,7 @@ struct MountMatricesBlock {
     /// this command's and any its owner added, blank lines and comments among them: every line that
     /// is indented or a `-` item), and the line after the last of them.
     private func ownBlock(in lines: [String]) -> (marker: Int, entries: [Int], end: Int)? {
-        let trimmed = lines.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let trimmed = lines.map { $0.trimmed() }
         guard let start = trimmed.firstIndex(of: Self.marker), start + 1 < lines.count, trimmed[start + 1] == "mount_matrices:" else { return nil }
         var end = start + 2
         var scan = end

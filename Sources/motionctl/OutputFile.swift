@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import MotionSystem
 
 /// Writes an offline command's output to `path`. A regular file (or a new one, or a symlink to one)
 /// is replaced atomically; anything else (`/dev/null`, `/dev/stdout`, a pipe) is written into:
@@ -12,10 +13,9 @@ func writeOutput(_ text: String, to path: String) throws {
             try text.write(toFile: target, atomically: true, encoding: .utf8)
             return
         }
-        guard let handle = FileHandle(forWritingAtPath: target) else { throw CocoaError(.fileWriteNoPermission) }
-        defer { try? handle.close() }
-        try handle.write(contentsOf: Data(text.utf8))
+        let file = try Syscall.openWriteOnly(target)
+        try Syscall.write(file.rawValue, Array(text.utf8)).get()
     } catch {
-        throw ValidationError("\(path): cannot write: \(error.localizedDescription)")
+        throw ValidationError("\(path): cannot write: \(error)")
     }
 }

@@ -1,19 +1,20 @@
-import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One terminal line rewritten with a bar; plain lines where the output is not a terminal.
-final class ProgressLine: @unchecked Sendable {
-    // @unchecked: `last` is behind the lock; it is written from the subscription's thread.
-    private let lock = NSLock()
-    private var last = ""
-    /// The tenths shown as plain lines.
-    private var lastTenth = -1
+final class ProgressLine: Sendable {
+    /// The line shown last, and the tenths shown as plain lines: written from the subscription's thread.
+    private let shown = Mutex<(last: String, lastTenth: Int)>(("", -1))
     private let terminal = isatty(STDOUT_FILENO) == 1
 
     /// Ends the line (a terminal's rewritten one).
     func finish() {
-        lock.withLock {
-            if terminal, !last.isEmpty { print("") }
-            last = ""
+        shown.withLock { shown in
+            if terminal, !shown.last.isEmpty { print("") }
+            shown.last = ""
         }
     }
 
@@ -22,14 +23,14 @@ final class ProgressLine: @unchecked Sendable {
     func show(_ fraction: Double, _ text: String) {
         let filled = max(0, min(20, Int(fraction * 20)))
         let line = "[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: 20 - filled))] \(text)"
-        lock.withLock {
-            guard line != last else { return }
-            last = line
+        shown.withLock { shown in
+            guard line != shown.last else { return }
+            shown.last = line
             if terminal {
                 print("\r\(line)   ", terminator: "")
                 fflush(nil)
-            } else if filled / 2 != lastTenth {
-                lastTenth = filled / 2
+            } else if filled / 2 != shown.lastTenth {
+                shown.lastTenth = filled / 2
                 print(line)
                 fflush(nil)
             }

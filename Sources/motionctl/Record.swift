@@ -1,8 +1,13 @@
 import ArgumentParser
 import Dispatch
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
+import MotionSystem
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `motionctl record`: raw samples to a file (docs/recording.md), until Ctrl-C.
 struct Record: ParsableCommand {
@@ -32,22 +37,21 @@ struct Record: ParsableCommand {
         let kinds = Set(devices.flatMap(\.kinds))
         let streams = raw.filter { kinds.contains($0.0) }.map(\.1)
         guard !streams.isEmpty else {
-            FileHandle.standardError.write(Data("motionctl: motiond has no sensors to record\n".utf8))
+            writeStandardError("motionctl: motiond has no sensors to record\n")
             throw ExitCode(ExitStatus.failure)
         }
         // Opened in place, not replaced: the output may be a pipe or a device.
         let exists = FileManager.default.fileExists(atPath: output)
-        guard exists || FileManager.default.createFile(atPath: output, contents: nil),
-            let file = try? FileHandle(forWritingTo: URL(fileURLWithPath: output)), (try? file.truncate(atOffset: 0)) != nil || !exists
-        else {
-            FileHandle.standardError.write(Data("motionctl: cannot create \(output)\n".utf8))
+        // O_TRUNC empties a regular file and is ignored by a pipe or a device.
+        guard exists || FileManager.default.createFile(atPath: output, contents: nil), let file = try? Syscall.openWriteOnly(output) else {
+            writeStandardError("motionctl: cannot create \(output)\n")
             throw ExitCode(ExitStatus.failure)
         }
         let writer = RecordingFile(file: file)
         do {
             try writer.write(Recording.line(for: Recording.Header(devices: devices, source: "motionctl record from \(client.socketPath)")))
         } catch {
-            FileHandle.standardError.write(Data("motionctl: cannot write \(output): \(error)\n".utf8))
+            writeStandardError("motionctl: cannot write \(output): \(error)\n")
             throw ExitCode(ExitStatus.failure)
         }
 
@@ -80,12 +84,12 @@ struct Record: ParsableCommand {
         subscription.cancel()
         sources.forEach { $0.cancel() }
         let count = writer.close()
-        FileHandle.standardError.write(Data("motionctl: \(count) samples written to \(output)\n".utf8))
+        writeStandardError("motionctl: \(count) samples written to \(output)\n")
         switch failure.withLock({ $0 }) {
         case nil: break
         case .streamEnded(_, let reason)?:
             // A sensor unplugged, or the end of a replayed recording: what came before is the recording.
-            FileHandle.standardError.write(Data("motionctl: recording ended: \(reason)\n".utf8))
+            writeStandardError("motionctl: recording ended: \(reason)\n")
         case let error?: throw fail(error)
         }
     }
@@ -93,12 +97,13 @@ struct Record: ParsableCommand {
 
 /// The recording being written: lines are gathered and written in blocks; `close` writes the rest.
 final class RecordingFile: Sendable {
-    private let file: FileHandle
+    /// The file, closed when the writer goes.
+    private let file: OwnedDescriptor
     private let state = Mutex<(pending: String, samples: Int, failed: Bool, closed: Bool)>(("", 0, false, false))
 
-    init(file: FileHandle) { self.file = file }
+    init(file: consuming OwnedDescriptor) { self.file = file }
 
-    func write(_ bytes: [UInt8]) throws { try file.write(contentsOf: bytes) }
+    func write(_ bytes: [UInt8]) throws { try Syscall.write(file.rawValue, bytes).get() }
 
     /// Adds a sample's line; one that arrives after `close` (the subscription's last, racing Ctrl-C) is not counted.
     func append(_ line: String) {
@@ -110,22 +115,22 @@ final class RecordingFile: Sendable {
         }
     }
 
-    /// Writes what is left and closes the file; returns the number of samples written.
+    /// Writes what is left and makes it durable (the descriptor closes as the writer goes); returns
+    /// the number of samples written.
     func close() -> Int {
         state.withLock { state in
             flush(&state)
             state.closed = true
-            try? file.synchronize()
-            try? file.close()
+            try? LocalFiles().synchronize(file)
             return state.samples
         }
     }
 
     private func flush(_ state: inout (pending: String, samples: Int, failed: Bool, closed: Bool)) {
         do {
-            try file.write(contentsOf: Data(state.pending.utf8))
+            try Syscall.write(file.rawValue, Array(state.pending.utf8)).get()
         } catch {
-            if !state.failed { FileHandle.standardError.write(Data("motionctl: cannot write the recording: \(error)\n".utf8)) }
+            if !state.failed { writeStandardError("motionctl: cannot write the recording: \(error)\n") }
             state.failed = true
         }
         state.pending.removeAll(keepingCapacity: true)

@@ -1,5 +1,5 @@
 import ArgumentParser
-import MotionClient
+import MotionClientCore
 
 /// `motionctl status`: what motiond is doing.
 struct Status: ParsableCommand {

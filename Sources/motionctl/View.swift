@@ -1,6 +1,7 @@
 import ArgumentParser
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
+import MotionSystem
 
 /// `motionctl view`: the live values in a browser (docs/view.md).
 struct View: AsyncParsableCommand {
@@ -24,7 +25,7 @@ struct View: AsyncParsableCommand {
 
     func run() async throws {
         guard let directory = assets ?? Self.assetDirectories().first(where: { FileManager.default.fileExists(atPath: $0 + "/index.html") }) else {
-            FileHandle.standardError.write(Data("motionctl: the page's files are not installed (looked in \(Self.assetDirectories().joined(separator: ", ")))\n".utf8))
+            writeStandardError("motionctl: the page's files are not installed (looked in \(Self.assetDirectories().joined(separator: ", ")))\n")
             throw ExitCode(ExitStatus.failure)
         }
         let feed = ViewFeed(socketPath: connection.client.socketPath, frame: frame)
@@ -32,11 +33,11 @@ struct View: AsyncParsableCommand {
         do {
             server = try ViewServer(assets: try ViewAssets(directory: directory), pages: feed.pages)
         } catch {
-            FileHandle.standardError.write(Data("motionctl: cannot serve the page from \(directory): \(error)\n".utf8))
+            writeStandardError("motionctl: cannot serve the page from \(directory): \(error)\n")
             throw ExitCode(ExitStatus.failure)
         }
         feed.start(publish: { server.publish($0) }, report: { server.report($0) }, forget: { server.forget() })
-        FileHandle.standardOutput.write(Data("\(server.url)\n".utf8))
+        writeStandardOutput("\(server.url)\n")
         if !noOpen { Self.open(server.url) }
         try await server.wait()
     }
@@ -64,18 +65,14 @@ struct View: AsyncParsableCommand {
     private static func open(_ url: String) {
         let environment = ProcessInfo.processInfo.environment
         guard environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil else { return }
-        let base = environment["XDG_RUNTIME_DIR"] ?? NSTemporaryDirectory()
-        let directory = base + "/motionctl-view-\(getpid())"
+        let base = environment["XDG_RUNTIME_DIR"] ?? FileManager.default.temporaryDirectory.path
+        let directory = base + "/motionctl-view-\(Syscall.processID())"
         let page = directory + "/open.html"
         let html = #"<!DOCTYPE html><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=\#(url)"><a href="\#(url)">motionctl view</a>"#
         guard (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])) != nil,
             FileManager.default.createFile(atPath: page, contents: Data(html.utf8), attributes: [.posixPermissions: 0o600])
         else { return }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["xdg-open", page]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
+        // Not waited for: xdg-open may wait as long as the browser it started runs.
+        try? ChildProcess.start("xdg-open", [page])
     }
 }

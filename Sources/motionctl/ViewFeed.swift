@@ -1,6 +1,13 @@
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
+import MotionSystem
+import Synchronization
+import Dispatch
 import MotionCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `motionctl view`'s side of motiond: while a page is open, watches what the machine has, asks
 /// `STATUS` every second, and hands the daemon's lines on as they are, in batches, to the page (they
@@ -47,7 +54,7 @@ final class ViewFeed: Sendable {
     func start(
         publish: @escaping @Sendable ([[UInt8]]) -> Void, report: @escaping @Sendable (State) -> Void, forget: @escaping @Sendable () -> Void
     ) {
-        Thread { [self] in
+        let started = OSThread.startDetached(name: "view feed") { [self] in
             var last: State?
             while true {
                 if !pages.areWanted {
@@ -62,9 +69,11 @@ final class ViewFeed: Sendable {
                 }) else { continue }
                 if state != last { report(state) }
                 last = state
-                Thread.sleep(forTimeInterval: 1)
+                Syscall.sleep(nanoseconds: 1_000_000_000)
             }
-        }.start()
+        }
+        // No thread (the process's limit): the page says so rather than waiting for ever.
+        if let started { report(State(state: "failed", socket: socketPath, message: "motionctl cannot start its thread to watch motiond: \(started)")) }
     }
 
     /// One connection, for as long as it lasts and pages are wanted; what ended it, or nil when the
@@ -90,7 +99,7 @@ final class ViewFeed: Sendable {
                 }
                 // Sleep, then take all that came meanwhile: one wake-up a batch, not one a line.
                 nextBatch = max(nextBatch + 1 / Self.batchesPerSecond, Date())
-                Thread.sleep(until: nextBatch)
+                Syscall.sleep(nanoseconds: Int64(max(0, nextBatch.timeIntervalSinceNow) * 1e9))
                 let now = Date()
                 var any = false
                 while let line = try Self.lineWaiting(on: connection) {
@@ -183,46 +192,40 @@ final class ViewFeed: Sendable {
 }
 
 /// The pages open, counted by the server's event streams and waited for by the feed's thread.
-final class ViewPages: @unchecked Sendable {
+final class ViewPages: Sendable {
     /// Seconds motiond stays watched after the last page left: a reload closes the page's event
     /// stream and opens another within a second, and leaving motiond would stop its IMU and start
     /// its fusion over.
     static let grace = 5.0
 
-    // `count` and `emptySince` are read and written only under `condition`'s lock.
-    private let condition = NSCondition()
-    private var count = 0
-    /// When the last page left.
-    private var emptySince = Date.distantPast
+    /// The pages open, and when the last left.
+    private let pages = Mutex<(count: Int, emptySince: Date)>((0, .distantPast))
+    /// Signalled at each page opened, for the one thread in `waitForOne` (a signal nobody waits
+    /// for is taken by the next wait, which then looks at the count again).
+    private let openedOne = DispatchSemaphore(value: 0)
 
     /// A page's event stream opened.
     func opened() {
-        condition.lock()
-        count += 1
-        condition.broadcast()
-        condition.unlock()
+        pages.withLock { $0.count += 1 }
+        openedOne.signal()
     }
 
     /// A page's event stream closed.
     func closed() {
-        condition.lock()
-        count -= 1
-        if count == 0 { emptySince = Date() }
-        condition.unlock()
+        pages.withLock { pages in
+            pages.count -= 1
+            if pages.count == 0 { pages.emptySince = Date() }
+        }
     }
 
     /// Whether a page is open, or the last left less than `grace` ago.
     var areWanted: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return count > 0 || Date().timeIntervalSince(emptySince) < Self.grace
+        pages.withLock { $0.count > 0 || Date().timeIntervalSince($0.emptySince) < Self.grace }
     }
 
     /// Blocks until a page is open.
     func waitForOne() {
-        condition.lock()
-        while count == 0 { condition.wait() }
-        condition.unlock()
+        while pages.withLock({ $0.count }) == 0 { openedOne.wait() }
     }
 }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import MotionSystem
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -151,10 +152,11 @@ struct ViewAssets: Sendable {
     init(directory: String) throws(Unreadable) {
         func read(_ name: String) throws(Unreadable) -> [UInt8] {
             let path = directory + "/" + name
-            do {
-                return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            do throws(Errno) {
+                guard let bytes = try LocalFiles().contents(of: path) else { throw .noSuchFileOrDirectory }
+                return bytes
             } catch {
-                throw Unreadable(path: path, reason: (error as NSError).localizedFailureReason ?? error.localizedDescription)
+                throw Unreadable(path: path, reason: "\(error)")
             }
         }
         files = [

@@ -1,7 +1,11 @@
 import ArgumentParser
-import Foundation
-import MotionClient
+import FoundationEssentials
+import MotionClientCore
 import MotionSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `motionctl watch`: the values, live.
 struct Watch: AsyncParsableCommand {
@@ -43,7 +47,7 @@ struct Watch: AsyncParsableCommand {
             if kinds.contains(.light) { streams.append(.light) }
             if kinds.contains(.pressure) { streams.append(.altitude) }
             guard !streams.isEmpty else {
-                FileHandle.standardError.write(Data("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n".utf8))
+                writeStandardError("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n")
                 throw ExitCode(ExitStatus.failure)
             }
         }
@@ -79,7 +83,7 @@ struct Watch: AsyncParsableCommand {
     }
 
     /// Unbuffered, so that a pipe sees each update at once.
-    private func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+    private func write(_ text: String) { writeStandardOutput(text) }
 
     /// The update's protocol line (a subscription hands on no unknown class, the one without a message).
     private func line(_ update: MotionClient.Update) -> String {

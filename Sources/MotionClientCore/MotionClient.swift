@@ -1,5 +1,4 @@
-import Foundation
-
+import FoundationEssentials
 import MotionSystem
 import Synchronization
 @_exported import MotionCore
@@ -127,7 +126,8 @@ public final class MotionClient: Sendable {
 
     private func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
+            let failure = OSThread.startDetached(name: "motion-request") { continuation.resume(with: Result { try body() }) }
+            if let failure { continuation.resume(throwing: MotionClientError.connectionLost("cannot start a thread for the request: \(failure)")) }
         }
     }
 }
@@ -167,8 +167,11 @@ public final class Subscription: Sendable {
         connection?.shutDown()
     }
 
+    /// Runs the subscription on a thread of its own; if none can be made, the handler gets the error.
     func start() {
-        Thread { [self] in run() }.start()
+        if let failure = OSThread.startDetached(name: "motion-watch", body: { [self] in run() }) {
+            handler(.failure(.connectionLost("cannot start the subscription's thread: \(failure)")))
+        }
     }
 
     private func run() {
@@ -196,7 +199,7 @@ public final class Subscription: Sendable {
                         handler(.failure(error))
                         return
                     }
-                    Thread.sleep(forTimeInterval: Self.retryInterval)
+                    Syscall.sleep(nanoseconds: Int64(Self.retryInterval * 1e9))
                 }
             }
         }

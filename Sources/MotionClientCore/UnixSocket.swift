@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import MotionSystem
 
 /// Connecting to a Unix stream socket, with the waiting and the errors a client wants.
