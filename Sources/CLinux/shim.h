@@ -1,6 +1,7 @@
 // Linux headers that Glibc's Swift module leaves out.
 #include <sys/timerfd.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <malloc.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>

@@ -1,13 +1,12 @@
 import Logging
 import MotionConfiguration
 import ServiceLifecycle
-import UnixSignals
 
 /// Re-reads the configuration at each SIGHUP, as a `Service` beside the parts: a good file's log level
 /// and declination apply at once, the settings that need a restart are named in the log; a bad file
 /// is logged and the old settings stay.
 public struct ConfigurationReload: Service {
-    private let hangups: UnixSignalsSequence
+    private let hangups: AsyncStream<Void>
     private let server: MotionServer
     private let level: LogLevelSetting
     private let running: Configuration
@@ -15,11 +14,11 @@ public struct ConfigurationReload: Service {
     private let logger: Logger
 
     /// - Parameters:
-    ///   - hangups: SIGHUP, trapped before the socket exists: a reload sent as soon as clients can
-    ///     connect must not meet SIGHUP's default action (terminate).
+    ///   - hangups: one per SIGHUP (`SignalService.hangups`), blocked before the socket exists: a reload
+    ///     sent as soon as clients can connect must not meet SIGHUP's default action (terminate).
     ///   - running: the settings the daemon started with; `load` reads the new ones.
     public init(
-        hangups: UnixSignalsSequence, server: MotionServer, level: LogLevelSetting, running: Configuration,
+        hangups: AsyncStream<Void>, server: MotionServer, level: LogLevelSetting, running: Configuration,
         logger: Logger, load: @escaping @Sendable () throws -> Configuration
     ) {
         (self.hangups, self.server, self.level, self.running, self.logger, self.load) = (hangups, server, level, running, logger, load)

@@ -15,16 +15,15 @@ import MotionWire
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
-import UnixSignals
 
 /// motiond: the hub core and its front ends (the socket, and as configured the D-Bus drop-in, the
 /// MQTT bridge and the metrics), each a `Service` of one `ServiceGroup` (docs/architecture.md).
 public final class MotionServer: Sendable {
     /// The socket's path.
     public let socketPath: String
-    private let loops: MultiThreadedEventLoopGroup
-    /// Whether `loops` is this server's own, shut down when it stops (not NIO's singleton group).
-    private let ownsLoops: Bool
+    /// The one loop everything runs on, and the group of one loop it belongs to when it is the server's own.
+    private let loop: any EventLoop
+    private let ownLoops: MultiThreadedEventLoopGroup?
     private let hub: Hub
     /// In start order: the hub, logind's sleeps, the socket, the other front ends, then systemd's readiness and watchdog.
     private let parts: PartGroup
@@ -57,22 +56,20 @@ public final class MotionServer: Sendable {
     ///   - dsu: the DSU server for emulators (default none; docs/games.md).
     ///   - pagesOutWhenSettled: whether the process gives back its code pages 5 s after the sensors
     ///     settle (`ResidentMemory`): the motiond executable's choice, not a host process's (default false).
-    ///   - eventLoopGroup: the group of one loop the hub and every front end run on (motiond's: NIO's
-    ///     singleton, sized to one loop, which Swift concurrency's jobs also run on, so that one thread
-    ///     serves both); default: one of the server's own, shut down when it stops.
+    ///   - eventLoop: the loop the hub and every front end run on (motiond's: its main thread's, which
+    ///     Swift concurrency's jobs also run on, so that one thread serves all); default: a loop of the
+    ///     server's own, shut down when it stops.
     public init(
         socketPath: String, stateDirectory: String? = nil, stateSaveInterval: Double = 60, source: any SensorSource = HardwareSource(),
         socketMode: UInt32 = 0o660, socketGroup: String? = nil, maximumClients: Int = 1000, release: String = Release.version,
         servesDBus: Bool = false, switchesTabletMode: Bool = false, mqtt: MQTTSettings? = nil, metrics: (host: String, port: Int)? = nil,
-        dsu: DSUSettings? = nil, pagesOutWhenSettled: Bool = false, eventLoopGroup: MultiThreadedEventLoopGroup? = nil,
+        dsu: DSUSettings? = nil, pagesOutWhenSettled: Bool = false, eventLoop: (any EventLoop)? = nil,
         logger: Logger = Logger(label: "motiond")
     ) {
         self.socketPath = socketPath
         // One loop: clients, requests and fan-out never need a lock, and 1000 clients at 100 Hz fit on one core.
-        loops = eventLoopGroup ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        ownsLoops = eventLoopGroup == nil
-        // More loops would take clients' channels off the hub's: a caller's mistake, caught at start.
-        precondition(Array(loops.makeIterator()).count == 1, "MotionServer runs on a group of one loop")
+        ownLoops = eventLoop == nil ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
+        loop = eventLoop ?? ownLoops!.next()
         // Clients take one descriptor each; the rest of the daemon keeps `reservedDescriptors`, so that
         // a full house of clients never keeps the calibration from being saved nor a sensor from opening.
         let descriptors = Syscall.raiseDescriptorLimit(toAtMost: 65536)
@@ -81,7 +78,7 @@ public final class MotionServer: Sendable {
             logger.notice("fewer clients for the descriptor limit", metadata: ["clients": "\(clientLimit)", "descriptor limit": "\(descriptors)"])
         }
         let hub = Hub(
-            eventLoop: loops.next(), logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
+            eventLoop: loop, logger: logger, release: release, store: stateDirectory.map { StateStore(directory: $0) },
             source: source, maximumClients: clientLimit, pagesOutWhenSettled: pagesOutWhenSettled,
             mountMatrixWording: { device, matrix in ("motiond.conf", MountMatrixSetting.line(name: device, matrix: matrix)) })
         self.hub = hub
@@ -93,7 +90,7 @@ public final class MotionServer: Sendable {
             HubPart(hub: hub, stateSaveInterval: stateSaveInterval),
             // logind's sleeps, wherever a system bus answers: not gated on the D-Bus drop-in (docs/sleep.md).
             SleepFrontEnd(hub: hub),
-            SocketServer(hub: hub, group: loops, socketPath: socketPath, socketMode: socketMode, socketGroup: socketGroup),
+            SocketServer(hub: hub, group: loop, socketPath: socketPath, socketMode: socketMode, socketGroup: socketGroup),
         ]
         if servesDBus { parts += [SensorProxyFrontEnd(hub: hub), GeoClueFrontEnd(hub: hub)] }
         if switchesTabletMode { parts.append(TabletModeFrontEnd(hub: hub, logger: logger)) }
@@ -104,12 +101,12 @@ public final class MotionServer: Sendable {
         self.parts = PartGroup(parts: parts, logger: logger)
     }
 
-    /// Runs the daemon until one of `gracefulShutdownSignals` (or a part's failure), then stops every
-    /// part in reverse order: closes every sensor (putting its attributes back), saves the calibration
-    /// and removes the socket file.
-    public func run(gracefulShutdownSignals: [UnixSignal], with others: [any Service] = []) async throws {
+    /// Runs the daemon until one of `others` ends (`SignalService` at SIGTERM) or a part fails, then
+    /// stops every part in reverse order: closes every sensor (putting its attributes back), saves the
+    /// calibration and removes the socket file.
+    public func run(with others: [any Service] = []) async throws {
         defer { shutDownLoops() }
-        try await parts.run(gracefulShutdownSignals: gracefulShutdownSignals, with: others)
+        try await parts.run(with: others)
     }
 
     /// Starts every part and returns once they all have (for programs and tests that run the daemon in
@@ -130,8 +127,7 @@ public final class MotionServer: Sendable {
     }
 
     private func shutDownLoops() {
-        guard ownsLoops else { return }
-        loops.shutdownGracefully { _ in }
+        ownLoops?.shutdownGracefully { _ in }
     }
 
     /// Applies the settings that can change while running (declination, sea-level pressure, height);

@@ -2,7 +2,6 @@ import Logging
 import MotionHub
 import ServiceLifecycle
 import Synchronization
-import UnixSignals
 
 /// The daemon's parts as the services of one `ServiceGroup`: started in order, each once the one
 /// before it has; stopped in reverse; a part that fails to start stops those that had started and
@@ -21,29 +20,28 @@ package final class PartGroup: Sendable {
 
     /// The parts as services, with `others` (such as the reload on SIGHUP) after them; any service
     /// that ends or fails shuts the group down.
-    private func serviceGroup(gracefulShutdownSignals: [UnixSignal], others: [any Service]) -> (ServiceGroup, StartOrder) {
+    private func serviceGroup(others: [any Service]) -> (ServiceGroup, StartOrder) {
         let order = StartOrder(parts: parts.count)
         let partServices: [any Service] = parts.enumerated().map { PartService(part: $1, index: $0, order: order, logger: logger) }
         let services = (partServices + others).map {
             ServiceGroupConfiguration.ServiceConfiguration(
                 service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
         }
-        var configuration = ServiceGroupConfiguration(services: services, logger: logger)
-        configuration.gracefulShutdownSignals = gracefulShutdownSignals
+        // No `gracefulShutdownSignals`: the daemon reads its signals itself (`SignalService`, one of `others`).
+        let configuration = ServiceGroupConfiguration(services: services, logger: logger)
         return (ServiceGroup(configuration: configuration), order)
     }
 
-    /// Runs every part until one of `gracefulShutdownSignals` comes (or a service ends or fails),
-    /// then stops them.
-    package func run(gracefulShutdownSignals: [UnixSignal], with others: [any Service] = []) async throws {
-        let (group, _) = serviceGroup(gracefulShutdownSignals: gracefulShutdownSignals, others: others)
+    /// Runs every part until a service ends (`SignalService` at SIGTERM) or fails, then stops them.
+    package func run(with others: [any Service] = []) async throws {
+        let (group, _) = serviceGroup(others: others)
         try await group.run()
     }
 
     /// Starts every part and returns once they all have; throws what kept a part from starting, once
     /// those started have stopped.
     package func start() async throws {
-        let (group, order) = serviceGroup(gracefulShutdownSignals: [], others: [])
+        let (group, order) = serviceGroup(others: [])
         let task = Task { try await group.run() }
         running.withLock { $0 = (group, task) }
         if await !order.turn(of: parts.count) {

@@ -163,6 +163,28 @@ public enum Syscall {
         return OwnedDescriptor(copy)
     }
 
+    /// `sigprocmask(SIG_BLOCK)`: blocks `signals` in the calling thread, and so in every thread it
+    /// makes afterwards (they inherit its mask); they stay pending until read (`makeSignalDescriptor`).
+    /// Returns the set blocked.
+    @discardableResult
+    public static func blockSignals(_ signals: [Int32]) -> Result<sigset_t, Errno> {
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        for signal in signals { sigaddset(&mask, signal) }
+        return sigprocmask(SIG_BLOCK, &mask, nil) == 0 ? .success(mask) : .failure(Errno(rawValue: errno))
+    }
+
+    /// Blocks `signals` (`blockSignals`) and returns a `signalfd(2)` from which they are read instead, one 128-byte
+    /// `signalfd_siginfo` each: for an event loop that waits for descriptors only. Call it before
+    /// any thread is made, or a thread that does not block them takes their default action. Closed on
+    /// exec, non-blocking; owned.
+    public static func makeSignalDescriptor(for signals: [Int32]) throws(Errno) -> OwnedDescriptor {
+        var mask = try blockSignals(signals).get()
+        let fd = signalfd(-1, &mask, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        return OwnedDescriptor(fd)
+    }
+
     /// `timerfd_create(CLOCK_MONOTONIC)` then `timerfd_settime`: a descriptor that becomes readable
     /// every `period` ns (reading it gives the expirations since the last read, a UInt64), for an
     /// event loop that waits for descriptors only. Closed on exec; owned.

@@ -10,11 +10,14 @@ import MotionWire
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
-import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// motiond: serves the machine's motion sensors over a Unix socket (docs/protocol.md).
 @main
-struct Motiond: AsyncParsableCommand {
+struct Motiond: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "motiond",
         abstract: "Serve the IIO motion sensors of this machine to programs over a Unix socket.",
@@ -27,18 +30,33 @@ struct Motiond: AsyncParsableCommand {
 
     static let defaultConfigurationPath = "/etc/motiond/motiond.conf"
 
-    static func main() async {
-        // One loop for the hub, the front ends and Swift concurrency's jobs: one thread where three were
-        // (issue 63). Set before anything makes NIO's singleton group.
-        NIOSingletons.groupLoopCountSuggestion = 1
-        ConcurrencyOnNIO.install()  // first: no job may reach libdispatch's pool (ConcurrencyOnNIO says why)
+    /// The main thread is the daemon's one event loop: the hub, every front end, the signals and Swift
+    /// concurrency's jobs run on it (one thread where an async `main` parks the main thread in
+    /// libdispatch's `sigsuspend` and needs another for the loop: issue 63, four threads at rest).
+    static func main() {
+        // Before any thread is made: SIGTERM, SIGINT and SIGHUP are read by the loop (`SignalService`),
+        // and every thread made afterwards inherits the mask.
+        if let failure = SignalService.blockSignals() { exit(withError: ValidationError("cannot block signals: \(failure)")) }
+        let command: Motiond
         do {
-            try await parse().run()
+            command = try parse()
         } catch {
-            LogWriter.standardError.flush()
             exit(withError: error)
         }
-        LogWriter.standardError.flush()
+        MultiThreadedEventLoopGroup.withCurrentThreadAsEventLoop { eventLoop in
+            ConcurrencyOnNIO.install(on: eventLoop)  // before the first task: none may reach libdispatch's pool
+            // Detached: `main` is the main actor's, whose queue nobody drains here (the thread is the loop's).
+            Task.detached {
+                do {
+                    try await command.serve(on: eventLoop)
+                } catch {
+                    LogWriter.standardError.flush()
+                    exit(withError: error)
+                }
+                LogWriter.standardError.flush()
+                Glibc.exit(0)
+            }
+        }
     }
 
     @Option(help: "The configuration file (default: \(Motiond.defaultConfigurationPath), if it exists).")
@@ -77,7 +95,8 @@ struct Motiond: AsyncParsableCommand {
         if replay == nil && (loop || speed != 1) { throw ValidationError("--speed and --loop go with --replay FILE") }
     }
 
-    func run() async throws {
+    /// Serves until SIGTERM or SIGINT (or a part's failure), on `eventLoop`, the main thread's.
+    func serve(on eventLoop: any EventLoop) async throws {
         let load: @Sendable () throws -> Configuration
         let settings: Configuration
         do {
@@ -118,12 +137,12 @@ struct Motiond: AsyncParsableCommand {
             stateSaveInterval: settings.stateSaveInterval ?? 60, source: source,
             socketMode: UInt32(settings.socketMode ?? "0660", radix: 8)!, socketGroup: settings.socketGroup,
             servesDBus: settings.dbus ?? false, switchesTabletMode: settings.tabletMode != "off", mqtt: settings.mqtt, metrics: settings.metrics.flatMap(Configuration.hostAndPort), dsu: settings.dsu,
-            pagesOutWhenSettled: true, eventLoopGroup: .singleton, logger: logger)
+            pagesOutWhenSettled: true, eventLoop: eventLoop, logger: logger)
         server.apply(settings)
+        let signals = try SignalService(eventLoop: eventLoop, logger: logger)
         let reload = ConfigurationReload(
-            hangups: await UnixSignalsSequence(trapping: .sighup), server: server, level: level, running: settings, logger: logger,
-            load: load)
-        try await server.run(gracefulShutdownSignals: [.sigterm, .sigint], with: [reload])
+            hangups: signals.hangups, server: server, level: level, running: settings, logger: logger, load: load)
+        try await server.run(with: [signals, reload])
     }
 
     static func defaultStateDirectory() -> String {
