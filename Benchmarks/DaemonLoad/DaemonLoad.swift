@@ -28,7 +28,7 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, fuzz, soak (for --seconds), history (issue 40's HISTORY attack) and live (BROAD trials through fake hardware: scripts/score-live).")
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, stall (1 kHz, motiond stopped for --stall-milliseconds each second: scans lost), fuzz, soak (for --seconds), history (issue 40's HISTORY attack) and live (BROAD trials through fake hardware: scripts/score-live).")
     var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network", "dsu", "steps"]
 
     @Option(help: .hidden)
@@ -39,6 +39,18 @@ struct DaemonLoad: ParsableCommand {
 
     @Option(help: .hidden)
     var sendTo: Int?
+
+    @Option(help: .hidden)
+    var readFrom: String?
+
+    @Option(help: .hidden)
+    var bufferLength: Int?
+
+    @Option(help: .hidden)
+    var lineSize: Int?
+
+    @Option(help: "How long the stall scenario stops motiond each second, ms (0: a run without stalls, for comparison).")
+    var stallMilliseconds = 20
 
     @Option(help: "Lines the fuzz scenario sends.")
     var fuzzLines = 10_000_000
@@ -59,6 +71,9 @@ struct DaemonLoad: ParsableCommand {
     var liveOutput = "live-accuracy"
 
     func run() throws {
+        if let readFrom, let bufferLength, let writeTo, let lineSize {
+            Floor.readAndWrite(device: readFrom, length: bufferLength, watermark: 1, clients: writeTo, lineSize: lineSize)
+        }
         if let tickAt, let writeTo { Floor.write(at: tickAt, clients: writeTo, lineSize: 750) }
         if let tickAt, let sendTo { Floor.send(at: tickAt, clients: sendTo, datagramSize: 100) }
         if let tickAt { Floor.tick(at: tickAt) }
@@ -123,6 +138,8 @@ struct DaemonLoad: ParsableCommand {
             let b = probe.read()
             let fed = feeder.scansFed - fedBefore
             load.stop()
+            // The buffer motiond set, for the floor that reads as it does.
+            let length = (try? testbed.attribute("iio:device0", "buffer/length")).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines.union(["\0"]))) } ?? 0
             let usage = ProcessProbe.usage(from: a, to: b)
             let received = load.received
             let latencies = load.latencies.sorted()
@@ -139,7 +156,24 @@ struct DaemonLoad: ParsableCommand {
             if let floor = floors[name], floor.cpuPercent > 0 {
                 print(String(format: "    %.2f× the floor's CPU (%@)", usage.cpuPercent / floor.cpuPercent, floor.what))
             }
+            // The floor a daemon cannot go under, right after, on the same fake buffer at the same rate.
+            guard latency == 0, ["100x1", "1000x100"].contains(name), length > 0 else { continue }
+            let lineSize = received.reduce(0, +) > 0 ? Int((Double(load.motionBytes) / Double(received.reduce(0, +))).rounded()) : 750
+            daemon.stop()
+            feeder.stop()
+            usleep(200_000)  // the feeder's last scan written
+            let floorFeeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: rate)
+            defer { floorFeeder.stop() }
+            let floor = try Floor.measure(
+                ["--read-from", "iio:device0", "--buffer-length", String(length), "--write-to", String(clients), "--line-size", String(lineSize)],
+                seconds: seconds)
+            floorFeeder.stop()
+            try? testbed.setAttribute("iio:device0", "buffer/enable", "0\n")
+            print(String(format: "    floor: a process that reads the same buffer (%d scans long) and writes a %d-byte line per scan to each of %d sockets: %@",
+                         length, lineSize, clients, floor.description))
+            print(String(format: "    %.2f× the read-and-write floor's CPU (target %@)", usage.cpuPercent / max(floor.cpuPercent, 1e-9), name == "100x1" ? "1.5×" : "1.3×"))
         }
+        if scenarios.contains("stall") { try stall(executable: executable, testbed: testbed) }
         if scenarios.contains("poll") {
             let daemon = try Daemon(executable: executable)
             let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: 100)
@@ -188,6 +222,39 @@ extension DaemonLoad {
             child.waitUntilExit()
             guard child.terminationStatus == 0 else { throw LoadError("\(script.path) \(arguments.joined(separator: " ")) failed") }
         }
+    }
+
+    /// Issue 63's slack: a client watches motion at 1 kHz while motiond is stopped (SIGSTOP, every
+    /// thread, then SIGCONT) for `stallMilliseconds` once a second; the feeder stamps its schedule
+    /// and drops scans as a full kernel buffer does, so each scan lost is a gap in the client's stream.
+    func stall(executable: String, testbed: Testbed) throws {
+        let rate = 1000.0
+        let daemon = try Daemon(executable: executable)
+        let feeder = Feeder(testbed: testbed, device: "iio:device0", node: "/dev/iio:device0", rate: rate, stampsSchedule: true)
+        defer { feeder.stop() }
+        let load = try LoadClients(socket: daemon.socket, count: 1)
+        load.period = Int64(1e9 / rate)
+        load.start()
+        try load.sendToAll(#"{"class":"WATCH","streams":["motion"],"interval":\#(1 / rate)}"#)
+        sleep(2)
+        let length = (try? testbed.attribute("iio:device0", "buffer/length"))?.trimmingCharacters(in: .whitespacesAndNewlines.union(["\0"])) ?? "?"
+        load.startCounting()
+        let (fedBefore, overflowedBefore) = (feeder.scansFed, feeder.scansOverflowed)
+        var stalls = 0
+        let start = Feeder.now()
+        while Feeder.now() - start < Int64(seconds * 1e9) {
+            usleep(UInt32(1_000_000 - stallMilliseconds * 1000))
+            guard stallMilliseconds > 0 else { continue }
+            kill(daemon.pid, SIGSTOP)
+            usleep(UInt32(stallMilliseconds * 1000))
+            kill(daemon.pid, SIGCONT)
+            stalls += 1
+        }
+        usleep(200_000)  // the last stall's scans delivered
+        load.stop()
+        print("stall: 1000 Hz, 1 client, kernel buffer \(length) scans; motiond stopped \(stalls) times for \(stallMilliseconds) ms: "
+            + "scans fed \(feeder.scansFed - fedBefore), dropped by the full buffer \(feeder.scansOverflowed - overflowedBefore); "
+            + "motion lines \(load.received[0]), scans missing from the stream \(load.lost), DROPPED told \(load.dropped)")
     }
 
     /// Fuzzed lines on 8 connections while a client watches motion at 100 Hz; the daemon must live,

@@ -10,15 +10,21 @@ import Glibc
 /// and gyroscope s16s, a CLOCK_MONOTONIC timestamp aligned to 8 bytes) to a testbed's
 /// `/dev/iio:deviceN` at a steady rate, as the kernel would, while the buffer is enabled; and, as the
 /// kernel's poll does, makes them readable only once `buffer/watermark` scans wait (each keeps the
-/// timestamp of its sampling).
+/// timestamp of its sampling). As the kernel's buffer does, it drops a new scan when `buffer/length`
+/// scans wait unread (written and not yet read from the node, or held back for the watermark).
 final class Feeder: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let fed = Atomic<Int>(0)
+    private let overflowed = Atomic<Int>(0)
 
-    /// Starts feeding `node` of `device` at `rate` Hz.
-    init(testbed: Testbed, device: String, node: String, rate: Double) {
+    /// Starts feeding `node` of `device` at `rate` Hz. With `stampsSchedule`, each scan carries the
+    /// time it was due (exact multiples of the period), not the time it was made: consecutive scans
+    /// are one period apart, so a reader finds a lost scan as a gap.
+    init(testbed: Testbed, device: String, node: String, rate: Double, stampsSchedule: Bool = false) {
         let descriptor = testbed.controlDescriptor(for: node)
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        // The node's reading end (a pty's), only asked how many bytes wait unread (FIONREAD).
+        let readingEnd = open(testbed.root + node, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
         let deviceDirectory = "\(testbed.root)/sys/bus/iio/devices/\(device)"
         @Sendable func read(_ attribute: String) -> String? {
             (try? String(contentsOfFile: "\(deviceDirectory)/\(attribute)", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines.union(["\0"]))
@@ -30,6 +36,7 @@ final class Feeder: Sendable {
             var next = Feeder.now()
             var enabled = false
             var watermark = 1
+            var length = 0
             var enabledElements: [Bool] = []
             var timestamped = false
             var waiting: [UInt8] = []
@@ -42,6 +49,7 @@ final class Feeder: Sendable {
                 if next - checkedAt > 100_000_000 {
                     enabled = read("buffer/enable") == "1"
                     watermark = read("buffer/watermark").flatMap { Int($0) } ?? 1
+                    length = read("buffer/length").flatMap { Int($0) } ?? 0
                     enabledElements = elements.map { read("scan_elements/in_\($0)_en") == "1" }
                     timestamped = read("scan_elements/in_timestamp_en") == "1"
                     checkedAt = next
@@ -59,14 +67,22 @@ final class Feeder: Sendable {
                 }
                 if timestamped {
                     scan += [UInt8](repeating: 0, count: (8 - scan.count % 8) % 8)
-                    withUnsafeBytes(of: Feeder.now().littleEndian) { scan += $0 }
+                    withUnsafeBytes(of: (stampsSchedule ? next : Feeder.now()).littleEndian) { scan += $0 }
                 }
                 guard !scan.isEmpty else { continue }
+                var unread: Int32 = 0
+                if length > 0, readingEnd >= 0, withUnsafeMutablePointer(to: &unread, { ioctl(readingEnd, UInt(FIONREAD), $0) }) == 0,
+                    Int(unread) + waiting.count + scan.count > length * scan.count
+                {
+                    overflowed.add(1, ordering: .relaxed)
+                    continue
+                }
                 waiting += scan
                 guard waiting.count >= watermark * scan.count else { continue }
                 if write(descriptor, waiting, waiting.count) == waiting.count { fed.add(waiting.count / scan.count, ordering: .relaxed) }
                 waiting.removeAll(keepingCapacity: true)
             }
+            if readingEnd >= 0 { close(readingEnd) }
         }
         thread.qualityOfService = .userInteractive
         thread.start()
@@ -74,6 +90,9 @@ final class Feeder: Sendable {
 
     /// Scans written so far.
     var scansFed: Int { fed.load(ordering: .relaxed) }
+
+    /// Scans dropped so far because the buffer was full, as the kernel drops them.
+    var scansOverflowed: Int { overflowed.load(ordering: .relaxed) }
 
     func stop() { stopRequested.store(true, ordering: .relaxed) }
 

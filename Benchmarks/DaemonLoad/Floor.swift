@@ -25,29 +25,62 @@ enum Floor {
     /// Unix sockets, one `write` each, as motiond at the least would; a second thread, not counted
     /// (named "reader"), reads them all.
     static func write(at rate: Double, clients: Int, lineSize: Int) -> Never {
-        var ends: [(Int32, Int32)] = []
-        for _ in 0..<clients {
-            var pair: [Int32] = [-1, -1]
-            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { exit(1) }
-            ends.append((pair[0], pair[1]))
-        }
-        let readers = ends.map(\.1)
-        Thread {
-            _ = try? String("reader").write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-            var polled = readers.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                guard poll(&polled, nfds_t(polled.count), -1) > 0 else { continue }
-                for entry in polled where entry.revents != 0 { _ = read(entry.fd, &buffer, buffer.count) }
-            }
-        }.start()
+        let ends = clientSockets(clients)
         let line = [UInt8](repeating: UInt8(ascii: "x"), count: lineSize - 1) + [UInt8(ascii: "\n")]
         guard let owned = try? Syscall.makePeriodicTimer(period: Int64(1e9 / rate)) else { exit(1) }
         let expirations = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 8)
         while true {
             _ = Syscall.waitReadable(owned.rawValue, timeoutMilliseconds: -1)
             _ = Syscall.read(owned.rawValue, into: expirations)
-            for (writer, _) in ends { _ = Glibc.write(writer, line, line.count) }
+            for writer in ends { _ = Glibc.write(writer, line, line.count) }
+        }
+    }
+
+    /// The floor a daemon cannot go under (issue 63): reads the fake IMU motiond reads, as motiond
+    /// reads it (the accelerometer's and gyroscope's scan elements and the timestamp enabled, the
+    /// buffer `length` scans long, as motiond set it, and readable every `watermark` scans), so the
+    /// feeder writes the same scans at the same rate; for each scan it writes one `lineSize`-byte line
+    /// to each of `clients` Unix sockets, one `write` each. It decodes nothing and formats nothing:
+    /// what motiond does beyond this is its own. A second thread, not counted (named "reader"), reads
+    /// the clients.
+    static func readAndWrite(device: String, length: Int, watermark: Int, clients: Int, lineSize: Int) -> Never {
+        let directory = "/sys/bus/iio/devices/\(device)"
+        func set(_ attribute: String, _ value: String) {
+            guard (try? value.write(toFile: "\(directory)/\(attribute)", atomically: false, encoding: .utf8)) != nil else {
+                FileHandle.standardError.write(Data("floor: cannot write \(directory)/\(attribute)\n".utf8))
+                exit(1)
+            }
+        }
+        set("buffer/enable", "0")
+        for element in ["accel_x", "accel_y", "accel_z", "anglvel_x", "anglvel_y", "anglvel_z", "timestamp"] {
+            set("scan_elements/in_\(element)_en", "1")
+        }
+        set("buffer/length", String(length))
+        set("buffer/watermark", String(watermark))
+        set("buffer/enable", "1")
+        // 6 × s16, 4 bytes of padding, the s64 timestamp (the fixture's scan types).
+        let scanSize = 24
+        let node = open("/dev/\(device)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard node >= 0 else { exit(1) }
+
+        let ends = clientSockets(clients)
+        let writers = UnsafeMutableBufferPointer<Int32>.allocate(capacity: clients)
+        _ = writers.initialize(from: ends)
+        let line = UnsafeMutableRawBufferPointer.allocate(byteCount: lineSize, alignment: 8)
+        line.initializeMemory(as: UInt8.self, repeating: UInt8(ascii: "x"))
+        line[lineSize - 1] = UInt8(ascii: "\n")
+        let scans = UnsafeMutableRawBufferPointer.allocate(byteCount: scanSize * length, alignment: 8)
+        var held = 0  // bytes of a partial scan kept from the last read
+        while true {
+            _ = Syscall.waitReadable(node, timeoutMilliseconds: -1)
+            let count = Glibc.read(node, scans.baseAddress! + held, scans.count - held)
+            guard count > 0 else { continue }
+            let bytes = held + count
+            for _ in 0..<(bytes / scanSize) {
+                for writer in writers { _ = Glibc.write(writer, line.baseAddress, lineSize) }
+            }
+            held = bytes % scanSize
+            if held > 0 { scans.baseAddress!.copyMemory(from: scans.baseAddress! + (bytes - held), byteCount: held) }
         }
     }
 
@@ -105,6 +138,28 @@ enum Floor {
             _ = Syscall.read(owned.rawValue, into: expirations)
             _ = sendMultipleMessages(sender, messages, UInt32(clients), 0)
         }
+    }
+
+    /// `count` connected pairs of Unix stream sockets, as the clients' connections: returns the ends
+    /// to write to; a thread, named "reader" so that `measure` leaves it out, reads the others.
+    private static func clientSockets(_ count: Int) -> [Int32] {
+        var ends: [(Int32, Int32)] = []
+        for _ in 0..<count {
+            var pair: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { exit(1) }
+            ends.append((pair[0], pair[1]))
+        }
+        let readers = ends.map(\.1)
+        Thread {
+            _ = try? String("reader").write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+            var polled = readers.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                guard poll(&polled, nfds_t(polled.count), -1) > 0 else { continue }
+                for entry in polled where entry.revents != 0 { _ = read(entry.fd, &buffer, buffer.count) }
+            }
+        }.start()
+        return ends.map(\.0)
     }
 
     /// `struct mmsghdr`, which Glibc's module leaves out (it needs _GNU_SOURCE).

@@ -21,6 +21,13 @@ final class LoadClients: @unchecked Sendable {
     private(set) var dropped = 0
     /// Latencies of received motion lines, ns (the first `latencyCapacity`).
     private(set) var latencies: [Int64] = []
+    /// Bytes of the motion lines received (their newlines included), over all clients.
+    private(set) var motionBytes = 0
+    /// Scans missing from the streams, over all clients: with `period` set (ns; set it before
+    /// `start()`) and the feeder stamping its schedule, each gap of n periods between two lines of a
+    /// client is n − 1 scans lost.
+    private(set) var lost = 0
+    var period: Int64 = 0
     private static let latencyCapacity = 4_000_000
 
     /// Connects `count` clients to `socket`.
@@ -78,6 +85,7 @@ final class LoadClients: @unchecked Sendable {
         let motion = Array(#"{"class":"MOTION""#.utf8)
         let timestampKey = Array(#""timestamp":"#.utf8)
         let droppedClass = Array(#"{"class":"DROPPED""#.utf8)
+        var lastStamp = Array(repeating: Int64(0), count: descriptors.count)
         while !stopRequested.load(ordering: .relaxed) {
             guard poll(&polled, nfds_t(polled.count), 100) > 0 else { continue }
             let now = Feeder.now()
@@ -93,6 +101,7 @@ final class LoadClients: @unchecked Sendable {
                     guard counts else { continue }
                     if line.starts(with: motion) {
                         received[index] += 1
+                        motionBytes += line.count + 1
                         // Keys after `class` come in any order.
                         guard let key = line.firstRange(of: timestampKey) else { continue }
                         var stamp: Int64 = 0
@@ -101,6 +110,10 @@ final class LoadClients: @unchecked Sendable {
                             stamp = stamp * 10 + Int64(byte - UInt8(ascii: "0"))
                         }
                         if latencies.count < Self.latencyCapacity { latencies.append(now - stamp) }
+                        if period > 0, lastStamp[index] > 0, stamp > lastStamp[index] {
+                            lost += Int(((Double(stamp - lastStamp[index]) / Double(period)).rounded())) - 1
+                        }
+                        lastStamp[index] = stamp
                     } else if line.starts(with: droppedClass), let range = String(decoding: line, as: UTF8.self).range(of: #""count":"#) {
                         let text = String(decoding: line, as: UTF8.self)[range.upperBound...]
                         dropped += Int(text.prefix { $0.isNumber }) ?? 0

@@ -28,9 +28,11 @@ final class BufferedReader {
     /// descriptor readable once that many scans wait, and a driver with a hardware FIFO programs its
     /// own watermark from it (the kernel's `hwfifo_set_watermark`). So an owner that reads the
     /// descriptor itself (`descriptor`, `decode`) wakes once per `samplesPerRefill` scans.
+    /// `kernelBlocks` (libiio's `iio_device_set_kernel_buffers_count`, 4 by default) sets the length
+    /// to that many times `samplesPerRefill` instead.
     init(
         device descriptor: DeviceDescriptor, kinds: [SensorKind], rate: Double, samplesPerRefill: Int,
-        timeoutMilliseconds: UInt32, sysfs: Sysfs
+        timeoutMilliseconds: UInt32, sysfs: Sysfs, kernelBlocks: Int = 4
     ) throws(DeviceError) {
         device = descriptor.number.sysname
         restorer = AttributeRestorer(sysfs: sysfs, device: device)
@@ -83,6 +85,9 @@ final class BufferedReader {
                 channel.setEnabled(wanted.contains(channel.id))
             }
 
+            // The kernel's `buffer/length` is `kernelBlocks` refills (libiio's low-speed interface).
+            let counted = iio_device_set_kernel_buffers_count(iioDevice.pointer, UInt32(max(1, kernelBlocks)))
+            if counted < 0 { throw DeviceError.bufferFailed(device: device, operation: "kernel buffers count \(kernelBlocks)", errno: -counted) }
             guard let buffer = iio_device_create_buffer(iioDevice.pointer, samplesPerRefill, false) else {
                 throw DeviceError.bufferFailed(device: device, operation: "create", errno: currentErrno())
             }

@@ -22,6 +22,8 @@ public final class ScanBuffer: @unchecked Sendable {
     public let rate: Double
     /// Scans that make the descriptor readable.
     public let watermark: Int
+    /// Scans the kernel's buffer holds (`buffer/length`): `length(rate:watermark:)`.
+    public let length: Int
     /// What went wrong while setting up and did not stop the capture (a rate the driver refused, a
     /// clock that could not be made monotonic): for the log.
     public let problems: [DeviceError]
@@ -30,9 +32,27 @@ public final class ScanBuffer: @unchecked Sendable {
     private let restorer: Mutex<AttributeRestorer>
     private let sysfs: Sysfs
 
-    /// Scans the kernel's buffer holds per watermark (libiio's four kernel blocks): room for the owner
-    /// to be late three times over.
+    /// Scans the kernel's buffer holds per watermark at the least (libiio's four kernel blocks): room
+    /// for the owner to be late three times over, however long a batch is.
     public static let lengthPerWatermark = 4
+
+    /// How late the owner may be, after the watermark woke it, without losing a scan, s, whatever the
+    /// rate: a stalled loop or a busy machine (at 285 Hz four scans were 14 ms, and a loaded machine
+    /// lost one of 12,857).
+    public static let slack = 0.1
+
+    /// Scans the kernel's buffer is given at `rate` Hz for reads every `watermark` scans: the
+    /// watermark's and `slack` s more, in whole watermarks (libiio sizes it in refills), at least
+    /// `lengthPerWatermark` of them. The watermark, and so the latency, is not changed by it: the
+    /// kernel's ABI (Documentation/ABI/testing/sysfs-bus-iio) has `buffer/length` as the number of
+    /// scans the buffer holds and `buffer/watermark` as the number poll waits for, two settings.
+    public static func length(rate: Double, watermark: Int) -> Int {
+        let watermark = max(1, watermark)
+        // Less a nanosecond's worth, so that a slack of a whole number of scans is not rounded up by one.
+        let scans = watermark + Int((rate * slack - 1e-9).rounded(.up))
+        let refills = max(lengthPerWatermark, (scans + watermark - 1) / watermark)
+        return refills * watermark
+    }
 
     /// Opens the buffer of `device` for `kinds` at `rate` Hz (the lowest offered rate at least that),
     /// readable every `watermark` scans. Blocks for the sysfs writes and libiio's scan of the devices:
@@ -45,12 +65,14 @@ public final class ScanBuffer: @unchecked Sendable {
         self.kinds = kinds
         self.rate = device.availableRates?.rate(atLeast: rate) ?? rate
         self.watermark = max(1, watermark)
+        length = Self.length(rate: self.rate, watermark: self.watermark)
         sysfs = Sysfs()
         var restorer = AttributeRestorer(sysfs: sysfs, device: device.number.sysname)
         var problems = SensorCapture.configure(device, kinds: kinds, rate: self.rate, restorer: &restorer)
         do throws(DeviceError) {
             reader = try BufferedReader(
-                device: device, kinds: kinds, rate: self.rate, samplesPerRefill: self.watermark, timeoutMilliseconds: 0, sysfs: sysfs)
+                device: device, kinds: kinds, rate: self.rate, samplesPerRefill: self.watermark, timeoutMilliseconds: 0, sysfs: sysfs,
+                kernelBlocks: length / self.watermark)
         } catch {
             restorer.restoreAll()
             throw sysfs.deviceExists(device.number.sysname) ? error : .deviceVanished(device: device.number.sysname)
