@@ -139,6 +139,8 @@ let package = Package(
             name: "motiond",
             dependencies: [
                 "MotionDaemon", "MotionConfiguration", "MotionHub", "MotionDevices", "MotionSystem", "MotionWire",
+                // Called as `motionctl` (the package's link to motiond), motiond runs motionctl.
+                "MotionCtlCommands",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -154,8 +156,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
-        .executableTarget(
-            name: "motionctl",
+        // motionctl's commands, a library: the `motiond` executable is also `motionctl` when called by
+        // that name (one copy of the Swift runtime in the package: issue 63).
+        .target(
+            name: "MotionCtlCommands",
             dependencies: [
                 "MotionFusion", "MotionCore", "MotionClientCore", "MotionSystem", "MotionDevices",
                 // The mount wizard reads motiond.conf with motiond's own loader before and after its edit.
@@ -165,7 +169,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]),
+            ],
+            path: "Sources/motionctl"),
+        // motionctl on its own, for development and the tests that run `.build/debug/motionctl`; the
+        // package installs `motionctl` as a link to `motiond` instead.
+        .executableTarget(name: "motionctl", dependencies: ["MotionCtlCommands"], path: "Sources/MotionctlMain"),
 
         // Test support: umockdev's testbed API, used only by the tests.
         .systemLibrary(
@@ -175,7 +183,7 @@ let package = Package(
         .testTarget(name: "MotionCoreTests", dependencies: ["MotionCore"]),
         .testTarget(name: "MotionSystemTests", dependencies: ["MotionSystem"]),
         .testTarget(name: "MotionWireTests", dependencies: ["MotionWire", "MotionCore"]),
-        .testTarget(name: "MotionctlTests", dependencies: ["motionctl", "motiond", "MotionFusion", "MotionCore", "MotionClient", "MotionConfiguration", "MotionDevices", "TestSupport"]),
+        .testTarget(name: "MotionctlTests", dependencies: ["MotionCtlCommands", "motionctl", "motiond", "MotionFusion", "MotionCore", "MotionClient", "MotionConfiguration", "MotionDevices", "TestSupport"]),
         .testTarget(name: "MotionClientTests", dependencies: ["MotionClient", "motiond", "TestSupport"]),
         .testTarget(name: "InstallTests", dependencies: ["motiond", "motionctl", "TestSupport"]),
         .testTarget(

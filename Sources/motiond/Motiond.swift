@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Logging
 import MotionConfiguration
+import MotionCtlCommands
 import MotionDaemon
 import MotionDevices
 import MotionHub
@@ -34,6 +35,8 @@ struct Motiond: ParsableCommand {
     /// concurrency's jobs run on it (one thread where an async `main` parks the main thread in
     /// libdispatch's `sigsuspend` and needs another for the loop: issue 63, four threads at rest).
     static func main() {
+        // The package installs `motionctl` as a link to motiond: one copy of the Swift runtime (issue 63).
+        if CommandLine.arguments.first?.split(separator: "/").last == "motionctl" { Motionctl.mainFromSynchronousContext() }
         // Before any thread is made: SIGTERM, SIGINT and SIGHUP are read by the loop (`SignalService`),
         // and every thread made afterwards inherits the mask.
         if let failure = SignalService.blockSignals() { exit(withError: ValidationError("cannot block signals: \(failure)")) }

@@ -1,6 +1,6 @@
 import Foundation
 import MotionCore
-@testable import motionctl
+@testable import MotionCtlCommands
 import Testing
 
 /// How much of the sphere `motionctl calibrate magnetometer` has seen the field from, counted around

@@ -1,7 +1,7 @@
 import Foundation
 import MotionCore
 import MotionDevices
-@testable import motionctl
+@testable import MotionCtlCommands
 import TestSupport
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-@testable import motionctl
+@testable import MotionCtlCommands
 import Testing
 
 #if canImport(Glibc)

@@ -4,7 +4,7 @@ import MotionWire
 import Testing
 import TestSupport
 
-@testable import motionctl
+@testable import MotionCtlCommands
 
 /// The browser view knows every stream of the catalogue it is sent: view.js's `take()`, run under node
 /// on each stream's example of docs/protocol.md, draws (a plot's sample or a text) exactly the streams

@@ -1,7 +1,7 @@
 import MotionClient
 import MotionCore
 import MotionWire
-@testable import motionctl
+@testable import MotionCtlCommands
 import Testing
 import TestSupport
 

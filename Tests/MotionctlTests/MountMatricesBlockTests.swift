@@ -2,7 +2,7 @@ import Foundation
 import MotionConfiguration
 import MotionCore
 import MotionDevices
-@testable import motionctl
+@testable import MotionCtlCommands
 import Testing
 
 #if canImport(Glibc)

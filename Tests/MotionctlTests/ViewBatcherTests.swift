@@ -1,6 +1,6 @@
 import Foundation
 import MotionCore
-@testable import motionctl
+@testable import MotionCtlCommands
 import Testing
 
 /// `motionctl view`'s batches to the page: a device at rest costs the browser one event a second; a
