@@ -80,6 +80,24 @@ import Testing
         #expect(standIn.output.components(separatedBy: "GetClient").count == 2, "one client: \(standIn.output)")
     }
 
+    /// Issue 63 (four threads at rest): nobody watching true north, motiond keeps no GeoClue thread
+    /// (nor its connection); a true-north watch makes one, which tells GeoClue to stop as soon as the
+    /// watch ends and lingers `GeoClueFrontEnd.linger` (60 s) for a watch to come back. The threads
+    /// are the daemon's /proc/PID/task/*/comm (proc(5)).
+    @Test func noGeoClueThreadWhileNobodyWantsAPlace() throws {
+        let (bus, standIn, daemon) = try Self.start()
+        defer { withExtendedLifetime(bus) {} }
+        let client = try TestClient.greeted(path: daemon.socket)
+        try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xMagneticNorthZVertical"}"#)
+        _ = try client.next("MOTION")
+        #expect(!daemon.threadNames.contains("geoclue"), "\(daemon.threadNames)")
+        try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
+        try waitUntil(seconds: 10) { standIn.output.contains("Start motiond 4 5000") }
+        #expect(daemon.threadNames.contains("geoclue"), "\(daemon.threadNames)")
+        try client.send(#"{"class":"WATCH","streams":["motion"],"enable":false}"#)
+        try waitUntil(seconds: 10) { standIn.output.contains("Stop motiond") }
+    }
+
     /// GeoClue started again while a client watches true north (its clients went with it): motiond
     /// asks the new one for a client and starts it.
     @Test func aGeoClueStartedAgainIsAskedAgain() throws {

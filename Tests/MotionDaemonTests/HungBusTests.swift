@@ -10,7 +10,8 @@ import Testing
     /// `motiond --dbus` (the sensor-proxy drop-in and the GeoClue client) on a bus that never answers:
     /// it serves its socket, and SIGTERM ends it within 3 s (systemd's stop timeout is 90 s), with
     /// status 0: sent while the drop-in's start waits for its name, or once that wait gave up (10 s)
-    /// and GeoClue's client, the next part, has connected too.
+    /// and GeoClue's client has connected too (it connects only while a true-north watch wants a
+    /// place: issue 63).
     @Test(arguments: [false, true])
     func sigtermEndsMotiondPromptlyWhileTheBusNeverAnswers(afterGeoClueConnected: Bool) throws {
         let bus = try SilentBus()
@@ -18,6 +19,8 @@ import Testing
         // The connections in start order: logind's sleeps (always), the drop-in, GeoClue's client.
         try waitUntil(seconds: 10) { bus.connections >= 2 }
         if afterGeoClueConnected {
+            let client = try TestClient.greeted(path: daemon.socket)
+            try client.send(#"{"class":"WATCH","streams":["motion"],"interval":0.1,"frame":"xTrueNorthZVertical"}"#)
             try waitUntil(seconds: 20) { bus.connections >= 3 }
             #expect(daemon.log.contains("the system bus has not answered in 10 s"), "\(daemon.log)")
         }

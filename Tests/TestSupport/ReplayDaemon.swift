@@ -49,6 +49,14 @@ public final class ReplayDaemon {
     /// What it logged.
     public var log: String { (try? String(contentsOfFile: directory + "/motiond.log", encoding: .utf8)) ?? "" }
 
+    /// Its threads' names (/proc/PID/task/*/comm, proc(5)).
+    public var threadNames: [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/task")) ?? []
+        return tasks.compactMap { task in
+            (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+        }
+    }
+
     /// Stops it (SIGTERM) and waits for it to exit; one that has not within 10 s is killed and
     /// `false` returned.
     @discardableResult
