@@ -3,8 +3,10 @@ import MotionSystem
 import NIOCore
 
 /// Gives memory back while the daemon idles (`ResidentMemory`): the heap's free pages once clients
-/// that held many bytes have left, and the process's code pages once the sensors have run as
-/// planned for `pageOutDelay`. Both run off the loop (`OffLoopWork`). Confined to the hub's event loop.
+/// that held many bytes have left (off the loop, `OffLoopWork`), and the process's code pages once the
+/// sensors have run as planned for `pageOutDelay` (on the loop: about 15 ms of `madvise`, which
+/// drops clean pages and at most queues written ones for swap, where a thread made for it would cost
+/// the process four more wake-ups at each settle: issue 63). Confined to the hub's event loop.
 final class MemoryUpkeep: @unchecked Sendable {
     // @unchecked: confined to the hub's event loop, as the closures it schedules there are.
     /// How long the sensors must run as planned (or none run) before the code that started, stopped
@@ -59,16 +61,13 @@ final class MemoryUpkeep: @unchecked Sendable {
         pageOutDue = eventLoop.scheduleTask(in: Self.pageOutDelay) { [self] in
             pageOutDue = nil
             guard !stopped else { return }
-            offLoop.run(release, then: { [self] result in
-                guard case .success(let pagedOut) = result else { return }
-                switch pagedOut {
-                case .success: saidPageOutFails = false
-                case .failure(let error) where !saidPageOutFails:
-                    saidPageOutFails = true
-                    logger.info("code pages stay resident", metadata: ["error": "\(error)"])
-                case .failure: break
-                }
-            })
+            switch release() {
+            case .success: saidPageOutFails = false
+            case .failure(let error) where !saidPageOutFails:
+                saidPageOutFails = true
+                logger.info("code pages stay resident", metadata: ["error": "\(error)"])
+            case .failure: break
+            }
         }
     }
 

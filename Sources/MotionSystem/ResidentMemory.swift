@@ -55,6 +55,15 @@ public enum ResidentMemory {
 }
 
 extension ResidentMemory {
+    /// Makes every thread allocate from the main heap (`mallopt(M_ARENA_MAX, 1)`): glibc otherwise
+    /// gives each thread that allocates an arena of its own, whose touched pages stay resident (the
+    /// per-job threads, the log writer). The daemon allocates on its loop; the other threads rarely.
+    /// Returns whether glibc took it.
+    @discardableResult
+    public static func useOneHeapArena() -> Bool {
+        mallopt(M_ARENA_MAX, 1) == 1
+    }
+
     /// Gives the free memory of the heap back to the kernel (`malloc_trim(0)`, which also returns the
     /// free pages inside the heap, not only at its top): replies of clients that are gone leave tens
     /// of megabytes free but resident, as glibc keeps them for the next allocation. Returns whether

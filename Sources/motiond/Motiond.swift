@@ -40,6 +40,7 @@ struct Motiond: ParsableCommand {
         // Before any thread is made: SIGTERM, SIGINT and SIGHUP are read by the loop (`SignalService`),
         // and every thread made afterwards inherits the mask.
         if let failure = SignalService.blockSignals() { exit(withError: ValidationError("cannot block signals: \(failure)")) }
+        ResidentMemory.useOneHeapArena()
         let command: Motiond
         do {
             command = try parse()
