@@ -173,8 +173,8 @@ final class DSUServer: MessageSink {
         let server = NIOLoopBound(self, eventLoop: hub.eventLoop)
         handler.server = server
         let (sender, loop, logger, listen) = (socket.sender, hub.eventLoop, hub.logger, settings.listen)
-        // `register` waits for the loop: it runs on NIO's pool.
-        NIOSingletons.posixBlockingThreadPool.runIfActive(eventLoop: loop) {
+        // `register` waits for the loop: it runs on a thread made for it (no pool kept at rest).
+        loop.runOnThreadOfItsOwn(named: "dsu register") {
             try Self.register(sender, on: loop, handler: handler)
         }.whenComplete { result in
             switch result {

@@ -56,9 +56,9 @@ final class SavedState<State: Codable & Sendable & Equatable>: @unchecked Sendab
     }
 
     /// Keeps `value` and saves it in the background: file writes and fsync stay off the event loop,
-    /// on NIO's thread pool (no libdispatch worker pool, with its monitor thread, for one write a
-    /// minute). A save still under way at shutdown is waited for (`Hub.offLoop`). A value already on
-    /// disk is not written again: a device at rest does not rewrite its calibration every minute, and
+    /// on a thread made for the save (`OffLoopWork`: no pool kept at rest for one write a minute). A
+    /// save still under way at shutdown is waited for (`Hub.offLoop`). A value already on disk is not
+    /// written again: a device at rest does not rewrite its calibration every minute, and
     /// the encoder's code, paged out once the sensors settled, stays out (the periodic save had
     /// brought 3 MB of it back into a screen-rotation daemon's memory). Returns whether there was
     /// something new to write.
