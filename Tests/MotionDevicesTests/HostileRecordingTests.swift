@@ -34,7 +34,8 @@ import TestSupport
         let player = SamplePlayer(samples: Self.recording(hostileTimestamps), device: "iio:device0", epoch: epoch)
         let played = Played()
         player.start { played.take($0) }
-        try waitUntil { played.samples.withLock { !$0.isEmpty } }
+        // The bound is only how long a failure takes: a full suite on 2 cores once starved this wait for 5 s.
+        try waitUntil(seconds: 30) { played.samples.withLock { !$0.isEmpty } }
         player.stop()
         let samples = played.samples.withLock { $0 }
         #expect(samples.allSatisfy { $0.timestamp >= epoch && $0.timestamp <= SamplePlayer.now() }, "\(samples.map(\.timestamp))")
