@@ -190,6 +190,9 @@ extension Hardware {
             }
             let before = try tablet.watchOrientation()
             _ = try tablet.waitForRest("motion-events")
+            // The metrics part starts after the socket's (MotionServer's start order): a client can see the
+            // rest before the port listens.
+            try waitUntil(seconds: 10) { (try? httpRequest(port: port, path: "/metrics")) != nil }
             let resting = prometheusSamples(try httpRequest(port: port, path: "/metrics").body)
             #expect(resting[Self.restSeries("motion-events")] == 1 && resting[Self.restSeries("adaptive-polling")] == 0, "\(resting)")
             try tablet.turnOntoItsEdge()
