@@ -42,6 +42,16 @@ public final class ReplayDaemon {
             guard Date() < deadline, process.hasNotEnded else { throw TestbedError("motiond did not start: \(log)") }
             usleep(10_000)
         }
+        // The metrics part starts after the socket's (MotionServer's start order): its port is waited for
+        // too, so that a test's first scrape does not race it.
+        if let flag = arguments.firstIndex(of: "--metrics"), flag + 1 < arguments.count,
+            let port = arguments[flag + 1].split(separator: ":").last.flatMap({ Int($0) })
+        {
+            while (try? connectLoopback(port: port)).map({ close($0) }) == nil {
+                guard Date() < deadline, process.hasNotEnded else { throw TestbedError("motiond's metrics did not listen: \(log)") }
+                usleep(10_000)
+            }
+        }
     }
 
     deinit { stop() }
