@@ -133,7 +133,11 @@ public final class ChildTestbed: Sendable {
             """.write(toFile: launcher, atomically: true, encoding: .utf8)
         defer { unlink(launcher) }
         guard chmod(launcher, 0o755) == 0 else { throw TestbedError("chmod \(launcher): errno \(errno)") }
-        return try DaemonProcess(socket: socket, arguments: arguments, environment: environment, executable: launcher)
+        // A child another test's thread forked while the script was written holds it open for writing
+        // until it execs: exec meanwhile is ETXTBSY (a CI run).
+        return try retryingBusyText {
+            try DaemonProcess(socket: socket, arguments: arguments, environment: environment, executable: launcher)
+        }
     }
 }
 
