@@ -10,9 +10,6 @@ package protocol ClientSink: AnyObject {
     func write(_ line: ByteBuffer)
     /// Sends what was written.
     func flush()
-    /// Queues `line` and sends it with what was written: `write` then `flush` in one call (for NIO's
-    /// channel, one walk of its pipeline instead of two).
-    func writeAndFlush(_ line: ByteBuffer)
     /// Closes once everything written so far has gone out.
     func closeAfterWrites()
     /// Closes at the event loop's next turn (not from inside the handler that is reading its input).
@@ -34,13 +31,6 @@ package protocol MessageSink: AnyObject {
 
 extension MessageSink {
     package func flush() {}
-}
-
-extension ClientSink {
-    package func writeAndFlush(_ line: ByteBuffer) {
-        write(line)
-        flush()
-    }
 }
 
 /// One client's outgoing side: its bounded queue of lines, its replies in request order, and the
@@ -150,13 +140,6 @@ package final class ClientOutbox {
         while !queue.isEmpty, sink.isWritable, let (line, _, dropped) = queue.pop() {
             if let (stream, count) = dropped, let bytes = try? Wire.encode(Dropped(stream: stream, count: count)) {
                 sink.write(ByteBuffer(bytes: bytes))
-            }
-            // The last line goes with the flush (a client that keeps up has one per sample).
-            if queue.isEmpty {
-                sink.writeAndFlush(line)
-                progress &+= 1
-                wrote = false
-                break
             }
             sink.write(line)
             wrote = true

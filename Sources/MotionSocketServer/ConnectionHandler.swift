@@ -141,8 +141,6 @@ final class ChannelSink: ClientSink {
 
     func flush() { channel.flush() }
 
-    func writeAndFlush(_ line: ByteBuffer) { channel.writeAndFlush(line, promise: nil) }
-
     func closeAfterWrites() {
         // An empty write completes after every earlier one: then close.
         channel.writeAndFlush(ByteBuffer()).whenComplete { [channel] _ in channel.close(promise: nil) }
