@@ -125,9 +125,11 @@ public final class MotionClient: Sendable {
     }
 
     private func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let failure = OSThread.startDetached(name: "motion-request") { continuation.resume(with: Result { try body() }) }
-            if let failure { continuation.resume(throwing: MotionClientError.connectionLost("cannot start a thread for the request: \(failure)")) }
+        do {
+            return try await OSThread.run(named: "motion-request", body)
+        } catch let failure as Errno {
+            // The body throws only `MotionClientError`: an errno is the thread that could not be made.
+            throw MotionClientError.connectionLost("cannot start a thread for the request: \(failure)")
         }
     }
 }

@@ -263,8 +263,9 @@ extension Hardware.Server {
         daemon.signal(SIGTERM)
         withExtendedLifetime(client) {}  // connected until the daemon has stopped
         // The watchdog's pings (every 100 ms) sent before the stop wait in the socket ahead of it.
+        // At most 10 s of them: a daemon that ignored SIGTERM would ping for ever.
         var next = message()
-        while next == "WATCHDOG=1" { next = message() }
+        for _ in 0..<100 where next == "WATCHDOG=1" { next = message() }
         #expect(next?.hasPrefix("STOPPING=1") == true, "\(String(describing: next))")
         let log = String(decoding: daemon.log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(log.contains("client connected") && log.contains("uid=\(getuid())") && log.contains("pid=\(getpid())"), "\(log)")
