@@ -11,21 +11,8 @@ import TestSupport
 import Glibc
 #endif
 
-/// The names of this process's threads (/proc/self/task/*/comm).
-private func threadNames() -> [String] {
-    guard let tasks = opendir("/proc/self/task") else { return [] }
-    defer { closedir(tasks) }
-    var names: [String] = []
-    while let entry = readdir(tasks) {
-        let id = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        guard id.first?.isNumber == true, let file = fopen("/proc/self/task/\(id)/comm", "r") else { continue }
-        defer { fclose(file) }
-        var line = [UInt8](repeating: 0, count: 64)
-        let read = fread(&line, 1, 63, file)
-        names.append(String(decoding: line.prefix(read).prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
-    }
-    return names
-}
+/// The names of this process's threads.
+private func threadNames() -> [String] { TestSupport.threadNames(ofProcess: getpid()) }
 
 @Suite struct OffLoopWorkTests {
     /// A capture's stop waits for its opening, which runs off the loop too. On a pool, as many stops as

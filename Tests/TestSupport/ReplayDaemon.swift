@@ -5,6 +5,14 @@ import MotionClient
 import Glibc
 #endif
 
+/// The names of process `pid`'s threads (/proc/PID/task/*/comm, proc(5)).
+public func threadNames(ofProcess pid: Int32) -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.compactMap { task in
+        (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+    }
+}
+
 /// A `motiond --replay` child process on a socket of its own (the built `motiond` next to the
 /// test bundle), stopped with SIGTERM when released. It needs no hardware and no umockdev.
 public final class ReplayDaemon {
@@ -59,13 +67,8 @@ public final class ReplayDaemon {
     /// What it logged.
     public var log: String { (try? String(contentsOfFile: directory + "/motiond.log", encoding: .utf8)) ?? "" }
 
-    /// Its threads' names (/proc/PID/task/*/comm, proc(5)).
-    public var threadNames: [String] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/task")) ?? []
-        return tasks.compactMap { task in
-            (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/task/\(task)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
-        }
-    }
+    /// Its threads' names.
+    public var threadNames: [String] { TestSupport.threadNames(ofProcess: process.processIdentifier) }
 
     /// Stops it (SIGTERM) and waits for it to exit; one that has not within 10 s is killed and
     /// `false` returned.
