@@ -76,7 +76,7 @@ install-files:
 	install -D -m 0644 docs/motiond-sensorproxy.8 $(DESTDIR)$(MANDIR)/man8/motiond-sensorproxy.8
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(DOCS) Recordings/README.md $(DESTDIR)$(DOCDIR)/
-	install -m 0644 Recordings/broad-04-slow-rotation.motionrec $(DESTDIR)$(DOCDIR)/
+	install -m 0644 Recordings/broad-04-slow-rotation.motionrec.gz $(DESTDIR)$(DOCDIR)/
 	# iio-sensor-proxy's D-Bus interface: the bus policy and polkit action are inert until the
 	# drop-in is switched on (switch-to-motiond).
 	install -D -m 0644 systemd/motiond-dbus.conf $(DESTDIR)$(DBUSPOLICYDIR)/motiond.conf

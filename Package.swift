@@ -26,7 +26,7 @@ let package = Package(
     targets: [
         .target(name: "MotionCore"),
         .target(name: "MotionFusion", dependencies: ["MotionCore"]),
-        .target(name: "MotionWire", dependencies: ["MotionCore"]),
+        .target(name: "MotionWire", dependencies: ["MotionCore", "CZlib"]),  // CZlib: gzip-compressed recordings
         // The client's connection (`MotionClient`, `LineConnection`): FoundationEssentials only, so that
         // motionctl links no ICU. `MotionClient` adds the CoreMotion-shaped API (OperationQueue: Foundation).
         .target(name: "MotionClientCore", dependencies: ["MotionWire", "MotionCore", "MotionSystem"]),

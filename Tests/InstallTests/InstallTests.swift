@@ -66,7 +66,7 @@ import TestSupport
             "/usr/share/dbus-1/system.d/motiond.conf",
             "/usr/share/doc/motiond/README.md",
             "/usr/share/doc/motiond/activity.md",
-            "/usr/share/doc/motiond/broad-04-slow-rotation.motionrec",
+            "/usr/share/doc/motiond/broad-04-slow-rotation.motionrec.gz",
             "/usr/share/doc/motiond/client.md",
             "/usr/share/doc/motiond/dbus.md",
             "/usr/share/doc/motiond/fleet.md",

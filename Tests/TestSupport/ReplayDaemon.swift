@@ -28,7 +28,7 @@ public final class ReplayDaemon {
     /// The bundled BROAD recording.
     public static var bundledRecording: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Recordings/broad-04-slow-rotation.motionrec").standardized.path
+            .appendingPathComponent("../../Recordings/broad-04-slow-rotation.motionrec.gz").standardized.path
     }
 
     /// Starts `motiond --replay recording` with `arguments`, on `socket` (default: a fresh path), its

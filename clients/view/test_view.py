@@ -31,7 +31,7 @@ import pytest
 import websocket
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-RECORDING = ROOT / "Recordings" / "broad-04-slow-rotation.motionrec"
+RECORDING = ROOT / "Recordings" / "broad-04-slow-rotation.motionrec.gz"
 BUILD = ROOT / ".build" / "debug"
 
 

@@ -14,7 +14,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "clients" / "python"))
 
-RECORDING = ROOT / "Recordings" / "broad-04-slow-rotation.motionrec"
+RECORDING = ROOT / "Recordings" / "broad-04-slow-rotation.motionrec.gz"
 
 
 def motiond_binary() -> pathlib.Path:
