@@ -13,8 +13,12 @@ import MotionCore
 /// with a floor) after a crossing of its negative is a step candidate.
 ///
 /// Candidates count only while the last `window` looks like gait, and only once
-/// `confirmationSteps` of them have come in a row (then all of them count, as Android's step counter
-/// does); this keeps a device turned, shaken or tapped by hand from counting. Gait means:
+/// `confirmationSteps` of them have come in a row, none more than `maximumEntryInterval` apart, and
+/// no look at the window since the first of the last `sustainedSteps` of them found it not gait (a
+/// hand's motion looks like gait for a moment, a walk goes on looking so); then all the candidates of
+/// that run count (up to three times `confirmationSteps`, the run's first steps included), as Android's
+/// step counter does. This keeps a device turned, shaken, tapped or moved to and fro by hand from
+/// counting. Gait means:
 /// - the orientation is steady: the window's mean specific force is within `gravityBand` of 1 g (a
 ///   device turned over averages less);
 /// - the signal repeats at a stride or a step: its normalised autocorrelation reaches
@@ -22,8 +26,17 @@ import MotionCore
 /// - the motion is mostly vertical: at least `minimumVerticalShare` of the dynamic acceleration's
 ///   variance is along gravity (the body's centre of mass rises and falls with each step; a hand
 ///   moving a device sideways does not);
+/// - the motion shows in the magnitude: at least `minimumMagnitudeShare` of the dynamic
+///   acceleration's variance is in the magnitude's (turning the device moves gravity within its
+///   frame and leaves the magnitude as it was; a heel strike's jolt is along gravity and shows whole);
 /// - the amplitude fits the cadence: above `walkingAmplitudeLimit` (vertical trunk acceleration in
-///   walking stays near 0.2–0.4 g) only at a running cadence (`runningCadence` and up).
+///   walking stays near 0.2–0.4 g) only at a running cadence (`runningCadence` and up);
+/// - the bounce fits the cadence: a vertical oscillation of amplitude d at f steps/s has an RMS
+///   acceleration of (2πf)² d / √2, so the magnitude's RMS at the cadence implies a d, which must be
+///   at most `maximumBounce`. The body's centre of mass rises and falls 4–5 cm peak to peak in a walk
+///   (Saunders, Inman & Eberhart 1953; Gard & Childress 1997), some 2.5 cm of amplitude; the phones
+///   of the Oxford walks imply 0.8–2.5 cm (median per walk), 4.2 cm at most. A hand moving a device
+///   10 cm up and down once a second is as strong, at a walking cadence, but not a step.
 ///
 /// While walking, a gap of 1.6–2.4 step periods counts the missed step in its middle (one leg's
 /// strike too weak to cross, as with a phone swinging in the hand); a longer one ends the walk.
@@ -41,10 +54,11 @@ import MotionCore
 /// - `minimumInterval` 0.25 s: the least time between steps (4 steps/s, a sprint);
 /// - `maximumEntryInterval` 1 s: the most between the candidates that start a walk (60 steps/min, the
 ///   slowest walking);
-/// - `confirmationSteps` 6;
+/// - `confirmationSteps` 6; `sustainedSteps` 3 (1.5 s at 2 steps/s);
 /// - `window` 4 s, `periodRange` 0.5–2 s, `minimumPeriodicity` 0.6;
-/// - `gravityBand` 0.9–1.1 g; `minimumVerticalShare` 0.25;
-/// - `walkingAmplitudeLimit` 4.5 m/s² RMS; `runningCadence` 2.3 steps/s;
+/// - `gravityBand` 0.9–1.1 g; `minimumVerticalShare` 0.25; `minimumMagnitudeShare` 0.15;
+/// - `walkingAmplitudeLimit` 4.5 m/s² RMS; `runningCadence` 2.3 steps/s; `maximumBounce` 0.05 m
+///   (twice the centre of mass's amplitude in walking; running's is 3–5 cm);
 /// - `maximumGap` 1 s: the longest hole between samples that a walk goes on across.
 ///
 /// The per-sample path allocates nothing: the window and the histories are fixed buffers made once.
@@ -69,6 +83,8 @@ public struct StepDetector: Sendable {
         public var maximumEntryInterval = 1.0
         /// Candidates in a row that start a walk.
         public var confirmationSteps = 6
+        /// Of those, the last ones the gait gate must have held open throughout.
+        public var sustainedSteps = 3
         /// s.
         public var window = 4.0
         /// Autocorrelation lags searched, s.
@@ -79,8 +95,12 @@ public struct StepDetector: Sendable {
         public var gravityBand = 0.9...1.1
         /// Share of the dynamic acceleration's variance along gravity, 0–1.
         public var minimumVerticalShare = 0.25
+        /// Share of the dynamic acceleration's variance that shows in the specific force's magnitude, 0–1.
+        public var minimumMagnitudeShare = 0.15
         /// m/s², RMS of the filtered magnitude.
         public var walkingAmplitudeLimit = 4.5
+        /// m: the largest vertical excursion (amplitude) the bounce may imply at the cadence.
+        public var maximumBounce = 0.05
         /// Steps/s.
         public var runningCadence = 2.3
         /// s.
@@ -121,6 +141,8 @@ public struct StepDetector: Sendable {
     private var armed = false
     private var ticksSinceEvaluation = 0
     private var gateOpen = false
+    /// When an evaluation last found the window not gait, s; −∞ if none has since the start.
+    private var lastClosed = -Double.infinity
     private var lastCandidate: Double?
 
     // The window, oldest first from `windowHead`.
@@ -145,7 +167,8 @@ public struct StepDetector: Sendable {
         let count = Int(parameters.window * parameters.internalRate)
         signal = Array(repeating: 0, count: count)
         vectors = Array(repeating: .zero, count: count)
-        pending = Ring(capacity: parameters.confirmationSteps)
+        // Room for the candidates of a walk's first seconds before the gate opens, and six after.
+        pending = Ring(capacity: 3 * parameters.confirmationSteps)
         recent = Ring(capacity: 10)
         counted = Ring(capacity: 9)
         scratch = Array(repeating: 0, count: 10)
@@ -194,6 +217,7 @@ public struct StepDetector: Sendable {
         armed = false
         ticksSinceEvaluation = 0
         gateOpen = false
+        lastClosed = -.infinity
         gait = Gait()
         isWalking = false
         lastCandidate = nil
@@ -218,6 +242,7 @@ public struct StepDetector: Sendable {
             ticksSinceEvaluation = 0
             gait = evaluate()
             gateOpen = gait.isGait
+            if !gateOpen { lastClosed = time }
         }
         amplitude += amplitudeGain * (abs(x) - amplitude)
         let threshold = max(p.thresholdFraction * amplitude, p.minimumThreshold)
@@ -253,11 +278,19 @@ public struct StepDetector: Sendable {
         }
         if let last = pending.last, time - last > p.maximumEntryInterval { pending.removeAll() }
         pending.append(time)
-        if pending.count >= p.confirmationSteps && gateOpen {
+        // The gate has held over the last few candidates: gait throughout, not a moment's look of it.
+        if pending.count >= p.confirmationSteps && gateOpen && sustained {
             isWalking = true
             for index in 0..<pending.count { count(pending[index], step: step) }
             pending.removeAll()
         }
+    }
+
+    /// Whether no evaluation since the first of the last `sustainedSteps` candidates found the window
+    /// not gait.
+    private var sustained: Bool {
+        let span = min(parameters.sustainedSteps, pending.count)
+        return span <= 0 || lastClosed < pending[pending.count - span]
     }
 
     private mutating func count(_ time: Double, step: (Int64) -> Void) {
@@ -290,6 +323,10 @@ public struct StepDetector: Sendable {
         }
         guard p.gravityBand.contains(gravityRatio), gait.cadence > 0 else { return gait }
         if rootMeanSquare > p.walkingAmplitudeLimit && gait.cadence < p.runningCadence { return gait }
+        // The bounce fits the cadence: a vertical oscillation of amplitude d at f steps/s accelerates
+        // by (2πf)²·d at its peaks, √2 times its RMS.
+        let omega = 2 * Double.pi * gait.cadence
+        if 2.squareRoot() * rootMeanSquare > omega * omega * p.maximumBounce { return gait }
         // The vertical share of the dynamic acceleration's variance.
         let up = gravity * (1 / gravity.length)
         var total = 0.0, vertical = 0.0
@@ -300,6 +337,9 @@ public struct StepDetector: Sendable {
             vertical += along * along
         }
         guard total > 0, vertical / total >= p.minimumVerticalShare else { return gait }
+        // Rotation-free: turning the device or moving it sideways changes the specific force's
+        // direction, hardly its magnitude; a heel strike changes its magnitude.
+        guard squares / total >= p.minimumMagnitudeShare else { return gait }
         // The best normalised autocorrelation over the lags, the window read oldest first.
         let shortest = Int(p.periodRange.lowerBound * p.internalRate)
         let longest = min(Int(p.periodRange.upperBound * p.internalRate), n - 2)

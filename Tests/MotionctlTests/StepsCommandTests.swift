@@ -78,8 +78,9 @@ import TestSupport
         let rows = lines.dropFirst().map { $0.split(separator: ",") }
         #expect(rows.map { String($0[1]) } == ["significant-motion"], "\(lines)")
         // Confirmed once six steps are counted and the 4 s window that tests the gait is full (its
-        // 3 Hz low-pass and 1 s mean add a little): between 4 and 5 s.
-        #expect(rows.first.flatMap { Double($0[0]) }.map { (4...5).contains($0) } == true, "\(lines)")
+        // 3 Hz low-pass and 1 s mean add a little): between 4 and 5 s; significant once the walk has
+        // gone on 5 s more (SignificantMotionDetector's minimumWalk): between 9 and 10 s.
+        #expect(rows.first.flatMap { Double($0[0]) }.map { (9...10).contains($0) } == true, "\(lines)")
     }
 
     @Test func aFileWithoutTheColumnsFailsNamingIt() async throws {
