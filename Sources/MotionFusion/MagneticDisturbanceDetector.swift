@@ -48,6 +48,17 @@ struct MagneticDisturbanceDetector: Sendable, Codable, Equatable {
     private var reference = Vector3.zero
     /// The undisturbed field's norm, µT; 0 until one is known.
     var referenceNorm: Double { reference.x }
+    /// The undisturbed field's horizontal part, µT; 0 until one is known.
+    var referenceHorizontal: Double { reference.y }
+
+    /// Forgets the undisturbed field, which was seen through a calibration that has since changed: the
+    /// field now seen is learnt as the first one was (`newFieldFirstTime` of turning), not rejected
+    /// as a disturbance for up to `maximumRejectionTime`.
+    mutating func forgetReference() {
+        reference = .zero
+        isDisturbed = true
+        undisturbedTime = 0
+    }
     private(set) var isDisturbed = true
     /// The dip of the Earth's field where the device is, rad (the World Magnetic Model's inclination
     /// there; nil: not known). A new field whose dip is further than `dipThreshold` from it is not

@@ -28,19 +28,24 @@ import MotionCore
 ///   (magnetometer noise is about 1.5 % of the Earth's field);
 /// - `radiusRange` 20…80 µT: the Earth's field is 25–65 µT everywhere;
 /// - `replacementMargin` 3 µT: how much better (RMS distance from the sphere) a new offset must fit the
-///   window than the current one to replace it; smaller misfits are the non-uniformity of the field
-///   indoors (1–3 µT), which a short window cannot tell from an offset. A fit that fits the window
-///   as well and determines the centre better (a smaller standard error than the adopted fit had)
-///   refines the offset without it;
+///   window than the current one to replace it at once; smaller misfits are the non-uniformity of
+///   the field indoors (1–3 µT), which one window's sphere cannot tell from an offset. Without the
+///   attitude, a fit that fits the window as well and determines the centre better (a smaller
+///   standard error than the adopted fit had) refines the offset without it;
 /// - `resetThreshold` 0.15: a jump of the field strength by this fraction starts a new window;
 /// - `radiusTolerance` 0.1: once a field strength is known, a fit must reproduce it to within 10 %
 ///   (the Earth's field does not change where the device is; a fit that mixes two offsets does);
-/// - `maximumEarthFrameSpread` 0.1: where the readings come with the device's attitude (from the
-///   gyroscope), the largest RMS spread of the calibrated field in the earth frame over the window,
-///   relative to its strength, for a new offset to be adopted: the Earth's field is fixed there,
-///   and a fit that mixes two offsets is not. Noise, soft iron, the field's bends across a room and
-///   the attitude's error leave 3–4 % in simulation and up to 7.5 % on BROAD's attached-magnet
-///   trials (32, 34, at every rate); fits mixing two offsets 25–30 µT apart left 11.6–17 %;
+/// - `significance` 3 and `systematicError` 1 µT: the evidence where the readings come with the
+///   device's attitude (from the gyroscope). Then a second, independent estimate of the offset
+///   exists: the one that makes the calibrated field steadiest in the earth frame (the Earth's
+///   field is fixed there; a window mixing two offsets, a field passing nearby, or the field's bends
+///   are not). A new offset is adopted only where the two agree within `significance` standard
+///   errors; a weak change (one the sphere's misfit alone does not prove) only where both estimates
+///   are `significance` × max(standard error, `systematicError`) from the current offset, and the
+///   same change is seen again a window time later, in readings the first window barely weighs.
+///   `systematicError` is the error no window averages away (the non-uniformity of the field
+///   indoors and soft iron, 1–3 µT), so weak changes under 3 µT are not followed. A weak offset is
+///   so learnt where the motion determines it, and otherwise not at all;
 /// - `highOffsetError` 0.5 µT, `mediumOffsetError` 1 µT: the accuracy levels.
 public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     /// Tuning, with units and defaults.
@@ -57,7 +62,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         public var resetThreshold = 0.15
         public var highOffsetError = 0.5
         public var mediumOffsetError = 1.0
-        public var maximumEarthFrameSpread = 0.1
+        public var significance = 3.0
+        public var systematicError = 1.0
         /// The defaults.
         public init() {}
     }
@@ -96,6 +102,9 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     public private(set) var currentFieldFits = false
     // The standard error of the fit behind `offset` when it was adopted, µT (nil: none yet).
     private var adoptedError: Double?
+    // A weak change seen in one window, waiting to be seen again a window time later, and its age, s.
+    private var candidate: Estimate?
+    private var candidateAge = 0.0
 
     /// Creates a calibrator for a magnetometer sampled at `rate` Hz, starting from `offset` (µT) if
     /// one is known (from saved state), with its standard error `offsetError` (µT).
@@ -176,6 +185,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         }
         sinceEvaluation += period
         if sinceEvaluation >= parameters.evaluationInterval {
+            candidateAge += sinceEvaluation
             sinceEvaluation = 0
             evaluate()
         }
@@ -285,26 +295,27 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         let error = (sigmaY * max(vx, vy, vz) * dependence).squareRoot()
         guard error <= parameters.acceptedOffsetError else { return }
 
-        // Replace the offset only if the new one explains the window clearly better than the current
-        // one (a magnet attached or removed); otherwise the fit confirms the current offset. A window
-        // fit wanders by a few µT with the field's small non-uniformities, and following that would
-        // only add heading noise.
         let current = offset
         let meanSquare = (b1 - (current.x * sx + current.y * sy + current.z * sz) + current.squaredLength * s1) / s1
         let currentX3 = meanSquare - current.squaredLength
         let currentRSS = yy - 2 * (current.x * bx + current.y * by + current.z * bz + currentX3 * b1)
             + quadratic(x: (current.x, current.y, current.z, currentX3))
         let currentResidual = (max(currentRSS, 0) / dof).squareRoot() / (2 * meanSquare.squareRoot())
-        // A better determined fit of the same sphere refines the offset: the first to pass rests on
-        // the least motion that passes (on BROAD's 1 cm magnet it lay 2 µT from the fits after it,
-        // and which one came first differed between the live and offline paths). Only a new lowest
-        // standard error moves it, so it settles rather than following the fits' wandering.
-        let refines = adoptedError.map { error < $0 } ?? false
-        if currentResidual - residual > parameters.replacementMargin || (refines && residual <= currentResidual) {
-            // Two offsets in one window (a magnet attached, then moved, before the first fit) can lie on
-            // one sphere of the right size where the motion covered little of each; the field they
-            // give is then not the Earth's, fixed in the earth frame, but jumps there.
-            if let spread = earthFrameSpread(center: center), !(spread <= parameters.maximumEarthFrameSpread * r) { return }
+        let sphere = Estimate(center: center, error: error)
+        let replaces: Bool
+        if let earth = earthFrameFit() {
+            replaces = evidenceReplaces(
+                current: current, sphere: sphere, earth: earth, clearlyBetter: currentResidual - residual > parameters.replacementMargin)
+        } else {
+            // Without the attitude only the sphere speaks: replace the offset only if the new one
+            // explains the window clearly better than the current one (a magnet attached or removed);
+            // a window fit wanders by a few µT with the field's small non-uniformities, and following
+            // that would only add heading noise. A better determined fit of the same sphere refines
+            // it: only a new lowest standard error moves it, so it settles rather than wanders.
+            let refines = adoptedError.map { error < $0 } ?? false
+            replaces = currentResidual - residual > parameters.replacementMargin || (refines && residual <= currentResidual)
+        }
+        if replaces {
             offset = center
             radius = r
             offsetError = error
@@ -314,6 +325,72 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
             radius = meanSquare.squareRoot()
             offsetError = max(error, (center - current).length)
         }
+    }
+
+    /// An estimate of the offset, µT, with its standard error (the largest axis's), µT.
+    private struct Estimate: Sendable, Codable, Equatable {
+        var center: Vector3
+        var error: Double
+    }
+
+    /// Whether the window's evidence replaces the current offset by the sphere fit's centre, where
+    /// the readings came with the attitude: two estimates from different properties of the field
+    /// (its strength for the sphere, its direction in the earth frame for the other) must agree
+    /// within their standard errors, and the current offset must lie outside both's. A weak offset
+    /// (a magnet a few cm away: a few µT) is then learnt where the motion determines it to a fraction
+    /// of its size, and otherwise not at all: never from one fit that a bend of the field indoors, a
+    /// magnet moving nearby or a window mixing two offsets pulled aside, since these pull the two
+    /// fits apart. A fit that agrees with the other and is better determined than the one adopted
+    /// refines the offset, as without the attitude.
+    private mutating func evidenceReplaces(current: Vector3, sphere: Estimate, earth: Estimate, clearlyBetter: Bool) -> Bool {
+        let z = parameters.significance
+        guard earth.error <= parameters.acceptedOffsetError,
+            Self.agree(sphere, earth, within: z)
+        else { return false }
+        // A misfit of the current offset beyond the field's non-uniformity is a magnet attached or
+        // removed: no need to wait.
+        if clearlyBetter { return true }
+        if let adoptedError, sphere.error < adoptedError, (sphere.center - current).length <= z * adoptedError { return true }
+        let moved = (sphere.center - current).length > z * max(sphere.error, parameters.systematicError)
+            && (earth.center - current).length > z * max(earth.error, parameters.systematicError)
+        guard moved else { return false }
+        // A weak change must be seen again in a window of other readings: a bend of the field where the
+        // device was, or the turns it happened to make, pull one window's fits aside together, but
+        // not the next window's the same way; a magnet stays.
+        if let candidate, candidateAge >= parameters.windowTau, Self.agree(candidate, sphere, within: z) {
+            self.candidate = nil
+            return true
+        }
+        if candidate == nil || !Self.agree(candidate!, sphere, within: z) || candidateAge > 4 * parameters.windowTau {
+            candidate = sphere
+            candidateAge = 0
+        }
+        return false
+    }
+
+    /// Whether two estimates agree within `z` standard errors of their difference.
+    private static func agree(_ a: Estimate, _ b: Estimate, within z: Double) -> Bool {
+        (a.center - b.center).length <= z * (a.error * a.error + b.error * b.error).squareRoot()
+    }
+
+    /// The offset c that makes the window's calibrated fields R·(m − c) steadiest in the earth frame
+    /// (least squares, with their mean: 6 unknowns, linear), with its standard error, µT; nil where
+    /// the window's rotation does not determine it. With R̄ the mean attitude, Σw|R(m − c) − ē|² is
+    /// least at M c = Σw m / Σw − R̄ᵀ ΣwRm / Σw, M = I − R̄ᵀR̄, whose eigenvalues (0…1) say how much
+    /// the device turned about each axis; c's covariance is (s²/3) (W M)⁻¹ for a spread s over W
+    /// readings (each at most `independentSampleRate` a second).
+    private func earthFrameFit() -> Estimate? {
+        let w = attitudeWeight
+        guard w > 7 else { return nil }
+        let meanAttitude = attitudeSum * (1 / w)
+        let m = Matrix3.identity - meanAttitude.transposed.symmetricProduct(meanAttitude.transposed)
+        let smallest = m.symmetricEigen.values
+        let coverage = min(smallest.x, smallest.y, smallest.z)
+        guard coverage > 1e-6 else { return nil }
+        let center = m.symmetricInverse * (fieldSum * (1 / w) - meanAttitude.transposed * (rotatedSum * (1 / w)))
+        guard let spread = earthFrameSpread(center: center), spread.isFinite else { return nil }
+        let variance = spread * spread * w / (w - 6) / 3
+        return Estimate(center: center, error: (variance / (w * coverage)).squareRoot())
     }
 
     /// The RMS distance, µT, of the window's fields R·(m − c) in the earth-fixed frame from their

@@ -52,6 +52,10 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             get { gyroscope.estimatesScale }
             set { gyroscope.estimatesScale = newValue }
         }
+        /// Whether a hard-iron offset learnt or replaced that turns the heading by more than
+        /// `headingErrorLimit` restarts the heading's convergence (default true; see
+        /// `magnetometerCalibrationChanged(by:)`).
+        public var restartsHeadingWhenRecalibrated = true
         /// Whether magnetic disturbances stop or slow the heading correction (default true).
         public var rejectsMagneticDisturbances = true
         var rest = RestDetector.Parameters()
@@ -322,6 +326,31 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     @inline(__always)
     func atMiddleOfLastStep(_ v: Vector3) -> Vector3 { v + v.cross(previousHalfIncrement) }
 
+    /// Tells the filter that the magnetometer's calibration changed (a hard-iron offset learnt or
+    /// replaced). If the field seen through the new one disagrees with the heading by more than one
+    /// sample may correct (`headingErrorLimit`), on average over the next `recalibrationCheckTime`,
+    /// the heading was set through the old calibration (a magnet there from the start): it is taken
+    /// anew from the following samples, as at the start, and the undisturbed field is learnt anew.
+    /// The limit would otherwise walk it to the new field at `headingErrorLimit` × gain a sample
+    /// (0.1°/s at 285 Hz: ten minutes for a magnet's 60°), and the field seen through the new
+    /// calibration would be rejected as a disturbance. A heading the gyroscope held right while a magnet
+    /// was attached agrees with the new field, and is kept.
+    public mutating func magnetometerCalibrationChanged() {
+        guard parameters.restartsHeadingWhenRecalibrated, knowsHeading else { return }
+        recalibrationCheck = RecalibrationCheck(remaining: max(Int((Self.recalibrationCheckTime / magnetometerPeriod).rounded()), 1))
+    }
+
+    /// How long the heading error is averaged after a calibration change, s.
+    static let recalibrationCheckTime = 5.0
+
+    // The heading errors after a calibration change, summed as unit vectors, and the samples still to add.
+    private struct RecalibrationCheck: Sendable, Codable, Equatable {
+        var remaining: Int
+        var cosine = 0.0
+        var sine = 0.0
+    }
+    private var recalibrationCheck: RecalibrationCheck?
+
     /// One magnetometer sample: magnetic field in µT (hard/soft iron already removed), timestamp in ns.
     public mutating func update(magnetometer field: Vector3, timestamp: Int64) {
         // Before the first accelerometer sample the tilt is not known, and a field seen through the
@@ -339,9 +368,30 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             if initialMagnetometerGain * parameters.magnetometerTau < magnetometerPeriod { initialMagnetometerGain = 0 }
         }
         // Heading error: the horizontal field should point North (+y of ENU).
+        if recalibrationCheck != nil { checkRecalibration(error: heading.error(east: fieldEarth.x, north: fieldEarth.y)) }
         guard gain > 0 else { return }
         let error = heading.error(east: fieldEarth.x, north: fieldEarth.y)
         heading.turn(by: gain * min(max(error, -limit), limit))
+    }
+}
+
+extension OrientationFilter {
+    /// Adds one heading error (rad) to the check after a calibration change; at its end, restarts the
+    /// heading if the mean error is beyond the per-sample limit.
+    fileprivate mutating func checkRecalibration(error: Double) {
+        guard var check = recalibrationCheck else { return }
+        check.cosine += cos(error)
+        check.sine += sin(error)
+        check.remaining -= 1
+        guard check.remaining <= 0 else {
+            recalibrationCheck = check
+            return
+        }
+        recalibrationCheck = nil
+        if abs(atan2(check.sine, check.cosine)) > parameters.headingErrorLimit {
+            initialMagnetometerGain = 1
+            magnetic.forgetReference()
+        }
     }
 }
 

@@ -221,7 +221,11 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             // A field counts once the filter took one: one read before the tilt was known (the first
             // sample after a resume or a restart) would give a heading of 0°.
             let knowsAttitude = calibrator.takesAttitude && usesGyroscope && filter.knowsTilt
+            let offsetBefore = calibrator.offset
             let hardIronCorrected = calibrator.calibrate(vector, attitude: knowsAttitude ? filter.attitudeWithoutMagnetometer : nil)
+            if calibrator.offset != offsetBefore, usesGyroscope {
+                filter.magnetometerCalibrationChanged()
+            }
             // Only undisturbed readings teach the soft-iron fit (a magnet nearby is not an ellipsoid).
             magneticField = calibrator.currentFieldFits
                 ? softIron.calibrate(hardIronCorrected) : softIron.matrix * hardIronCorrected

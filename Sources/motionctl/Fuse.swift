@@ -30,6 +30,9 @@ struct Fuse: ParsableCommand {
     @Option(help: "Also write the gyroscope calibration per row to this CSV: t,bias_x,bias_y,bias_z,bias_sigma,resting (°/s; resting 0 or 1).")
     var calibrationOutput: String?
 
+    @Option(help: "Also write the magnetometer's calibration per row to this CSV: t,offset_x,offset_y,offset_z,offset_error,disturbed (µT; disturbed 0 or 1: the heading correction's disturbance detector).")
+    var magnetometerOutput: String?
+
     @Option(help: ArgumentHelp(
         "Where it was recorded, \"latitude, longitude[, altitude]\" (degrees, degrees, m): the World Magnetic Model's dip there (for today) tells the fusion which field is the Earth's, as motiond.conf's location does.",
         valueName: "place"))
@@ -47,6 +50,7 @@ struct Fuse: ParsableCommand {
             throw ValidationError("\(input): \(error)")
         }
         if noGyroscope && calibrationOutput != nil { throw ValidationError("--calibration-output writes the gyroscope's calibration; --no-gyroscope has none") }
+        if noMagnetometer && magnetometerOutput != nil { throw ValidationError("--magnetometer-output writes the magnetometer's calibration; --no-magnetometer has none") }
         AccelerometerFiles.reportRepeats(recording.repeatedTimes, in: input)
         var fusion = noGyroscope
             ? SensorFusion(gyroscopeRate: nil, accelerometerRate: recording.rate, magnetometerRate: recording.magnetometerRate)
@@ -61,6 +65,7 @@ struct Fuse: ParsableCommand {
         var csv = "t,qw,qx,qy,qz\n"
         csv.reserveCapacity(recording.rows.count * 64)
         var calibration = "t,bias_x,bias_y,bias_z,bias_sigma,resting\n"
+        var magnetometer = "t,offset_x,offset_y,offset_z,offset_error,disturbed\n"
         let degrees = 180 / Double.pi
         let device = DeviceNumber(0)
         for row in recording.rows {
@@ -75,9 +80,15 @@ struct Fuse: ParsableCommand {
                 let b = fusion.filter.gyroscopeBias * degrees
                 calibration += "\(row.time),\(b.x),\(b.y),\(b.z),\(fusion.filter.gyroscopeBiasSigma * degrees),\(fusion.filter.isResting ? 1 : 0)\n"
             }
+            if magnetometerOutput != nil {
+                let c = fusion.calibrator
+                let error = c.offsetError.map { "\($0)" } ?? ""
+                magnetometer += "\(row.time),\(c.offset.x),\(c.offset.y),\(c.offset.z),\(error),\(fusion.filter.isMagneticFieldDisturbed ? 1 : 0)\n"
+            }
         }
         try writeOutput(csv, to: output)
         if let calibrationOutput { try writeOutput(calibration, to: calibrationOutput) }
+        if let magnetometerOutput { try writeOutput(magnetometer, to: magnetometerOutput) }
         if showCalibration {
             let c = fusion.calibration
             func show(_ v: Vector3, _ k: Double, _ digits: Int) -> String {

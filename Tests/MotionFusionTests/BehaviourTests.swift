@@ -127,16 +127,14 @@ import Testing
 
     /// A calibrated device turning on and nodding gets a magnet (the offset moves by 30 µT) and, 2 to
     /// 5 s later, before that was fitted, it is moved (25 µT more): the hard-iron window then holds two
-    /// spheres, and without the earth-frame check fits between them, 4.4 and 7.7 µT from either offset,
-    /// were adopted (moved after 2 and 2.5 s). With the check every offset adopted is within 2 µT of
-    /// one the readings had; the new one is learnt at the same time, or up to 0.6 s later where the
-    /// unchecked fit slid there through the mixed one (2.5 s: 7.9 s after the move, against 7.3).
+    /// spheres. The sphere alone adopted fits between them, 4.4 and 7.7 µT from either offset (moved
+    /// after 2 and 2.5 s); the earth frame's estimate, from the same window with the gyroscope's
+    /// attitude, does not agree with such a fit. Every offset adopted is within 2 µT of one the
+    /// readings had, and the last one is learnt within 9 s of the move (the window, of time constant
+    /// 5 s, must first forget the mixed readings; with the sphere alone and a spread check 7.3–7.9 s).
     @Test func aMagnetMovedBeforeItsFitIsNotFittedAsAMixOfTwoOffsets() {
-        func run(movedAfter delay: Double, maximumSpread: Double) -> (worst: Double, learnt: Double?) {
-            var parameters = MagnetometerCalibrator.Parameters()
-            parameters.maximumEarthFrameSpread = maximumSpread
+        func run(movedAfter delay: Double) -> (worst: Double, learnt: Double?) {
             var simulation = Simulation()
-            simulation.fusion = SensorFusion(gyroscopeRate: 100, calibration: parameters)
             simulation.noiseLevel = 1
             let initial = Vector3(x: 20, y: -10, z: 5)
             let attached = initial + Vector3(x: 30, y: 0, z: 0), moved = attached + Vector3(x: 0, y: -25, z: 10)
@@ -162,17 +160,11 @@ import Testing
             }
             return (worst, learnt)
         }
-        var worstUnchecked = 0.0
         for delay in stride(from: 2.0, through: 5.0, by: 0.5) {
-            let checked = run(movedAfter: delay, maximumSpread: MagnetometerCalibrator.Parameters().maximumEarthFrameSpread)
-            let unchecked = run(movedAfter: delay, maximumSpread: .infinity)
-            worstUnchecked = max(worstUnchecked, unchecked.worst)
-            #expect(checked.worst < 2, "moved after \(delay) s: worst offset adopted \(checked.worst) µT")
-            #expect(
-                checked.learnt.map { $0 <= (unchecked.learnt ?? .infinity) + 1 } ?? false,
-                "moved after \(delay) s: learnt after \(String(describing: checked.learnt)) s, without the check \(String(describing: unchecked.learnt)) s")
+            let result = run(movedAfter: delay)
+            #expect(result.worst < 2, "moved after \(delay) s: worst offset adopted \(result.worst) µT")
+            #expect(result.learnt.map { $0 <= 9 } ?? false, "moved after \(delay) s: learnt after \(String(describing: result.learnt)) s")
         }
-        #expect(worstUnchecked > 5, "without the check, the worst offset adopted: \(worstUnchecked) µT")
     }
 
     @Test func sensorsAtDifferentRatesAreEachFusedOnTheirOwnTimestamps() {

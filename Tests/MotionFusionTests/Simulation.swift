@@ -63,7 +63,9 @@ struct Simulation {
     /// Follows `path` (device → ENU at each time, s) from `start` for `seconds`, turning at a constant
     /// rate for each `step` s between its poses; returns the final attitude.
     @discardableResult
-    mutating func follow(_ path: (Double) -> Quaternion, from start: Double, seconds: Double, step: Double = 0.04) -> Quaternion {
+    mutating func follow(
+        _ path: (Double) -> Quaternion, from start: Double, seconds: Double, step: Double = 0.04, extraField: (Double) -> Vector3 = { _ in .zero }
+    ) -> Quaternion {
         var q = path(start)
         var t = start
         while t < start + seconds - step / 2 {
@@ -72,7 +74,7 @@ struct Simulation {
             if delta.w < 0 { delta = Quaternion(w: -delta.w, x: -delta.x, y: -delta.y, z: -delta.z) }
             let half = acos(min(1, delta.w))
             let axis = half > 1e-12 ? Vector3(x: delta.x, y: delta.y, z: delta.z) * (1 / sin(half)) : .zero
-            q = rotate(from: q, rate: axis * (2 * half / step), seconds: step)
+            q = rotate(from: q, rate: axis * (2 * half / step), seconds: step, extraField: extraField(t))
             t += step
         }
         return q
