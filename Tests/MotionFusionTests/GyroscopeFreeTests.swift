@@ -153,6 +153,70 @@ import Testing
         #expect(following.settled < 0.5 && lowPassOnly.settled < 0.5, "\(following.settled)°, \(lowPassOnly.settled)°")
     }
 
+    /// A flick of the wrist: the device turned from heading east to north while tilted back from 20°
+    /// to 80°, in 0.24 s (375 °/s and 250 °/s, a hand's fast turn: the tilt is not steady), at 50 Hz,
+    /// then held still; `extraField` (µT, ENU) added from the start of the flick. Returns the heading
+    /// before the flick and those in the 0.5 s held still after it, °.
+    static func flick(extraField: Vector3 = .zero) -> (before: Double, after: [Double]) {
+        var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 50, magnetometerRate: 50)
+        var noise = SeededNoise(seed: 9)
+        func pose(_ s: Double) -> Quaternion { Attitude.yawRotation(-.pi / 2 * (1 - s)) * turn(20 + 60 * s, about: .x) }
+        var t = Self.hold(&fusion, pose(0), seconds: 8, noise: &noise)
+        let before = fusion.deviceMotion(in: .xMagneticNorthZVertical).heading!
+        for k in 1...12 {
+            t = Self.hold(&fusion, pose(Double(k) / 12), seconds: 0.02, from: t, extraField: extraField, noise: &noise)
+        }
+        var after: [Double] = []
+        _ = Self.hold(&fusion, pose(1), seconds: 0.5, from: t, extraField: extraField, noise: &noise) { after.append($0) }
+        return (before, after)
+    }
+
+    /// The field's strength is still judged while the tilt is not steady: a magnet brought up with the
+    /// flick (30 µT east: 58.1 µT against the Earth's 49.8, 17 % off, beyond the detector's 10 %) is
+    /// rejected on every sample and the heading holds where it was (a compass swayed by the magnet
+    /// would read north plus atan2(30, 19) = 58°).
+    @Test func aMagnetIsStillRejectedByItsStrengthWhileTheTiltIsNotSteady() {
+        let run = Self.flick(extraField: Vector3(x: 30, y: 0, z: 0))
+        let worst = run.after.map { abs(remainder($0 - run.before, 360)) }.max() ?? .infinity
+        #expect(worst < 1, "the heading moved \(worst)° from \(run.before)°")
+    }
+
+    /// A vibrating phone (a motor's shaking: 3 m/s² RMS per axis on every sample) turned slowly from
+    /// heading east to north, 30 °/s for 3 s, held 20° tilted back, at 50 Hz. Returns each heading
+    /// with the true one, °.
+    static func turnWhileVibrating() -> [(Double, Double)] {
+        var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 50, magnetometerRate: 50)
+        var noise = SeededNoise(seed: 10)
+        func pose(_ s: Double) -> Quaternion { Attitude.yawRotation(-.pi / 2 * (1 - s)) * turn(20, about: .x) }
+        var t = Self.hold(&fusion, pose(0), seconds: 8, noise: &noise)
+        var headings: [(Double, Double)] = []
+        for k in 1...150 {
+            let s = Double(k) / 150
+            let toDevice = pose(s).conjugate
+            t += 20_000_000
+            let force = toDevice.rotate(Vector3(x: 0, y: 0, z: Units.standardGravity)) + noise.vector(3)
+            fusion.update(SensorSample(kind: .accelerometer, device: DeviceNumber(0), timestamp: t, vector: force))
+            let field = toDevice.rotate(Vector3(x: 0, y: 19, z: -46)) + noise.vector(0.5)
+            fusion.update(SensorSample(kind: .magnetometer, device: DeviceNumber(1), timestamp: t + 3_000_000, vector: field))
+            headings.append((fusion.deviceMotion(in: .xMagneticNorthZVertical).heading!, 90 * (1 - s)))
+        }
+        return headings
+    }
+
+    /// A vibrating phone's heading follows a slow turn. The shaking tilts the specific force by up to
+    /// tens of degrees from sample to sample, the tilt follows some of it, and the Earth's field seen
+    /// through that tilt has a dip off by as much: judged by it, the field was rejected in stretches
+    /// and the heading held there, 12.0° behind on average on this seeded input (a heading followed
+    /// with the still device's 0.5 s would lag 30 × 0.5 = 15°). While the tilt is not steady the dip
+    /// is not judged and the heading follows with the turn's 0.05 s, which lags a 30 °/s ramp by
+    /// 30 × 0.05 = 1.5°; the shaking's heading errors, both ways, average out over the 150 samples
+    /// (2.7° now). Bound: under 5° behind on average.
+    @Test func aVibratingPhonesHeadingFollowsATurn() {
+        let errors = Self.turnWhileVibrating().map { remainder($0.0 - $0.1, 360) }
+        let lag = errors.reduce(0, +) / Double(errors.count)
+        #expect(lag < 5, "\(lag)° behind on average: \(errors.map { Int($0.rounded()) })")
+    }
+
     @Test func theTiltIsReportedWithinThreeHundredMillisecondsOfATurn() {
         var fusion = SensorFusion(gyroscopeRate: nil, accelerometerRate: 50)
         var noise = SeededNoise(seed: 5)
