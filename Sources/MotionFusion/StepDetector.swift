@@ -15,10 +15,11 @@ import MotionCore
 /// Candidates count only while the last `window` looks like gait, and only once
 /// `confirmationSteps` of them have come in a row, none more than `maximumEntryInterval` apart, and
 /// no look at the window since the first of the last `sustainedSteps` of them found it not gait (a
-/// hand's motion looks like gait for a moment, a walk goes on looking so); then all the candidates of
-/// that run count (up to three times `confirmationSteps`, the run's first steps included), as Android's
-/// step counter does. This keeps a device turned, shaken, tapped or moved to and fro by hand from
-/// counting. Gait means:
+/// hand's motion looks like gait for a moment, a walk goes on looking so), unless a walk ended less
+/// than `resumeWindow` ago (a stumble or a swing of the arm closed the gate: the same walk goes on);
+/// then all the candidates of that run count (up to three times `confirmationSteps`, the run's first
+/// steps included), as Android's step counter does. This keeps a device turned, shaken, tapped or
+/// moved to and fro by hand from counting. Gait means:
 /// - the orientation is steady: the window's mean specific force is within `gravityBand` of 1 g (a
 ///   device turned over averages less);
 /// - the signal repeats at a stride or a step: its normalised autocorrelation reaches
@@ -54,7 +55,7 @@ import MotionCore
 /// - `minimumInterval` 0.25 s: the least time between steps (4 steps/s, a sprint);
 /// - `maximumEntryInterval` 1 s: the most between the candidates that start a walk (60 steps/min, the
 ///   slowest walking);
-/// - `confirmationSteps` 6; `sustainedSteps` 3 (1.5 s at 2 steps/s);
+/// - `confirmationSteps` 6; `sustainedSteps` 3 (1.5 s at 2 steps/s); `resumeWindow` 10 s;
 /// - `window` 4 s, `periodRange` 0.5–2 s, `minimumPeriodicity` 0.6;
 /// - `gravityBand` 0.9–1.1 g; `minimumVerticalShare` 0.25; `minimumMagnitudeShare` 0.15;
 /// - `walkingAmplitudeLimit` 4.5 m/s² RMS; `runningCadence` 2.3 steps/s; `maximumBounce` 0.05 m
@@ -85,6 +86,8 @@ public struct StepDetector: Sendable {
         public var confirmationSteps = 6
         /// Of those, the last ones the gait gate must have held open throughout.
         public var sustainedSteps = 3
+        /// s: within this long of a walk's end, a walk resumes without `sustainedSteps`.
+        public var resumeWindow = 10.0
         /// s.
         public var window = 4.0
         /// Autocorrelation lags searched, s.
@@ -143,6 +146,8 @@ public struct StepDetector: Sendable {
     private var gateOpen = false
     /// When an evaluation last found the window not gait, s; −∞ if none has since the start.
     private var lastClosed = -Double.infinity
+    /// When the last walk ended, s; −∞ if none has since the start.
+    private var lastWalkEnd = -Double.infinity
     private var lastCandidate: Double?
 
     // The window, oldest first from `windowHead`.
@@ -218,6 +223,7 @@ public struct StepDetector: Sendable {
         ticksSinceEvaluation = 0
         gateOpen = false
         lastClosed = -.infinity
+        lastWalkEnd = -.infinity
         gait = Gait()
         isWalking = false
         lastCandidate = nil
@@ -254,6 +260,7 @@ public struct StepDetector: Sendable {
         }
         if isWalking && !gateOpen {
             isWalking = false
+            lastWalkEnd = time
             pending.removeAll()
         }
     }
@@ -268,6 +275,7 @@ public struct StepDetector: Sendable {
             let period = stepPeriod ?? interval
             if interval > 2.4 * period {
                 isWalking = false
+                lastWalkEnd = time
                 pending.removeAll()
                 pending.append(time)
                 return
@@ -278,8 +286,9 @@ public struct StepDetector: Sendable {
         }
         if let last = pending.last, time - last > p.maximumEntryInterval { pending.removeAll() }
         pending.append(time)
-        // The gate has held over the last few candidates: gait throughout, not a moment's look of it.
-        if pending.count >= p.confirmationSteps && gateOpen && sustained {
+        // The gate has held over the last few candidates: gait throughout, not a moment's look of it;
+        // or a walk that stopped a moment ago (a stumble, a swing of the arm closed the gate) goes on.
+        if pending.count >= p.confirmationSteps && gateOpen && (sustained || time - lastWalkEnd <= p.resumeWindow) {
             isWalking = true
             for index in 0..<pending.count { count(pending[index], step: step) }
             pending.removeAll()

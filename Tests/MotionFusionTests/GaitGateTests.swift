@@ -70,6 +70,41 @@ import Testing
         #expect(detector.steps >= 6, "\(detector.steps)")
     }
 
+    /// A walk (2.5 cm bounces at 2 steps/s, 40 s) during which the device is turned right over once,
+    /// in 1 s at 20 s: for the 4 s after, the window's mean specific force is far below 1 g and the
+    /// walk ends. The walker never stopped: within `resumeWindow` (10 s) of its end the walk goes on as
+    /// soon as the gate opens again, without the gate having to hold over `sustainedSteps` candidates
+    /// first (made 18 here, 9 s of steps, so that the difference shows): it resumes by 26 s, and the
+    /// steps of the turn are counted; without the window it resumes 9 s later and loses some.
+    @Test func aWalkInterruptedByATurnResumes() {
+        var noise = SeededNoise(seed: 3)
+        func turned(_ t: Double) -> Vector3 {
+            let up = 9.81 - pow(4 * Double.pi, 2) * 0.025 * sin(4 * .pi * t)
+            let angle = t >= 20 && t < 21 ? 2 * Double.pi * (t - 20) : 0
+            return Vector3(x: 0, y: up * sin(angle), z: up * cos(angle)) + noise.vector(0.05)
+        }
+        func run(resumeWindow: Double) -> (steps: Int, resumed: Double?) {
+            var parameters = StepDetector.Parameters()
+            parameters.sustainedSteps = 18
+            parameters.resumeWindow = resumeWindow
+            var detector = StepDetector(parameters: parameters)
+            var ended = false
+            var resumed: Double?
+            for i in 0..<(40 * 50) {
+                let t = Double(i) / 50
+                let was = detector.isWalking
+                detector.update(specificForce: turned(t), timestamp: Int64(t * 1e9)) { _ in }
+                if was && !detector.isWalking { ended = true }
+                if ended && !was && detector.isWalking && resumed == nil { resumed = t }
+            }
+            return (detector.steps, resumed)
+        }
+        let resuming = run(resumeWindow: 10), not = run(resumeWindow: 0)
+        #expect(resuming.resumed.map { $0 > 20 && $0 <= 26 } == true, "\(resuming)")
+        #expect((not.resumed ?? 40) > 30, "\(not)")
+        #expect(resuming.steps > not.steps && resuming.steps >= 70, "\(resuming) against \(not)")
+    }
+
     /// Significant motion fires once a confirmed walk has gone on for `minimumWalk` (5 s), not when it
     /// is confirmed: a hand's few strokes that pass the gate for 4 s raise none, and do not count as
     /// the motion that starts the 60 s of quiet. Fed whether a walk is under way every 20 ms.
