@@ -374,23 +374,24 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     }
 
     /// The offset c that makes the window's calibrated fields R·(m − c) steadiest in the earth frame
-    /// (least squares, with their mean: 6 unknowns, linear), with its standard error, µT; nil where
-    /// the window's rotation does not determine it. With R̄ the mean attitude, Σw|R(m − c) − ē|² is
-    /// least at M c = Σw m / Σw − R̄ᵀ ΣwRm / Σw, M = I − R̄ᵀR̄, whose eigenvalues (0…1) say how much
-    /// the device turned about each axis; c's covariance is (s²/3) (W M)⁻¹ for a spread s over W
-    /// readings (each at most `independentSampleRate` a second).
+    /// (least squares, with their mean: 6 unknowns, linear), with its standard error (the largest
+    /// axis's), µT; nil where the window's rotation does not determine it. With R̄ the mean attitude,
+    /// Σw|R(m − c) − ē|² is least at M c = Σw m / Σw − R̄ᵀ ΣwRm / Σw, M = I − R̄ᵀR̄ (its eigenvalues,
+    /// 0…1, say how much the device turned about each axis); c's covariance is (s²/3) (W M)⁻¹ for a
+    /// spread s over W readings (each at most `independentSampleRate` a second).
     private func earthFrameFit() -> Estimate? {
         let w = attitudeWeight
         guard w > 7 else { return nil }
         let meanAttitude = attitudeSum * (1 / w)
         let m = Matrix3.identity - meanAttitude.transposed.symmetricProduct(meanAttitude.transposed)
-        let smallest = m.symmetricEigen.values
-        let coverage = min(smallest.x, smallest.y, smallest.z)
-        guard coverage > 1e-6 else { return nil }
-        let center = m.symmetricInverse * (fieldSum * (1 / w) - meanAttitude.transposed * (rotatedSum * (1 / w)))
+        // A device that barely turned about some axis leaves M near singular: no estimate.
+        guard m.determinant > 1e-9 else { return nil }
+        let inverse = m.symmetricInverse
+        let center = inverse * (fieldSum * (1 / w) - meanAttitude.transposed * (rotatedSum * (1 / w)))
         guard let spread = earthFrameSpread(center: center), spread.isFinite else { return nil }
         let variance = spread * spread * w / (w - 6) / 3
-        return Estimate(center: center, error: (variance / (w * coverage)).squareRoot())
+        let largest = max(inverse.row0.x, inverse.row1.y, inverse.row2.z)
+        return Estimate(center: center, error: (variance * largest / w).squareRoot())
     }
 
     /// The RMS distance, µT, of the window's fields R·(m − c) in the earth-fixed frame from their
