@@ -39,10 +39,12 @@ import MotionCore
 ///   device's attitude (from the gyroscope). Then a second, independent estimate of the offset
 ///   exists: the one that makes the calibrated field steadiest in the earth frame (the Earth's
 ///   field is fixed there; a window mixing two offsets, a field passing nearby, or the field's bends
-///   are not). A new offset is adopted only where the two agree within `significance` standard
-///   errors; a weak change (one the sphere's misfit alone does not prove) only where both estimates
+///   are not). A new offset is adopted only where that estimate is determined (standard error within
+///   `acceptedOffsetError`) and the two agree within `significance` × √(σ₁² + σ₂² +
+///   `systematicError`²); a weak change (one the sphere's misfit alone does not prove) only where both estimates
 ///   are `significance` × max(standard error, `systematicError`) from the current offset, and the
-///   same change is seen again a window time later, in readings the first window barely weighs.
+///   same change is seen again a window time later (when the first window weighs e⁻¹ of the second)
+///   and within four.
 ///   `systematicError` is the error no window averages away (the non-uniformity of the field
 ///   indoors and soft iron, 1–3 µT), so weak changes under 3 µT are not followed. A weak offset is
 ///   so learnt where the motion determines it, and otherwise not at all;
@@ -62,7 +64,9 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         public var resetThreshold = 0.15
         public var highOffsetError = 0.5
         public var mediumOffsetError = 1.0
+        /// Standard errors within which two estimates agree and beyond which an offset moved.
         public var significance = 3.0
+        /// µT: the error no window averages away (see the type's documentation).
         public var systematicError = 1.0
         /// The defaults.
         public init() {}
@@ -76,7 +80,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     private var syy = 0.0, syz = 0.0, sy = 0.0
     private var szz = 0.0, sz = 0.0, s1 = 0.0
     private var bx = 0.0, by = 0.0, bz = 0.0, b1 = 0.0, yy = 0.0
-    // For `earthFrameSpread`, every `attitudeDecimation`-th reading (at most `independentSampleRate`
+    // For `earthFrameSpread` and `earthFrameFit`, every `attitudeDecimation`-th reading (at most `independentSampleRate`
     // a second: the attitude's sums cost a rotation matrix) in a window of the same time constant:
     // weighted sums of 1, m, |m|², the attitude R (device → a frame fixed to the earth) and R·m, over
     // the readings that came with an attitude.
@@ -124,6 +128,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         self.offsetError = offsetError
         adoptedError = offsetError
         self.radius = radius
+        candidate = nil
     }
 
     /// The accuracy of the calibrated field now.
@@ -144,8 +149,9 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         bx *= scale; by *= scale; bz *= scale; b1 *= scale; yy *= scale
         period = 1 / rate
         decay = exp(-period / parameters.windowTau)
-        // The attitude's sums are left as they are: the spread is a ratio of them, and a window of
-        // readings taken at two rates only weighs its two parts a little differently.
+        // The attitude's sums are left as they are: the spread and the earth frame's estimate are ratios
+        // of them, their weight counts readings taken at most `independentSampleRate` a second at
+        // either rate, and a window of two rates only weighs its two parts a little differently.
         setAttitudeDecimation()
     }
 
@@ -213,6 +219,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         attitudeWeight = 0; fieldSum = .zero; fieldSquareSum = 0; attitudeSum = .zero; rotatedSum = .zero
         sinceReset = 0
         windowMeanSquare = 0
+        // A weak change seen in readings before the jump is not confirmed by readings after it.
+        candidate = nil
     }
 
     @inline(__always)
@@ -316,6 +324,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
             replaces = currentResidual - residual > parameters.replacementMargin || (refines && residual <= currentResidual)
         }
         if replaces {
+            candidate = nil
             offset = center
             radius = r
             offsetError = error
@@ -344,9 +353,7 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
     /// refines the offset, as without the attitude.
     private mutating func evidenceReplaces(current: Vector3, sphere: Estimate, earth: Estimate, clearlyBetter: Bool) -> Bool {
         let z = parameters.significance
-        guard earth.error <= parameters.acceptedOffsetError,
-            Self.agree(sphere, earth, within: z)
-        else { return false }
+        guard earth.error <= parameters.acceptedOffsetError, agree(sphere, earth) else { return false }
         // A misfit of the current offset beyond the field's non-uniformity is a magnet attached or
         // removed: no need to wait.
         if clearlyBetter { return true }
@@ -356,21 +363,26 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         guard moved else { return false }
         // A weak change must be seen again in a window of other readings: a bend of the field where the
         // device was, or the turns it happened to make, pull one window's fits aside together, but
-        // not the next window's the same way; a magnet stays.
-        if let candidate, candidateAge >= parameters.windowTau, Self.agree(candidate, sphere, within: z) {
-            self.candidate = nil
-            return true
-        }
-        if candidate == nil || !Self.agree(candidate!, sphere, within: z) || candidateAge > 4 * parameters.windowTau {
+        // not the next window's the same way; a magnet stays. A window time later the first window
+        // weighs e⁻¹ (37 %) of the second; a candidate not seen again within four is forgotten.
+        if let waiting = candidate, candidateAge > 4 * parameters.windowTau || !agree(waiting, sphere) { candidate = nil }
+        if candidate == nil {
             candidate = sphere
             candidateAge = 0
+            return false
         }
-        return false
+        guard candidateAge >= parameters.windowTau else { return false }
+        candidate = nil
+        return true
     }
 
-    /// Whether two estimates agree within `z` standard errors of their difference.
-    private static func agree(_ a: Estimate, _ b: Estimate, within z: Double) -> Bool {
-        (a.center - b.center).length <= z * (a.error * a.error + b.error * b.error).squareRoot()
+    /// Whether two estimates agree within `significance` standard errors of their difference, the
+    /// systematic error included: the sphere and the earth frame are biased differently by what no
+    /// window averages away (a 1 cm magnet's own soft iron, the field's bends), and two fits of one
+    /// window by the same.
+    private func agree(_ a: Estimate, _ b: Estimate) -> Bool {
+        let s = parameters.systematicError
+        return (a.center - b.center).length <= parameters.significance * (a.error * a.error + b.error * b.error + s * s).squareRoot()
     }
 
     /// The offset c that makes the window's calibrated fields R·(m − c) steadiest in the earth frame
@@ -389,7 +401,8 @@ public struct MagnetometerCalibrator: Sendable, Codable, Equatable {
         let inverse = m.symmetricInverse
         let center = inverse * (fieldSum * (1 / w) - meanAttitude.transposed * (rotatedSum * (1 / w)))
         guard let spread = earthFrameSpread(center: center), spread.isFinite else { return nil }
-        let variance = spread * spread * w / (w - 6) / 3
+        // Per component: 3 per reading, 6 unknowns.
+        let variance = spread * spread * w / (3 * w - 6)
         let largest = max(inverse.row0.x, inverse.row1.y, inverse.row2.z)
         return Estimate(center: center, error: (variance * largest / w).squareRoot())
     }

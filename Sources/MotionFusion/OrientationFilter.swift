@@ -53,8 +53,8 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             set { gyroscope.estimatesScale = newValue }
         }
         /// Whether a hard-iron offset learnt or replaced that turns the heading by more than
-        /// `headingErrorLimit` restarts the heading's convergence (default true; see
-        /// `magnetometerCalibrationChanged(by:)`).
+        /// `headingErrorLimit` on average turns the heading to it at once (default true; see
+        /// `magnetometerCalibrationChanged()`).
         public var restartsHeadingWhenRecalibrated = true
         /// Whether magnetic disturbances stop or slow the heading correction (default true).
         public var rejectsMagneticDisturbances = true
@@ -131,6 +131,11 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// heading correction's gain and the disturbance detector's coefficients at that rate, the field it
     /// learnt kept; the attitude and the heading go on.
     public mutating func setMagnetometerRate(_ rate: Double) {
+        // A pending recalibration check spans the same time at the new rate.
+        if var check = recalibrationCheck {
+            check.remaining = Self.sampleCount(Double(check.remaining) * magnetometerPeriod * rate)
+            recalibrationCheck = check
+        }
         magnetometerPeriod = 1 / rate
         magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
         magnetic = magnetic.atPeriod(magnetometerPeriod)
@@ -151,6 +156,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         next.heading = heading
         next.initialMagnetometerGain = initialMagnetometerGain
         next.magnetic = magnetic
+        next.recalibrationCheck = recalibrationCheck
         next.accelerationMean = accelerationMean.atPeriod(1 / accelerometerRate)
         next.biasCountdown = next.biasDecimation
         next.gyroscopeCalibrator.set(
@@ -329,15 +335,20 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// Tells the filter that the magnetometer's calibration changed (a hard-iron offset learnt or
     /// replaced). If the field seen through the new one disagrees with the heading by more than one
     /// sample may correct (`headingErrorLimit`), on average over the next `recalibrationCheckTime`,
-    /// the heading was set through the old calibration (a magnet there from the start): it is taken
-    /// anew from the following samples, as at the start, and the undisturbed field is learnt anew.
-    /// The limit would otherwise walk it to the new field at `headingErrorLimit` × gain a sample
-    /// (0.1°/s at 285 Hz: ten minutes for a magnet's 60°), and the field seen through the new
-    /// calibration would be rejected as a disturbance. A heading the gyroscope held right while a magnet
-    /// was attached agrees with the new field, and is kept.
+    /// the heading was set through the old calibration (a magnet there from the start): it turns by
+    /// that mean error at once, and the undisturbed field is learnt anew. The limit would otherwise
+    /// walk it to the new field at `headingErrorLimit` / `magnetometerTau` at most (0.29°/s: 2.6
+    /// minutes for a magnet's 45°), and the field seen through the new calibration would be rejected as
+    /// a disturbance. A heading the gyroscope held right while a magnet was attached agrees with the
+    /// new field, and is kept.
     public mutating func magnetometerCalibrationChanged() {
         guard parameters.restartsHeadingWhenRecalibrated, knowsHeading else { return }
-        recalibrationCheck = RecalibrationCheck(remaining: max(Int((Self.recalibrationCheckTime / magnetometerPeriod).rounded()), 1))
+        recalibrationCheck = RecalibrationCheck(remaining: Self.sampleCount(Self.recalibrationCheckTime / magnetometerPeriod))
+    }
+
+    /// A count of samples, at least 1, bounded for an absurd rate.
+    private static func sampleCount(_ samples: Double) -> Int {
+        samples.isFinite ? Int(min(max(samples.rounded(), 1), 1e6)) : 1
     }
 
     /// How long the heading error is averaged after a calibration change, s.
@@ -368,16 +379,16 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
             if initialMagnetometerGain * parameters.magnetometerTau < magnetometerPeriod { initialMagnetometerGain = 0 }
         }
         // Heading error: the horizontal field should point North (+y of ENU).
-        if recalibrationCheck != nil { checkRecalibration(error: heading.error(east: fieldEarth.x, north: fieldEarth.y)) }
-        guard gain > 0 else { return }
         let error = heading.error(east: fieldEarth.x, north: fieldEarth.y)
+        if recalibrationCheck != nil { checkRecalibration(error: error) }
+        guard gain > 0 else { return }
         heading.turn(by: gain * min(max(error, -limit), limit))
     }
 }
 
 extension OrientationFilter {
-    /// Adds one heading error (rad) to the check after a calibration change; at its end, restarts the
-    /// heading if the mean error is beyond the per-sample limit.
+    /// Adds one heading error (rad) to the check after a calibration change; at its end, turns the
+    /// heading by the mean error if that is beyond the per-sample limit.
     fileprivate mutating func checkRecalibration(error: Double) {
         guard var check = recalibrationCheck else { return }
         check.cosine += cos(error)
@@ -388,8 +399,9 @@ extension OrientationFilter {
             return
         }
         recalibrationCheck = nil
-        if abs(atan2(check.sine, check.cosine)) > parameters.headingErrorLimit {
-            initialMagnetometerGain = 1
+        let meanError = atan2(check.sine, check.cosine)
+        if abs(meanError) > parameters.headingErrorLimit {
+            heading.turn(by: meanError)
             magnetic.forgetReference()
         }
     }

@@ -83,7 +83,8 @@ struct Fuse: ParsableCommand {
             if magnetometerOutput != nil {
                 let c = fusion.calibrator
                 let error = c.offsetError.map { "\($0)" } ?? ""
-                magnetometer += "\(row.time),\(c.offset.x),\(c.offset.y),\(c.offset.z),\(error),\(fusion.filter.isMagneticFieldDisturbed ? 1 : 0)\n"
+                let disturbed = fusion.gyroscopeFree?.isMagneticFieldDisturbed ?? fusion.filter.isMagneticFieldDisturbed
+                magnetometer += "\(row.time),\(c.offset.x),\(c.offset.y),\(c.offset.z),\(error),\(disturbed ? 1 : 0)\n"
             }
         }
         try writeOutput(csv, to: output)
