@@ -192,7 +192,9 @@ public struct SensorFusion: Sendable, Codable, Equatable {
     /// Fuses one sample given by its fields: vector in the kind's SI unit, timestamp in ns.
     @usableFromInline
     mutating func update(_ kind: SensorKind, vector: Vector3, timestamp sampleTimestamp: Int64) {
-        guard vector.x.isFinite && vector.y.isFinite && vector.z.isFinite else { return }
+        // Finite components whose square overflows (1e154 and up: a garbage scale from a remote iiod)
+        // would make every low-pass they reach infinite, and then NaN for good.
+        guard vector.squaredLength.isFinite else { return }
         switch kind {
         case .gyroscope:
             guard usesGyroscope else { return }
