@@ -7,9 +7,18 @@ enum Gzip {
         bytes.starts(with: [0x1f, 0x8b])
     }
 
+    /// The most a recording may decompress to, bytes (1 GiB: three and a half hours of a 285.7 Hz
+    /// IMU): a few kB of crafted gzip can hold gigabytes (a decompression bomb).
+    static let maximumSize = 1 << 30
+
     /// The bytes a gzip file holds, every member of it (`cat a.gz b.gz` is a valid file, as `gunzip`
-    /// reads it). Throws a sentence saying what is wrong: corrupt data, or a file that ends early.
-    static func decompress(_ compressed: [UInt8]) throws(Failure) -> [UInt8] {
+    /// reads it), at most `limit` bytes. Throws a sentence saying what is wrong: corrupt data, a file
+    /// that ends early, or one too large.
+    static func decompress(_ compressed: [UInt8], limit: Int = maximumSize) throws(Failure) -> [UInt8] {
+        // zlib counts its input in 32 bits.
+        guard compressed.count <= Int(UInt32.max) else {
+            throw Failure(reason: "\(compressed.count) bytes of compressed data are more than zlib takes at once (4 GiB)")
+        }
         var stream = z_stream()
         // 15 + 16: a 32 kB window, gzip wrapper only (zlib.h, inflateInit2). inflateInit2 is a macro.
         guard inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
@@ -18,7 +27,7 @@ enum Gzip {
         defer { inflateEnd(&stream) }
         // gzip stores the size modulo 2^32 in its trailer; a recording compresses about 4:1.
         var output = [UInt8]()
-        output.reserveCapacity(compressed.count * 4)
+        output.reserveCapacity(min(compressed.count * 4, limit))
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         return try compressed.withUnsafeBufferPointer { (input) throws(Failure) -> [UInt8] in
             stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
@@ -30,6 +39,9 @@ enum Gzip {
                     return inflate(&stream, Z_NO_FLUSH)
                 }
                 output.append(contentsOf: chunk[0..<(chunk.count - Int(stream.avail_out))])
+                guard output.count <= limit else {
+                    throw Failure(reason: "it decompresses to more than \(limit) bytes, more than any recording motiond replays")
+                }
                 switch status {
                 case Z_OK:
                     continue

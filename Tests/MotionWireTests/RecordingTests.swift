@@ -146,4 +146,18 @@ extension RecordingTests {
             "\(error)".hasPrefix(path) && "\(error)".contains("cannot decompress (gzip)") && "\(error)".contains(expected)
         }
     }
+
+    /// A decompression bomb: 4 MiB of zeros compress (gzip -9) to about 4 kB; with a limit of 1 MiB it
+    /// is refused with a sentence, not decompressed to the end. The limit for recordings is 1 GiB.
+    @Test func aFileThatDecompressesBeyondTheLimitIsRefused() throws {
+        let zeros = try plainFile(String(repeating: "\0", count: 4 << 20))
+        let compressed = try [UInt8](Data(contentsOf: URL(fileURLWithPath: gzip(["-9", "-n", "-c"], input: zeros))))
+        #expect(compressed.count < 64 << 10)
+        #expect {
+            try Gzip.decompress(compressed, limit: 1 << 20)
+        } throws: { error in
+            "\(error)".contains("more than 1048576 bytes")
+        }
+        #expect(try Gzip.decompress(compressed).count == 4 << 20)
+    }
 }
