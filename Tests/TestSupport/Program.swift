@@ -120,6 +120,8 @@ extension Process {
         let deadline = Date().addingTimeInterval(seconds)
         while hasNotEnded && Date() < deadline { usleep(1000) }
         guard hasNotEnded else { return true }
+        // Where each thread waits, for the report of a process that would not end.
+        FileHandle.standardError.write(Data("\(processIdentifier) did not end within \(seconds) s; its threads:\n\(threadStates(ofProcess: processIdentifier))\n".utf8))
         kill(processIdentifier, SIGKILL)
         while hasNotEnded { usleep(1000) }
         return false

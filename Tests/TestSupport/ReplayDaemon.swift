@@ -13,6 +13,18 @@ public func threadNames(ofProcess pid: Int32) -> [String] {
     }
 }
 
+/// Each thread of a process: its name, the kernel function it sleeps in (wchan) and its system call
+/// (the first field of /proc/PID/task/TID/syscall: the call's number, "running" or -1).
+public func threadStates(ofProcess pid: Int32) -> String {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    func read(_ task: String, _ file: String) -> String {
+        ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/\(file)", encoding: .utf8)) ?? "?").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    return tasks.sorted().map { task in
+        "  \(task) \(read(task, "comm")): wchan \(read(task, "wchan")), syscall \(read(task, "syscall").split(separator: " ").first.map(String.init) ?? "?")"
+    }.joined(separator: "\n")
+}
+
 /// A `motiond --replay` child process on a socket of its own (the built `motiond` next to the
 /// test bundle), stopped with SIGTERM when released. It needs no hardware and no umockdev.
 public final class ReplayDaemon {
