@@ -55,7 +55,7 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
         /// Whether a hard-iron offset learnt or replaced that turns the heading by more than
         /// `headingErrorLimit` on average turns the heading to it at once (default true; see
         /// `magnetometerCalibrationChanged()`).
-        public var restartsHeadingWhenRecalibrated = true
+        public var turnsHeadingWhenRecalibrated = true
         /// Whether magnetic disturbances stop or slow the heading correction (default true).
         public var rejectsMagneticDisturbances = true
         var rest = RestDetector.Parameters()
@@ -131,11 +131,6 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// heading correction's gain and the disturbance detector's coefficients at that rate, the field it
     /// learnt kept; the attitude and the heading go on.
     public mutating func setMagnetometerRate(_ rate: Double) {
-        // A pending recalibration check spans the same time at the new rate.
-        if var check = recalibrationCheck {
-            check.remaining = Self.sampleCount(Double(check.remaining) * magnetometerPeriod * rate)
-            recalibrationCheck = check
-        }
         magnetometerPeriod = 1 / rate
         magnetometerGain = firstOrderGain(tau: parameters.magnetometerTau, period: magnetometerPeriod)
         magnetic = magnetic.atPeriod(magnetometerPeriod)
@@ -342,21 +337,17 @@ public struct OrientationFilter: Sendable, Codable, Equatable {
     /// a disturbance. A heading the gyroscope held right while a magnet was attached agrees with the
     /// new field, and is kept.
     public mutating func magnetometerCalibrationChanged() {
-        guard parameters.restartsHeadingWhenRecalibrated, knowsHeading else { return }
-        recalibrationCheck = RecalibrationCheck(remaining: Self.sampleCount(Self.recalibrationCheckTime / magnetometerPeriod))
-    }
-
-    /// A count of samples, at least 1, bounded for an absurd rate.
-    private static func sampleCount(_ samples: Double) -> Int {
-        samples.isFinite ? Int(min(max(samples.rounded(), 1), 1e6)) : 1
+        guard parameters.turnsHeadingWhenRecalibrated, knowsHeading else { return }
+        recalibrationCheck = RecalibrationCheck(remaining: Self.recalibrationCheckTime)
     }
 
     /// How long the heading error is averaged after a calibration change, s.
     static let recalibrationCheckTime = 5.0
 
-    // The heading errors after a calibration change, summed as unit vectors, and the samples still to add.
+    // The heading errors after a calibration change, summed as unit vectors, and the time still to add, s
+    // (in time, not samples: a rate that changes meanwhile changes nothing).
     private struct RecalibrationCheck: Sendable, Codable, Equatable {
-        var remaining: Int
+        var remaining: Double
         var cosine = 0.0
         var sine = 0.0
     }
@@ -393,7 +384,7 @@ extension OrientationFilter {
         guard var check = recalibrationCheck else { return }
         check.cosine += cos(error)
         check.sine += sin(error)
-        check.remaining -= 1
+        check.remaining -= magnetometerPeriod
         guard check.remaining <= 0 else {
             recalibrationCheck = check
             return

@@ -73,7 +73,7 @@ import Testing
     @Test func aMagnetThereFromTheStartTurnsTheHeadingOnceLearnt() {
         func run(restarts: Bool) -> (error: Double, learnt: Bool) {
             var parameters = OrientationFilter.Parameters()
-            parameters.restartsHeadingWhenRecalibrated = restarts
+            parameters.turnsHeadingWhenRecalibrated = restarts
             var simulation = Simulation(parameters: parameters)
             simulation.noiseLevel = 1
             simulation.magnetometerOffset = Vector3(x: 6, y: -10, z: 16) * (20 / Vector3(x: 6, y: -10, z: 16).length)
