@@ -240,7 +240,7 @@ public struct SensorFusion: Sendable, Codable, Equatable {
             filter.update(magnetometer: magneticField, timestamp: sampleTimestamp)
             hasMagnetometer = filter.knowsHeading
             if correctedFrameOffset == nil && filter.hasConvergedHeading { correctedFrameOffset = filter.headingCorrection }
-        case .proximity, .light, .pressure, .compass:
+        case .proximity, .light, .pressure, .compass, .stepCounter, .activityRecognizer, .significantMotion, .humanPresence, .onBody:
             break
         }
     }

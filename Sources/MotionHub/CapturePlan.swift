@@ -44,6 +44,9 @@ struct CapturePlan: Sendable, Hashable {
     /// lowest rate it offers (often 12.5 or 25 Hz), is then read in batches, about as often as a
     /// polled one at `eventRate`.
     static let eventLatency = 0.2
+    /// The rate an `immediate` stream (presence) samples at, Hz: a change read within 100 ms where
+    /// the sensor is polled (an HID hub's buffer reports each change as it comes).
+    static let immediateRate = 10.0
     /// The rate the step detector runs at, Hz (`StepDetector.Parameters.internalRate`): `pedometer`
     /// and `activity` sample the accelerometer at it.
     static let gaitRate = 25.0
@@ -61,6 +64,7 @@ struct CapturePlan: Sendable, Hashable {
         case .events: (eventRate, eventLatency)
         case .gait: (gaitRate, gaitLatency)
         case .moments: (gaitRate, eventLatency)
+        case .immediate: (immediateRate, 0)
         }
     }
 

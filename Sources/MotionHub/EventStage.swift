@@ -117,7 +117,9 @@ struct EventStage {
             let changed = light.map { $0.illuminance != message.illuminance || $0.unit != message.unit } ?? true
             light = message
             if changed { emit(.light(message)) }
-        case .gyroscope, .magnetometer, .compass, .pressure:
+        case .humanPresence, .significantMotion, .onBody:
+            break  // issue 65: the presence and significant-motion helpers fill these in.
+        case .gyroscope, .magnetometer, .compass, .pressure, .stepCounter, .activityRecognizer:
             break
         }
     }

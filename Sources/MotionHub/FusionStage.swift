@@ -155,7 +155,7 @@ final class FusionStage {
         case .compass:
             compassHeading = sample.vector.x
             return nil
-        case .proximity, .light, .pressure:
+        case .proximity, .light, .pressure, .stepCounter, .activityRecognizer, .significantMotion, .humanPresence, .onBody:
             return nil
         }
     }

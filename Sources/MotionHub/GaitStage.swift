@@ -105,6 +105,12 @@ struct GaitStage {
         return changed
     }
 
+    /// Takes one reading of the chip's own step counter or activity classes: returns a `PEDOMETER` if
+    /// the count moved and an `ACTIVITY` if the activity changed; both go into the history.
+    mutating func update(chip sample: SensorSample) -> (pedometer: PedometerMessage?, activity: ActivityMessage?) {
+        (nil, nil)  // issue 65: the chip pedometer's helper fills this in.
+    }
+
     /// Takes one pressure reading (kPa) at `t` (ns): returns its `ALTITUDE` (none for a reading the
     /// altimeter refuses) and a `PEDOMETER` if a floor was climbed or descended on foot.
     mutating func update(pressure: Double, at t: Int64) -> (altitude: AltitudeMessage?, pedometer: PedometerMessage?) {

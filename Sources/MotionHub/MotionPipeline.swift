@@ -108,8 +108,12 @@ final class MotionPipeline {
             events.take(sample, isWalking: gait.isWalking, emit: send)
         case .gyroscope, .magnetometer, .compass:
             if let raw = fusion.take(sample, period: period) { send(raw) }
-        case .proximity, .light:
+        case .proximity, .light, .humanPresence, .significantMotion, .onBody:
             events.take(sample, isWalking: gait.isWalking, emit: send)
+        case .stepCounter, .activityRecognizer:
+            let (pedometer, activity) = gait.update(chip: sample)
+            if let pedometer { send(.pedometer(pedometer)) }
+            if let activity { send(.activity(activity)) }
         case .pressure:
             let (altitude, pedometer) = gait.update(pressure: sample.vector.x, at: t)
             if let pedometer { send(.pedometer(pedometer)) }

@@ -5,7 +5,7 @@ public enum ProtocolVersion {
     /// Incompatible changes change the major version.
     public static let major = 1
     /// Additions change the minor version.
-    public static let minor = 10
+    public static let minor = 11
     /// The longest request line the daemon reads, bytes, `\n` included.
     public static let maximumLineLength = 4096
 }

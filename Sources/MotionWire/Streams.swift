@@ -35,6 +35,11 @@ public enum StreamKind: String, Sendable, Hashable, Codable, CaseIterable {
     case altitude
     /// Shake, pick-up and significant-motion events (protocol 1.5).
     case gesture
+    /// Whether a person is at the machine, their attention and distance (protocol 1.11).
+    case presence
+    /// Android's significant motion as a one-shot trigger: armed by a watch, sent once, then ended
+    /// for that client (protocol 1.11).
+    case significantMotion = "significant_motion"
 
     /// The stream's place in `allCases`, for tables indexed by stream (the snapshot, the stream table).
     public var index: Int {
@@ -80,14 +85,21 @@ extension StreamKind {
         /// Moments, not states (gestures): at the step detector's rate (a shake's swings need it), each
         /// reading sent fresh; a new watcher gets nothing first.
         case moments
+        /// As `events`, but each reading read the moment it comes (no batching), at a rate that tells a
+        /// change within 100 ms: a person's presence, to which a screen's lock answers.
+        case immediate
     }
 
     /// One stream's entry in the table.
     public struct Descriptor: Sendable {
         /// Its message: the class, its type, how it is read and how it becomes an `AnyServerMessage`.
         public var message: MessageClass
-        /// The sensors it cannot go without.
+        /// The sensors it cannot go without, where none of `preferred` is there.
         public var required: Set<SensorKind>
+        /// Chip functions that give the stream better (without waking for samples), in order of
+        /// preference: the first the machine has is used instead of `required` (the chip's step
+        /// counter for `pedometer`, an HID human-presence sensor for `presence`).
+        public var preferred: [Set<SensorKind>] = []
         /// The sensors it uses where the machine has them.
         public var optional: Set<SensorKind> = []
         /// How its sensors are sampled.
@@ -96,11 +108,12 @@ extension StreamKind {
         public var rawSensor: SensorKind?
 
         init<M: ServerMessage>(
-            _ message: @escaping @Sendable (M) -> AnyServerMessage, required: Set<SensorKind>, optional: Set<SensorKind> = [],
-            sampling: Sampling, rawSensor: SensorKind? = nil
+            _ message: @escaping @Sendable (M) -> AnyServerMessage, required: Set<SensorKind>, preferred: [Set<SensorKind>] = [],
+            optional: Set<SensorKind> = [], sampling: Sampling, rawSensor: SensorKind? = nil
         ) {
             self.message = MessageClass(message)
             self.required = required
+            self.preferred = preferred
             self.optional = optional
             self.sampling = sampling
             self.rawSensor = rawSensor
@@ -133,10 +146,14 @@ extension StreamKind {
         case .orientation: Descriptor(AnyServerMessage.orientation, required: [.accelerometer], sampling: .events)
         case .tilt: Descriptor(AnyServerMessage.tilt, required: [.accelerometer], sampling: .events)
         case .hinge: Descriptor(AnyServerMessage.hinge, required: [.accelerometer], sampling: .asked)
-        case .pedometer: Descriptor(AnyServerMessage.pedometer, required: [.accelerometer], optional: [.pressure], sampling: .gait)
-        case .activity: Descriptor(AnyServerMessage.activity, required: [.accelerometer], sampling: .gait)
+        case .pedometer:
+            Descriptor(AnyServerMessage.pedometer, required: [.accelerometer], preferred: [[.stepCounter]], optional: [.pressure], sampling: .gait)
+        case .activity: Descriptor(AnyServerMessage.activity, required: [.accelerometer], preferred: [[.activityRecognizer]], sampling: .gait)
         case .altitude: Descriptor(AnyServerMessage.altitude, required: [.pressure], sampling: .asked, rawSensor: .pressure)
-        case .gesture: Descriptor(AnyServerMessage.gesture, required: [.accelerometer], sampling: .moments)
+        case .gesture: Descriptor(AnyServerMessage.gesture, required: [.accelerometer], optional: [.onBody], sampling: .moments)
+        case .presence: Descriptor(AnyServerMessage.presence, required: [.proximity], preferred: [[.humanPresence]], sampling: .immediate)
+        case .significantMotion:
+            Descriptor(AnyServerMessage.significantMotion, required: [.accelerometer], preferred: [[.significantMotion]], sampling: .moments)
         }
     }
 }
@@ -383,6 +400,55 @@ public struct GestureMessage: ServerMessage {
     public init(timestamp: Int64, gesture: Gesture) {
         self.timestamp = timestamp
         self.gesture = gesture
+    }
+}
+
+/// `PRESENCE`: whether a person is at the machine (protocol 1.11).
+public struct PresenceMessage: ServerMessage {
+    public static let className = "PRESENCE"
+    /// Where the presence is told from.
+    public enum Source: String, Codable, Sendable, Hashable {
+        /// An HID human-presence sensor (`hid-sensor-prox`).
+        case humanPresence = "human-presence"
+        /// A proximity sensor: present while it says near.
+        case proximity
+    }
+    /// The reading that made the change, ns.
+    public var timestamp: Int64
+    /// Whether a person is there.
+    public var present: Bool
+    /// Whether they look at the screen; nil where the sensor has no attention channel.
+    public var attention: Bool?
+    /// How far they are, m; nil where the sensor gives no distance.
+    public var distance: Double?
+    /// Where it is told from.
+    public var source: Source
+    public init(timestamp: Int64, present: Bool, attention: Bool? = nil, distance: Double? = nil, source: Source) {
+        self.timestamp = timestamp
+        self.present = present
+        self.attention = attention
+        self.distance = distance
+        self.source = source
+    }
+}
+
+/// `SIGNIFICANT_MOTION`: Android's significant motion, once per arming (protocol 1.11).
+public struct SignificantMotionMessage: ServerMessage {
+    public static let className = "SIGNIFICANT_MOTION"
+    /// What told it.
+    public enum Source: String, Codable, Sendable, Hashable {
+        /// The chip's own significant-motion sensor.
+        case significantMotion = "significant-motion"
+        /// The step detector on the accelerometer: a walk or run confirmed.
+        case accelerometer
+    }
+    /// The chip's event's instant, or the sample's that confirmed the walk, ns.
+    public var timestamp: Int64
+    /// What told it.
+    public var source: Source
+    public init(timestamp: Int64, source: Source) {
+        self.timestamp = timestamp
+        self.source = source
     }
 }
 
