@@ -2,9 +2,10 @@
 /// name) and sensor; the first claim starts a sensor, the last release (or the sender leaving the
 /// bus) stops it. Pure bookkeeping: the D-Bus service owns one and acts on what it returns.
 struct ClaimBook: Sendable, Equatable {
-    /// What can be claimed: upstream's sensors, and motiond's own posture (a 2-in-1's hinge).
+    /// What can be claimed: upstream's sensors, and motiond's own posture (a 2-in-1's hinge) and
+    /// presence (a person at the machine).
     enum Sensor: String, Sendable, CaseIterable {
-        case accelerometer, light, proximity, compass, posture
+        case accelerometer, light, proximity, compass, posture, presence
     }
 
     private var claimants: [Sensor: Set<String>] = [:]

@@ -4,7 +4,7 @@ import MotionDevices
 import MotionWire
 import NIOCore
 
-/// Feeds iio-sensor-proxy's D-Bus interface, and motiond's posture beside it (`SensorProxyService`),
+/// Feeds iio-sensor-proxy's D-Bus interface, and motiond's posture and presence beside it (`SensorProxyService`),
 /// from the hub: a client of the hub like any socket client, whose watches follow the D-Bus claims and
 /// whose messages become the interfaces' properties. So the D-Bus side gets every rule of the socket
 /// side (rates set by demand, sensors that come and go, `ENDED`) without a second path into the core.
@@ -62,6 +62,7 @@ final class SensorProxyBridge: MessageSink {
         case .proximity: [.proximity]
         case .compass: [.motion]
         case .posture: [.hinge]
+        case .presence: [.presence]
         }
     }
 
@@ -100,6 +101,8 @@ final class SensorProxyBridge: MessageSink {
         // A hinge: an accelerometer in the display and one in the base (the hub's `hinge` needs both).
         case .posture:
             return Set(devices.filter { $0.kinds.contains(.accelerometer) }.map(\.location)).isSuperset(of: [.display, .base])
+        // The `presence` stream's sources: a human-presence sensor, else a proximity sensor.
+        case .presence: return kinds.contains(.humanPresence) || kinds.contains(.proximity)
         }
     }
 
@@ -116,6 +119,7 @@ final class SensorProxyBridge: MessageSink {
         values.hasProximity = isPresent(.proximity, on: devices)
         values.hasCompass = isPresent(.compass, on: devices)
         values.hasPosture = isPresent(.posture, on: devices)
+        values.hasPresence = isPresent(.presence, on: devices)
         // The unit before the first reading (the readings then say theirs), following the sensor there is.
         let vendor = devices.contains { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }
         values.lightLevelUnit = (vendor ? LightMessage.Unit.vendor : .lux).rawValue
@@ -185,6 +189,13 @@ final class SensorProxyBridge: MessageSink {
             values.posture = message.mode.rawValue
             values.hingeAngle = (message.angle / Self.hingeResolution).rounded() * Self.hingeResolution
             publish(ready: .posture)
+        case .presence(let message):
+            values.presence = message.present ? "present" : "absent"
+            // A value without attention is from a sensor without the channel: it says so.
+            values.hasAttention = message.attention != nil
+            values.attention = message.attention.map { $0 ? "attentive" : "inattentive" } ?? "undefined"
+            values.presenceDistance = message.distance ?? -1
+            publish(ready: .presence)
         case .watching(let message):
             watching = Set(message.streams.map(\.stream))
         case .error(let error):

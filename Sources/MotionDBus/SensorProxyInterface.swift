@@ -1,7 +1,8 @@
 /// iio-sensor-proxy's D-Bus interface as data (docs/dbus.md): its name, objects, properties and
 /// claim methods, and the introspection written from them, so that what is announced is what is served.
-/// Beside upstream's interfaces, unchanged, one of motiond's own on the main object: the posture of a
-/// 2-in-1 (`io.github.motiond.Posture`), which upstream does not have.
+/// Beside upstream's interfaces, unchanged, two of motiond's own on the main object: the posture of a
+/// 2-in-1 (`io.github.motiond.Posture`) and whether a person is at the machine
+/// (`io.github.motiond.Presence`), which upstream does not have.
 enum SensorProxyInterface {
     static let busName = "net.hadess.SensorProxy"
 
@@ -25,10 +26,24 @@ enum SensorProxyInterface {
         var posture = "undefined"
         /// The hinge's angle, degrees: 0 shut, 180 flat, 360 folded back; 0 until the first value.
         var hingeAngle = 0.0
+        /// Whether the machine can tell a person's presence: a human-presence sensor, else a
+        /// proximity sensor (the `presence` stream's sources).
+        var hasPresence = false
+        /// `present` or `absent` (the `presence` stream's debounced state); `undefined` until the first value.
+        var presence = "undefined"
+        /// Whether the sensor tells attention: false until a value carries it (the `PRESENCE` message
+        /// has `attention` only where the sensor has the channel; a proximity sensor never does).
+        var hasAttention = false
+        /// `attentive` or `inattentive` (looking at the screen, attention ≥ 50 %); `undefined` until a
+        /// value carries it, and where the sensor has no attention channel.
+        var attention = "undefined"
+        /// How far the person is, metres, as the sensor gives it; −1 where it gives none, or before
+        /// the first value. Sent with each change of presence or attention, not on its own.
+        var presenceDistance = -1.0
     }
 
     /// One served interface: its object's path and its name. Two may share a path (the main object
-    /// has upstream's interface and motiond's posture).
+    /// has upstream's interface and motiond's posture and presence).
     struct Object: Sendable, Equatable {
         var path: String
         var interface: String
@@ -39,14 +54,17 @@ enum SensorProxyInterface {
     /// motiond's own interface on the main object: a 2-in-1's posture from its hinge (docs/dbus.md).
     /// Not upstream's, so named in motiond's namespace (its home, github.com/motiond, reversed).
     static let posture = Object(path: main.path, interface: "io.github.motiond.Posture")
+    /// motiond's own interface on the main object: whether a person is at the machine, for a
+    /// desktop's lock and dim policy (docs/dbus.md). In motiond's namespace as `posture`.
+    static let presence = Object(path: main.path, interface: "io.github.motiond.Presence")
     /// Every served interface, upstream's first, in the order introspection lists them.
-    static let objects = [main, compass, posture]
+    static let objects = [main, compass, posture, presence]
     /// The served object paths, each once.
     static let paths = [main.path, compass.path]
 
     /// The introspection of the object at `path`: upstream's, written from the property and method
     /// tables (so that what is announced is what is served), in upstream's order, with the standard
-    /// interfaces; motiond's own interface follows upstream's.
+    /// interfaces; motiond's own interfaces follow upstream's.
     static func introspection(of path: String) -> String {
         let defaults = Properties()
         let interfaces = objects.filter { $0.path == path }.map { object in
@@ -146,6 +164,11 @@ enum SensorProxyInterface {
         Property(posture, "HasPosture", nil, { .boolean($0.hasPosture) }),
         Property(posture, "Posture", .posture, { .string($0.posture) }),
         Property(posture, "HingeAngle", .posture, { .double($0.hingeAngle) }),
+        Property(presence, "HasPresence", nil, { .boolean($0.hasPresence) }),
+        Property(presence, "Presence", .presence, { .string($0.presence) }),
+        Property(presence, "HasAttention", .presence, { .boolean($0.hasAttention) }),
+        Property(presence, "Attention", .presence, { .string($0.attention) }),
+        Property(presence, "PresenceDistance", .presence, { .double($0.presenceDistance) }),
     ]
 
     /// A claim method: its name, interface, sensor, and whether it claims or releases.
@@ -159,7 +182,7 @@ enum SensorProxyInterface {
     /// The claim methods, in upstream's order (motiond's own last): a claim and a release per sensor.
     static let methods: [Method] = [
         (main, ClaimBook.Sensor.accelerometer, "Accelerometer"), (main, .light, "Light"), (main, .proximity, "Proximity"), (compass, .compass, "Compass"),
-        (posture, .posture, "Posture"),
+        (posture, .posture, "Posture"), (presence, .presence, "Presence"),
     ]
         .flatMap { object, sensor, name in
             [Method(name: "Claim" + name, interface: object.interface, sensor: sensor, claims: true),

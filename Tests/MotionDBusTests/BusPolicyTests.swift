@@ -84,6 +84,10 @@ import Glibc
         let posture = try await Self.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy",
                                                         "--method", "io.github.motiond.Posture.ClaimPosture"], bus: bus)
         #expect(posture.status == 0 && posture.output.contains("()"), "\(posture.output) \(posture.errors)")
+        // And motiond's presence (no presence or proximity sensor here: the claim returns at once).
+        let presence = try await Self.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy",
+                                                         "--method", "io.github.motiond.Presence.ClaimPresence"], bus: bus)
+        #expect(presence.status == 0 && presence.output.contains("()"), "\(presence.output) \(presence.errors)")
         let compass = try await Self.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path", "/net/hadess/SensorProxy/Compass",
                                                         "--method", "net.hadess.SensorProxy.Compass.ClaimCompass"], bus: bus)
         #expect(compass.status != 0 && compass.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(compass.output) \(compass.errors)")
@@ -134,6 +138,11 @@ import Glibc
                                                                    "/net/hadess/SensorProxy", "--method", "io.github.motiond.Posture.ClaimPosture"], bus: bus)
         #expect(posture.errors.contains("org.freedesktop.DBus.Error.AccessDenied: polkit does not allow net.hadess.SensorProxy.claim-sensor"),
                 "\(posture.output) \(posture.errors)")
+        // And the presence's.
+        let presence = try await BusPolicyTests.run(as: "nobody", ["gdbus", "call", "--system", "--dest", "net.hadess.SensorProxy", "--object-path",
+                                                                    "/net/hadess/SensorProxy", "--method", "io.github.motiond.Presence.ClaimPresence"], bus: bus)
+        #expect(presence.errors.contains("org.freedesktop.DBus.Error.AccessDenied: polkit does not allow net.hadess.SensorProxy.claim-sensor"),
+                "\(presence.output) \(presence.errors)")
         _ = polkit
     }
 }

@@ -17,7 +17,7 @@ import Testing
     static let standIn =
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../TestSupport/Fixtures/polkit-stand-in.py").standardized.path
 
-    /// Every `Claim…` (upstream's four, motiond's posture) asks for the one action, for the caller,
+    /// Every `Claim…` (upstream's four, motiond's posture and presence) asks for the one action, for the caller,
     /// with no interaction, and is refused as polkit refuses it; the sensor is not claimed.
     @Test func everyClaimAsksPolkitForClaimSensorAndIsRefusedWhenRefused() throws {
         let bus = try PrivateSystemBus()
@@ -25,6 +25,7 @@ import Testing
         try waitUntil(seconds: 20) { polkit.output.contains("Owned") }
         var values = SensorProxyInterface.Properties()
         (values.hasAccelerometer, values.hasAmbientLight, values.hasProximity, values.hasCompass, values.hasPosture) = (true, true, true, true, true)
+        values.hasPresence = true
         let service = try SensorProxyServiceTests.serving(values, on: bus)
         defer { service.stop() }
         let client = try BusClient(address: bus.address)
@@ -34,6 +35,7 @@ import Testing
             ("ClaimProximity", "/net/hadess/SensorProxy", "net.hadess.SensorProxy", .proximity),
             ("ClaimCompass", BusClient.compassPath, BusClient.compassInterface, .compass),
             ("ClaimPosture", "/net/hadess/SensorProxy", BusClient.postureInterface, .posture),
+            ("ClaimPresence", "/net/hadess/SensorProxy", BusClient.presenceInterface, .presence),
         ]
         for claim in claims {
             #expect {
