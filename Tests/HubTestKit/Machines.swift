@@ -122,6 +122,49 @@ package enum Machines {
         sensors: [vector(.accelerometer, "accel", scale: 0.00980665, mountMatrix: [1, 0, 0, 0, -1, 0, 0, 0, 1], source: "udev:ACCEL_MOUNT_MATRIX")],
         rate: 50)
 
+    /// laptop-human-presence: an HID sensor hub's human-presence sensor (`hid-sensor-prox`, IIO name
+    /// `prox`, Linux 6.13's channels) read through its buffer at 10 Hz: presence `in_proximity0_raw`
+    /// (0 or 1), distance `in_proximity1_raw` (0.01 m per count), attention `in_attention_input` (%).
+    /// Its samples: x presence, y distance (m), z attention (%).
+    package static let humanPresence = device(
+        0, "prox", "/sys/devices/pci0000:00/0000:00:12.0/HID-SENSOR-200011.4.auto/iio:device0",
+        sensors: [
+            SensorDescriptor(
+                kind: .humanPresence,
+                channels: [
+                    ChannelDescriptor(id: "proximity0", axis: .x, valueAttribute: "in_proximity0_raw", scale: 1),
+                    ChannelDescriptor(id: "proximity1", axis: .y, valueAttribute: "in_proximity1_raw", scale: 0.01),
+                    ChannelDescriptor(id: "attention", axis: .z, valueAttribute: "in_attention_input", isProcessed: true, scale: 1),
+                ])
+        ],
+        rate: 10, rateAttribute: "in_proximity0_sampling_frequency", mode: .buffered)
+
+    /// The phone fixture's stk3310 alone (device 0, near at 100 counts, polled): a machine whose
+    /// presence can come only from a proximity sensor.
+    package static let proximityOnly = device(
+        0, "stk3310", "/sys/devices/platform/i2c-1/1-0048/iio:device0",
+        sensors: [scalar(.proximity, "proximity", attribute: "in_proximity_raw", nearLevel: 100)])
+
+    /// A Chromebook: convertible-two-accelerometers' lid accelerometer (cros-ec `accel-display`, 50 Hz)
+    /// and chromebook-cros-ec-activity's `cros-ec-activity` as device 1, its on-body detection
+    /// (`in_proximity_raw`, read as 1 on body) and its significant motion (event only: the channel
+    /// stands for `events/in_activity_still_change_falling_en`). The chip's readings come only as
+    /// the test feeds them, as its events do.
+    package static let chromebook: [DeviceDescriptor] = [
+        convertibleDisplay,
+        device(
+            1, "cros-ec-activity", "/sys/devices/platform/GOOG0004:00/cros-ec-dev.1.auto/cros-ec-sensorhub.2.auto/cros-ec-activity.5.auto/iio:device1",
+            sensors: [
+                scalar(.onBody, "proximity", attribute: "in_proximity_raw"),
+                SensorDescriptor(
+                    kind: .significantMotion,
+                    channels: [
+                        ChannelDescriptor(id: "activity_still", axis: nil, valueAttribute: "events/in_activity_still_change_falling_en", isProcessed: true)
+                    ]),
+            ],
+            mode: .buffered),
+    ]
+
     // MARK: Building them
 
     /// A device numbered `number` (`iio:deviceN`); `rates`: its `sampling_frequency_available`.
