@@ -50,8 +50,8 @@ extension Hardware {
 
         /// `gdbus introspect` shows the same objects, interfaces, members and initial values for motiond
         /// as for Debian's iio-sensor-proxy 3.0 on the same fixture, but for `AccelerometerTilt`, which
-        /// upstream added in 3.6, and motiond's own interface (`io.github.motiond.Posture`), which is
-        /// checked on its own: upstream's interfaces are untouched by it.
+        /// upstream added in 3.6, and motiond's own interfaces (`io.github.motiond.Posture`, checked on
+        /// its own, and `io.github.motiond.Presence`): upstream's interfaces are untouched by them.
         @Test func introspectionMatchesIIOSensorProxys() throws {
             let testbed = try Testbed()
             try testbed.add(fixture: "tablet-iio-sensor-proxy")
@@ -76,6 +76,9 @@ extension Hardware {
             for member in ["ClaimPosture();", "ReleasePosture();", "readonly b HasPosture = false;", "readonly s Posture = 'undefined';", "readonly d HingeAngle = 0.0;"] {
                 #expect(posture.contains(member), "\(member) in \(posture)")
             }
+            // And its presence interface (PresenceInterfaceTests checks its members).
+            let presenceOpening = try #require(lines.firstIndex(of: "  interface \(BusClient.presenceInterface) {"), "\(ours)")
+            lines.removeSubrange(presenceOpening...(try #require(lines[presenceOpening...].firstIndex(of: "  };"))))
             let upstreamsOnly = lines.filter { !$0.contains("AccelerometerTilt") }.joined(separator: "\n")
             #expect(upstreamsOnly == upstream)
             // Writing a property is refused as upstream refuses it.
