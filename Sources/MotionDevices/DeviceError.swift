@@ -40,6 +40,9 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
     case describedWithoutLibiio(device: String, errno: Int32)
     /// The driver names no motion event in `events/` (most drivers have none: rotation-and-posture.md).
     case noMotionEvents(device: String)
+    /// The driver names no event for the chip functions opened (`ChipFunctions`): they are read at
+    /// an interval.
+    case noChipEvents(device: String)
     /// The motion events could not be had: opening the character device or its
     /// `IIO_GET_EVENT_FD_IOCTL` failed (`ENODEV`: no event interface; `EBUSY`: another process holds it).
     case eventsRefused(device: String, operation: String, errno: Int32)
@@ -91,6 +94,8 @@ public enum DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(d): dropped \(n) \(k) reading\(n == 1 ? "" : "s") beyond what such a sensor can measure"
         case .noMotionEvents(let d):
             "\(d): its driver has no motion events"
+        case .noChipEvents(let d):
+            "\(d): its driver has no events for its step counter, activity or body detection"
         case .eventsRefused(let d, let op, let e):
             "\(d): motion events refused: \(op) failed (\(errnoName(e))\(e == ErrnoValue.busy ? ": another process reads its events" : ""))"
         case .eventsSilent(let d, let change):

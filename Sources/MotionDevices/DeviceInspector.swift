@@ -38,7 +38,11 @@ struct DeviceInspector {
 
         var sensors: [SensorDescriptor] = []
         for driver in SensorDrivers.all {
-            let ofKind = driver.channels(among: channels)
+            let ofKind = driver.channels(among: channels, deviceName: name)
+            if ofKind.isEmpty, let channel = driver.eventOnlyChannel(device: sysname, sysfs: sysfs) {
+                sensors.append(SensorDescriptor(kind: driver.kind, channels: [channel]))
+                continue
+            }
             guard !ofKind.isEmpty else { continue }
             do {
                 sensors.append(try sensor(driver, channels: ofKind, device: sysname, identity: identity, problems: &problems))
@@ -111,8 +115,11 @@ struct DeviceInspector {
     }
 
     /// The first channel of `sensors` that is not a scan element (a buffer cannot carry it), or `nil`.
+    /// A chip function's channels are never scan elements (the drivers give them `scan_index` -1:
+    /// bma400_core.c:381, 402–409, Linux 6.12): they are read from sysfs whatever the mode, so they
+    /// leave the device's other sensors buffered.
     private func scanElementProblem(sysname: String, sensors: [SensorDescriptor]) -> DeviceError? {
-        for sensor in sensors {
+        for sensor in sensors where !sensor.kind.isChipFunction {
             for channel in sensor.channels where channel.scanType == nil || channel.scanIndex == nil {
                 return .attributeUnreadable(device: sysname, attribute: "scan_elements/in_\(channel.id)_type", errno: ErrnoValue.noSuchFile)
             }
@@ -130,6 +137,12 @@ struct DeviceInspector {
                 guard let channel = channels.first(where: { $0.modifier == modifier }) else {
                     throw .attributeUnreadable(device: device, attribute: "in_\(driver.sysfsName)_\(axis)_raw", errno: ErrnoValue.noSuchFile)
                 }
+                described.append(try self.channel(channel, axis: axis, driver: driver, device: device, problems: &problems))
+            }
+        } else if driver.kind == .activityRecognizer || driver.kind == .humanPresence {
+            // Each channel its own component (x still, y walking, z running; x presence, y distance,
+            // z attention), in that order; a component without a channel is not described.
+            for (axis, channel) in Self.components(driver.kind, channels) {
                 described.append(try self.channel(channel, axis: axis, driver: driver, device: device, problems: &problems))
             }
         } else {
@@ -159,6 +172,22 @@ struct DeviceInspector {
             deviceFrame: deviceFrame, nearLevel: nearLevel, readsVendorUnits: vendorUnits)
     }
 
+    /// The channels of a kind whose components are separate channels, each with its component.
+    private static func components(_ kind: SensorKind, _ channels: [any ChannelInfo]) -> [(Axis, any ChannelInfo)] {
+        var result: [(Axis, any ChannelInfo)] = []
+        for axis in Axis.allCases {
+            let found = kind == .humanPresence
+                ? channels.first { HumanPresenceDriver.axis(of: $0.id) == axis }
+                : channels.first { ActivityRecognizerDriver.classes[axis.rawValue].modifiers.contains($0.modifier) }
+            if let found { result.append((axis, found)) }
+        }
+        return result
+    }
+
+    /// Kinds whose raw value needs no scale: a count of the driver's own (proximity), a light
+    /// sensor's vendor units, a heading, a person's presence or a body's nearness (0 or 1).
+    private static let kindsWithoutScale: Set<SensorKind> = [.proximity, .light, .compass, .humanPresence, .onBody]
+
     private func channel(
         _ channel: any ChannelInfo, axis: Axis?, driver: any SensorDriver, device: String, problems: inout [DeviceError]
     ) throws(DeviceError) -> ChannelDescriptor {
@@ -185,7 +214,7 @@ struct DeviceInspector {
                     throw .attributeMalformed(
                         device: device, attribute: file, value: "\(scale)", expected: "a scale above 0 and at most \(Self.largestScale)")
                 }
-            } else if driver.kind != .proximity && driver.kind != .light && driver.kind != .compass {
+            } else if !Self.kindsWithoutScale.contains(driver.kind) {
                 throw .missingScale(device: device, channel: channel.id)
             }
             if channel.filename(ofAttribute: "offset") != nil {
@@ -197,7 +226,12 @@ struct DeviceInspector {
         // A value read processed (`_input`) has no scale for the buffer's counts, which are the
         // driver's own (ms5611 buffers pascals beside an `in_pressure_input` in kPa): such a channel
         // is read polled, in the unit its `_input` is documented in.
-        if channel.isScanElement && !isProcessed {
+        // The exception: an HID presence sensor's attention, which the driver buffers in percent as
+        // its `_input` gives it (hid-sensor-prox.c `prox_capture_sample` multiplies both by 100).
+        // A chip function's channel is never read from a buffer.
+        if channel.isScanElement && !driver.kind.isChipFunction
+            && (!isProcessed || (driver.kind == .humanPresence && channel.id == HumanPresenceDriver.attention))
+        {
             let attribute = "scan_elements/in_\(channel.id)_type"
             if case .success(let text) = sysfs.read(device: device, attribute: attribute) {
                 scanType = AttributeParser.scanType(text)

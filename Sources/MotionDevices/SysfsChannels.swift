@@ -39,10 +39,14 @@ struct SysfsChannel: ChannelInfo {
     private static let types: [(String, iio_chan_type)] = [
         ("anglvel", IIO_ANGL_VEL), ("accel", IIO_ACCEL), ("magn", IIO_MAGN), ("proximity", IIO_PROXIMITY),
         ("illuminance", IIO_LIGHT), ("pressure", IIO_PRESSURE), ("intensity", IIO_INTENSITY), ("rot", IIO_ROT),
+        ("steps", IIO_STEPS), ("activity", IIO_ACTIVITY),
+        // IIO_ATTENTION (Linux 6.13) is past libiio 0.24's types: unknown to it, as here.
+        ("attention", IIO_CHAN_TYPE_UNKNOWN),
     ]
     private static let modifiers: [(String, iio_modifier)] = [
         ("x", IIO_MOD_X), ("y", IIO_MOD_Y), ("z", IIO_MOD_Z), ("both", IIO_MOD_LIGHT_BOTH),
-        ("from_north_magnetic_tilt_comp", IIO_MOD_NORTH_MAGN_TILT_COMP),
+        ("from_north_magnetic_tilt_comp", IIO_MOD_NORTH_MAGN_TILT_COMP), ("still", IIO_MOD_STILL), ("walking", IIO_MOD_WALKING),
+        ("running", IIO_MOD_RUNNING), ("jogging", IIO_MOD_JOGGING),
     ]
 
     /// The motion channels of device `sysname`: those with a `raw` or `input` value.

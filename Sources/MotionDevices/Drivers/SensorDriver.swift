@@ -19,6 +19,13 @@ protocol SensorDriver: Sendable {
     var sysfsNames: [String] { get }
     /// The channels of a device this driver reads, of all its input channels (empty: none).
     func channels(among channels: [any ChannelInfo]) -> [any ChannelInfo]
+    /// The channels it reads of a device named `deviceName` (its `name` attribute): some kinds are
+    /// told apart by the driver that made the device (`prox` is a human-presence sensor, not a
+    /// proximity sensor). By default, `channels(among:)`.
+    func channels(among channels: [any ChannelInfo], deviceName: String) -> [any ChannelInfo]
+    /// A channel that has no value file, only an event (libiio does not list it), found in `sysfs`;
+    /// nil by default.
+    func eventOnlyChannel(device: String, sysfs: Sysfs) -> ChannelDescriptor?
 }
 
 extension SensorDriver {
@@ -32,6 +39,12 @@ extension SensorDriver {
 
     /// Only `sysfsName`.
     var sysfsNames: [String] { [sysfsName] }
+
+    func channels(among channels: [any ChannelInfo], deviceName: String) -> [any ChannelInfo] {
+        self.channels(among: channels)
+    }
+
+    func eventOnlyChannel(device: String, sysfs: Sysfs) -> ChannelDescriptor? { nil }
 
     /// Sysfs attributes that may carry the mount matrix, in order of preference
     /// (after the udev property `ACCEL_MOUNT_MATRIX`).
@@ -50,7 +63,8 @@ extension SensorDriver {
 enum SensorDrivers {
     static let all: [any SensorDriver] = [
         AccelerometerDriver(), GyroscopeDriver(), MagnetometerDriver(), ProximityDriver(), LightDriver(), PressureDriver(),
-        CompassDriver(),
+        CompassDriver(), StepCounterDriver(), ActivityRecognizerDriver(), SignificantMotionDriver(), OnBodyDriver(),
+        HumanPresenceDriver(),
     ]
 
     static func driver(for kind: SensorKind) -> any SensorDriver {
