@@ -15,7 +15,9 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// A sensor hub's own compass: its tilt-compensated heading, degrees clockwise from magnetic north.
     case compass
     /// An accelerometer's own step counter (`in_steps_input`): steps since the chip began counting,
-    /// read when its events say it counted, not sampled (protocol 1.11).
+    /// read when its events say it counted, not sampled (protocol 1.11). x is the count in
+    /// [0, modulus) (a counter read as signed is taken modulo its width), y the counter's modulus
+    /// (2^24 for the bma400, 2^16 for the bmi270; 0 where unknown), by which a wrap is told from a reset.
     case stepCounter = "step-counter"
     /// An accelerometer's own activity classes (`in_activity_{still,walking,running}_input`): the
     /// confidence of each, percent, as x (still), y (walking) and z (running) (protocol 1.11).
@@ -74,9 +76,9 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .pressure: 10_000
         case .compass: 360
         case .proximity: .infinity
-        // A 24-bit counter's top (bma400); 100 % for a class; 1 for an event; a distance within 100 m
-        // (NaN, a channel the sensor lacks, passes: NaN is not above it).
-        case .stepCounter: 16_777_216
+        // A 24-bit counter (bma400) beside its modulus, 2^24 each; 100 % for a class; 1 for an event;
+        // a distance within 100 m (NaN, a channel the sensor lacks, passes: NaN is not above it).
+        case .stepCounter: 16_777_216 * 2
         case .activityRecognizer: 100
         case .significantMotion, .onBody: 1
         case .humanPresence: 100

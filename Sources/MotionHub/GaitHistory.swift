@@ -24,6 +24,8 @@ struct GaitHistory: Sendable {
     private var minuteOfSlot: [Int64]
     /// Sorted by start, oldest first.
     private var activities: [HistoryReply.Activity] = []
+    /// The chip's step counter as last read, where a chip counts the steps (`ChipStepCount`).
+    var chipCounter: ChipStepCount?
 
     /// What is written to the state directory.
     struct Saved: Codable, Sendable, Hashable {
@@ -32,9 +34,12 @@ struct GaitHistory: Sendable {
         /// (Unix minute, steps), for minutes with steps.
         var minutes: [[Int64]]
         var activities: [HistoryReply.Activity]
+        /// The chip's step counter as last read (absent from histories saved before 1.11, and where
+        /// no chip counts).
+        var chipCounter: ChipStepCount?
 
-        init(totalSteps: Int, minutes: [[Int64]], activities: [HistoryReply.Activity]) {
-            (self.totalSteps, self.minutes, self.activities) = (totalSteps, minutes, activities)
+        init(totalSteps: Int, minutes: [[Int64]], activities: [HistoryReply.Activity], chipCounter: ChipStepCount? = nil) {
+            (self.totalSteps, self.minutes, self.activities, self.chipCounter) = (totalSteps, minutes, activities, chipCounter)
         }
 
         /// Decodes a saved history, refusing a total no one could have walked (`maximumTotalSteps`):
@@ -50,6 +55,7 @@ struct GaitHistory: Sendable {
             }
             minutes = try container.decode([[Int64]].self, forKey: .minutes)
             activities = try container.decode([HistoryReply.Activity].self, forKey: .activities)
+            chipCounter = try container.decodeIfPresent(ChipStepCount.self, forKey: .chipCounter)
         }
     }
 
@@ -78,12 +84,14 @@ struct GaitHistory: Sendable {
         totalSteps = min(max(0, saved.totalSteps, kept), Self.maximumTotalSteps)
         let valid = saved.activities.filter { $0.start.isFinite }.sorted { $0.start < $1.start }
         activities = Array(valid.suffix(Self.activitiesKept))
+        // A count outside any counter's range is a file edited by hand: counting starts afresh.
+        chipCounter = saved.chipCounter.flatMap { (0...Int64(UInt32.max)).contains($0.count) ? $0 : nil }
     }
 
     /// Every minute with steps, those after the clock's now included, and the activities.
     var saved: Saved {
         let minutes = (0..<stepsOfSlot.count).filter { stepsOfSlot[$0] > 0 }.map { [minuteOfSlot[$0], Int64(stepsOfSlot[$0])] }
-        return Saved(totalSteps: totalSteps, minutes: minutes.sorted { $0[0] < $1[0] }, activities: activities)
+        return Saved(totalSteps: totalSteps, minutes: minutes.sorted { $0[0] < $1[0] }, activities: activities, chipCounter: chipCounter)
     }
 
     /// The Unix minute of `time` (ns of Unix time).

@@ -52,7 +52,13 @@ final class MotionPipeline {
         // The base's accelerometer feeds the hinge only: it keeps no screen orientation going.
         events.follow(running: Set(plan.captures.flatMap { $0.device == plan.baseAccelerometer ? $0.kinds.subtracting([.accelerometer]) : $0.kinds }))
         events.follow(wanted: wanted)
-        gait.follow(detecting: keepsHistory || !wanted.isDisjoint(with: GaitStage.streamsDetecting))
+        // What the chip counts or tells (its own step counter, its activity classes) needs no detector.
+        let chip = Set(plan.captures.flatMap(\.kinds))
+        gait.follow(chipSteps: chip.contains(.stepCounter), chipActivity: chip.contains(.activityRecognizer))
+        var detectingFor = wanted.intersection(GaitStage.streamsDetecting)
+        if chip.contains(.stepCounter) { detectingFor.remove(.pedometer) }
+        if chip.contains(.activityRecognizer) { detectingFor.remove(.activity) }
+        gait.follow(detecting: (keepsHistory && !chip.contains(.stepCounter)) || !detectingFor.isEmpty)
         if plan.captures.isEmpty {
             fusion.sensorsStopped()
             gait.sensorsStopped()
