@@ -1,3 +1,4 @@
+import Foundation
 import HubTestKit
 import MotionCore
 import MotionDevices
@@ -140,6 +141,32 @@ extension ScriptedHub.Client {
         #expect(try await scripted.feed([[sample]], to: Self.activity), "significant_motion opened the chip's sensor")
         #expect(client.significantMotions.map(\.source) == [.significantMotion])
         #expect(client.significantMotions.first?.timestamp == t)
+        try await scripted.shutDown()
+    }
+}
+
+/// `SIGNIFICANT_MOTION` from the step detector where no chip gives it, through the hub.
+@Suite struct SoftwareSignificantMotionStreamTests {
+    /// A real walk (60 s, a phone in a back pocket, 50 Hz: MotionFusionTests/Fixtures/README.md) fed
+    /// to imu-buffered's accelerometer while only `significant_motion` is watched: one
+    /// `SIGNIFICANT_MOTION` from `accelerometer`, at the instant the library's step detector and
+    /// significant-motion detector find it on the same recording (the step detector is fed for the
+    /// stream alone).
+    @Test func aRecordedWalkIsOneSignificantMotionFromTheAccelerometer() async throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../MotionFusionTests/Fixtures")
+        let walk = try AccelerometerTable(csv: String(contentsOf: fixtures.appendingPathComponent("steps-backpocket-walk.csv"), encoding: .utf8))
+        var steps = StepDetector()
+        var significant = SignificantMotionDetector()
+        var expected: [Int64] = []
+        for row in walk.rows {
+            steps.update(specificForce: row.specificForce, timestamp: row.timestamp) { _ in }
+            if significant.update(isWalking: steps.isWalking, timestamp: row.timestamp) { expected.append(row.timestamp) }
+        }
+        #expect(expected.count == 1, "the library finds one in a minute's walk")
+        let (scripted, client, _) = try await ScriptedHub.withClient(sending: #"{"class":"WATCH","streams":["significant_motion"]}"#, on: [Machines.imu])
+        try await scripted.feed(Machines.imu.reads(of: walk.rows), to: Machines.imu.number)
+        #expect(client.significantMotions.map(\.source) == [.accelerometer])
+        #expect(client.significantMotions.map(\.timestamp) == expected)
         try await scripted.shutDown()
     }
 }
