@@ -43,6 +43,11 @@ struct GaitStage {
     }
     /// The wall-clock time (ns of Unix time) of a monotonic instant (ns), for the history.
     private let wallClock: (Int64) -> Int64
+    /// When the chip's counter was last read (ns, monotonic), in this run.
+    private var lastChipRead: Int64?
+    /// Told of a chip count that rose more than anyone walks in the time (the count, the seconds):
+    /// not added (the hub logs it).
+    var implausibleChipCount: (Int64, Double) -> Void = { _, _ in }
     /// Whether the accelerometer's samples feed the step detector and the activity classifier
     /// (`follow(detecting:)`): none until the pipeline says so.
     private(set) var detecting = false
@@ -70,6 +75,20 @@ struct GaitStage {
         activity = nil
     }
 
+    /// Follows where the steps and the activity come from: the chip's own counter and classes where
+    /// the plan reads them, else the step detector and the classifier. The detector may run all the
+    /// same (a gesture asks whether a walk is under way), but what the chip gives is not counted twice.
+    mutating func follow(chipSteps: Bool, chipActivity: Bool) {
+        if chipSteps != stepsFromChip { lastChipRead = nil }
+        if chipActivity != activityFromChip { activity = nil }
+        (stepsFromChip, activityFromChip) = (chipSteps, chipActivity)
+    }
+
+    /// Whether the chip's counter gives the steps (`follow(chipSteps:chipActivity:)`).
+    private(set) var stepsFromChip = false
+    /// Whether the chip's classes give the activity.
+    private(set) var activityFromChip = false
+
     /// The sensors stopped: the count stays; the activity starts over with them (unknown until one
     /// has held 2 s), not as it was when they stopped.
     mutating func sensorsStopped() {
@@ -86,7 +105,7 @@ struct GaitStage {
         let before = stepDetector.steps
         var last: Int64 = 0
         stepDetector.update(specificForce: specificForce, timestamp: t) { last = $0 }
-        if stepDetector.steps != before {
+        if stepDetector.steps != before, !stepsFromChip {
             history.add(steps: stepDetector.steps - before, at: wallClock(last))
             historyRevision += 1
             let cadence = stepDetector.stepPeriod.map { 1 / $0 }
@@ -97,7 +116,7 @@ struct GaitStage {
             pedometer.floorsDescended = floors?.descended
             changed.pedometer = pedometer
         }
-        if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector) {
+        if let change = activityClassifier.update(specificForce: specificForce, timestamp: t, detector: stepDetector), !activityFromChip {
             history.add(HistoryReply.Activity(activity: change.kind, confidence: change.confidence, start: Double(wallClock(change.start)) * 1e-9))
             historyRevision += 1
             activity = ActivityMessage(timestamp: t, activity: change.kind, confidence: change.confidence, start: change.start)
@@ -106,11 +125,67 @@ struct GaitStage {
         return changed
     }
 
-    /// Takes one reading of the chip's own step counter or activity classes: returns a `PEDOMETER` if
-    /// the count moved and an `ACTIVITY` if the activity changed; both go into the history.
+    /// Takes one reading of the chip's own step counter (`ChipStepCount` reconciles it with the
+    /// history) or activity classes: returns a `PEDOMETER` if steps were added and an `ACTIVITY` if
+    /// the activity changed; both go into the history. A chip is read at events and at the client's
+    /// interval, not per step: the steps between two reads are dated at the second, and the cadence
+    /// is theirs over the time between the reads.
     mutating func update(chip sample: SensorSample) -> (pedometer: PedometerMessage?, activity: ActivityMessage?) {
-        (nil, nil)  // issue 65: the chip pedometer's helper fills this in.
+        let t = sample.timestamp
+        switch sample.kind {
+        case .stepCounter:
+            guard let count = Int64(exactly: sample.vector.x.rounded()), count >= 0, let modulus = Int64(exactly: sample.vector.y.rounded()) else {
+                return (nil, nil)
+            }
+            let previous = (time: lastChipRead, counter: history.chipCounter)
+            let (counter, reading) = ChipStepCount.reconcile(
+                history.chipCounter, device: sample.device.sysname, count: count, modulus: modulus, at: wallClock(t))
+            lastChipRead = t
+            if counter != history.chipCounter {
+                history.chipCounter = counter
+                historyRevision += 1
+            }
+            if case .implausible(let count, let seconds) = reading { implausibleChipCount(count, seconds) }
+            let steps = reading.steps
+            guard steps > 0 else {
+                // A read that found no new step ends the walk's cadence.
+                if pedometer.cadence != nil, previous.counter != nil {
+                    pedometer.cadence = nil
+                    pedometer.pace = nil
+                }
+                return (nil, nil)
+            }
+            history.add(steps: steps, at: wallClock(t))
+            // Steps over the time since the last read, if it was a read of this walk (no more than
+            // `chipCadenceSpan` before): a first read after a pause dates a walk's steps, not its pace.
+            let cadence = previous.time.flatMap { last -> Double? in
+                let seconds = t.seconds(since: last)
+                guard seconds > 0, seconds <= Self.chipCadenceSpan, previous.counter != nil else { return nil }
+                return Double(steps) / seconds
+            }
+            pedometer = PedometerMessage(
+                timestamp: t, steps: history.totalSteps, distance: Double(history.totalSteps) * stepLength, cadence: cadence,
+                pace: cadence.map { 1 / ($0 * stepLength) })
+            pedometer.floorsAscended = floors?.ascended
+            pedometer.floorsDescended = floors?.descended
+            return (pedometer, nil)
+        case .activityRecognizer:
+            // The chip reports 100 % for its class and 0 for the others (`bma400_read_raw`,
+            // drivers/iio/accel/bma400_core.c:950–966, Linux 6.12); a class at half or more is taken.
+            let classes: [(MotionActivityKind, Double)] = [(.stationary, sample.vector.x), (.walking, sample.vector.y), (.running, sample.vector.z)]
+            guard let (kind, percent) = classes.max(by: { $0.1 < $1.1 }), percent >= 50, kind != activity?.activity else { return (nil, nil) }
+            let confidence: MotionActivityConfidence = percent >= 90 ? .high : .medium
+            history.add(HistoryReply.Activity(activity: kind, confidence: confidence, start: Double(wallClock(t)) * 1e-9))
+            historyRevision += 1
+            activity = ActivityMessage(timestamp: t, activity: kind, confidence: confidence, start: t)
+            return (nil, activity)
+        default:
+            return (nil, nil)
+        }
     }
+
+    /// The longest time between two reads of the chip's counter over which their steps give a cadence, s.
+    static let chipCadenceSpan = 10.0
 
     /// Takes one pressure reading (kPa) at `t` (ns): returns its `ALTITUDE` (none for a reading the
     /// altimeter refuses) and a `PEDOMETER` if a floor was climbed or descended on foot.
