@@ -19,7 +19,7 @@ struct MotionView {
     static let order: [StreamKind] = {
         let listed: [StreamKind] = [
             .motion, .accelerometer, .gyroscope, .magnetometer, .proximity, .light, .orientation, .tilt, .hinge, .pedometer, .activity,
-            .gesture, .altitude,
+            .gesture, .significantMotion, .presence, .altitude,
         ]
         return listed + StreamKind.allCases.filter { !listed.contains($0) }
     }()
@@ -106,6 +106,12 @@ struct MotionView {
             return ["pedometer       \(m.steps) steps   \(m.distance.fixed(1)) m" + cadence]
         case .activity(let m): return ["activity        \(m.activity.rawValue) (\(m.confidence.rawValue) confidence)"]
         case .gesture(let m): return ["gesture         \(m.gesture.rawValue) (last)"]
+        case .significantMotion(let m): return ["sig. motion     fired (\(m.source.rawValue))"]
+        case .presence(let m):
+            // Attention and distance only where the sensor gives them (protocol 1.11).
+            let attention = m.attention.map { $0 ? "   attentive" : "   inattentive" } ?? ""
+            let distance = m.distance.map { "   \($0.fixed(2)) m" } ?? ""
+            return ["presence        \(m.present ? "present" : "absent")" + attention + distance + "   (\(m.source.rawValue))"]
         case .altitude(let m):
             let relative = "   relative \((m.altitude - (startAltitude ?? m.altitude)).fixed(2, sign: true)) m"
             let precision = m.precision.map { "   ±\($0.fixed(2)) m" } ?? ""

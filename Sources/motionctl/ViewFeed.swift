@@ -83,6 +83,7 @@ final class ViewFeed: Sendable {
             let connection = try LineConnection(socketPath: socketPath)
             let devices = try connection.roundTrip(.devices(id: .integer(0)), id: .integer(0), expecting: DevicesReply.self, timeout: 5).devices
             for watch in watches(for: devices) { try connection.send(.watch(watch)) }
+            let trigger = Self.significantMotionWatch(for: Set(devices.flatMap(\.kinds)))
             let connected = State(state: "connected", socket: socketPath, message: "motiond at \(socketPath)")
             report(connected)
             var statusID: Int64 = 1
@@ -103,6 +104,7 @@ final class ViewFeed: Sendable {
                 let now = Date()
                 var any = false
                 while let line = try Self.lineWaiting(on: connection) {
+                    if let trigger, Self.rearms(line) { try connection.send(.watch(trigger)) }
                     batcher.add(line)
                     any = true
                 }
@@ -154,9 +156,23 @@ final class ViewFeed: Sendable {
         if locations.isSuperset(of: ["display", "base"]) { watches.append(Request.Watch(streams: [.hinge], interval: 0.1)) }
         if kinds.contains(.proximity) { events.append(.proximity) }
         if kinds.contains(.light) { events.append(.light) }
+        // A human-presence sensor, else a proximity sensor, tells presence (protocol 1.11).
+        if kinds.contains(.humanPresence) || kinds.contains(.proximity) { events.append(.presence) }
         if !events.isEmpty { watches.append(Request.Watch(streams: events)) }
+        // The one-shot trigger on a watch of its own, armed again at each (`rearms`).
+        if let trigger = Self.significantMotionWatch(for: kinds) { watches.append(trigger) }
         return watches
     }
+
+    /// The watch that arms `significant_motion` where the machine can tell one (the chip's sensor,
+    /// else the step detector on an accelerometer), else nil.
+    static func significantMotionWatch(for kinds: Set<SensorKind>) -> Request.Watch? {
+        kinds.contains(.significantMotion) || kinds.contains(.accelerometer) ? Request.Watch(streams: [.significantMotion]) : nil
+    }
+
+    /// Whether `line` is a `SIGNIFICANT_MOTION`, which ends its watch (protocol 1.11): the page shows
+    /// each, so the feed arms the trigger again.
+    static func rearms(_ line: [UInt8]) -> Bool { className(line) == SignificantMotionMessage.className }
 
     /// The `class` of a line of motiond's, which writes it first (`{"class":"MOTION",…`).
     static func className(_ line: [UInt8]) -> String? {

@@ -10,8 +10,11 @@ import Glibc
 /// `motionctl watch`: the values, live.
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show attitude, gravity, user acceleration, rotation rate, magnetic field, proximity, light and orientation live.",
-        discussion: "In a terminal the view is redrawn in place; piped, or with --json, one line per update.")
+        abstract: "Show attitude, gravity, user acceleration, rotation rate, magnetic field, proximity, light, orientation and presence live.",
+        discussion: """
+            In a terminal the view is redrawn in place; piped, or with --json, one line per update. \
+            --stream significant_motion arms the one-shot significant-motion trigger: its one event ends that watch.
+            """)
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -24,7 +27,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: "The attitude's reference frame: xArbitraryZVertical, xArbitraryCorrectedZVertical, xMagneticNorthZVertical, xTrueNorthZVertical.")
     var frame: AttitudeReferenceFrame = .xArbitraryZVertical
 
-    @Option(name: .customLong("stream"), help: "A stream to watch (repeat for more; default: motion, proximity, light and orientation, those the machine has).")
+    @Option(name: .customLong("stream"), help: "A stream to watch (repeat for more; default: motion, proximity, light, orientation and presence, those the machine has).")
     var streams: [StreamKind] = []
 
     @Flag(help: "Print each update as one JSON line.")
@@ -45,6 +48,8 @@ struct Watch: AsyncParsableCommand {
             if locations.isSuperset(of: ["display", "base"]) { streams.append(.hinge) }
             if kinds.contains(.proximity) { streams.append(.proximity) }
             if kinds.contains(.light) { streams.append(.light) }
+            // A human-presence sensor, else a proximity sensor, tells presence (protocol 1.11).
+            if kinds.contains(.humanPresence) || kinds.contains(.proximity) { streams.append(.presence) }
             if kinds.contains(.pressure) { streams.append(.altitude) }
             guard !streams.isEmpty else {
                 writeStandardError("motionctl: motiond has no motion sensors to watch (see `motionctl devices`)\n")

@@ -42,4 +42,24 @@ import TestSupport
         let streams = view.render().dropFirst().map { $0.prefix { $0 != " " } }
         #expect(streams == ["gesture", "altitude"])
     }
+
+    /// `motionctl watch` shows the 1.11 streams as lines: presence with attention and distance where
+    /// the message has them (docs/protocol.md's PRESENCE example: present, attentive, 0.62 m, from an
+    /// HID sensor), and without them from a proximity sensor; a significant motion with its source;
+    /// the chip's on-body gesture as any gesture. After the gesture, before the altitude.
+    @Test func thePresenceTheSignificantMotionAndTheOnBodyGestureAreLines() {
+        var view = MotionView()
+        view.take(.presence(PresenceMessage(timestamp: 1_234_567_890_123, present: true, attention: true, distance: 0.62, source: .humanPresence)))
+        view.take(.significantMotion(SignificantMotionMessage(timestamp: 1_234_567_890_123, source: .significantMotion)))
+        view.take(.gesture(GestureMessage(timestamp: 3, gesture: .onBody)))
+        view.take(.altitude(AltitudeMessage(timestamp: 4, pressure: 101.325, altitude: 0, precision: nil)))
+        #expect(Array(view.render().dropFirst()) == [
+            "gesture         on-body (last)",
+            "sig. motion     fired (significant-motion)",
+            "presence        present   attentive   0.62 m   (human-presence)",
+            "altitude        0.00 m   101.3250 kPa   relative +0.00 m",
+        ])
+        view.take(.presence(PresenceMessage(timestamp: 5, present: false, source: .proximity)))
+        #expect(view.render().contains("presence        absent   (proximity)"))
+    }
 }

@@ -135,11 +135,22 @@
       case 'ACTIVITY': show('activity', m.activity + ' (' + m.confidence + ')'); break;
       case 'GESTURE': show('gesture', m.gesture + ' at ' + new Date().toLocaleTimeString()); break;
       case 'HINGE': show('hinge', fixed(m.angle, 0) + '° ' + m.mode); break;
+      case 'PRESENCE': show('presence', presenceText(m)); break;
+      // One-shot (protocol 1.11): motionctl view arms it again after each, so each shows.
+      case 'SIGNIFICANT_MOTION': show('significant-motion', m.source + ' at ' + new Date().toLocaleTimeString()); break;
       case 'STATUS': takeStatus(m); break;
       case 'DROPPED': dropped[m.stream] = (dropped[m.stream] || 0) + m.count; break;
       case 'ENDED': note = m.stream + ' ended: ' + m.reason; break;
       case 'ERROR': note = 'motiond: ' + m.message; break;
     }
+  }
+
+  // PRESENCE as text: attention and distance only where the sensor gives them (protocol 1.11).
+  function presenceText(m) {
+    let text = m.present ? 'present' : 'absent';
+    if (m.attention !== undefined && m.attention !== null) text += m.attention ? ', attentive' : ', inattentive';
+    if (m.distance !== undefined && m.distance !== null) text += ', ' + fixed(m.distance, 2) + ' m';
+    return text + ' (' + m.source + ')';
   }
 
   // A number as text; motiond sends a number it could not compute as null.

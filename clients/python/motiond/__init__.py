@@ -23,10 +23,12 @@ from .samples import (
     NotRunning,
     OrientationEvent,
     PedometerEvent,
+    PresenceEvent,
     ProtocolError,
     ProximityEvent,
     Quaternion,
     RequestRefused,
+    SignificantMotionEvent,
     Snapshot,
     StreamEnded,
     TiltEvent,
@@ -36,6 +38,6 @@ from .samples import (
 __all__ = [
     "AccelerometerSample", "ActivityEvent", "AltitudeSample", "Attitude", "CalibratedMagneticField", "Client", "Dropped", "Ended", "GestureEvent", "GyroscopeSample",
     "HingeSample", "LightEvent", "MagnetometerSample", "MotiondError", "MotionSample", "NotRunning", "OrientationEvent",
-    "PedometerEvent", "ProtocolError", "ProximityEvent", "Quaternion", "RequestRefused", "Snapshot", "StreamEnded", "TiltEvent", "Vector3",
+    "PedometerEvent", "PresenceEvent", "ProtocolError", "ProximityEvent", "Quaternion", "RequestRefused", "SignificantMotionEvent", "Snapshot", "StreamEnded", "TiltEvent", "Vector3",
     "default_socket",
 ]

@@ -14,6 +14,7 @@ from .samples import (
     ProtocolError,
     RequestRefused,
     SAMPLE_CLASSES,
+    SignificantMotionEvent,
     Snapshot,
     StreamEnded,
     sample_from_wire,
@@ -90,8 +91,11 @@ class Client:
         ``report_drops``: yield ``Dropped`` when samples were lost to a slow reader (else skipped).
         Raises ``StreamEnded`` when a stream ends (its sensor went away), ``RequestRefused`` when
         motiond refuses the watch (such as a stream the machine cannot give).
+        ``significant_motion`` is a one-shot trigger (protocol 1.11): its one ``SignificantMotionEvent``
+        ends its watch, and the iteration ends with it when no other stream is watched.
         """
-        request: Dict[str, Any] = {"class": "WATCH", "streams": list(streams), "interval": interval}
+        streams = list(streams)
+        request: Dict[str, Any] = {"class": "WATCH", "streams": streams, "interval": interval}
         if frame is not None:
             request["frame"] = frame
         if latency:
@@ -104,6 +108,8 @@ class Client:
                 name = message.get("class")
                 if name in SAMPLE_CLASSES:
                     yield sample_from_wire(message)
+                    if name == "SIGNIFICANT_MOTION" and all(stream == "significant_motion" for stream in streams):
+                        return  # the trigger fired: motiond sends nothing more on this watch
                 elif name == "DROPPED":
                     if report_drops:
                         yield Dropped(message["stream"], int(message["count"]))
@@ -114,6 +120,15 @@ class Client:
                 # WATCHING and others: nothing to yield.
         finally:
             await connection.close()
+
+    async def significant_motion(self) -> SignificantMotionEvent:
+        """Arms Android's significant-motion trigger (protocol 1.11) and returns its one event: when
+        a motion that likely changes where the user is comes (a walk, or the chip's own sensor says so).
+        Call it again to re-arm. Raises ``RequestRefused`` on a machine that cannot tell one."""
+        async for event in self.watch(["significant_motion"]):
+            if isinstance(event, SignificantMotionEvent):
+                return event
+        raise ProtocolError("the significant_motion watch ended without its event")
 
     async def _connect(self) -> "_Connection":
         try:

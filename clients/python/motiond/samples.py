@@ -258,7 +258,8 @@ class ActivityEvent:
 
 @dataclass(frozen=True)
 class GestureEvent:
-    """``GESTURE``: ``shake``, ``pick-up`` or ``significant-motion``."""
+    """``GESTURE``: ``shake``, ``pick-up`` or ``significant-motion``; ``on-body`` or ``off-body`` where the
+    chip tells whether it is worn or held (protocol 1.11)."""
 
     timestamp: int
     gesture: str
@@ -266,6 +267,41 @@ class GestureEvent:
     @classmethod
     def from_wire(cls, m: Dict[str, Any]) -> "GestureEvent":
         return cls(int(m["timestamp"]), m["gesture"])
+
+
+@dataclass(frozen=True)
+class PresenceEvent:
+    """``PRESENCE`` (protocol 1.11): whether a person is at the machine (``present``); ``attention``
+    whether they look at the screen (``None`` where the sensor has no attention channel); ``distance``
+    how far they are (m, ``None`` where the sensor gives none); ``source`` ``human-presence`` or
+    ``proximity``. Sent when watching starts and at each change (a change at once, the next held until
+    the new state has lasted 1 s); a change of distance alone sends none."""
+
+    timestamp: int
+    present: bool
+    attention: Optional[bool]
+    distance: Optional[float]
+    source: str
+
+    @classmethod
+    def from_wire(cls, m: Dict[str, Any]) -> "PresenceEvent":
+        attention, distance = m.get("attention"), m.get("distance")
+        return cls(int(m["timestamp"]), bool(m["present"]), None if attention is None else bool(attention),
+                   None if distance is None else float(distance), m["source"])
+
+
+@dataclass(frozen=True)
+class SignificantMotionEvent:
+    """``SIGNIFICANT_MOTION`` (protocol 1.11): Android's one-shot trigger, sent once per ``WATCH`` (the
+    watch then ends, with no ``ENDED``); ``source`` ``significant-motion`` (the chip's sensor) or
+    ``accelerometer`` (the step detector); ``timestamp`` (ns) the event's."""
+
+    timestamp: int
+    source: str
+
+    @classmethod
+    def from_wire(cls, m: Dict[str, Any]) -> "SignificantMotionEvent":
+        return cls(int(m["timestamp"]), m["source"])
 
 
 @dataclass(frozen=True)
@@ -318,6 +354,9 @@ class Snapshot:
     activity: Optional[ActivityEvent] = None
     altitude: Optional[AltitudeSample] = None
     gesture: Optional[GestureEvent] = None
+    presence: Optional[PresenceEvent] = None
+    #: Never set: a trigger has no state (motiond refuses to poll it); here for the catalogue's sake.
+    significant_motion: Optional[SignificantMotionEvent] = None
 
 
 #: Each stream's sample class, by the wire's ``class``.
@@ -335,6 +374,8 @@ SAMPLE_CLASSES = {
     "ACTIVITY": ("activity", ActivityEvent),
     "ALTITUDE": ("altitude", AltitudeSample),
     "GESTURE": ("gesture", GestureEvent),
+    "PRESENCE": ("presence", PresenceEvent),
+    "SIGNIFICANT_MOTION": ("significant_motion", SignificantMotionEvent),
 }
 
 

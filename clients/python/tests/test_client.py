@@ -156,3 +156,59 @@ def test_the_docs_example_runs_as_written(daemon, tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("gravity (g): Vector3(")
     assert len([line for line in lines if line.startswith("roll ")]) == 10
+
+
+def protocol_example(name):
+    """docs/protocol.md's example line of the class ``name``."""
+    return json.loads(next(l for l in (ROOT / "docs" / "protocol.md").read_text().splitlines() if l.startswith('{"class":"%s"' % name)))
+
+
+def test_the_presence_and_significant_motion_classes_read_the_protocols_examples():
+    # The bundled recording has no presence sensor and no walk: the lines are docs/protocol.md's (1.11).
+    message = protocol_example("PRESENCE")
+    presence = motiond.samples.sample_from_wire(message)
+    assert isinstance(presence, motiond.PresenceEvent)
+    assert {f.name for f in dataclasses.fields(presence)} == set(message) - {"class"}
+    assert (presence.present, presence.attention, presence.distance, presence.source) == (True, True, 0.62, "human-presence")
+    # A proximity sensor's: no attention channel, no distance (protocol 1.11: both absent then).
+    bare = motiond.samples.sample_from_wire({"class": "PRESENCE", "timestamp": 5, "present": False, "source": "proximity"})
+    assert (bare.present, bare.attention, bare.distance) == (False, None, None)
+    message = protocol_example("SIGNIFICANT_MOTION")
+    trigger = motiond.samples.sample_from_wire(message)
+    assert isinstance(trigger, motiond.SignificantMotionEvent)
+    assert (trigger.timestamp, trigger.source) == (1234567890123, "significant-motion")
+
+
+def test_the_significant_motion_trigger_returns_its_one_event_and_ends_the_watch(tmp_path):
+    # A stand-in for motiond speaking protocol 1.11's one-shot exchange (docs/protocol.md: a WATCH arms
+    # it, the event is sent once, then nothing, no ENDED): the client must return on the event, not wait
+    # for more. The bundled recording has no walk, so a real motiond would never fire it.
+    path = str(tmp_path / "motiond.sock")
+    asked = []
+
+    async def serve(reader, writer):
+        writer.write(b'{"class":"VERSION","proto_major":1,"proto_minor":11,"release":"stand-in"}\n')
+        request = json.loads(await reader.readline())
+        asked.append(request)
+        writer.write(b'{"class":"WATCHING","streams":[{"stream":"significant_motion","interval":0.1}]}\n')
+        writer.write(json.dumps(protocol_example("SIGNIFICANT_MOTION")).encode() + b"\n")
+        await writer.drain()
+        await reader.read()  # the connection stays open, sending nothing more, until the client closes it
+
+    async def scenario():
+        server = await asyncio.start_unix_server(serve, path)
+        async with server:
+            client = motiond.Client(path)
+            event = await asyncio.wait_for(client.significant_motion(), 5)
+            # And a watch of the trigger alone ends by itself after its event.
+            events = await asyncio.wait_for(_collect(client.watch(["significant_motion"])), 5)
+            return event, events
+
+    event, events = run(scenario())
+    assert (event.timestamp, event.source) == (1234567890123, "significant-motion")
+    assert [type(e).__name__ for e in events] == ["SignificantMotionEvent"]
+    assert [(a["class"], a["streams"]) for a in asked] == [("WATCH", ["significant_motion"])] * 2
+
+
+async def _collect(iterator):
+    return [item async for item in iterator]
