@@ -21,6 +21,9 @@ public struct Configuration: Sendable, Equatable {
     public var motionEventHeartbeat: Double?
     /// Whether a sensor no re-arm woke has its driver unbound and bound again (root only).
     public var rebindStalledSensors: Bool?
+    /// Whether a chip's own functions (step counter, activity, significant motion, on-body) are
+    /// read where a stream prefers them (docs/protocol.md 1.11).
+    public var chipFunctions: Bool?
     /// Least severe log level.
     public var logLevel: String?
     /// Magnetic declination, degrees east of true north, for `xTrueNorthZVertical`.
@@ -183,6 +186,9 @@ extension Configuration: SettingsSection {
         .optional(
             "rebind_stalled_sensors", \.rebindStalledSensors, .boolean, default: "false", flag: true,
             summary: "The last resort for a sensor that stays silent or keeps failing though its device is there, after three re-arms (at 0, 1 and 2 s) did not wake it: unbind its chip from its driver and bind it again through sysfs, which re-probes the chip. Needs root (the shipped unit runs as the motiond user: a drop-in with User=root); the device comes back as a new one, and its watchers get ENDED."),
+        .optional(
+            "chip_functions", \.chipFunctions, .boolean, default: "true", flag: true,
+            summary: "Read a chip's own functions where it has them: its step counter and activity classes for pedometer and activity (the accelerometer then sleeps), its significant motion and on-body detection; false: the accelerometer's step detector and gestures, as on a machine without them."),
         .optional(
             "tablet_mode", \.tabletMode, .text("auto or off"), default: "auto", flag: true,
             summary: "A SW_TABLET_MODE switch (uinput) from a convertible's hinge, so that the desktop turns the keyboard off when it is folded past 210°: auto where the machine has two accelerometers and the kernel reports no tablet mode itself; off never.",

@@ -113,7 +113,7 @@ final class CaptureManager: @unchecked Sendable {
         do {
             let capture = try source.open(
                 device, kinds: entry.kinds.sorted { $0.rawValue < $1.rawValue }, rate: entry.rate, latency: entry.latency,
-                restsWhenStill: entry.restsWhenStill, eventLoop: eventLoop)
+                restsWhenStill: entry.restsWhenStill, chipInterval: entry.chipInterval, eventLoop: eventLoop)
             generations += 1
             let generation = generations
             running[number] = Running(plan: entry, capture: capture, generation: generation)

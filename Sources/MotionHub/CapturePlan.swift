@@ -22,6 +22,19 @@ struct CapturePlan: Sendable, Hashable {
         /// Whether only event streams read it (an accelerometer for orientation and tilt): polled, it
         /// is read more slowly while it lies still.
         var restsWhenStill = false
+        /// Seconds between reads of its chip functions (`SensorKind.isChipFunction`) while they change
+        /// or where their events cannot be had (`ChipWatch`); nil: it reads none.
+        var chipInterval: Double?
+    }
+
+    /// What the plan may use beside the clients' demands.
+    struct Options: Sendable, Hashable {
+        /// Whether a chip's own functions (its step counter, activity, significant motion, on-body) may
+        /// stand in for the sensors a stream requires (motiond.conf's `chip_functions`).
+        var chipFunctions = true
+        /// Whether the step history is kept across restarts: a chip's step counter (and activity) is
+        /// then read even while no one watches, every `historyChipInterval`.
+        var keepsStepHistory = false
     }
 
     /// What clients watch: a stream, its interval (seconds; ignored for event streams) and the
@@ -53,6 +66,35 @@ struct CapturePlan: Sendable, Hashable {
     /// How long their samples may wait, s: steps are counted seconds late anyway (a walk is confirmed
     /// after six), so the accelerometer is read in batches, once a second.
     static let gaitLatency = 1.0
+    /// The shortest interval a chip's step counter or activity is read at while a walk goes on, s:
+    /// a client asking for a faster one gets each count as the chip's interval brings it.
+    static let shortestChipInterval = 1.0
+    /// The interval a chip's step counter is read at while only the kept step history needs it, s.
+    static let historyChipInterval = 60.0
+    /// The interval for chip functions that only their events tell of (significant motion, on-body),
+    /// s: the heartbeat read of a chip whose events never come.
+    static let eventChipInterval = AdaptivePolling.heartbeat
+
+    /// The interval (s) at which `demand`'s chip `kind` is read: the client's own, at least
+    /// `shortestChipInterval`, for the counter and the activity; for a function whose events carry
+    /// their value, the heartbeat.
+    static func chipInterval(of kind: SensorKind, for demand: Demand) -> Double {
+        switch kind {
+        case .stepCounter, .activityRecognizer: max(shortestChipInterval, demand.interval)
+        default: eventChipInterval
+        }
+    }
+
+    /// The sensors `stream` reads on a machine with `available`: the first of its `preferred`
+    /// sources there (one of a chip's functions only where `chipFunctions` allows), else `required`;
+    /// nil where neither is there.
+    static func source(of stream: StreamKind, available: Set<SensorKind>, chipFunctions: Bool) -> Set<SensorKind>? {
+        let descriptor = stream.descriptor
+        let preferred = descriptor.preferred.first { source in
+            source.isSubset(of: available) && (chipFunctions || !source.contains(where: \.isChipFunction))
+        }
+        return preferred ?? (descriptor.required.isSubset(of: available) ? descriptor.required : nil)
+    }
 
     /// The rate (Hz) a demand samples its sensors at and how long its samples may wait (s): the
     /// client's own for periodic streams; for event streams the event rate, waiting little (an event
@@ -72,6 +114,9 @@ struct CapturePlan: Sendable, Hashable {
     private(set) var captures: [Capture] = []
     /// Streams no device can give.
     private(set) var unavailable: Set<StreamKind> = []
+    /// The sensors each demanded stream cannot go without on this machine: one of its preferred
+    /// sources (a chip's step counter for `pedometer`), else its required ones.
+    private(set) var sources: [StreamKind: Set<SensorKind>] = [:]
     /// The base's accelerometer, opened for the hinge only (its samples feed nothing else).
     private(set) var baseAccelerometer: DeviceNumber?
 
@@ -85,28 +130,37 @@ struct CapturePlan: Sendable, Hashable {
             if stream == .hinge { return true }
             kinds.remove(.accelerometer)
         }
-        return !kinds.isDisjoint(with: stream.descriptor.required)
+        return !kinds.isDisjoint(with: sources[stream] ?? stream.descriptor.required)
     }
 
-    /// Why the streams in `unavailable` cannot be had, one sentence each: "motion needs an
-    /// accelerometer, and this machine has none".
-    static func reasons(for streams: Set<StreamKind>, devices: [DeviceDescriptor]) -> String {
+    /// The device whose chip function `kind` the plan reads, if any.
+    func device(readingChip kind: SensorKind) -> DeviceNumber? {
+        captures.first { $0.kinds.contains(kind) }?.device
+    }
+
+    /// Why the streams in `unavailable` cannot be had, one sentence each: "motion needs a sensor this
+    /// machine does not have: accelerometer"; a stream with preferred sources names each as an
+    /// alternative: "presence needs a sensor this machine does not have: human-presence or proximity".
+    static func reasons(for streams: Set<StreamKind>, devices: [DeviceDescriptor], options: Options = Options()) -> String {
         let available = Set(devices.flatMap(\.kinds))
         return streams.sorted { $0.rawValue < $1.rawValue }.map { stream in
             if stream == .hinge && available.contains(.accelerometer) {
                 return "hinge needs two accelerometers, one in the display and one in the base"
             }
             let missing = stream.descriptor.required.subtracting(available).map(\.rawValue).sorted()
-            return "\(stream.rawValue) needs a sensor this machine does not have: \(missing.joined(separator: ", "))"
+            let alternatives = stream.descriptor.preferred
+                .filter { options.chipFunctions || !$0.contains(where: \.isChipFunction) }
+                .map { $0.map(\.rawValue).sorted().joined(separator: ", ") }
+            return "\(stream.rawValue) needs a sensor this machine does not have: \((alternatives + [missing.joined(separator: ", ")]).joined(separator: " or "))"
         }.joined(separator: "; ")
     }
 
     /// What `devices` cannot give, each with its reason (`nil`: everything can be had).
-    static func unavailable(on devices: [DeviceDescriptor]) -> StatusReply.Unavailable? {
+    static func unavailable(on devices: [DeviceDescriptor], options: Options = Options()) -> StatusReply.Unavailable? {
         var streams: [String: String] = [:]
         for stream in StreamKind.allCases {
-            let plan = CapturePlan(demands: [Demand(stream: stream, interval: Request.Watch.defaultInterval)], devices: devices)
-            if plan.unavailable.contains(stream) { streams[stream.rawValue] = reasons(for: [stream], devices: devices) }
+            let plan = CapturePlan(demands: [Demand(stream: stream, interval: Request.Watch.defaultInterval)], devices: devices, options: options)
+            if plan.unavailable.contains(stream) { streams[stream.rawValue] = reasons(for: [stream], devices: devices, options: options) }
         }
         let kinds = Set(devices.flatMap(\.kinds))
         var motion = kinds.contains(.accelerometer)
@@ -115,12 +169,18 @@ struct CapturePlan: Sendable, Hashable {
         return streams.isEmpty && motion.isEmpty ? nil : StatusReply.Unavailable(streams: streams, motion: motion)
     }
 
-    init(demands: [Demand], devices: [DeviceDescriptor]) {
+    /// The plan for `demands` on `devices`. A stream's first preferred source the machine has (and
+    /// `options` allows) replaces its required sensors: a chip's step counter is read in place of
+    /// the accelerometer, which then opens for no one. Chip functions have no rate: they are read at
+    /// their events and at the capture's `chipInterval`.
+    init(demands: [Demand], devices: [DeviceDescriptor], options: Options = Options()) {
         var rates: [SensorKind: Double] = [:]
         let available = Set(devices.flatMap(\.kinds))
         // Many clients ask for few streams: the fastest rate per stream is all that matters.
         var fastest: [StreamKind: Double] = [:]
         var patience: [StreamKind: Double] = [:]
+        // The chip functions' intervals, s: the shortest any demand asks for.
+        var chipIntervals: [SensorKind: Double] = [:]
         for demand in demands {
             let sampling = Self.sampling(of: demand)
             fastest[demand.stream] = max(fastest[demand.stream] ?? 0, sampling.rate)
@@ -130,13 +190,20 @@ struct CapturePlan: Sendable, Hashable {
         // Kinds some stream other than an event stream reads: they keep their rate at rest.
         var sampled: Set<SensorKind> = []
         for (stream, rate) in fastest {
-            let (required, optional) = (stream.descriptor.required, stream.descriptor.optional)
-            guard required.isSubset(of: available) else {
+            guard let source = Self.source(of: stream, available: available, chipFunctions: options.chipFunctions) else {
                 unavailable.insert(stream)
                 continue
             }
-            var used = required.union(optional.intersection(available))
+            sources[stream] = source
+            var used = source.union(stream.descriptor.optional.intersection(available))
+            if !options.chipFunctions { used = used.filter { !$0.isChipFunction } }
             if used.contains(.magnetometer) { used.remove(.compass) }
+            for kind in used where kind.isChipFunction {
+                for demand in demands where demand.stream == stream {
+                    chipIntervals[kind] = min(chipIntervals[kind] ?? .infinity, Self.chipInterval(of: kind, for: demand))
+                }
+            }
+            used = used.filter { !$0.isChipFunction }
             if stream.descriptor.sampling != .events { sampled.formUnion(used) }
             for kind in used {
                 // The pedometer's floors need the pressure a few times a second, not at the steps' rate.
@@ -145,8 +212,15 @@ struct CapturePlan: Sendable, Hashable {
                 latencies[kind] = min(latencies[kind] ?? .infinity, patience[stream]!)
             }
         }
+        // The kept history counts steps whenever it can: a chip's counter (and its activity) costs
+        // nothing between walks, so it is read even while no one watches.
+        if options.keepsStepHistory && options.chipFunctions {
+            for kind in [SensorKind.stepCounter, .activityRecognizer] where available.contains(kind) {
+                chipIntervals[kind] = min(chipIntervals[kind] ?? .infinity, Self.historyChipInterval)
+            }
+        }
         // Assign each kind to a device: the one carrying the most of the needed kinds, then the lowest number.
-        let needed = Set(rates.keys)
+        let needed = Set(rates.keys).union(chipIntervals.keys)
         var byDevice: [DeviceNumber: Set<SensorKind>] = [:]
         for kind in needed.sorted(by: { $0.rawValue < $1.rawValue }) {
             let candidates = devices.filter { $0.kinds.contains(kind) }
@@ -172,9 +246,14 @@ struct CapturePlan: Sendable, Hashable {
             }
         }
         captures = byDevice.map { number, kinds in
-            Capture(
-                device: number, kinds: kinds, rate: kinds.map { rates[$0]! }.max()!, latency: kinds.map { latencies[$0] ?? 0 }.min()!,
-                restsWhenStill: kinds == [.accelerometer] && sampled.isDisjoint(with: kinds) && number != baseAccelerometer)
+            let sampledKinds = kinds.filter { !$0.isChipFunction }
+            let chipInterval = kinds.compactMap { chipIntervals[$0] }.min()
+            // A chip read alone runs at its interval's rate; beside sampled sensors, at theirs.
+            let rate = sampledKinds.compactMap { rates[$0] }.max() ?? 1 / chipInterval!
+            return Capture(
+                device: number, kinds: kinds, rate: rate, latency: sampledKinds.map { latencies[$0] ?? 0 }.min() ?? 0,
+                restsWhenStill: sampledKinds == [.accelerometer] && sampled.isDisjoint(with: sampledKinds) && number != baseAccelerometer,
+                chipInterval: chipInterval)
         }.sorted { $0.device < $1.device }
     }
 }

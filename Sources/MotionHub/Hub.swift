@@ -43,6 +43,8 @@ package final class Hub: @unchecked Sendable {
     let location = LocationNeed()
     /// What `devices` cannot give, for STATUS (worked out when they change, not per request).
     private(set) var unavailable: StatusReply.Unavailable?
+    /// What counts the steps and tells the activity in the plan followed last, for STATUS.
+    private(set) var counting: (pedometer: StatusReply.Source?, activity: StatusReply.Source?) = (nil, nil)
     /// Set by `stopAll`: nothing opens a sensor again (a stop finishing off the loop, or a client
     /// still connected, would otherwise replan during shutdown).
     private var stopped = false
@@ -100,6 +102,9 @@ package final class Hub: @unchecked Sendable {
             fanout: fanout, calibration: saver.calibration,
             history: GaitHistory(saved: saver.history.value, now: Syscall.realtimeNanoseconds()), keepsHistory: saver.keepsHistory)
         polls.demandsChanged = { [unowned self] in replan() }
+        // A trigger fired inside a stage's emit: the stage is mid-call, so the replan that disarms
+        // the chip comes once it has returned.
+        fanout.triggersFired = { [unowned self] in eventLoop.execute { [weak self] in self?.replan() } }
         captures.changed = { [unowned self] in replan() }
         captures.received = { [unowned self] events, device in received(events, from: device) }
         saver.due = { [unowned self] in saveState() }
@@ -176,7 +181,7 @@ package final class Hub: @unchecked Sendable {
             logger.error("device discovery failed; the devices known stay", metadata: ["error": "\(error)", "devices": "\(devices.count)"])
             return
         }
-        unavailable = CapturePlan.unavailable(on: devices)
+        unavailable = CapturePlan.unavailable(on: devices, options: planOptions)
         pipeline.events.vendorUnitLight = Set(devices.filter { $0.sensors.contains { $0.kind == .light && $0.readsVendorUnits == true } }.map(\.number))
         for gone in captures.stop(absentFrom: Set(devices.map(\.number))) {
             logger.notice("sensor removed", metadata: ["device": "\(gone.device)"])
@@ -188,11 +193,18 @@ package final class Hub: @unchecked Sendable {
 
     // MARK: Captures
 
+    /// What the plan may use beside the demands: the chip's functions unless the source is told not
+    /// to, and whether the step history is kept (a chip's counter is then read with no one watching).
+    var planOptions: CapturePlan.Options {
+        CapturePlan.Options(chipFunctions: source.usesChipFunctions, keepsStepHistory: saver.keepsHistory)
+    }
+
     /// Opens, closes and re-opens captures so that exactly what is watched (or polled) runs.
     func replan() {
         guard !stopped else { return }
         let demands = fanout.demands + polls.demands()
-        let plan = CapturePlan(demands: demands, devices: devices)
+        let plan = CapturePlan(demands: demands, devices: devices, options: planOptions)
+        counting = Self.counting(in: plan, wanted: Set(demands.map(\.stream)), keepsHistory: saver.keepsHistory)
         let wasIdle = captures.running.isEmpty
         captures.follow(plan, on: devices)
         // A sleep while nothing ran was no capture's: the clocks' difference is taken afresh, so that
@@ -203,6 +215,21 @@ package final class Hub: @unchecked Sendable {
         location.follow(watchesTrueNorth: fanout.watchesMotion(in: .xTrueNorthZVertical))
         if plan != followedPlan { memory.pageOutOnceSettled() }
         followedPlan = plan
+    }
+
+    /// What counts the steps and tells the activity in `plan`: the chip's counter or classes where it
+    /// reads them, else the step detector on the accelerometer while it runs and detects (a stream
+    /// of its is `wanted`, or the history is kept).
+    static func counting(
+        in plan: CapturePlan, wanted: Set<StreamKind>, keepsHistory: Bool
+    ) -> (pedometer: StatusReply.Source?, activity: StatusReply.Source?) {
+        let detector = plan.captures.first { $0.kinds.contains(.accelerometer) && $0.device != plan.baseAccelerometer }
+            .flatMap { keepsHistory || !wanted.isDisjoint(with: GaitStage.streamsDetecting) ? $0.device : nil }
+        func source(_ chip: SensorKind) -> StatusReply.Source? {
+            if let device = plan.device(readingChip: chip) { return StatusReply.Source(source: chip.rawValue, device: device.sysname) }
+            return detector.map { StatusReply.Source(source: SensorKind.accelerometer.rawValue, device: $0.sysname) }
+        }
+        return (source(.stepCounter), source(.activityRecognizer))
     }
 
     /// Ingests one read's events from a capture, with one write per client for the whole burst:

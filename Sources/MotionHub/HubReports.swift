@@ -19,6 +19,7 @@ extension Hub {
             })
         reply.recoveries = recoveries.status
         reply.sleeps = recoveries.sleeps > 0 ? recoveries.sleeps : nil
+        (reply.pedometer, reply.activity) = counting
         return reply
     }
 

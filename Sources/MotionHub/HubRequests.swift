@@ -18,6 +18,9 @@ extension Hub {
         }
     }
 
+    /// The refusal of a POLL of `significant_motion` (protocol.md 1.11).
+    static let triggerPollRefusal = "significant_motion is a trigger: it has no state to poll; WATCH arms it"
+
     func handleWatch(_ watch: Request.Watch, from id: ClientID) {
         let streams = watch.streams ?? Array(fanout.watches(of: id).keys)
         let interval = watch.interval ?? Request.Watch.defaultInterval
@@ -25,9 +28,10 @@ extension Hub {
             for stream in streams { fanout.setWatch(nil, of: stream, for: id) }
         } else {
             let latency = watch.latency ?? 0
-            let plan = CapturePlan(demands: streams.map { .init(stream: $0, interval: interval, latency: latency) }, devices: devices)
+            let plan = CapturePlan(
+                demands: streams.map { .init(stream: $0, interval: interval, latency: latency) }, devices: devices, options: planOptions)
             guard plan.unavailable.isEmpty else {
-                let reasons = CapturePlan.reasons(for: plan.unavailable, devices: devices)
+                let reasons = CapturePlan.reasons(for: plan.unavailable, devices: devices, options: planOptions)
                 return reply(ErrorReply(id: watch.id, code: .unavailable, message: reasons), to: id)
             }
             for stream in streams {
@@ -51,9 +55,15 @@ extension Hub {
     }
 
     func handlePoll(_ poll: Request.Poll, from id: ClientID) {
-        let plan = CapturePlan(demands: poll.streams.map { .init(stream: $0, interval: Request.Watch.defaultInterval) }, devices: devices)
+        // A front end's request value, which no decoder checked: a trigger has no state to wait for.
+        if poll.streams.contains(.significantMotion) {
+            return reply(ErrorReply(id: poll.id, code: .invalidArgument, message: Self.triggerPollRefusal), to: id)
+        }
+        let plan = CapturePlan(
+            demands: poll.streams.map { .init(stream: $0, interval: Request.Watch.defaultInterval) }, devices: devices, options: planOptions)
         guard plan.unavailable.isEmpty else {
-            return reply(ErrorReply(id: poll.id, code: .unavailable, message: CapturePlan.reasons(for: plan.unavailable, devices: devices)), to: id)
+            let reasons = CapturePlan.reasons(for: plan.unavailable, devices: devices, options: planOptions)
+            return reply(ErrorReply(id: poll.id, code: .unavailable, message: reasons), to: id)
         }
         polls.polled(poll.streams)
         if let snapshot = pipeline.snapshot(for: poll) { return reply(snapshot, to: id) }

@@ -57,7 +57,7 @@ enum Replies {
             return StatusReply.Sensor(
                 device: running.plan.device.sysname, kinds: running.plan.kinds.sorted { $0.rawValue < $1.rawValue },
                 mode: running.capture.readingMode.rawValue, rate: running.capture.rate, measuredRate: running.measuredRate,
-                rest: rest?.mode.rawValue, restNote: rest?.note.map { "\($0)" })
+                rest: rest?.mode.rawValue, restNote: running.capture.readingNote.map { "\($0)" })
         }
         var calibration = fusion.map { f in
             StatusReply.Calibration(

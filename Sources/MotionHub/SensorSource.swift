@@ -1,5 +1,6 @@
 import MotionCore
 import MotionDevices
+import MotionSystem
 import NIOCore
 
 /// Where the hub's sensors come from: this machine's IIO devices, or a recording.
@@ -16,6 +17,17 @@ public protocol SensorSource: Sendable {
     func open(
         _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
     ) throws -> any SensorStream
+    /// As `open(_:kinds:rate:latency:restsWhenStill:eventLoop:)`, `kinds` holding chip functions
+    /// (`SensorKind.isChipFunction`) read at their events and every `chipInterval` seconds while they
+    /// change (nil: none is read). A source implements one of the two; the default of this one opens
+    /// chip functions as any other kind (a recording's samples).
+    func open(
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, chipInterval: Double?,
+        eventLoop: any EventLoop
+    ) throws -> any SensorStream
+    /// Whether a chip's own functions may stand in for the sensors a stream requires (motiond.conf's
+    /// `chip_functions`; default true).
+    var usesChipFunctions: Bool { get }
     /// Whether devices come and go (then udev's hot-plug events are followed).
     var followsHotPlug: Bool { get }
     /// How the device's sensors are read.
@@ -31,9 +43,23 @@ public protocol SensorSource: Sendable {
 
 extension SensorStream {
     public var restMode: (mode: RestMode, note: DeviceError?)? { nil }
+    public var readingNote: DeviceError? { restMode?.note }
 }
 
 extension SensorSource {
+    // Each source implements one of the two `open`s: the other forwards to it.
+    public func open(
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, chipInterval: Double?,
+        eventLoop: any EventLoop
+    ) throws -> any SensorStream {
+        try open(device, kinds: kinds, rate: rate, latency: latency, restsWhenStill: restsWhenStill, eventLoop: eventLoop)
+    }
+    public func open(
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
+    ) throws -> any SensorStream {
+        try open(device, kinds: kinds, rate: rate, latency: latency, restsWhenStill: restsWhenStill, chipInterval: nil, eventLoop: eventLoop)
+    }
+    public var usesChipFunctions: Bool { true }
     public var remotes: [NetworkDiscovery] { [] }
     public var relistInterval: Double { 10 }
     public func rebind(_ device: DeviceDescriptor) throws(DeviceError) -> String? { nil }
@@ -57,6 +83,8 @@ public enum ReadingMode: String, Sendable, Hashable, CaseIterable {
     case network
     /// From a recording.
     case replayed
+    /// A chip's functions, read when its events say something changed (and at an interval).
+    case events
 
     /// A capture's mode.
     public init(_ mode: CaptureMode) {
@@ -71,11 +99,14 @@ public enum ReadingMode: String, Sendable, Hashable, CaseIterable {
 public protocol SensorStream: AnyObject, Sendable {
     /// The rate it runs at, Hz.
     var rate: Double { get }
-    /// How it reads now: `buffered`, `polled` or `replayed`.
+    /// How it reads now: `buffered`, `polled`, `replayed`, or `events` (a chip's functions).
     var readingMode: ReadingMode { get }
     /// For an accelerometer that only event streams read: how it learns of a move while it rests,
     /// and why a better way was refused or given up (nil: it does not rest).
     var restMode: (mode: RestMode, note: DeviceError?)? { get }
+    /// Why it reads in a poorer way than it might (STATUS' `rest_note`): the rest's note, or why a
+    /// chip's events could not be had (nil: none).
+    var readingNote: DeviceError? { get }
     /// Starts reading; `handler` gets every event, in order, on a thread of the stream's or on the
     /// event loop it was opened with. After each read's samples comes `.readComplete`: the hub hands
     /// samples on only then.
@@ -97,6 +128,9 @@ public struct HardwareSource: SensorSource {
     public var motionEventHeartbeat: Double
     /// Whether a sensor that no re-arm woke has its driver unbound and bound again (root only).
     public var rebindsStalledSensors = false
+    /// Whether a chip's own functions (step counter, activity, significant motion, on-body) are read
+    /// where a stream prefers them (motiond.conf's `chip_functions`).
+    public var usesChipFunctions = true
 
     /// The first device number of the first remote: far above any local one.
     public static let firstRemoteNumber: Int32 = 10_000
@@ -120,7 +154,26 @@ public struct HardwareSource: SensorSource {
         try DeviceDiscovery(overrides: mountMatrixOverrides).listDevices()
     }
 
+    /// A device's sampled kinds go to a `LoopCapture`, its chip functions to a `ChipWatch`, both to a
+    /// `CompositeStream`.
     public func open(
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, chipInterval: Double?,
+        eventLoop: any EventLoop
+    ) throws -> any SensorStream {
+        let chipKinds = kinds.filter(\.isChipFunction)
+        let sampledKinds = kinds.filter { !$0.isChipFunction }
+        guard !chipKinds.isEmpty, remotes.allSatisfy({ !$0.owns(device.number) }) else {
+            return try openSampled(device, kinds: kinds, rate: rate, latency: latency, restsWhenStill: restsWhenStill, eventLoop: eventLoop)
+        }
+        let watch = ChipWatch(
+            device: device.number, kinds: Set(chipKinds), interval: chipInterval ?? CapturePlan.eventChipInterval, heartbeat: motionEventHeartbeat,
+            eventLoop: eventLoop, deviceExists: { Syscall.exists("/sys/bus/iio/devices/\(device.number.sysname)") }, open: { () throws(DeviceError) in try ChipFunctions(device: device, kinds: Set(chipKinds)) })
+        guard !sampledKinds.isEmpty else { return watch }
+        let sampled = try openSampled(device, kinds: sampledKinds, rate: rate, latency: latency, restsWhenStill: restsWhenStill, eventLoop: eventLoop)
+        return CompositeStream(sampled: sampled, chip: watch)
+    }
+
+    private func openSampled(
         _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
     ) throws -> any SensorStream {
         if let remote = remotes.first(where: { $0.owns(device.number) }) { return try remote.open(device, kinds: kinds, rate: rate) }
@@ -138,8 +191,10 @@ public struct HardwareSource: SensorSource {
         return try DriverRebind.rebind(device.number.sysname)
     }
 
+    /// A device of chip functions only (a ChromeOS EC's activity) is read at its events.
     public func readingMode(of device: DeviceDescriptor) -> ReadingMode {
-        remotes.contains { $0.owns(device.number) } ? .network : ReadingMode(device.captureMode)
+        if remotes.contains(where: { $0.owns(device.number) }) { return .network }
+        return !device.kinds.isEmpty && device.kinds.allSatisfy(\.isChipFunction) ? .events : ReadingMode(device.captureMode)
     }
 }
 

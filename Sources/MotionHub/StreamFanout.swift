@@ -30,6 +30,12 @@ final class StreamFanout {
     private var subscriptions: [[Subscription]] = Array(repeating: [], count: StreamKind.allCases.count)
     /// The streams each client watches, for requests (not the per-sample path).
     private var streamsOf: [ID: Set<StreamKind>] = [:]
+    /// Called when a one-shot stream's message ended its watches (the plan disarms what armed them).
+    var triggersFired: () -> Void = {}
+
+    /// The streams a message of which ends the watch it reaches, as Android's one-shot sensors do:
+    /// a `WATCH` arms it again.
+    static let oneShot: Set<StreamKind> = [.significantMotion]
 
     init(clients: ClientTable) {
         self.clients = clients
@@ -107,6 +113,10 @@ final class StreamFanout {
             return encoded!
         }
         for subscription in subscriptions[stream.index] { clients.deliver(message, line: line, to: subscription.outbox, kind: .kept) }
+        // One message per arming, and no ENDED: the message itself ends the watch.
+        guard Self.oneShot.contains(stream) else { return }
+        for id in subscriptions[stream.index].map(\.id) { setWatch(nil, of: stream, for: id) }
+        triggersFired()
     }
 
     /// Ends, with `ENDED` and its reason, every watch of a stream that `device`'s capture fed in

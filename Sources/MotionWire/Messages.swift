@@ -286,6 +286,24 @@ public struct StatusReply: ServerMessage {
     public var recoveries: [Recovery]?
     /// The machine's sleeps seen since start (1.10; absent before the first).
     public var sleeps: Int?
+    /// What counts the steps (1.11; absent while none are counted).
+    public var pedometer: Source?
+    /// What tells the activity (1.11; absent while none is told).
+    public var activity: Source?
+
+    /// What a pedometer's steps or an activity come from.
+    public struct Source: Codable, Sendable, Hashable {
+        /// `step-counter` (the chip's counter), `activity-recognizer` (the chip's classes) or
+        /// `accelerometer` (the step detector on its samples): a `SensorKind`'s raw value.
+        public var source: String
+        /// `iio:deviceN`.
+        public var device: String
+
+        /// `source` on `device`.
+        public init(source: String, device: String) {
+            (self.source, self.device) = (source, device)
+        }
+    }
 
     /// How often one sensor was re-armed for one reason.
     public struct Recovery: Codable, Sendable, Hashable {

@@ -82,6 +82,7 @@ struct Motiond: ParsableCommand {
     @Option(help: ArgumentHelp(Configuration.help("height"))) var height: String?
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("dbus"))) var dbus: Bool?
     @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("rebind_stalled_sensors"))) var rebindStalledSensors: Bool?
+    @Flag(inversion: .prefixedNo, help: ArgumentHelp(Configuration.help("chip_functions"))) var chipFunctions: Bool?
     @Option(help: ArgumentHelp(Configuration.help("metrics"))) var metrics: String?
     @Option(help: ArgumentHelp(Configuration.help("dsu"))) var dsu: String?
 
@@ -109,7 +110,8 @@ struct Motiond: ParsableCommand {
                 "socket": socket, "socket_mode": socketMode, "socket_group": socketGroup, "state_directory": stateDirectory,
                 "state_save_interval": stateSaveInterval, "motion_event_heartbeat": motionEventHeartbeat, "tablet_mode": tabletMode,
                 "log_level": logLevel, "declination": declination, "location": location, "sea_level_pressure": seaLevelPressure, "height": height,
-                "dbus": dbus.map { $0 ? "true" : "false" }, "rebind_stalled_sensors": rebindStalledSensors.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
+                "dbus": dbus.map { $0 ? "true" : "false" }, "rebind_stalled_sensors": rebindStalledSensors.map { $0 ? "true" : "false" },
+                "chip_functions": chipFunctions.map { $0 ? "true" : "false" }, "metrics": metrics, "dsu": dsu,
             ])
             load = { [config] in
                 try Configuration.load(path: config ?? Self.defaultConfigurationPath, required: config != nil).overridden(by: flags)
@@ -133,6 +135,7 @@ struct Motiond: ParsableCommand {
                 mountMatrixOverrides: try settings.mountMatrixOverrides(), networkSensors: settings.networkSensors ?? [],
                 motionEventHeartbeat: settings.motionEventHeartbeat ?? AdaptivePolling.heartbeat)
             hardware.rebindsStalledSensors = settings.rebindStalledSensors ?? false
+            hardware.usesChipFunctions = settings.chipFunctions ?? true
             source = hardware
         }
         let server = MotionServer(

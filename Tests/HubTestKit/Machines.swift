@@ -165,6 +165,26 @@ package enum Machines {
             mode: .buffered),
     ]
 
+    /// wrist-bma400-steps: a bma400 whose accelerometer (0.019154 m/s² per count, 12.5 to 800 Hz,
+    /// buffered) counts steps itself (`in_steps_input`, 24 bits) and tells still, walking and running
+    /// (`in_activity_*_input`, %), with their events (`events/in_steps_change_en`,
+    /// `events/in_activity_change_en`): drivers/iio/accel/bma400_core.c (Linux 6.12). The chip's
+    /// readings are the test's (`ScriptedSource.readings`), its events pushed (`ScriptedSource.push`).
+    package static let bma400 = device(
+        0, "bma400", "/sys/devices/platform/soc/i2c-1/1-0014/iio:device0",
+        sensors: [
+            vector(.accelerometer, "accel", scale: 0.019154),
+            scalar(.stepCounter, "steps", attribute: "in_steps_input"),
+            SensorDescriptor(
+                kind: .activityRecognizer,
+                channels: [
+                    ChannelDescriptor(id: "activity_still", axis: .x, valueAttribute: "in_activity_still_input", isProcessed: true, scale: 1),
+                    ChannelDescriptor(id: "activity_walking", axis: .y, valueAttribute: "in_activity_walking_input", isProcessed: true, scale: 1),
+                    ChannelDescriptor(id: "activity_running", axis: .z, valueAttribute: "in_activity_running_input", isProcessed: true, scale: 1),
+                ]),
+        ],
+        rates: [12.5, 25, 50, 100, 200, 400, 800], rate: 100, rateAttribute: "in_accel_sampling_frequency", mode: .buffered)
+
     // MARK: Building them
 
     /// A device numbered `number` (`iio:deviceN`); `rates`: its `sampling_frequency_available`.

@@ -25,8 +25,11 @@ package final class ScriptedHub: Sendable {
     /// A hub with `devices`, listed as at start. `maximumClients`: clients served at once; `store`:
     /// where its calibration and step history are kept (nil: nowhere); `log`: where its log goes
     /// (nil: the standard error, swift-log's default).
-    package init(devices: [DeviceDescriptor], maximumClients: Int = 1000, store: StateStore? = nil, log: RecordedLog? = nil) async throws {
-        source = ScriptedSource(devices: devices)
+    /// `chipFunctions`: motiond.conf's `chip_functions`.
+    package init(
+        devices: [DeviceDescriptor], maximumClients: Int = 1000, store: StateStore? = nil, log: RecordedLog? = nil, chipFunctions: Bool = true
+    ) async throws {
+        source = ScriptedSource(devices: devices, usesChipFunctions: chipFunctions)
         let logger = log.map { log in Logger(label: "test") { _ in log } } ?? Logger(label: "test")
         hub = Hub(
             eventLoop: loop, logger: logger, release: "test", store: store, source: source, maximumClients: maximumClients, offLoopWork: .inline)

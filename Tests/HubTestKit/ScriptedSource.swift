@@ -1,4 +1,5 @@
 import MotionCore
+import MotionSystem
 import NIOCore
 import Synchronization
 
@@ -14,6 +15,11 @@ import Synchronization
 ///   (`readings`), else for an accelerometer `pose`;
 /// - a buffered device (`CaptureMode.buffered`) gives only what the test feeds it (`feed`, or
 ///   `ScriptedHub.feed`): a sequence, a recording's samples, each with its own timestamp.
+///
+/// A device's chip functions (`SensorKind.isChipFunction`) are read by the hub's own `ChipWatch`
+/// over a scripted chip (`ScriptedChip`): each read gives the kind's `readings` (a step counter's
+/// count in x, the activity's still, walking and running percentages, on-body's 1 or 0), its events
+/// come when the test pushes one (`push`), and it records its reads and its events' enables.
 ///
 /// Each opening is recorded (`openings`) with the kinds, rate and latency the hub asked for.
 package final class ScriptedSource: SensorSource {
@@ -33,6 +39,12 @@ package final class ScriptedSource: SensorSource {
     package let openings = Mutex<[Opening]>([])
     /// Each device's latest opening, while it runs.
     private let streams = Mutex<[DeviceNumber: Stream]>([:])
+    /// Each device's latest chip watch and its chip, while it runs.
+    private let chips = Mutex<[DeviceNumber: (watch: ChipWatch, chip: ScriptedChip)]>([:])
+    /// Why a device's chip events cannot be had (the chip is then read at its interval only).
+    package let chipEventsProblem = Mutex<[DeviceNumber: DeviceError]>([:])
+    /// Whether chip functions may be used (motiond.conf's `chip_functions`).
+    package let usesChipFunctions: Bool
 
     /// One opening of a device: what the hub asked for.
     package struct Opening: Sendable, Hashable {
@@ -45,22 +57,62 @@ package final class ScriptedSource: SensorSource {
         /// Seconds a sample may wait before it is read.
         package var latency: Double
         package var restsWhenStill: Bool
+        /// Seconds between reads of its chip functions while they change (nil: none).
+        package var chipInterval: Double? = nil
     }
 
-    package init(devices: [DeviceDescriptor]) { self.devices = devices }
+    /// `usesChipFunctions`: motiond.conf's `chip_functions`.
+    package init(devices: [DeviceDescriptor], usesChipFunctions: Bool = true) {
+        self.devices = devices
+        self.usesChipFunctions = usesChipFunctions
+    }
 
     package func listDevices() throws -> DeviceListing { DeviceListing(devices: devices, problems: []) }
 
+    /// As the hardware's: sampled kinds scripted, chip functions read by a `ChipWatch` over a
+    /// `ScriptedChip` (events pushed by the test), both a `CompositeStream`.
     package func open(
-        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, eventLoop: any EventLoop
+        _ device: DeviceDescriptor, kinds: [SensorKind], rate: Double, latency: Double, restsWhenStill: Bool, chipInterval: Double?,
+        eventLoop: any EventLoop
     ) throws -> any SensorStream {
         let deviceRate = device.captureRate(for: rate, in: device.captureMode)
         openings.withLock {
-            $0.append(Opening(device: device.number, kinds: Set(kinds), rate: rate, deviceRate: deviceRate, latency: latency, restsWhenStill: restsWhenStill))
+            $0.append(Opening(
+                device: device.number, kinds: Set(kinds), rate: rate, deviceRate: deviceRate, latency: latency, restsWhenStill: restsWhenStill,
+                chipInterval: chipInterval))
         }
-        let stream = Stream(source: self, device: device, kinds: kinds, rate: deviceRate, eventLoop: eventLoop)
+        let chipKinds = Set(kinds.filter(\.isChipFunction))
+        let sampledKinds = kinds.filter { !$0.isChipFunction }
+        var watch: ChipWatch?
+        if !chipKinds.isEmpty {
+            let chip = ScriptedChip(source: self, device: device, kinds: chipKinds, eventLoop: eventLoop)
+            let made = ChipWatch(
+                device: device.number, kinds: chipKinds, interval: chipInterval ?? CapturePlan.eventChipInterval, eventLoop: eventLoop,
+                delivery: .injected, opensOffLoop: false, deviceExists: { [weak chip] in chip?.vanished == false }, open: { chip })
+            chips.withLock { $0[device.number] = (made, chip) }
+            watch = made
+        }
+        guard !sampledKinds.isEmpty else { return watch! }
+        let stream = Stream(source: self, device: device, kinds: sampledKinds, rate: deviceRate, eventLoop: eventLoop)
         streams.withLock { $0[device.number] = stream }
-        return stream
+        return watch.map { CompositeStream(sampled: stream, chip: $0) } ?? stream
+    }
+
+    /// `device`'s chip, as last opened (open or closed since).
+    package func chip(_ device: DeviceNumber) -> ScriptedChip? { chips.withLock { $0[device]?.chip } }
+
+    /// `device`'s chip watch, as last opened.
+    package func chipWatch(_ device: DeviceNumber) -> ChipWatch? { chips.withLock { $0[device]?.watch } }
+
+    /// `device`'s chip says `kind` happened (an IIO event), on the loop: its sample (`value` at
+    /// `timestamp`) where the event carries its value (significant motion, on-body), else a read now.
+    /// Returns whether the chip was open with its events enabled for `kind` (a disabled event never comes).
+    @discardableResult
+    package func push(_ kind: SensorKind, value: Double? = nil, at timestamp: Int64, to device: DeviceNumber) -> Bool {
+        guard let (watch, chip) = chips.withLock({ $0[device] }), chip.isOpen, chip.eventsEnabled(kind) else { return false }
+        let sample = value.map { SensorSample(kind: kind, device: device, timestamp: timestamp, vector: Vector3(x: $0, y: 0, z: 0)) }
+        watch.take([ChipEvent(kind: kind, sample: sample)])
+        return true
     }
 
     /// How many times `device` was opened.
@@ -68,13 +120,18 @@ package final class ScriptedSource: SensorSource {
 
     /// `device`'s latest opening, if it is running now.
     package func running(_ device: DeviceNumber) -> Opening? {
-        guard streams.withLock({ $0[device]?.isRunning }) == true else { return nil }
+        guard streams.withLock({ $0[device]?.isRunning }) == true || chips.withLock({ $0[device]?.chip.isOpen }) == true else { return nil }
         return openings.withLock { $0.last { $0.device == device } }
     }
 
     /// Hands `reads` to `device`'s capture, each read's samples of the kinds it was opened for, then the
     /// end of the read; on the loop. Returns whether it runs (a closed device takes nothing).
     package func feed(_ reads: [[SensorSample]], to device: DeviceNumber) -> Bool {
+        // A device of chip functions alone: each read's samples are events that carry their value.
+        if let (watch, chip) = chips.withLock({ $0[device] }), chip.isOpen, streams.withLock({ $0[device]?.isRunning }) != true {
+            for read in reads { watch.take(read.filter { $0.device == device }.map { ChipEvent(kind: $0.kind, sample: $0) }) }
+            return true
+        }
         guard let stream = streams.withLock({ $0[device] }), stream.isRunning else { return false }
         for read in reads { stream.deliver(read) }
         return true
@@ -104,7 +161,9 @@ package final class ScriptedSource: SensorSource {
         return "\(device.name) on its driver"
     }
 
-    package func readingMode(of device: DeviceDescriptor) -> ReadingMode { ReadingMode(device.captureMode) }
+    package func readingMode(of device: DeviceDescriptor) -> ReadingMode {
+        !device.kinds.isEmpty && device.kinds.allSatisfy(\.isChipFunction) ? .events : ReadingMode(device.captureMode)
+    }
 
     /// What a polled read of `kind` on `device` gives now, or nil for a reading no sensor of its kind
     /// can produce (the device layer drops it).
@@ -172,4 +231,58 @@ package final class ScriptedSource: SensorSource {
             handler?(.ended(error))
         }
     }
+}
+
+/// A chip's functions as the test scripts them: each read gives the source's `readings` of its
+/// kinds, stamped with the loop's clock; it records its reads and each change of its events.
+package final class ScriptedChip: ChipDevice, @unchecked Sendable {
+    // @unchecked: touched on the hub's loop, read by the test between its turns.
+    package let kinds: Set<SensorKind>
+    package var eventsProblem: DeviceError? { source.chipEventsProblem.withLock { $0[device.number] } }
+    private let source: ScriptedSource
+    private let device: DeviceDescriptor
+    private let eventLoop: any EventLoop
+    /// The loop's times of each read, ns.
+    package private(set) var reads: [Int64] = []
+    /// Each change of an event's enable, in order (the opening's enables not included).
+    package private(set) var switches: [(kind: SensorKind, enabled: Bool)] = []
+    /// The kinds whose events are enabled now.
+    private var enabled: Set<SensorKind>
+    package private(set) var isOpen = true
+    /// Set by the test: the device is gone (reads fail, and the watch ends).
+    package var vanished = false
+    /// Set by the test: reads fail with this error.
+    package var failure: DeviceError?
+
+    init(source: ScriptedSource, device: DeviceDescriptor, kinds: Set<SensorKind>, eventLoop: any EventLoop) {
+        (self.source, self.device, self.kinds, self.eventLoop) = (source, device, kinds, eventLoop)
+        enabled = kinds
+    }
+
+    /// Whether `kind`'s events are enabled now (never where they cannot be had).
+    package func eventsEnabled(_ kind: SensorKind) -> Bool { isOpen && eventsProblem == nil && enabled.contains(kind) }
+
+    package func takeEventDescriptor() -> OwnedDescriptor? { nil }
+
+    package func read(into samples: inout [SensorSample]) throws(DeviceError) {
+        let t = Int64(eventLoop.now.uptimeNanoseconds)
+        reads.append(t)
+        if vanished { throw .deviceVanished(device: device.number.sysname) }
+        if let failure { throw failure }
+        // Significant motion has no value to read: only its event says it.
+        for kind in kinds.sorted(by: { $0.rawValue < $1.rawValue }) where kind != .significantMotion {
+            guard let value = source.readings.withLock({ $0[kind] }) else { continue }
+            samples.append(SensorSample(kind: kind, device: device.number, timestamp: t, vector: value))
+        }
+    }
+
+    package func setEvents(of kind: SensorKind, enabled on: Bool) throws(DeviceError) {
+        switches.append((kind, on))
+        if on { enabled.insert(kind) } else { enabled.remove(kind) }
+    }
+
+    /// None: the test pushes decoded events (`ScriptedSource.push`).
+    package func event(_ record: IIOEventRecord, device: DeviceNumber, at t: Int64) -> ChipEvent? { nil }
+
+    package func close() { isOpen = false }
 }

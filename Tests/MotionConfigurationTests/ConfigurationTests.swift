@@ -229,7 +229,7 @@ import MotionCore
         #expect { try Configuration.flags(["dsu": "nowhere"]) } throws: { "\($0)".contains("--dsu: \"nowhere\" is not host:port") }
         // Of two bad flags, the one first in the table is named, whatever the order given.
         #expect { try Configuration.flags(["metrics": "nowhere", "socket_mode": "999"]) } throws: { "\($0)".hasPrefix("command line: --socket-mode:") }
-        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "motion_event_heartbeat", "rebind_stalled_sensors", "tablet_mode", "log_level", "declination", "location", "sea_level_pressure", "height", "dbus", "metrics", "dsu"])
+        #expect(Configuration.flagKeys == ["socket", "socket_mode", "socket_group", "state_directory", "state_save_interval", "motion_event_heartbeat", "rebind_stalled_sensors", "chip_functions", "tablet_mode", "log_level", "declination", "location", "sea_level_pressure", "height", "dbus", "metrics", "dsu"])
     }
 
     /// Only the settings declared live apply on reload; every other key that differs is named as
@@ -240,7 +240,7 @@ import MotionCore
             ("socket", { $0.socket = "/x" }), ("socket_mode", { $0.socketMode = "0600" }), ("socket_group", { $0.socketGroup = "g" }),
             ("state_directory", { $0.stateDirectory = "/s" }), ("state_save_interval", { $0.stateSaveInterval = 5 }),
             ("motion_event_heartbeat", { $0.motionEventHeartbeat = 10 }), ("rebind_stalled_sensors", { $0.rebindStalledSensors = true }),
-            ("tablet_mode", { $0.tabletMode = "off" }),
+            ("chip_functions", { $0.chipFunctions = false }), ("tablet_mode", { $0.tabletMode = "off" }),
             ("log_level", { $0.logLevel = "debug" }), ("declination", { $0.declination = 2 }), ("location", { $0.location = "1, 2" }),
             ("sea_level_pressure", { $0.seaLevelPressure = 102 }), ("height", { $0.height = 1.8 }),
             ("mount_matrices", { $0.mountMatrices = [] }), ("dbus", { $0.dbus = true }), ("mqtt", { $0.mqtt = MQTTSettings(broker: "mqtt://x") }),

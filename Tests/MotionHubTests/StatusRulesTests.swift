@@ -37,13 +37,14 @@ import Testing
     }
 
     /// STATUS says what the machine cannot give before anything is watched: the laptop with one
-    /// accelerometer and nothing else lacks every other sensor's stream (light and altitude too), the
-    /// hinge, and the yaw, rotation rate, magnetic field and heading of motion (the reasons as in
-    /// protocol.md; from Hardware.MachineClasses, laptop-hid-accelerometer).
+    /// accelerometer and nothing else lacks every other sensor's stream (light, altitude and presence
+    /// too), the hinge, and the yaw, rotation rate, magnetic field and heading of motion (the reasons as
+    /// in protocol.md; from Hardware.MachineClasses, laptop-hid-accelerometer).
     @Test func statusSaysWhatALaptopWithOnlyAnAccelerometerCannotGiveAndWhy() async throws {
         let (scripted, client, _) = try await ScriptedHub.withClient(sending: #"{"class":"STATUS"}"#, on: [Machines.laptop])
         let unavailable = try #require(client.statuses.last?.unavailable)
-        #expect(unavailable.streams.keys.sorted() == ["altitude", "gyroscope", "hinge", "light", "magnetometer", "proximity"])
+        #expect(unavailable.streams.keys.sorted() == ["altitude", "gyroscope", "hinge", "light", "magnetometer", "presence", "proximity"])
+        #expect(unavailable.streams["presence"] == "presence needs a sensor this machine does not have: human-presence or proximity")
         #expect(unavailable.streams["altitude"] == "altitude needs a sensor this machine does not have: pressure")
         #expect(unavailable.streams["gyroscope"] == "gyroscope needs a sensor this machine does not have: gyroscope")
         #expect(unavailable.streams["hinge"] == "hinge needs two accelerometers, one in the display and one in the base")
