@@ -583,10 +583,17 @@ public struct Snapshot: ServerMessage {
         let container = try decoder.container(keyedBy: Key.self)
         id = try container.decodeIfPresent(RequestID.self, forKey: .id)
         for stream in StreamKind.allCases {
-            let key = Key(stream.rawValue)
+            // A decoder that converts snake_case (Wire's) hands `significant_motion` over as `significantMotion`.
+            let key = container.contains(Key(stream.rawValue)) ? Key(stream.rawValue) : Key(Self.camelCased(stream.rawValue))
             guard container.contains(key), try !container.decodeNil(forKey: key) else { continue }
             messages[stream.index] = try stream.descriptor.message.decode(try container.superDecoder(forKey: key))
         }
+    }
+
+    /// `significant_motion` as `JSONDecoder.KeyDecodingStrategy.convertFromSnakeCase` makes it: `significantMotion`.
+    private static func camelCased(_ name: String) -> String {
+        let words = name.split(separator: "_")
+        return words.dropFirst().reduce(String(words.first ?? "")) { $0 + $1.prefix(1).uppercased() + $1.dropFirst() }
     }
 
     public func encode(to encoder: any Encoder) throws {
