@@ -6,7 +6,7 @@ import MotionFusion
 // The fusion core's cost per 9D sample (gyroscope + accelerometer + magnetometer update, with the
 // magnetometer calibration) in release mode, and its allocations (must be 0).
 // And the step detector with the activity classifier per accelerometer sample, the gesture
-// recognizer, and the altimeter per pressure reading.
+// recognizer, the altimeter per pressure reading, and the presence detector per reading.
 // Run: swift package --disable-sandbox benchmark --target MotionFusionBenchmarks
 
 let benchmarks: @Sendable () -> Void = {
@@ -128,6 +128,20 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(altimeter.update(pressure: 95 + Double(time % 7) * 1e-4, timestamp: time))
         }
         benchmark.stopMeasurement()
+    }
+
+    Benchmark("presence detector, one 10 Hz reading of a sensor flapping every 0.3 s") { benchmark in
+        var detector = PresenceDetector()
+        var reports = 0
+        var time: Int64 = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            time += 100_000_000
+            let present = time / 300_000_000 % 2 == 0
+            if detector.update(present: present, attention: present ? 100 : 0, distance: 0.65, timestamp: time) != nil { reports += 1 }
+        }
+        benchmark.stopMeasurement()
+        blackHole(reports)
     }
 
     Benchmark("device motion in the magnetic-north frame") { benchmark in
