@@ -1,8 +1,14 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import MotionCore
 import MotionDevices
 import MotionSystem
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -192,5 +198,75 @@ import Testing
         await loop.advanceTime(by: .seconds(120))
         #expect(chip.closed && chip.reads.count == 1)
         await loop.shutdownGracefully()
+    }
+
+    /// A chip whose event descriptor is a pipe's read end: the test writes `iio_event_data` records
+    /// into the other end, as the kernel would.
+    final class PipeChip: ChipDevice, @unchecked Sendable {
+        // @unchecked: `descriptor` is taken once, on the loop; the rest is immutable.
+        let kinds: Set<SensorKind> = [.stepCounter]
+        let eventsProblem: DeviceError? = nil
+        private let descriptor = Mutex<Int32?>(nil)
+        init(reading descriptor: Int32) { self.descriptor.withLock { $0 = descriptor } }
+        func takeEventDescriptor() -> OwnedDescriptor? {
+            descriptor.withLock { fd in defer { fd = nil }; return fd.map(OwnedDescriptor.init) }
+        }
+        func read(into samples: inout [SensorSample]) throws(DeviceError) {
+            samples.append(SensorSample(kind: .stepCounter, device: DeviceNumber(0), timestamp: Syscall.monotonicNanoseconds(), vector: Vector3(x: 5, y: 0, z: 0)))
+        }
+        func setEvents(of kind: SensorKind, enabled: Bool) throws(DeviceError) {}
+        /// The bma400's step event code: `IIO_UNMOD_EVENT_CODE(IIO_STEPS, 0, IIO_EV_TYPE_CHANGE, IIO_EV_DIR_NONE)`
+        /// (include/linux/iio/events.h:53, types.h: IIO_STEPS 20, CHANGE 5, NONE 3; Linux 6.12).
+        static let stepEvent = UInt64(5) << 56 | UInt64(3) << 48 | UInt64(20) << 32
+        func event(_ record: IIOEventRecord, device: DeviceNumber, at t: Int64) -> ChipEvent? {
+            record.id == Self.stepEvent ? ChipEvent(kind: .stepCounter, sample: nil) : nil
+        }
+        func close() {}
+    }
+
+    /// On a real loop, an event record written to the chip's descriptor reads the chip at once (the
+    /// heartbeat is an hour away); the descriptor's end (its writer closed) leaves the chip read at its
+    /// interval, the watch then polled, saying why.
+    @Test func anEventThroughTheDescriptorReadsAtOnceAndItsEndFallsBackToTheInterval() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        let chip = PipeChip(reading: ends[0])
+        let reads = Mutex<(count: Int, waiting: [(Int, EventLoopPromise<Void>)])>((0, []))
+        /// Settles once the watch has told `n` reads.
+        func read(_ n: Int) -> EventLoopFuture<Void> {
+            let promise = loop.makePromise(of: Void.self)
+            let done = reads.withLock { state in
+                if state.count < n { state.waiting.append((n, promise)) }
+                return state.count >= n
+            }
+            if done { promise.succeed() }
+            return promise.futureResult
+        }
+        let watch = ChipWatch(
+            device: DeviceNumber(0), kinds: chip.kinds, interval: 0.05, heartbeat: 3600, eventLoop: loop, opensOffLoop: true, deviceExists: { true },
+            open: { chip })
+        watch.start { event in
+            guard case .readComplete = event else { return }
+            let due = reads.withLock { state in
+                state.count += 1
+                let due = state.waiting.filter { $0.0 <= state.count }.map(\.1)
+                state.waiting.removeAll { $0.0 <= state.count }
+                return due
+            }
+            for promise in due { promise.succeed() }
+        }
+        try read(1).wait()
+        #expect(try loop.submit { watch.readingMode }.wait() == .events)
+        var record = (PipeChip.stepEvent, Int64(0))
+        #expect(withUnsafeBytes(of: &record) { write(ends[1], $0.baseAddress, IIOEventRecord.size) } == IIOEventRecord.size)
+        try read(2).wait()
+        close(ends[1])
+        try read(3).wait()
+        #expect(try loop.submit { watch.readingMode }.wait() == .polled)
+        #expect(watch.readingNote != nil)
+        watch.stop()
     }
 }
