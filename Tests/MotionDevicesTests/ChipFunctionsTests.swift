@@ -1,6 +1,7 @@
 import Foundation
 import MotionCore
 import MotionSystem
+import CLibIIO
 import TestSupport
 import Testing
 
@@ -185,6 +186,13 @@ extension Hardware {
             #expect(channels.map(\.axis) == [.x, .y, .z])
             #expect(channels.map(\.scanIndex) == [0, 1, 2])
             #expect(channels.map(\.scale) == [1, 0.01, 1])
+            // libiio 0.24's `enum iio_chan_type` ends at IIO_MASSCONCENTRATION (/usr/include/iio.h):
+            // IIO_ATTENTION (39, Linux 6.13) is unknown to it, and the channel is matched by its id.
+            let context = try IIOContext()  // alive while its channels are used
+            let attention = try #require(context.device(sysname: "iio:device0")?.channels.first { $0.id == "attention" })
+            #expect(attention.type == IIO_CHAN_TYPE_UNKNOWN)
+            #expect(attention.isScanElement)
+            withExtendedLifetime(context) {}
             // Polled: presence 1; 65 × 0.01 = 0.65 m; attention 100 % as the driver gives it.
             expectClose(try readOnce(device, .humanPresence), Vector3(x: 1, y: 0.65, z: 100))
             // Buffered: the scan as hid-sensor-prox pushes it, each channel in 32 bits (s8, s16, s8),
@@ -197,6 +205,33 @@ extension Hardware {
             #expect(decoded.count == 1)
             expectClose(try #require(decoded.first).vector, Vector3(x: 1, y: 1.2, z: 0))
             #expect(decoded.first?.timestamp == 7)
+        }
+
+        /// Where libiio cannot make a context, the devices are described from their sysfs file names
+        /// (`SysfsChannel`), to the same kinds, read polled.
+        @Test func withoutLibiioTheChipDevicesAreDescribedFromTheirFiles() throws {
+            try Self.describedFromFiles("wrist-bma400-steps") { bma400 in
+                #expect(bma400.kinds == [.accelerometer, .stepCounter, .activityRecognizer])
+                #expect(bma400.captureMode == .polled)
+                #expect(bma400.sensor(.activityRecognizer)?.channels.map(\.valueAttribute)
+                    == ["in_activity_still_input", "in_activity_walking_input", "in_activity_running_input"])
+            }
+            try Self.describedFromFiles("laptop-human-presence") { presence in
+                #expect(presence.kinds == [.humanPresence])
+                #expect(presence.sensor(.humanPresence)?.channels.map(\.valueAttribute) == ["in_proximity0_raw", "in_proximity1_raw", "in_attention_input"])
+                expectClose(try readOnce(presence, .humanPresence), Vector3(x: 1, y: 0.65, z: 100))
+            }
+        }
+
+        /// `fixture`'s iio:device0 as `DeviceDiscovery` describes it when libiio fails (EFBIG: one
+        /// device's context too large for it), handed to `check` while the testbed lives.
+        static func describedFromFiles(_ fixture: String, _ check: (DeviceDescriptor) throws -> Void) throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: fixture)
+            let name = try testbed.attribute("iio:device0", "name").trimmingCharacters(in: .whitespacesAndNewlines)
+            try check(try DeviceInspector(sysfs: Sysfs(), properties: [:]).describe(
+                sysname: "iio:device0", name: name, channels: SysfsChannel.channels(of: "iio:device0", in: Sysfs()), syspath: "",
+                triggers: nil, problems: [.describedWithoutLibiio(device: "iio:device0", errno: EFBIG)]))
         }
 
         @Test func linux612PresenceSensorHasPresenceOnlyAndTheRestIsNaN() throws {
