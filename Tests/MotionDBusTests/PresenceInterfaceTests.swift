@@ -85,6 +85,41 @@ import Glibc
         }
     }
 
+    /// End to end through the hub's own presence (its event stage, `PresenceDetector`): laptop-human-presence's
+    /// HID sensor (`Machines.humanPresence`: x presence, y distance 0.01 m a count, z attention %),
+    /// fed as its buffer hands scans over. The claim opens it; present (65 counts: 0.65 m, attention
+    /// 100 %), absent, present again, each 2 s after the last on the samples' clock (the debounce holds
+    /// only a change within 1 s of the last report, protocol.md 1.11), each reach the claimant as a
+    /// `PropertiesChanged` within 100 ms of the scan's hand-over to the hub.
+    @Test func anHIDSensorsScansReachTheClaimantWithin100ms() throws {
+        let sensor = Machines.humanPresence
+        let served = try SensorProxyBridgeRules.Served([sensor], counts: [:])
+        try withExtendedLifetime(served) {
+            let (hub, source) = (served.hub, served.source)
+            let claimant = try SignalListener(address: served.bus.address)
+            try claimant.send("ClaimPresence", interface: BusClient.presenceInterface)
+            try waitUntil { source.running(sensor.number) != nil }
+            let start = Int64(hub.eventLoop.now.uptimeNanoseconds)
+            let scans: [(counts: Vector3, expected: [String: String])] = [
+                (Vector3(x: 1, y: 65, z: 100), ["Presence": "present", "HasAttention": "true", "Attention": "attentive", "PresenceDistance": "0.65"]),
+                (Vector3(x: 0, y: 0, z: 0), ["Presence": "absent", "Attention": "inattentive", "PresenceDistance": "0.0"]),
+                (Vector3(x: 1, y: 80, z: 100), ["Presence": "present", "Attention": "attentive", "PresenceDistance": "0.8"]),
+            ]
+            for (k, scan) in scans.enumerated() {
+                let sample = try #require(sensor.sample(.humanPresence, counts: scan.counts, at: start + Int64(k) * 2_000_000_000))
+                let seen = claimant.signals.count
+                let delivered = ContinuousClock.now
+                #expect(try hub.eventLoop.submit { source.feed([[sample]], to: sensor.number) }.wait(), "the sensor runs")
+                let signal = try #require(claimant.waitForSignal(after: seen, seconds: 5), "no PropertiesChanged for scan \(k)")
+                let took = signal.at - delivered
+                #expect(took < Self.bound, "scan \(k) took \(took)")
+                for (name, value) in scan.expected { #expect(signal.changed[name] == value, "\(name) in \(signal.changed)") }
+            }
+            try claimant.call("ReleasePresence", interface: BusClient.presenceInterface)
+            try waitUntil { source.running(sensor.number) == nil }
+        }
+    }
+
     /// A machine without a presence or proximity sensor has no presence: `HasPresence` false, and a
     /// claim returns at once (as every claim of an absent sensor does) with the presence `undefined`.
     @Test func aMachineWithoutAPresenceSensorHasNoPresence() throws {
