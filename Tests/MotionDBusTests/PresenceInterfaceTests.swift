@@ -276,3 +276,62 @@ final class SignalListener {
         signals.append(Signal(at: at, changed: changed))
     }
 }
+
+/// docs/dbus.md's session script, as written but for its wait (`AWAY` 1 s instead of 30), against
+/// motiond --dbus on the umockdev tablet (tablet-iio-sensor-proxy: an stk3310, near from 100 counts,
+/// at 50 at first: far), whose presence comes from its proximity sensor. `loginctl` and `brightnessctl`
+/// are stand-ins first on the script's PATH that write what they were asked.
+extension Hardware {
+    @Suite struct PresenceSessionScript {
+        /// The page's script: its Python block that starts with the away-lock comment.
+        static func script() throws -> String {
+            let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/dbus.md").standardized
+            let text = try String(contentsOf: page, encoding: .utf8)
+            let start = try #require(text.range(of: "```python\n#!/usr/bin/python3\n# away-lock"), "docs/dbus.md has no away-lock script")
+            let end = try #require(text.range(of: "```\n", range: start.upperBound..<text.endIndex))
+            return String(text[text.index(start.lowerBound, offsetBy: "```python\n".count)..<end.lowerBound])
+        }
+
+        /// The person is away from the start (the sensor says far): the script locks the session AWAY
+        /// after the claim's first value; back (near), nothing; away again, it locks again, AWAY
+        /// later. A proximity sensor tells no attention: the brightness is never touched.
+        @Test func theSessionScriptLocksWhenThePersonHasBeenAwayForAWhile() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "tablet-iio-sensor-proxy")
+            let bus = try PrivateSystemBus()
+            let daemon = try SensorProxyBridge.daemon(on: bus)
+            let tools = bus.directory + "/tools"
+            let asked = bus.directory + "/asked"
+            try FileManager.default.createDirectory(atPath: tools, withIntermediateDirectories: true)
+            for tool in ["loginctl", "brightnessctl"] {
+                try "#!/bin/sh\necho \"\(tool) $*\" >> \(asked)\n".write(toFile: tools + "/" + tool, atomically: true, encoding: .utf8)
+                chmod(tools + "/" + tool, 0o755)
+            }
+            let original = try Self.script()
+            let script = original.replacingOccurrences(of: "AWAY, timer = 30, None", with: "AWAY, timer = 1, None")
+            try #require(script != original, "the script's wait is no longer `AWAY, timer = 30, None`")
+            try script.write(toFile: bus.directory + "/away-lock", atomically: true, encoding: .utf8)
+            func locks() -> Int {
+                ((try? String(contentsOfFile: asked, encoding: .utf8)) ?? "").split(separator: "\n").count { $0 == "loginctl lock-session" }
+            }
+            let path = tools + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+            let session = try Peer("/usr/bin/env", arguments: ["PATH=\(path)", "/usr/bin/python3", bus.directory + "/away-lock"], bus: bus)
+            let started = ContinuousClock.now
+            try? waitUntil(seconds: 10) { locks() == 1 }
+            #expect(locks() == 1, "away from the start: locked once; \(session.output) \(daemon.finalLog())")
+            #expect(ContinuousClock.now - started >= .seconds(1), "not before AWAY")
+            try testbed.setAttribute("iio:device2", "in_proximity_raw", "150\n")
+            try testbed.waitForReads(of: "in_proximity_raw", on: "iio:device2")
+            // Away again once the return has lasted the debounce's second (protocol.md 1.11).
+            try? waitUntil(seconds: 3) { (try? BusClient(address: bus.address).presenceProperty("Presence")) == "present" }
+            let back = ContinuousClock.now
+            try testbed.setAttribute("iio:device2", "in_proximity_raw", "20\n")
+            try? waitUntil(seconds: 10) { locks() == 2 }
+            #expect(locks() == 2, "away again: locked again; \(session.output)")
+            #expect(ContinuousClock.now - back >= .seconds(1), "not before AWAY")
+            let said = (try? String(contentsOfFile: asked, encoding: .utf8)) ?? ""
+            #expect(!said.contains("brightnessctl"), "no attention from a proximity sensor: \(said)")
+            session.stop()
+        }
+    }
+}
