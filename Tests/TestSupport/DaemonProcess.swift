@@ -89,6 +89,12 @@ public final class DaemonProcess {
         return found()
     }
 
+    /// What the daemon logged until now (what it writes within 0.2 s included): for a failure's message.
+    public var logSoFar: String {
+        waitForLog("\n", count: .max, seconds: 0.2)
+        return logged
+    }
+
     /// The whole log, once the daemon has exited.
     public func finalLog() -> String {
         logged + String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

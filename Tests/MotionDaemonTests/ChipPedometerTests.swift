@@ -1,0 +1,152 @@
+import Foundation
+import Synchronization
+import MotionWire
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The chip's own pedometer, tested at the kernel's interface: the fixture is a bma400 as its driver
+/// registers it (`wrist-bma400-steps`: `in_steps_input` and `in_steps_en` sysfs-only,
+/// drivers/iio/accel/bma400_core.c:402–409, Linux 6.12; the count 24 bits, `bma400_get_steps_reg`,
+/// :797–812; the step event `events/in_steps_change_en`, :213–217, pushed as
+/// `IIO_MOD_EVENT_CODE(IIO_STEPS, 0, IIO_NO_MOD, IIO_EV_TYPE_CHANGE, IIO_EV_DIR_NONE)`,
+/// `bma400_interrupt` :1666–1686). The test is the chip: it sets the count and pushes the step event
+/// through a FIFO handed over by umockdev's ioctl handler, as the motion-event tests do.
+extension Hardware {
+    @Suite struct ChipPedometer {
+        /// The step event's code: CHANGE (5) << 56 | NONE (3) << 48 | IIO_STEPS (20) << 32
+        /// (include/uapi/linux/iio/types.h:35, :117, :127; include/linux/iio/events.h:24–28).
+        static let stepEventCode: UInt64 = 5 << 56 | 3 << 48 | 20 << 32
+
+        static func stepEvent() -> [UInt8] {
+            withUnsafeBytes(of: stepEventCode, Array.init) + withUnsafeBytes(of: Int64(1_700_000_000_000_000_000), Array.init)
+        }
+
+        /// The bma400 wrist device and a daemon on a state directory that outlives it. Each
+        /// `IIO_GET_EVENT_FD_IOCTL` is answered with a descriptor of its own, as the kernel makes a new
+        /// one for each (`iio_event_getfd`): the daemon inherits `descriptors` FIFOs, numbered from
+        /// `MotionEventsCapture.eventDescriptor`, and the Nth ioctl gets the Nth (the chip's watch is
+        /// opened again when its interval changes, and the first descriptor closes with it).
+        final class Wrist {
+            static let descriptors: Int32 = 6
+            let testbed: Testbed
+            let handler: IoctlHandler
+            let directory: String
+            let fifos: [Int32: String]
+            /// The ioctls answered so far (the handler's thread counts, the test resets at a restart).
+            private final class Answered: Sendable { let count = Atomic<Int32>(0) }
+            private let answered = Answered()
+            private(set) var daemon: DaemonProcess
+            private(set) var client: TestClient
+            private var writers: [Int32] = []
+
+            init() throws {
+                testbed = try Testbed()
+                try testbed.add(fixture: "wrist-bma400-steps")
+                directory = NSTemporaryDirectory() + "motiond-chip-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                var fifos: [Int32: String] = [:]
+                for index in 0..<Self.descriptors {
+                    let path = directory + "/events\(index)"
+                    guard mkfifo(path, 0o600) == 0 else { throw TestbedError("mkfifo: errno \(errno)") }
+                    fifos[MotionEventsCapture.eventDescriptor + index] = path
+                }
+                self.fifos = fifos
+                let answered = answered
+                handler = try testbed.handleIoctls(on: "/dev/iio:device0") { request in
+                    guard request == MotionEventsCapture.getEventDescriptor else { return .failure(ENOTTY) }
+                    let index = answered.count.add(1, ordering: .relaxed).oldValue
+                    return index < Self.descriptors ? .integer(MotionEventsCapture.eventDescriptor + index) : .failure(EBUSY)
+                }
+                (daemon, client) = try Self.start(directory: directory, fifos: fifos)
+                writers = try Self.openWriters(fifos)
+            }
+
+            static func start(directory: String, fifos: [Int32: String]) throws -> (DaemonProcess, TestClient) {
+                let daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: ["--state-directory", directory], inheriting: fifos)
+                let client = try TestClient(path: daemon.socket)
+                _ = try client.next("VERSION")
+                return (daemon, client)
+            }
+
+            /// The daemon holds each FIFO open for reading and writing: these opens do not wait.
+            static func openWriters(_ fifos: [Int32: String]) throws -> [Int32] {
+                try fifos.values.map { path in
+                    let writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+                    guard writer >= 0 else { throw TestbedError("open \(path): errno \(errno)") }
+                    return writer
+                }
+            }
+
+            deinit {
+                daemon.signal(SIGTERM)
+                writers.forEach { close($0) }
+            }
+
+            /// The chip counted: its count is now `count`, and it says so with a step event, pushed
+            /// into every event descriptor the daemon still reads (those it closed refuse it: EPIPE).
+            func step(to count: Int) throws {
+                try testbed.setAttribute("iio:device0", "in_steps_input", "\(count)\n")
+                let record = ChipPedometer.stepEvent()
+                let taken = writers.filter { write($0, record, record.count) == record.count }.count
+                guard taken > 0 else { throw TestbedError("no event descriptor is read; motiond logged: \(daemon.logSoFar)") }
+            }
+
+            /// Stops the daemon (its history saved at stop), then starts another on the same state.
+            func restart(whileStopped: () throws -> Void) throws {
+                daemon.signal(SIGTERM)
+                writers.forEach { close($0) }
+                try whileStopped()
+                answered.count.store(0, ordering: .relaxed)
+                (daemon, client) = try Self.start(directory: directory, fifos: fifos)
+                writers = try Self.openWriters(fifos)
+            }
+
+            func watchPedometer() throws -> PedometerMessage {
+                try client.send(#"{"class":"WATCH","streams":["pedometer"],"interval":1}"#)
+                _ = try client.next("WATCHING")
+                return try nextPedometer()
+            }
+
+            func nextPedometer(seconds: Double = 5) throws -> PedometerMessage {
+                try client.decode(PedometerMessage.self, try client.next("PEDOMETER", seconds: seconds))
+            }
+
+            func historySteps() throws -> Int? {
+                try client.send(#"{"class":"HISTORY","stream":"pedometer","from":0}"#)
+                return try client.decode(HistoryReply.self, try client.next("HISTORY")).steps
+            }
+        }
+
+        /// The count from the chip through its wrap at 2^24, a reset and a restart: PEDOMETER and
+        /// HISTORY count what the chip counted, the accelerometer is never opened for it, and the
+        /// counter is left counting at stop.
+        @Test func theChipsCountSurvivesItsWrapAResetAndARestart() throws {
+            let wrist = try Wrist()
+            #expect(try wrist.watchPedometer().steps == 0, "a fresh history")
+            // The first read is the base: the fixture's 16,777,210 were counted before the daemon knew.
+            try wrist.step(to: 16_777_215)
+            #expect(try wrist.nextPedometer().steps == 5)
+            #expect(try wrist.testbed.attribute("iio:device0", "in_steps_en") == "1\n", "the counter enabled")
+            // 1 step to the top (2^24 = 16,777,216), then 3 more.
+            try wrist.step(to: 3)
+            let wrapped = try wrist.nextPedometer()
+            #expect(wrapped.steps == 9, "\(wrapped)")
+            // Reset (the chip lost power): its 2 are new steps.
+            try wrist.testbed.setAttribute("iio:device0", "in_steps_input", "0\n")
+            try wrist.step(to: 2)
+            #expect(try wrist.nextPedometer().steps == 11)
+            #expect(try wrist.testbed.attribute("iio:device0", "buffer/enable") == "0\n", "the accelerometer is not opened for the steps")
+            // The chip counts 20 more while the daemon is stopped.
+            try wrist.restart { try wrist.testbed.setAttribute("iio:device0", "in_steps_input", "22\n") }
+            #expect(try wrist.testbed.attribute("iio:device0", "in_steps_en") == "1\n", "left counting at stop")
+            let after = try wrist.watchPedometer()
+            let total = after.steps == 31 ? after.steps : try wrist.nextPedometer().steps
+            #expect(total == 31, "11 before, 20 while stopped")
+            #expect(try wrist.historySteps() == 31)
+        }
+    }
+}
