@@ -4,6 +4,8 @@ import MotionSystem
 // API as design65.md §1 has it, with two additions: `eventKinds` (the kinds whose events were
 // enabled, so that a watcher knows which to read by interval only) and `StepCounterWidth` as the
 // counter's width. `setEvents` does nothing when the events could not be had (`eventsProblem`).
+// A step-counter sample is the count modulo the counter's width as x and that modulus as y
+// (`SensorKind.stepCounter`), not the raw signed reading the design first said.
 
 /// A step counter's width as its driver reports it, for the caller to widen the count across
 /// wrap-arounds.
@@ -120,9 +122,11 @@ public final class ChipFunctions: @unchecked Sendable {
         stepCounterWidth = kinds.contains(.stepCounter) ? StepCounterWidth.of(driver: driverName) : nil
 
         var eventKinds: Set<SensorKind> = []
-        if kinds.contains(.stepCounter) {
-            let enabled = try sysfs.read(device: device, attribute: "in_steps_en").get()
-            if enabled.trimmingWhitespace != "1" { try sysfs.write(device: device, attribute: "in_steps_en", value: "1").get() }
+        // A counter without an enable (none in Linux 6.12 has none) counts already.
+        if kinds.contains(.stepCounter), let enabled = try sysfs.readIfPresent(device: device, attribute: "in_steps_en").get(),
+            enabled.trimmingWhitespace != "1"
+        {
+            try sysfs.write(device: device, attribute: "in_steps_en", value: "1").get()
         }
         var firstFailure: DeviceError?
         if kinds.contains(.stepCounter), sysfs.exists(device: device, attribute: "events/in_steps_change_value") {
@@ -179,8 +183,9 @@ public final class ChipFunctions: @unchecked Sendable {
     }
 
     /// Appends the current value of each opened readable kind to `samples`, stamped with
-    /// `Syscall.monotonicNanoseconds()` at the read: the step counter's raw count as the driver gives
-    /// it (bmi270's signed 16 bits as read: widening is the caller's, by `stepCounterWidth`), the
+    /// `Syscall.monotonicNanoseconds()` at the read: the step counter's count in [0, 2^bits) as x and
+    /// 2^bits as y (`SensorKind.stepCounter`; bmi270's signed 16 bits taken mod 2^16; y 0 where the
+    /// width is not known), the
     /// activity classes' percentages (x still, y walking, z running; a class the chip does not tell
     /// reads 0), on-body as 1 on the body and 0 off (1 − `in_proximity_raw`). Significant motion has no
     /// value: only its event.
@@ -205,6 +210,13 @@ public final class ChipFunctions: @unchecked Sendable {
                 vector[Axis(rawValue: c)!] = value ?? 0
             }
             if kind == .onBody { vector.x = vector.x == 0 ? 1 : 0 }
+            if kind == .stepCounter {
+                // The count in [0, modulus) beside its modulus (`SensorKind.stepCounter`): the gait
+                // stage tells a wrap from a reset by it; bmi270's signed reading is taken mod 2^16.
+                let modulus = stepCounterWidth.map { Double(1 << $0.bits) } ?? 0
+                if modulus > 0 { vector.x -= modulus * (vector.x / modulus).rounded(.down) }
+                vector.y = modulus
+            }
             samples.append(SensorSample(kind: kind, device: number, timestamp: now, vector: vector))
         }
     }
@@ -272,9 +284,9 @@ public final class ChipFunctions: @unchecked Sendable {
 
     /// Which chip function an event record is about, nil for none (an accelerometer's motion, a tap).
     /// By the codes the drivers push:
-    /// - steps CHANGE/NONE: bma400_core.c:1666–1670 (6.12), `IIO_MOD_EVENT_CODE(IIO_STEPS, 0,
+    /// - steps CHANGE/NONE: bma400_core.c:1667–1671 (6.12), `IIO_MOD_EVENT_CODE(IIO_STEPS, 0,
     ///   IIO_NO_MOD, …)`; bmi270 `bmi270_irq_thread_handler`, `IIO_UNMOD_EVENT_CODE(IIO_STEPS, 0, …)`.
-    /// - activity CHANGE/NONE, modified by the class: bma400_core.c:1672–1684 (6.12).
+    /// - activity CHANGE/NONE, modified by the class (bma400_act_to_mod, 846–858; IIO_NO_MOD when unknown): bma400_core.c:1679–1684 (6.12).
     /// - activity CHANGE/FALLING, unmodified: significant motion, cros_ec_activity.c
     ///   `cros_ec_activity_push_data` (34120f7f).
     /// - proximity CHANGE/FALLING (near) or RISING (far): on-body, the same function.

@@ -116,7 +116,7 @@ struct DeviceInspector {
 
     /// The first channel of `sensors` that is not a scan element (a buffer cannot carry it), or `nil`.
     /// A chip function's channels are never scan elements (the drivers give them `scan_index` -1:
-    /// bma400_core.c:381, 402–409, Linux 6.12): they are read from sysfs whatever the mode, so they
+    /// bma400_core.c:381, 406, Linux 6.12): they are read from sysfs whatever the mode, so they
     /// leave the device's other sensors buffered.
     private func scanElementProblem(sysname: String, sensors: [SensorDescriptor]) -> DeviceError? {
         for sensor in sensors where !sensor.kind.isChipFunction {
