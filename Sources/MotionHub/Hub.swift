@@ -101,6 +101,11 @@ package final class Hub: @unchecked Sendable {
         pipeline = MotionPipeline(
             fanout: fanout, calibration: saver.calibration,
             history: GaitHistory(saved: saver.history.value, now: Syscall.realtimeNanoseconds()), keepsHistory: saver.keepsHistory)
+        pipeline.gait.implausibleChipCount = { [logger] count, seconds in
+            logger.warning(
+                "the chip's step count jumped further than anyone walks: not counted, counting goes on from it",
+                metadata: ["count": "\(count)", "seconds": "\(seconds)"])
+        }
         polls.demandsChanged = { [unowned self] in replan() }
         // A trigger fired inside a stage's emit: the stage is mid-call, so the replan that disarms
         // the chip comes once it has returned.

@@ -58,6 +58,7 @@ final class MotionPipeline {
         var detectingFor = wanted.intersection(GaitStage.streamsDetecting)
         if chip.contains(.stepCounter) { detectingFor.remove(.pedometer) }
         if chip.contains(.activityRecognizer) { detectingFor.remove(.activity) }
+        if chip.contains(.significantMotion) { detectingFor.remove(.significantMotion) }
         gait.follow(detecting: (keepsHistory && !chip.contains(.stepCounter)) || !detectingFor.isEmpty)
         if plan.captures.isEmpty {
             fusion.sensorsStopped()
