@@ -193,6 +193,18 @@ struct EventStage {
         }
     }
 
+    /// When the held presence change is due (ns, the samples' clock): the instant to call
+    /// `releaseHeldPresence(at:emit:)` at if no reading lets it out first; nil when none is held.
+    var presenceDue: Int64? { presenceSource == nil ? nil : presenceDetector.heldUntil }
+
+    /// Sends the held presence change if it is due at `t` (ns, the samples' clock), as a reading of the
+    /// same state at `t` would: a sensor that reports only changes sends none.
+    mutating func releaseHeldPresence(at t: Int64, emit: (AnyServerMessage) -> Void) {
+        guard let source = presenceSource, let state = presenceDetector.release(at: t) else { return }
+        presence = PresenceMessage(timestamp: t, present: state.present, attention: state.attention, distance: presenceDetector.distance, source: source)
+        emit(.presence(presence!))
+    }
+
     /// Takes one presence reading (`PresenceDetector.update`'s units): the latest keeps the state
     /// reported, with this reading's distance and timestamp; a state the detector reports is sent.
     private mutating func takePresence(present: Bool, attention: Double, distance: Double, at t: Int64, emit: (AnyServerMessage) -> Void) {

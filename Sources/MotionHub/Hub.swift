@@ -118,6 +118,19 @@ package final class Hub: @unchecked Sendable {
         pipeline.sampleFused = { [unowned self] in
             if polls.answerReady(pipeline.snapshot(for:)) { replan() }
         }
+        // A held presence change is let out at its instant by one timer (replaced when the instant
+        // changes, never set per sample): a sensor that reports only changes sends no reading to let
+        // it out. Samples are stamped on CLOCK_MONOTONIC, the clock of NIODeadline.uptimeNanoseconds.
+        var presenceRelease: Scheduled<Void>?
+        pipeline.presenceHeldUntil = { [unowned self] due in
+            presenceRelease?.cancel()
+            presenceRelease = due.map { due in
+                eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(clamping: due))) { [weak self] in
+                    guard let self, !stopped else { return }
+                    pipeline.releaseHeldPresence(at: due)
+                }
+            }
+        }
     }
 
     /// Applies the settings that can change while running (a configuration reload).

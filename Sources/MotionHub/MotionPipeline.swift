@@ -19,6 +19,12 @@ final class MotionPipeline {
     var gait: GaitStage
     /// Called after each sample is taken: a waiting poll may be answerable now.
     var sampleFused: () -> Void = {}
+    /// Called when the instant a held presence change is due changes (ns, the samples' clock, which is
+    /// CLOCK_MONOTONIC's; nil: none held): the hub sets one timer for it that calls
+    /// `releaseHeldPresence(at:)`, since a sensor reporting only changes sends no reading to let it out.
+    var presenceHeldUntil: (Int64?) -> Void = { _ in }
+    /// The instant told `presenceHeldUntil` last: it is told again only when it changes.
+    private var toldPresenceDue: Int64?
     private var merger = SampleMerger()
     /// Samples the merger let through, reused.
     private var merged: [SampleMerger.Entry] = []
@@ -52,6 +58,7 @@ final class MotionPipeline {
         // The base's accelerometer feeds the hinge only: it keeps no screen orientation going.
         events.follow(running: Set(plan.captures.flatMap { $0.device == plan.baseAccelerometer ? $0.kinds.subtracting([.accelerometer]) : $0.kinds }))
         events.follow(wanted: wanted)
+        tellPresenceDue()
         // What the chip counts or tells (its own step counter, its activity classes) needs no detector.
         let chip = Set(plan.captures.flatMap(\.kinds))
         gait.follow(chipSteps: chip.contains(.stepCounter), chipActivity: chip.contains(.activityRecognizer))
@@ -117,6 +124,7 @@ final class MotionPipeline {
             if let raw = fusion.take(sample, period: period) { send(raw) }
         case .proximity, .light, .humanPresence, .significantMotion, .onBody:
             events.take(sample, isWalking: gait.isWalking, emit: send)
+            tellPresenceDue()
         case .stepCounter, .activityRecognizer:
             let (pedometer, activity) = gait.update(chip: sample)
             if let pedometer { send(.pedometer(pedometer)) }
@@ -127,6 +135,24 @@ final class MotionPipeline {
             if let altitude { send(.altitude(altitude)) }
         }
         sampleFused()
+    }
+
+    /// Sends the held presence change if it is due at `t` (ns, the samples' clock): the hub's timer at
+    /// the instant `presenceHeldUntil` told, fired with no reading having let it out.
+    func releaseHeldPresence(at t: Int64) {
+        events.releaseHeldPresence(at: t) { message in
+            if let stream = message.stream { fanout.deliverEvent(stream, message) }
+        }
+        tellPresenceDue()
+    }
+
+    /// Tells `presenceHeldUntil` the due instant if it changed: a comparison per sample, a call (and a
+    /// timer set) only at a change.
+    private func tellPresenceDue() {
+        let due = events.presenceDue
+        guard due != toldPresenceDue else { return }
+        toldPresenceDue = due
+        presenceHeldUntil(due)
     }
 
     /// Sends the motion of the last pacing sample, if not yet sent (each frame encoded once).

@@ -130,6 +130,63 @@ import Testing
         #expect(detector.distance == 0.8)
     }
 
+    /// A sensor that reports only changes (hid-sensor-prox with its hysteresis kept) sends no reading
+    /// after the held one: present reported at 0; absent at 0.3 s began 0.3 s after that report, so it
+    /// is held until it has lasted 1 s, i.e. due at 0.3 + 1.0 = 1.3 s ("the state it settles in follows
+    /// within 1 s"). `release(at:)` lets nothing out before 1.3 s, and absent at exactly 1.3 s; then
+    /// nothing is held. The release is a report: present again at 1.5 s, 0.2 s after it, is held until
+    /// 2.5 s. With nothing held, a release reports nothing.
+    @Test func aHeldChangeWithNoFurtherReadingsIsReleasedAtExactlyTheHoldsEnd() {
+        var detector = PresenceDetector()
+        #expect(detector.release(at: 0) == nil && detector.heldUntil == nil, "nothing read, nothing held")
+        #expect(detector.update(present: true, attention: .nan, distance: .nan, timestamp: 0) == State(present: true))
+        #expect(detector.heldUntil == nil)
+        #expect(detector.update(present: false, attention: .nan, distance: .nan, timestamp: 3 * Self.tenth) == nil, "held")
+        #expect(detector.heldUntil == 13 * Self.tenth)
+        #expect(detector.release(at: 3 * Self.tenth) == nil)
+        #expect(detector.release(at: 13 * Self.tenth - 1) == nil, "not a nanosecond before the hold's end")
+        #expect(detector.heldUntil == 13 * Self.tenth, "an early release changes nothing")
+        #expect(detector.release(at: 13 * Self.tenth) == State(present: false))
+        #expect(detector.reported == State(present: false) && detector.heldUntil == nil)
+        #expect(detector.release(at: 14 * Self.tenth) == nil, "released once")
+        #expect(detector.update(present: true, attention: .nan, distance: .nan, timestamp: 15 * Self.tenth) == nil, "0.2 s after the release: held")
+        #expect(detector.heldUntil == 25 * Self.tenth)
+        #expect(detector.release(at: 25 * Self.tenth) == State(present: true))
+    }
+
+    /// A flap back before the hold's end holds nothing: present at 0, absent at 0.3 s (held, due
+    /// 1.3 s), present again at 0.8 s, the state reported: nothing is due, and a release at 1.3 s
+    /// reports nothing.
+    @Test func aFlapBackBeforeTheHoldsEndLeavesNothingToRelease() {
+        var detector = PresenceDetector()
+        _ = detector.update(present: true, attention: .nan, distance: .nan, timestamp: 0)
+        _ = detector.update(present: false, attention: .nan, distance: .nan, timestamp: 3 * Self.tenth)
+        #expect(detector.heldUntil == 13 * Self.tenth)
+        #expect(detector.update(present: true, attention: .nan, distance: .nan, timestamp: 8 * Self.tenth) == nil)
+        #expect(detector.heldUntil == nil)
+        #expect(detector.release(at: 13 * Self.tenth) == nil)
+        #expect(detector.reported == State(present: true))
+    }
+
+    /// A reading the release overtook (a capture's delivery lag: stamped 1.25 s, after the reading
+    /// before it at 0.3 s, but arriving after the release at 1.3 s) counts from the release: present at
+    /// 1.25 s is taken as at 1.3 s, 0 s after a report, so held until 2.3 s, not out at once. One stamped
+    /// before the reading before it (0.1 s < 0.3 s) is a clock gone back, out at once as before.
+    @Test func aReadingTheReleaseOvertookCountsFromTheRelease() {
+        func released() -> PresenceDetector {
+            var detector = PresenceDetector()
+            _ = detector.update(present: true, attention: .nan, distance: .nan, timestamp: 0)
+            _ = detector.update(present: false, attention: .nan, distance: .nan, timestamp: 3 * Self.tenth)
+            _ = detector.release(at: 13 * Self.tenth)
+            return detector
+        }
+        var lagging = released()
+        #expect(lagging.update(present: true, attention: .nan, distance: .nan, timestamp: 125 * Self.tenth / 10) == nil)
+        #expect(lagging.heldUntil == 23 * Self.tenth)
+        var goneBack = released()
+        #expect(goneBack.update(present: true, attention: .nan, distance: .nan, timestamp: Self.tenth) == State(present: true))
+    }
+
     /// A clock gone back (a device's own clock reset) is no hold: the change it shows is out at once.
     @Test func aClockGoneBackHoldsNothing() {
         var detector = PresenceDetector()

@@ -108,6 +108,68 @@ extension ScriptedHub.Client {
         #expect(first.presences.last?.attention == false && first.presences.last?.timestamp == left)
         try await scripted.shutDown()
     }
+
+    /// A hub on `Machines.humanPresence` whose HID sensor reports only changes (hid-sensor-prox with
+    /// its hysteresis kept), and a client watching `presence` that got the first scan's state
+    /// (present) at `t0` on the loop's clock, which is the samples' clock: `ScriptedHub.now` stamps
+    /// them with the testing loop's `NIODeadline.uptimeNanoseconds`, as the daemon's are stamped on
+    /// CLOCK_MONOTONIC, the clock of NIO's deadlines.
+    static func watchingAnHIDSensorThatReportsOnlyChanges() async throws -> (ScriptedHub, ScriptedHub.Client, t0: Int64) {
+        let scripted = try await ScriptedHub(devices: [Machines.humanPresence])
+        let (client, id) = try await scripted.connect()
+        try await scripted.send(line: watchPresence, from: id)
+        let t0 = scripted.now
+        try #require(try await scripted.feed(scan(present: true, on: scripted), to: Machines.humanPresence.number))
+        try #require(client.presences.map(\.present) == [true], "present: the state, at once")
+        return (scripted, client, t0)
+    }
+
+    /// One scan of the HID sensor now: presence 1 or 0, at 0.65 m, attentive (only presence changes).
+    static func scan(present: Bool, on scripted: ScriptedHub) -> [[SensorSample]] {
+        let sensor = Machines.humanPresence
+        return [[sensor.sample(.humanPresence, counts: Vector3(x: present ? 1 : 0, y: 65, z: 100), at: scripted.now)].compactMap { $0 }]
+    }
+
+    /// Present reported at t0; absent at t0 + 0.3 s began 0.3 s after that report, so it is held until
+    /// it has lasted 1 s (protocol 1.11: "the next is held until the new state has lasted 1 s … the
+    /// state it settles in follows within 1 s"): due at t0 + 1.3 s. The sensor then says nothing more,
+    /// yet the client gets absent at exactly t0 + 1.3 s on the loop's clock, stamped so, and not a
+    /// nanosecond before: the hub's timer lets it out, no reading.
+    @Test func aHeldChangeOfASensorThatReportsOnlyChangesIsSentWhenItHasLastedOneSecond() async throws {
+        let (scripted, client, t0) = try await Self.watchingAnHIDSensorThatReportsOnlyChanges()
+        await scripted.run(for: .milliseconds(300))
+        #expect(scripted.now == t0 + 300_000_000)
+        try await scripted.feed(Self.scan(present: false, on: scripted), to: Machines.humanPresence.number)
+        #expect(client.presences.count == 1, "absent 0.3 s after the report: held")
+        let due = t0 + 1_300_000_000
+        await scripted.loop.advanceTime(to: .uptimeNanoseconds(UInt64(due - 1)))
+        await scripted.settle()
+        #expect(client.presences.count == 1, "not before the hold's end")
+        await scripted.loop.advanceTime(by: .nanoseconds(1))
+        await scripted.settle()
+        #expect(client.presences.map(\.present) == [true, false])
+        let arrived = try #require(client.received.last { if case .presence = $0.message { true } else { false } })
+        #expect(Int64(arrived.at.uptimeNanoseconds) == due)
+        #expect(client.presences.last?.timestamp == due && client.presences.last?.source == .humanPresence)
+        await scripted.run(for: .seconds(2))
+        #expect(client.presences.count == 2, "sent once")
+        try await scripted.shutDown()
+    }
+
+    /// The same, but present again at t0 + 0.8 s, before the absence was due (t0 + 1.3 s): the state
+    /// reported is the state read, nothing is held, and nothing is sent in the 3 s after (the timer
+    /// for t0 + 1.3 s was cancelled).
+    @Test func aFlapBackBeforeTheHoldsEndSendsNothing() async throws {
+        let (scripted, client, t0) = try await Self.watchingAnHIDSensorThatReportsOnlyChanges()
+        await scripted.run(for: .milliseconds(300))
+        try await scripted.feed(Self.scan(present: false, on: scripted), to: Machines.humanPresence.number)
+        await scripted.run(for: .milliseconds(500))
+        #expect(scripted.now == t0 + 800_000_000)
+        try await scripted.feed(Self.scan(present: true, on: scripted), to: Machines.humanPresence.number)
+        await scripted.run(for: .seconds(3))
+        #expect(client.presences.map(\.present) == [true], "the flap sent nothing")
+        try await scripted.shutDown()
+    }
 }
 
 /// The chip's events as messages: `gesture`'s on-body and off-body, and `SIGNIFICANT_MOTION`.
