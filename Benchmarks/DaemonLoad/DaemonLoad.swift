@@ -28,8 +28,8 @@ struct DaemonLoad: ParsableCommand {
     @Option(help: "Clients of the largest scenario.")
     var largest: Int = 1000
 
-    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps; and, not by default, stall (1 kHz, motiond stopped for --stall-milliseconds each second: scans lost), fuzz, soak (for --seconds), history (issue 40's HISTORY attack) and live (BROAD trials through fake hardware: scripts/score-live).")
-    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network", "dsu", "steps"]
+    @Option(help: "Scenarios to run, of: floor, idle, 100x1, 100x1-batched, 1000x100, largest, poll, orientation; mqtt, network, dsu, steps, chip-steps (the bma400's own pedometer against the step detector); and, not by default, stall (1 kHz, motiond stopped for --stall-milliseconds each second: scans lost), fuzz, soak (for --seconds), history (issue 40's HISTORY attack) and live (BROAD trials through fake hardware: scripts/score-live).")
+    var scenarios: [String] = ["floor", "idle", "100x1", "100x1-batched", "1000x100", "largest", "poll", "orientation", "mqtt", "network", "dsu", "steps", "chip-steps"]
 
     @Option(help: .hidden)
     var tickAt: Double?
@@ -90,6 +90,12 @@ struct DaemonLoad: ParsableCommand {
                 : trials
             try LiveAccuracy(executable: executable, trialsDirectory: broad, output: liveOutput, sliceSeconds: sliceSeconds).run(trials: names)
             guard scenarios.contains(where: { $0 != "live" }) else { return }
+        }
+        // A testbed of its own (the bma400 wrist), before the IMU's: the daemons started run in the
+        // newest testbed.
+        if scenarios.contains("chip-steps") {
+            try chipSteps(executable: executable)
+            guard scenarios.contains(where: { $0 != "chip-steps" && $0 != "live" }) else { return }
         }
         let testbed = try Testbed()
         try testbed.add(fixture: "imu-buffered")

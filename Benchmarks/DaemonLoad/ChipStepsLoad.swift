@@ -1,0 +1,133 @@
+import Foundation
+import MotionWire
+import Synchronization
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DaemonLoad {
+    /// The chip's own pedometer against the step detector on the same bma400 fixture
+    /// (`wrist-bma400-steps`), one client watching `pedometer` at a 1 s interval: a walk of 1.8 steps
+    /// a second, the chip's count rising and its step event pushed with each step as
+    /// `bma400_interrupt` does (drivers/iio/accel/bma400_core.c:1666–1686, Linux 6.12), then as long
+    /// at rest. With the chip, motiond's wake-ups should follow the events and the interval; with
+    /// `--no-chip-functions`, the accelerometer runs for the step detector (fed at 25 Hz, the rate it
+    /// asks for, through the fixture's buffer) whether anyone walks or not. Wake-ups are the times
+    /// motiond's threads were put on a CPU (/proc/PID/task/*/schedstat), reads those of
+    /// `in_steps_input` (inotify).
+    func chipSteps(executable: String) throws {
+        for usesChip in [true, false] {
+            let wrist = try ChipWrist(executable: executable, arguments: usesChip ? [] : ["--no-chip-functions"])
+            let feeder = usesChip ? nil : Feeder(testbed: wrist.testbed, device: "iio:device0", node: "/dev/iio:device0", rate: 25)
+            defer {
+                feeder?.stop()
+                wrist.daemon.signal(SIGTERM)
+            }
+            let client = try TestClient(path: wrist.daemon.socket)
+            _ = try client.next("VERSION")
+            try client.send(#"{"class":"WATCH","streams":["pedometer"],"interval":1}"#)
+            _ = try client.next("WATCHING")
+            sleep(2)
+            let probe = ProcessProbe(pid: wrist.daemon.process.processIdentifier)
+            let walking = try wrist.measure(probe: probe, seconds: seconds, stepsPerSecond: 1.8)
+            let resting = try wrist.measure(probe: probe, seconds: seconds, stepsPerSecond: 0)
+            var last: PedometerMessage?
+            while let line = try? client.next("PEDOMETER", seconds: 0.1) { last = try? client.decode(PedometerMessage.self, line) }
+            let path = usesChip ? "chip (its counter and step events)" : "software (--no-chip-functions: the accelerometer at 25 Hz)"
+            print(String(
+                format: "chip-steps, %@: walking %.2f wake-ups/s (%.2f reads of in_steps_input/s), at rest %.2f wake-ups/s (%.2f reads/s); %d steps walked, PEDOMETER says %d since the first read",
+                path, walking.usage.runsPerSecond, walking.readsPerSecond, resting.usage.runsPerSecond, resting.readsPerSecond, wrist.stepsWalked,
+                last?.steps ?? 0))
+            print("    walking, wake-ups by thread: \(walking.usage.byThread)")
+            print("    at rest, wake-ups by thread: \(resting.usage.byThread)")
+        }
+    }
+}
+
+/// A bma400 wrist device under umockdev whose chip the benchmark plays: each `IIO_GET_EVENT_FD_IOCTL`
+/// is answered with a FIFO of its own the daemon inherited (as the kernel makes a new descriptor each
+/// time), and each step sets the count and pushes the step event into every FIFO still read.
+final class ChipWrist: @unchecked Sendable {
+    // @unchecked: the count changes on the walking thread only while `measure` waits for it to end.
+    static let firstDescriptor: Int32 = 50
+    static let descriptors: Int32 = 8
+    /// `_IOR('i', 0x90, int)` (include/uapi/linux/iio/events.h).
+    static let getEventDescriptor: UInt = 0x8004_6990
+    /// `IIO_MOD_EVENT_CODE(IIO_STEPS, 0, IIO_NO_MOD, IIO_EV_TYPE_CHANGE, IIO_EV_DIR_NONE)`: CHANGE (5) << 56 |
+    /// NONE (3) << 48 | IIO_STEPS (20) << 32 (include/uapi/linux/iio/types.h; include/linux/iio/events.h:24–28).
+    static let stepEvent: [UInt8] = withUnsafeBytes(of: UInt64(5 << 56 | 3 << 48 | 20 << 32), Array.init) + withUnsafeBytes(of: Int64(0), Array.init)
+
+    let testbed: Testbed
+    let handler: IoctlHandler
+    let daemon: DaemonProcess
+    private let writers: [Int32]
+    /// The count the fixture starts at (its `in_steps_input`).
+    private(set) var count = 16_777_000
+    private(set) var stepsWalked = 0
+    private final class Answered: Sendable { let count = Atomic<Int32>(0) }
+
+    init(executable: String, arguments: [String]) throws {
+        testbed = try Testbed()
+        try testbed.add(fixture: "wrist-bma400-steps")
+        try testbed.setAttribute("iio:device0", "in_steps_input", "\(count)\n")
+        let directory = NSTemporaryDirectory() + "chip-steps-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var fifos: [Int32: String] = [:]
+        for index in 0..<Self.descriptors {
+            let path = directory + "/events\(index)"
+            guard mkfifo(path, 0o600) == 0 else { throw LoadError("mkfifo \(path): errno \(errno)") }
+            fifos[Self.firstDescriptor + index] = path
+        }
+        let answered = Answered()
+        handler = try testbed.handleIoctls(on: "/dev/iio:device0") { request in
+            guard request == Self.getEventDescriptor else { return .failure(ENOTTY) }
+            let index = answered.count.add(1, ordering: .relaxed).oldValue
+            return index < Self.descriptors ? .integer(Self.firstDescriptor + index) : .failure(EBUSY)
+        }
+        daemon = try DaemonProcess(
+            socket: directory + "/motiond.sock", arguments: ["--state-directory", directory, "--log-level", "warning"] + arguments,
+            executable: executable, inheriting: fifos)
+        // The daemon holds each FIFO open for reading and writing: these opens do not wait.
+        writers = fifos.values.map { open($0, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
+    }
+
+    deinit { writers.forEach { close($0) } }
+
+    /// One step: the count rises, and, while its step event is enabled (the driver maps the step
+    /// interrupt only then: `bma400_steps_event_enable`, bma400_core.c:1140–1156), the chip says so,
+    /// into every descriptor still read (EPIPE elsewhere).
+    func step() throws {
+        count += 1
+        stepsWalked += 1
+        try testbed.setAttribute("iio:device0", "in_steps_input", "\(count)\n")
+        guard try testbed.attribute("iio:device0", "events/in_steps_change_en").hasPrefix("1") else { return }
+        for writer in writers { _ = write(writer, Self.stepEvent, Self.stepEvent.count) }
+    }
+
+    /// motiond's wake-ups and the counter's reads over `seconds`, walking at `stepsPerSecond` (0: at rest).
+    func measure(probe: ProcessProbe, seconds: Double, stepsPerSecond: Double) throws -> (usage: ProcessProbe.Usage, readsPerSecond: Double) {
+        let stop = Atomic<Bool>(false)
+        let walked = DispatchSemaphore(value: 0)
+        let walker = Thread { [self] in
+            let start = Date()
+            var taken = 0
+            while !stop.load(ordering: .relaxed) {
+                if stepsPerSecond > 0, Double(taken) < Date().timeIntervalSince(start) * stepsPerSecond {
+                    try? step()
+                    taken += 1
+                }
+                usleep(10_000)
+            }
+            walked.signal()
+        }
+        let a = probe.read()
+        walker.start()
+        let reads = try testbed.reads(of: "in_steps_input", on: "iio:device0", during: seconds)
+        let b = probe.read()
+        stop.store(true, ordering: .relaxed)
+        walked.wait()
+        return (ProcessProbe.usage(from: a, to: b), Double(reads) / seconds)
+    }
+}
