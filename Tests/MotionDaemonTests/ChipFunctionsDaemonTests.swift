@@ -8,29 +8,36 @@ import Testing
 import Glibc
 #endif
 
-/// The chip's own pedometer, tested at the kernel's interface: the fixture is a bma400 as its driver
-/// registers it (`wrist-bma400-steps`: `in_steps_input` and `in_steps_en` sysfs-only,
+/// The chip's own functions in the daemon, tested at the kernel's interface. The pedometer's fixture
+/// is a bma400 as its driver registers it (`wrist-bma400-steps`: `in_steps_input` and `in_steps_en` sysfs-only,
 /// drivers/iio/accel/bma400_core.c:402–409, Linux 6.12; the count 24 bits, `bma400_get_steps_reg`,
 /// :797–812; the step event `events/in_steps_change_en`, :213–217, pushed as
 /// `IIO_MOD_EVENT_CODE(IIO_STEPS, 0, IIO_NO_MOD, IIO_EV_TYPE_CHANGE, IIO_EV_DIR_NONE)`,
 /// `bma400_interrupt` :1666–1686). The test is the chip: it sets the count and pushes the step event
-/// through a FIFO handed over by umockdev's ioctl handler, as the motion-event tests do.
+/// through a FIFO handed over by umockdev's ioctl handler, as the motion-event tests do. The
+/// significant motion's is a Chromebook's ChromeOS EC activity sensor (`chromebook-cros-ec-activity`).
 extension Hardware {
-    @Suite struct ChipPedometer {
+    @Suite struct ChipFunctionsInTheDaemon {
         /// The step event's code: CHANGE (5) << 56 | NONE (3) << 48 | IIO_STEPS (20) << 32
         /// (include/uapi/linux/iio/types.h:35, :117, :127; include/linux/iio/events.h:24–28).
         static let stepEventCode: UInt64 = 5 << 56 | 3 << 48 | 20 << 32
 
-        static func stepEvent() -> [UInt8] {
-            withUnsafeBytes(of: stepEventCode, Array.init) + withUnsafeBytes(of: Int64(1_700_000_000_000_000_000), Array.init)
+        /// The significant-motion event of cros_ec_activity (`cros_ec_activity_push_data`):
+        /// `IIO_UNMOD_EVENT_CODE(IIO_ACTIVITY, 0, IIO_EV_TYPE_CHANGE, IIO_EV_DIR_FALLING)`, CHANGE (5) << 56 |
+        /// FALLING (2) << 48 | IIO_ACTIVITY (19) << 32, channel 0 (include/uapi/linux/iio/types.h:34, :117, :126).
+        static let significantMotionCode: UInt64 = 5 << 56 | 2 << 48 | 19 << 32
+
+        /// One `struct iio_event_data`: the code, then a timestamp, host order.
+        static func event(_ code: UInt64) -> [UInt8] {
+            withUnsafeBytes(of: code, Array.init) + withUnsafeBytes(of: Int64(1_700_000_000_000_000_000), Array.init)
         }
 
-        /// The bma400 wrist device and a daemon on a state directory that outlives it. Each
+        /// A chip's device (`fixture`) and a daemon on a state directory that outlives it. Each
         /// `IIO_GET_EVENT_FD_IOCTL` is answered with a descriptor of its own, as the kernel makes a new
         /// one for each (`iio_event_getfd`): the daemon inherits `descriptors` FIFOs, numbered from
         /// `MotionEventsCapture.eventDescriptor`, and the Nth ioctl gets the Nth (the chip's watch is
         /// opened again when its interval changes, and the first descriptor closes with it).
-        final class Wrist {
+        final class ChipMachine {
             static let descriptors: Int32 = 6
             let testbed: Testbed
             let handler: IoctlHandler
@@ -43,9 +50,9 @@ extension Hardware {
             private(set) var client: TestClient
             private var writers: [Int32] = []
 
-            init() throws {
+            init(fixture: String = "wrist-bma400-steps") throws {
                 testbed = try Testbed()
-                try testbed.add(fixture: "wrist-bma400-steps")
+                try testbed.add(fixture: fixture)
                 directory = NSTemporaryDirectory() + "motiond-chip-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 var fifos: [Int32: String] = [:]
@@ -86,13 +93,19 @@ extension Hardware {
                 writers.forEach { close($0) }
             }
 
-            /// The chip counted: its count is now `count`, and it says so with a step event, pushed
-            /// into every event descriptor the daemon still reads (those it closed refuse it: EPIPE).
+            /// The chip counted: its count is now `count`, and it says so with a step event.
             func step(to count: Int) throws {
                 try testbed.setAttribute("iio:device0", "in_steps_input", "\(count)\n")
-                let record = ChipPedometer.stepEvent()
+                try push(ChipFunctionsInTheDaemon.event(ChipFunctionsInTheDaemon.stepEventCode))
+            }
+
+            /// Pushes `record` into every event descriptor the daemon still reads (those it closed
+            /// refuse it: EPIPE); returns how many took it.
+            @discardableResult
+            func push(_ record: [UInt8]) throws -> Int {
                 let taken = writers.filter { write($0, record, record.count) == record.count }.count
                 guard taken > 0 else { throw TestbedError("no event descriptor is read; motiond logged: \(daemon.logSoFar)") }
+                return taken
             }
 
             /// Stops the daemon (its history saved at stop), then starts another on the same state.
@@ -125,7 +138,7 @@ extension Hardware {
         /// HISTORY count what the chip counted, the accelerometer is never opened for it, and the
         /// counter is left counting at stop.
         @Test func theChipsCountSurvivesItsWrapAResetAndARestart() throws {
-            let wrist = try Wrist()
+            let wrist = try ChipMachine()
             #expect(try wrist.watchPedometer().steps == 0, "a fresh history")
             // The first read is the base: the fixture's 16,777,210 were counted before the daemon knew.
             try wrist.step(to: 16_777_215)
@@ -147,6 +160,33 @@ extension Hardware {
             let total = after.steps == 31 ? after.steps : try wrist.nextPedometer().steps
             #expect(total == 31, "11 before, 20 while stopped")
             #expect(try wrist.historySteps() == 31)
+        }
+    }
+}
+
+extension Hardware.ChipFunctionsInTheDaemon {
+    /// Android's one-shot significant motion from the ChromeOS EC: the chip's event is enabled only
+    /// while a client is armed (`events/in_activity_still_change_falling_en`, `cros_ec_activity_single_shot`),
+    /// each arming gets one SIGNIFICANT_MOTION, a second event before the client arms again sends it
+    /// nothing, and the chip is disarmed when no one is armed.
+    @Test func significantMotionFiresOncePerArmingAndTheChipIsArmedOnlyWhileWatched() throws {
+        let chromebook = try ChipMachine(fixture: "chromebook-cros-ec-activity")
+        let enable = "events/in_activity_still_change_falling_en"
+        func armed() -> Bool { (try? chromebook.testbed.attribute("iio:device0", enable)) == "1\n" }
+        #expect(!armed(), "unwatched, the chip is not armed")
+        for arming in 1...2 {
+            try chromebook.client.send(#"{"class":"WATCH","streams":["significant_motion"]}"#)
+            _ = try chromebook.client.next("WATCHING")
+            try waitUntil(seconds: 5) { armed() }
+            try chromebook.push(Self.event(Self.significantMotionCode))
+            let fired = try chromebook.client.decode(SignificantMotionMessage.self, try chromebook.client.next("SIGNIFICANT_MOTION"))
+            #expect(fired.source == .significantMotion, "arming \(arming)")
+            try waitUntil(seconds: 5) { !armed() }
+            // The chip's second event (a real EC, disarmed, sends none): the client is not armed.
+            _ = try? chromebook.push(Self.event(Self.significantMotionCode))
+            #expect(throws: (any Error).self, "arming \(arming): one event per arming") {
+                try chromebook.client.next("SIGNIFICANT_MOTION", seconds: 1)
+            }
         }
     }
 }
