@@ -3,8 +3,10 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import HubTestKit
 import MotionCore
 import MotionDevices
+import MotionWire
 import MotionSystem
 import NIOCore
 import NIOEmbedded
@@ -268,5 +270,33 @@ import Testing
         #expect(try loop.submit { watch.readingMode }.wait() == .polled)
         #expect(watch.readingNote != nil)
         watch.stop()
+    }
+
+    /// Through the hub: a pedometer client (interval 5 s) on the bma400 gets the chip's count at
+    /// opening, a step event reads the chip at once (the steps reach the client then, not 25 times a
+    /// second), the walk is read every 5 s, and at rest nothing is read until the heartbeat
+    /// (`HardwareSource.motionEventHeartbeat`'s default, 30 s; the scripted source's watch uses it).
+    @Test func aPedometerClientOnTheBma400IsWokenByTheChipsEventsAndItsInterval() async throws {
+        let scripted = try await ScriptedHub(devices: [Machines.bma400])
+        let wrist = Machines.bma400.number
+        scripted.source.readings.withLock { $0[.stepCounter] = Vector3(x: 1000, y: 0, z: 0) }
+        let (client, id) = try await scripted.connect()
+        try await scripted.send(line: #"{"class":"WATCH","streams":["pedometer"],"interval":5}"#, from: id)
+        let chip = try #require(scripted.source.chip(wrist))
+        let opened = scripted.loop.now
+        #expect(client.pedometers.last?.steps == 0, "the count when watching starts")
+        await scripted.run(for: .seconds(2))
+        scripted.source.readings.withLock { $0[.stepCounter] = Vector3(x: 1012, y: 0, z: 0) }
+        let source = scripted.source
+        #expect(try await scripted.onLoop { _ in source.push(.stepCounter, at: 0, to: wrist) })
+        #expect(client.pedometers.last?.steps == 12)
+        #expect(!chip.eventsEnabled(.stepCounter), "a walk under way wakes the daemon at the interval, not per step")
+        scripted.source.readings.withLock { $0[.stepCounter] = Vector3(x: 1020, y: 0, z: 0) }
+        await scripted.run(for: .seconds(10), step: .milliseconds(500))
+        #expect(client.pedometers.last?.steps == 20 && chip.eventsEnabled(.stepCounter))
+        await scripted.run(for: .seconds(60), step: .seconds(1))
+        let seconds = chip.reads.map { Double($0 - Int64(opened.uptimeNanoseconds)) / 1e9 }
+        #expect(seconds == [0, 2, 7, 12, 42, 72], "\(seconds)")
+        try await scripted.shutDown()
     }
 }
