@@ -12,9 +12,6 @@ struct SampleConverter {
     private var proximity: ProximityDetector
     /// `SensorKind.plausibleMagnitude` squared, in the unit of the samples squared.
     private let largestSquaredMagnitude: Double
-    /// A human-presence sensor's: the component each channel gives, by position (x presence, y
-    /// distance, z attention); the components it has no channel for are NaN.
-    private let components: (Axis, Axis, Axis)?
 
     init(sensor: SensorDescriptor, device: DeviceNumber) {
         kind = sensor.kind
@@ -28,12 +25,6 @@ struct SampleConverter {
         mountMatrix = sensor.kind.isVector ? sensor.deviceFrameMatrix : .identity
         proximity = ProximityDetector(nearLevel: sensor.nearLevel)
         largestSquaredMagnitude = sensor.kind.plausibleMagnitude * sensor.kind.plausibleMagnitude
-        if sensor.kind == .humanPresence {
-            let axes = sensor.channels.map { $0.axis ?? .x }
-            components = (axes[0], axes.count > 1 ? axes[1] : axes[0], axes.count > 2 ? axes[2] : axes[0])
-        } else {
-            components = nil
-        }
     }
 
     /// The sample for raw counts `raw` (x, y, z; proximity uses `raw.x`) taken at `timestamp` (ns);
@@ -49,7 +40,7 @@ struct SampleConverter {
                 kind: kind, device: device, timestamp: timestamp,
                 vector: Vector3(x: value.x, y: 0, z: 0), isNear: proximity.update(value.x))
         }
-        if let components { return presence(value, components, timestamp: timestamp) }
+        if kind == .humanPresence { return presence(value, timestamp: timestamp) }
         guard value.squaredLength <= largestSquaredMagnitude else { return nil }  // NaN fails too
         // No gas has a pressure of 0 or less: a glitch, and an altitude no formula gives.
         if kind == .pressure, !(value.x > 0) { return nil }
@@ -60,16 +51,17 @@ struct SampleConverter {
         return SensorSample(kind: kind, device: device, timestamp: timestamp, vector: mountMatrix * value)
     }
 
-    /// A human-presence sample: each channel's value at its component, NaN where there is no
-    /// channel; presence as 0 or 1 whatever its scale. `nil` when a value is not finite, or a
-    /// distance or attention is outside [0, `plausibleMagnitude`] (100 m, 100 %).
-    @inline(__always)
-    private func presence(_ value: Vector3, _ components: (Axis, Axis, Axis), timestamp: Int64) -> SensorSample? {
+    /// A human-presence sample: each channel's value at its component (the channel's `axis`: x
+    /// presence, y distance, z attention), NaN where there is no channel; presence as 0 or 1 whatever
+    /// its scale. `nil` when a value is not finite, or a distance or attention is outside
+    /// [0, `plausibleMagnitude`] (100 m, 100 %). Out of line: the motion sensors' path stays as small.
+    @inline(never)
+    private func presence(_ value: Vector3, timestamp: Int64) -> SensorSample? {
         var out = Vector3(x: .nan, y: .nan, z: .nan)
         for c in 0..<min(channels.count, 3) {
             let v = value[Axis(rawValue: c)!]
             guard v.isFinite else { return nil }
-            let axis = c == 0 ? components.0 : c == 1 ? components.1 : components.2
+            let axis = channels[c].axis ?? .x
             if axis == .x {
                 out.x = v != 0 ? 1 : 0
             } else {
