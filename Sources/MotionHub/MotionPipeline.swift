@@ -78,8 +78,23 @@ final class MotionPipeline {
     /// timestamp is the device's, any Int64: every stage compares timestamps or saturates their
     /// arithmetic (MotionCore's `TimestampArithmetic`), and a step back or a jump is a gap to them.
     func add(_ sample: SensorSample, period: Int64, from device: DeviceNumber) {
-        merger.add(.init(sample: sample, period: period), from: device, into: &merged)
+        if Self.isOrderedWithMotion(sample.kind) {
+            merger.add(.init(sample: sample, period: period), from: device, into: &merged)
+        } else {
+            // No fusion takes it: held behind a pace that gives nothing for a while (a buffer between
+            // batches, an accelerometer resting on its motion events), a presence would wait for it.
+            merged.append(.init(sample: sample, period: period))
+        }
         fuseMerged()
+    }
+
+    /// Whether samples of `kind` go to the fusion or the floors, which take them in time order with
+    /// the IMU's (`SampleMerger`); an event stream's sensor and a chip's functions need no order.
+    private static func isOrderedWithMotion(_ kind: SensorKind) -> Bool {
+        switch kind {
+        case .accelerometer, .gyroscope, .magnetometer, .compass, .pressure: true
+        case .proximity, .light, .humanPresence, .stepCounter, .activityRecognizer, .significantMotion, .onBody: false
+        }
     }
 
     /// Fuses what the merger let through. Re-entrant: fusing can answer a poll, which can replan and

@@ -277,3 +277,26 @@ extension ScriptedHub.Client {
         #expect(unwanted.latest(.significantMotion) == nil, "a trigger has no state")
     }
 }
+
+/// Presence beside a running IMU: the IMU's capture paces the fusion (`SampleMerger` holds other
+/// devices' samples until the pace's pass them), but presence is no input of the fusion, so its
+/// changes go through at once even while the IMU gives nothing (a buffered IMU between batches, an
+/// accelerometer resting on its motion events, read every 30 s).
+@Suite struct PresenceBesideAnIMUTests {
+    @Test func aPresenceChangeIsNotHeldBehindASilentIMU() async throws {
+        var sensor = Machines.humanPresence
+        sensor.number = DeviceNumber(1)
+        let scripted = try await ScriptedHub(devices: [Machines.imu, sensor])
+        let (client, id) = try await scripted.connect()
+        try await scripted.send(line: #"{"class":"WATCH","streams":["motion","presence"]}"#, from: id)
+        func scan(_ present: Double) -> [[SensorSample]] {
+            [[sensor.sample(.humanPresence, counts: Vector3(x: present, y: 65, z: 100), at: scripted.now)].compactMap { $0 }]
+        }
+        try #require(try await scripted.feed(scan(1), to: sensor.number), "the presence stream opened the HID sensor")
+        #expect(client.presences.map(\.present) == [true], "the state at once, no IMU scan fed")
+        await scripted.run(for: .milliseconds(1500))
+        try await scripted.feed(scan(0), to: sensor.number)
+        #expect(client.presences.map(\.present) == [true, false], "the change at once, no IMU scan fed")
+        try await scripted.shutDown()
+    }
+}
