@@ -42,8 +42,9 @@ public enum StepCounterWidth: Sendable, Hashable {
 /// `MotionEvents`: opening turns them on and enables their IIO events, closing puts the events back.
 ///
 /// The chip's events share the device's one event descriptor with the accelerometer's motion events
-/// (`MotionEvents`): whichever opens second gets `EBUSY` and does without (here: `eventsProblem`,
-/// and the caller reads at an interval).
+/// (`MotionEvents`): the kernel hands it out once (`iio_event_getfd`, industrialio-event.c:205–206,
+/// Linux 6.12), so whichever opens second gets `EBUSY` and does without (here: `eventsProblem`, and
+/// the caller reads at an interval; there: adaptive polling).
 ///
 /// Opened off the event loop (sysfs writes and the character device block), then used and closed on
 /// one thread at a time.

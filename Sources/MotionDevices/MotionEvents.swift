@@ -9,6 +9,10 @@ import MotionSystem
 /// can be open once only, and a buffer needs it. The driver's own threshold and period are kept
 /// (their units are the chip's, which the ABI does not state). Closing disables what was enabled.
 ///
+/// The device's event descriptor is handed out once (industrialio-event.c:205–206, Linux 6.12): a
+/// chip's own functions on the same device (`ChipFunctions`: a bma400's steps) compete for it, and
+/// whichever opens second does without (`eventsRefused`, EBUSY).
+///
 /// Whether events really come is known only at run time: drivers create the attributes even where
 /// no interrupt line is wired (they request the IRQ only `if (irq > 0)`), so an owner must still
 /// check now and then (`AdaptivePolling`'s heartbeat).
