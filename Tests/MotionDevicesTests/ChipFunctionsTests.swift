@@ -404,6 +404,26 @@ extension Hardware {
             #expect(throws: DeviceError.deviceVanished(device: "iio:device0")) { try openChip([.stepCounter]) }
         }
 
+        @Test func anEventThatCannotBeEnabledLeavesTheOthers() throws {
+            let testbed = try Testbed()
+            try testbed.add(fixture: "wrist-bma400-steps")
+            // The activity event's file unreadable and unwritable (a directory in its place: EISDIR).
+            let activity = "\(testbed.root)/sys/bus/iio/devices/iio:device0/events/in_activity_change_en"
+            try FileManager.default.removeItem(atPath: activity)
+            try FileManager.default.createDirectory(atPath: activity, withIntermediateDirectories: false)
+            let feed = try EventFeed(testbed: testbed)
+            let chip = try openChip([.stepCounter, .activityRecognizer])
+            #expect(chip.eventsProblem == nil)
+            #expect(chip.eventKinds == [.stepCounter])
+            #expect(try testbed.attribute("iio:device0", "events/in_steps_change_en") == "1\n")
+            #expect(feed.handler.requests == [getEventDescriptor])
+            try chip.setEvents(of: .activityRecognizer, enabled: false)  // it has none: nothing to do
+            #expect(throws: DeviceError.kindUnavailable(device: "iio:device0", kind: "on-body")) {
+                try chip.setEvents(of: .onBody, enabled: true)
+            }
+            #expect(try readChip(chip)[.activityRecognizer] == Vector3(x: 0, y: 100, z: 0))
+        }
+
         @Test func aKindTheDeviceLacksIsRefused() throws {
             let testbed = try Testbed()
             try testbed.add(fixture: "handheld-bmi270-steps")
