@@ -196,6 +196,8 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
         state.withLock { $0.failures = 0 }
         for sample in samples { handler(.sample(sample)) }
         handler(.readComplete)
+        // The hub may have stopped the watch meanwhile (a sleep seen in the read): its chip is put back.
+        guard !state.withLock({ $0.stopped }) else { return }
         followSteps(of: chip, handler: handler)
         let resting = state.withLock { $0.eventsOn && $0.stepEventsOn }
         schedule(after: resting ? heartbeat : interval)
