@@ -127,13 +127,18 @@ import Testing
     }
 
     /// Without events the chip is read at the interval, walking or not, its events never touched; the
-    /// watch says it is polled and why.
+    /// watch says it is polled and why (STATUS' `rest_note`, and the journal's capture mode change).
     @Test func withoutEventsTheChipIsReadAtTheIntervalAlways() async throws {
         let loop = NIOAsyncTestingEventLoop()
         let refused = DeviceError.eventsRefused(device: "iio:device0", operation: "open", errno: ErrnoValue.busy)
         let chip = TestChip(kinds: [.stepCounter], eventsProblem: refused, loop: loop)
         let opened = loop.now
-        let (watch, _) = try await start(chip, on: loop)
+        let (watch, told) = try await start(chip, on: loop)
+        if case .captureModeChanged(.polled, let reason) = told.withLock({ $0.first }) {
+            #expect(reason == refused, "the journal says why")
+        } else {
+            Issue.record("no mode change told first: \(told.withLock { $0 })")
+        }
         for _ in 0..<3 { await loop.advanceTime(by: .seconds(5)) }
         chip.steps = 130
         for _ in 0..<2 { await loop.advanceTime(by: .seconds(5)) }

@@ -164,6 +164,8 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
         guard kept else { return chip.close() }
         if let problem = chip.eventsProblem {
             state.withLock { $0.eventsProblem = problem }
+            // For the journal: the chip is read at its interval, and why.
+            state.withLock { $0.handler }?(.captureModeChanged(.polled, reason: problem))
         } else {
             switch delivery {
             case .injected: state.withLock { $0.eventsOn = true }
@@ -295,12 +297,14 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
     }
 
     private func eventsFailed(_ problem: DeviceError) {
-        let wasOn = state.withLock { state in
+        let (wasOn, handler) = state.withLock { state in
             defer { (state.eventsOn, state.eventsProblem, state.channel) = (false, problem, nil) }
-            return state.stopped ? false : state.eventsOn || state.eventsProblem == nil
+            return (state.stopped ? false : state.eventsOn || state.eventsProblem == nil, state.handler)
         }
+        guard wasOn else { return }
+        handler?(.captureModeChanged(.polled, reason: problem))
         // Reads at the interval from now, rather than at the next heartbeat.
-        if wasOn { schedule(after: interval) }
+        schedule(after: interval)
     }
 
     // MARK: Stopping
