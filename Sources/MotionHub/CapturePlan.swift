@@ -8,7 +8,10 @@ import MotionWire
 /// fastest rate any client asks for; event streams sample at `eventRate`. `motion` needs the
 /// accelerometer, and uses the gyroscope and the magnetometer where there are (else a sensor hub's
 /// compass, for the heading); `orientation` needs the accelerometer. Where one device carries several
-/// of the kinds needed (an IMU), it is preferred, so that their samples share timestamps.
+/// of the kinds needed (an IMU), it is preferred, so that their samples share timestamps. A chip's own
+/// functions (a bma400's step counter, a ChromeOS EC's significant motion) stand in for the sensors a
+/// stream requires where the stream prefers them (`StreamKind.Descriptor.preferred`): they have no
+/// rate, only an interval (`Capture.chipInterval`), and are read by a `ChipWatch`.
 struct CapturePlan: Sendable, Hashable {
     /// One capture: some kinds of one device at one rate.
     struct Capture: Sendable, Hashable {

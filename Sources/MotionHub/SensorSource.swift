@@ -167,7 +167,8 @@ public struct HardwareSource: SensorSource {
         }
         let watch = ChipWatch(
             device: device.number, kinds: Set(chipKinds), interval: chipInterval ?? CapturePlan.eventChipInterval, heartbeat: motionEventHeartbeat,
-            eventLoop: eventLoop, deviceExists: { Syscall.exists("/sys/bus/iio/devices/\(device.number.sysname)") }, open: { () throws(DeviceError) in try ChipFunctions(device: device, kinds: Set(chipKinds)) })
+            eventLoop: eventLoop, deviceExists: { Syscall.exists("/sys/bus/iio/devices/\(device.number.sysname)") },
+            open: { () throws(DeviceError) in try ChipFunctions(device: device, kinds: Set(chipKinds)) })
         guard !sampledKinds.isEmpty else { return watch }
         let sampled = try openSampled(device, kinds: sampledKinds, rate: rate, latency: latency, restsWhenStill: restsWhenStill, eventLoop: eventLoop)
         return CompositeStream(sampled: sampled, chip: watch)
