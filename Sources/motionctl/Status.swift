@@ -20,9 +20,16 @@ struct Status: ParsableCommand {
         if status.sensors.isEmpty { print("no sensor running (none is watched)") }
         for sensor in status.sensors {
             let measured = sensor.measuredRate.map { ", measured \($0.formatted(digits: 1)) Hz" } ?? ""
-            print("\(sensor.device): \(sensor.kinds.map(\.rawValue).joined(separator: ", ")) [\(sensor.mode)] at \(sensor.rate.formatted(digits: 1)) Hz\(measured)")
+            // A chip's functions have an interval, not a rate (1 / 60 s is "0.0 Hz").
+            let pace = sensor.kinds.allSatisfy(\.isChipFunction) && sensor.rate > 0
+                ? "read every \((1 / sensor.rate).formatted(digits: 0)) s" : "at \(sensor.rate.formatted(digits: 1)) Hz\(measured)"
+            print("\(sensor.device): \(sensor.kinds.map(\.rawValue).joined(separator: ", ")) [\(sensor.mode)] \(pace)")
             if let rest = sensor.rest { print("  at rest: woken by \(rest)\(sensor.restNote.map { " (\($0))" } ?? "")") }
+            // A chip read at its interval only says why (protocol 1.11).
+            if sensor.rest == nil, let note = sensor.restNote { print("  \(note)") }
         }
+        if let pedometer = status.pedometer { print("steps counted by \(pedometer.device)'s \(pedometer.source)") }
+        if let activity = status.activity { print("activity told by \(activity.device)'s \(activity.source)") }
         for line in Self.describe(status.unavailable) { print(line) }
         for line in Self.describe(status.recoveries, sleeps: status.sleeps) { print(line) }
         if let axes = status.gyroscopeAxes {
