@@ -14,9 +14,9 @@ extension DaemonLoad {
     /// `bma400_interrupt` does (drivers/iio/accel/bma400_core.c:1666–1686, Linux 6.12), then as long
     /// at rest. With the chip, motiond's wake-ups should follow the events and the interval; with
     /// `--no-chip-functions`, the accelerometer runs for the step detector (fed at 25 Hz, the rate it
-    /// asks for, through the fixture's buffer) whether anyone walks or not. Wake-ups are the times
-    /// motiond's threads were put on a CPU (/proc/PID/task/*/schedstat), reads those of
-    /// `in_steps_input` (inotify).
+    /// asks for, through the fixture's buffer) whether anyone walks or not. Wake-ups are motiond's
+    /// threads' voluntary context switches (beside the times they were put on a CPU, schedstat's,
+    /// which count preemptions too), reads those of `in_steps_input` (inotify).
     func chipSteps(executable: String) throws {
         for usesChip in [true, false] {
             let wrist = try ChipWrist(executable: executable, arguments: usesChip ? [] : ["--no-chip-functions"])
@@ -37,9 +37,9 @@ extension DaemonLoad {
             while let line = try? client.next("PEDOMETER", seconds: 0.1) { last = try? client.decode(PedometerMessage.self, line) }
             let path = usesChip ? "chip (its counter and step events)" : "software (--no-chip-functions: the accelerometer at 25 Hz)"
             print(String(
-                format: "chip-steps, %@: walking %.2f wake-ups/s (%.2f reads of in_steps_input/s), at rest %.2f wake-ups/s (%.2f reads/s); %d steps walked, PEDOMETER says %d since the first read",
-                path, walking.usage.runsPerSecond, walking.readsPerSecond, resting.usage.runsPerSecond, resting.readsPerSecond, wrist.stepsWalked,
-                last?.steps ?? 0))
+                format: "chip-steps, %@: walking %.2f wake-ups/s (%.2f put on a CPU, preemptions counted; %.2f reads of in_steps_input/s), at rest %.2f wake-ups/s (%.2f; %.2f reads/s); CPU %.3f %% walking, %.3f %% at rest; %d steps walked, PEDOMETER says %d since the first read",
+                path, walking.voluntaryPerSecond, walking.usage.runsPerSecond, walking.readsPerSecond, resting.voluntaryPerSecond, resting.usage.runsPerSecond,
+                resting.readsPerSecond, walking.usage.cpuPercent, resting.usage.cpuPercent, wrist.stepsWalked, last?.steps ?? 0))
             print("    walking, wake-ups by thread: \(walking.usage.byThread)")
             print("    at rest, wake-ups by thread: \(resting.usage.byThread)")
         }
@@ -106,8 +106,20 @@ final class ChipWrist: @unchecked Sendable {
         for writer in writers { _ = write(writer, Self.stepEvent, Self.stepEvent.count) }
     }
 
+    /// The voluntary context switches of every thread of `pid` so far (/proc/PID/task/*/status): each
+    /// is a thread that went to sleep and was woken, whatever else ran on the machine (schedstat's
+    /// count also has each preemption, which a machine busy with other work multiplies).
+    static func voluntarySwitches(of pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { sum, task in
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+            return sum + (line.flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") } ?? 0)
+        }
+    }
+
     /// motiond's wake-ups and the counter's reads over `seconds`, walking at `stepsPerSecond` (0: at rest).
-    func measure(probe: ProcessProbe, seconds: Double, stepsPerSecond: Double) throws -> (usage: ProcessProbe.Usage, readsPerSecond: Double) {
+    func measure(probe: ProcessProbe, seconds: Double, stepsPerSecond: Double) throws -> (usage: ProcessProbe.Usage, voluntaryPerSecond: Double, readsPerSecond: Double) {
         let stop = Atomic<Bool>(false)
         let walked = DispatchSemaphore(value: 0)
         let walker = Thread { [self] in
@@ -123,11 +135,13 @@ final class ChipWrist: @unchecked Sendable {
             walked.signal()
         }
         let a = probe.read()
+        let voluntary = Self.voluntarySwitches(of: probe.pid)
         walker.start()
         let reads = try testbed.reads(of: "in_steps_input", on: "iio:device0", during: seconds)
         let b = probe.read()
+        let woken = Self.voluntarySwitches(of: probe.pid) - voluntary
         stop.store(true, ordering: .relaxed)
         walked.wait()
-        return (ProcessProbe.usage(from: a, to: b), Double(reads) / seconds)
+        return (ProcessProbe.usage(from: a, to: b), Double(woken) / seconds, Double(reads) / seconds)
     }
 }
