@@ -46,8 +46,8 @@ public enum SensorKind: String, Sendable, Hashable, Codable, CaseIterable {
         case .stepCounter: 7
         case .activityRecognizer: 8
         case .significantMotion: 9
-        case .humanPresence: 10
-        case .onBody: 11
+        case .onBody: 10
+        case .humanPresence: 11
         }
     }
 
