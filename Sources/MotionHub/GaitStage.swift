@@ -139,7 +139,8 @@ struct GaitStage {
             }
             let previous = (time: lastChipRead, counter: history.chipCounter)
             let (counter, reading) = ChipStepCount.reconcile(
-                history.chipCounter, device: sample.device.sysname, count: count, modulus: modulus, at: wallClock(t))
+                history.chipCounter, device: sample.device.sysname, count: count, modulus: modulus, at: wallClock(t),
+                elapsed: previous.time.map { t.seconds(since: $0) })
             lastChipRead = t
             if counter != history.chipCounter {
                 history.chipCounter = counter

@@ -72,6 +72,33 @@ import Testing
         #expect(setBack == .steps(40))
     }
 
+    /// A counter that goes down and up again (0, 50, 0, 50… read each second: each rise 50 steps, each
+    /// fall a reset) adds no more than 5 steps a second on average, however often it is read: over
+    /// 100 s at most 500 plus the first allowance (50), where a fresh bound per reading added 2,500.
+    @Test func aCounterGoingDownAndUpAddsNoMoreThanFiveStepsASecond() {
+        var state: ChipStepCount? = nil
+        var added = 0
+        for second in 0...100 {
+            let (next, reading) = ChipStepCount.reconcile(
+                state, device: "iio:device0", count: second % 2 == 0 ? 0 : 50, modulus: Self.bma400, at: Self.at(Double(second)),
+                elapsed: second == 0 ? nil : 1)
+            state = next
+            added += reading.steps
+        }
+        #expect(added <= 5 * 100 + 50, "\(added) steps in 100 s")
+        #expect(added >= 5 * 100 - 50, "\(added) steps in 100 s: the allowance still fills at 5 a second")
+    }
+
+    /// The wall clock stepped a day ahead between two readings 10 s apart on the monotonic clock: the
+    /// shorter time counts, and 100,000 steps are not added.
+    @Test func aWallClockSteppedAheadWidensNothing() {
+        let last = ChipStepCount(device: "iio:device0", count: 100, time: Self.at(0))
+        let (_, reading) = ChipStepCount.reconcile(last, device: "iio:device0", count: 100_100, modulus: Self.bma400, at: Self.at(86_410), elapsed: 10)
+        #expect(reading.steps == 0)
+        let (_, walked) = ChipStepCount.reconcile(last, device: "iio:device0", count: 140, modulus: Self.bma400, at: Self.at(86_410), elapsed: 10)
+        #expect(walked == .steps(40))
+    }
+
     @Test func anotherCountersReadingStartsAfresh() {
         let last = ChipStepCount(device: "iio:device0", count: 5_000, time: Self.at(0))
         let (next, reading) = ChipStepCount.reconcile(last, device: "iio:device3", count: 7, modulus: Self.bma400, at: Self.at(60))
