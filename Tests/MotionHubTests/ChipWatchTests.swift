@@ -126,6 +126,26 @@ import Testing
         await loop.shutdownGracefully()
     }
 
+    /// An interrupt storm (step events every millisecond while the count holds, as a chip whose
+    /// events keep coming would send; its activity events are never turned off at all) reads the chip
+    /// at most once a second (`eventReadSpacing`: the 5 s interval, at most 1 s), not once per event:
+    /// 5,000 events from 1 s to 5.999 s make 6 reads after the opening's, at 1, 2 … 6 s (review: each
+    /// event read the chip on the loop, back to back: 5,000 reads).
+    @Test func anEventStormReadsTheChipAtMostOnceASecond() async throws {
+        let loop = NIOAsyncTestingEventLoop()
+        let chip = TestChip(kinds: [.stepCounter], loop: loop)
+        let opened = loop.now
+        let (watch, _) = try await start(chip, on: loop)
+        await loop.advanceTime(by: .seconds(1))
+        for _ in 0..<5_000 {
+            try await loop.executeInContext { watch.take([ChipEvent(kind: .stepCounter, sample: nil)]) }
+            await loop.advanceTime(by: .milliseconds(1))
+        }
+        #expect(readTimes(chip, since: opened) == [0, 1, 2, 3, 4, 5, 6], "\(readTimes(chip, since: opened))")
+        try await loop.executeInContext { watch.stop() }
+        await loop.shutdownGracefully()
+    }
+
     /// Without events the chip is read at the interval, walking or not, its events never touched; the
     /// watch says it is polled and why (STATUS' `rest_note`, and the journal's capture mode change).
     @Test func withoutEventsTheChipIsReadAtTheIntervalAlways() async throws {

@@ -91,6 +91,10 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
         var lastSteps: Double?
         var failures = 0
         var timer: Scheduled<Void>?
+        /// When the set timer is due.
+        var timerDue: NIODeadline?
+        /// When the chip was last read (nil: not yet).
+        var lastRead: NIODeadline?
         var channel: (any Channel)?
         /// Settled once the chip is open (or failed to): `stop` waits for it off the loop.
         var opening: EventLoopFuture<Void>?
@@ -179,7 +183,11 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
 
     /// Reads the chip now, emits what it read, follows the step count and sets the next read.
     private func read() {
-        guard let (chip, told) = state.withLock({ state in state.stopped ? nil : state.chip.map { ($0, state.handler) } }),
+        let now = eventLoop.now
+        guard let (chip, told) = state.withLock({ state in
+            state.lastRead = now
+            return state.stopped ? nil : state.chip.map { ($0, state.handler) }
+        }),
             let handler = told
         else { return }
         samples.removeAll(keepingCapacity: true)
@@ -226,13 +234,21 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
 
     /// The next read `seconds` from now, in place of the one set.
     private func schedule(after seconds: Double) {
-        let task = eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { [weak self] () -> Void in self?.read() }
+        let delay = TimeAmount.nanoseconds(Int64(seconds * 1e9))
+        let due = eventLoop.now + delay
+        let task = eventLoop.scheduleTask(in: delay) { [weak self] () -> Void in self?.read() }
         let previous = state.withLock { state in
-            defer { state.timer = state.stopped ? nil : task }
+            defer { (state.timer, state.timerDue) = state.stopped ? (nil, nil) : (task, due) }
             return state.stopped ? task : state.timer
         }
         previous?.cancel()
     }
+
+    /// The least time between two reads an event brings, s: the interval, at most a second. An
+    /// interrupt storm (a chip whose step events keep coming while its count holds, or its activity
+    /// events, which are never turned off) would otherwise read the chip back to back on the loop,
+    /// each read a bus transfer.
+    var eventReadSpacing: Double { min(interval, 1) }
 
     /// The chip's events (on the loop): those that carry their value are samples at once; any other
     /// of the watched functions' makes a read now.
@@ -249,7 +265,13 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
             }
         }
         if sent { handler(.readComplete) }
-        if readNow { read() }
+        guard readNow else { return }
+        let now = eventLoop.now
+        let (lastRead, timerDue) = state.withLock { ($0.lastRead, $0.timerDue) }
+        let spacing = TimeAmount.nanoseconds(Int64(eventReadSpacing * 1e9))
+        guard let lastRead, now < lastRead + spacing else { return read() }
+        // Read once the spacing has passed, unless a read is set before then already.
+        if timerDue.map({ $0 > lastRead + spacing }) ?? true { schedule(after: Double((lastRead + spacing - now).nanoseconds) * 1e-9) }
     }
 
     // MARK: Events through the descriptor
