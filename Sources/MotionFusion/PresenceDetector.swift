@@ -80,8 +80,10 @@ public struct PresenceDetector: Sendable {
         let timestamp = reading < releasedAt && reading >= lastReading ? releasedAt : reading
         lastReading = reading
         guard let reported else { return report(state, at: timestamp) }
-        // A clock gone back: what came before says nothing of how long a state has lasted since.
-        if timestamp < lastReport || timestamp < currentSince { (lastReport, currentSince) = (.min, timestamp) }
+        // A clock gone back: what came before says nothing of how long a state has lasted since, so a
+        // change is held as if just after a report (each reported at once, a sensor whose stamps keep
+        // going back while it flaps would send every flap: review).
+        if timestamp < lastReport || timestamp < currentSince { (lastReport, currentSince) = (timestamp, timestamp) }
         if state != current { (current, currentSince) = (state, timestamp) }
         guard current != reported else { return nil }
         let hold = holdNanoseconds

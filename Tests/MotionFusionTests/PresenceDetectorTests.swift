@@ -171,7 +171,7 @@ import Testing
     /// A reading the release overtook (a capture's delivery lag: stamped 1.25 s, after the reading
     /// before it at 0.3 s, but arriving after the release at 1.3 s) counts from the release: present at
     /// 1.25 s is taken as at 1.3 s, 0 s after a report, so held until 2.3 s, not out at once. One stamped
-    /// before the reading before it (0.1 s < 0.3 s) is a clock gone back, out at once as before.
+    /// before the reading before it (0.1 s < 0.3 s) is a clock gone back: held a second from it.
     @Test func aReadingTheReleaseOvertookCountsFromTheRelease() {
         func released() -> PresenceDetector {
             var detector = PresenceDetector()
@@ -184,13 +184,25 @@ import Testing
         #expect(lagging.update(present: true, attention: .nan, distance: .nan, timestamp: 125 * Self.tenth / 10) == nil)
         #expect(lagging.heldUntil == 23 * Self.tenth)
         var goneBack = released()
-        #expect(goneBack.update(present: true, attention: .nan, distance: .nan, timestamp: Self.tenth) == State(present: true))
+        #expect(goneBack.update(present: true, attention: .nan, distance: .nan, timestamp: Self.tenth) == nil)
+        #expect(goneBack.heldUntil == 11 * Self.tenth)
     }
 
-    /// A clock gone back (a device's own clock reset) is no hold: the change it shows is out at once.
-    @Test func aClockGoneBackHoldsNothing() {
+    /// A clock gone back (a device's own clock reset, an untrusted remote's stamps) tells nothing of how
+    /// long a state lasted: its change is held a second from it, as after a report, and a sensor that
+    /// flaps every 0.1 s with each stamp 0.2 s before the last sends nothing more (review: each flap
+    /// was sent).
+    @Test func aClockGoneBackHoldsTheChangeASecond() {
         var detector = PresenceDetector()
         _ = detector.update(present: true, attention: .nan, distance: .nan, timestamp: 10 * Self.second)
-        #expect(detector.update(present: false, attention: .nan, distance: .nan, timestamp: Self.second) == State(present: false))
+        #expect(detector.update(present: false, attention: .nan, distance: .nan, timestamp: Self.second) == nil)
+        #expect(detector.heldUntil == 2 * Self.second)
+        #expect(detector.release(at: 2 * Self.second) == State(present: false))
+        var flapping = PresenceDetector()
+        _ = flapping.update(present: true, attention: .nan, distance: .nan, timestamp: 100 * Self.second)
+        let sent = (1...50).compactMap { k in
+            flapping.update(present: k % 2 == 0, attention: .nan, distance: .nan, timestamp: 100 * Self.second - Int64(k) * 2 * Self.tenth)
+        }
+        #expect(sent.isEmpty, "\(sent.count) flaps sent")
     }
 }
