@@ -85,13 +85,15 @@ final class CaptureManager: @unchecked Sendable {
 
     /// Makes the running captures those of `plan`, on `devices`. A rate that drops is kept for
     /// `rateSettling`: a client switching back and forth between two intervals would otherwise close
-    /// and reopen the sensor each time, and every other client's stream with it. Raising the rate, or
-    /// another set of sensors, reopens at once.
+    /// and reopen the sensor each time, and every other client's stream with it. So are chip functions
+    /// no longer wanted (a significant-motion trigger disarmed, on-body unwatched): a client arming and
+    /// disarming a trigger in a loop would otherwise reopen the chip, sysfs writes and ioctl, each time.
+    /// Raising the rate, or another set of sensors, reopens at once.
     func follow(_ plan: CapturePlan, on devices: [DeviceDescriptor]) {
         let now = eventLoop.now
         let wanted = Dictionary(uniqueKeysWithValues: plan.captures.map { ($0.device, $0) })
         for (number, current) in running where wanted[number] != current.plan {
-            if let want = wanted[number], want.kinds == current.plan.kinds, want.rate < current.plan.rate {
+            if Self.settles(from: current.plan, to: wanted[number]) {
                 if current.lowerRateAfter == nil {
                     running[number]!.lowerRateAfter = now + Self.rateSettling
                     eventLoop.scheduleTask(deadline: now + Self.rateSettling) { [self] in changed() }
@@ -106,6 +108,16 @@ final class CaptureManager: @unchecked Sendable {
             guard let device = devices.first(where: { $0.number == number }) else { continue }
             open(device, entry)
         }
+    }
+
+    /// Whether going from `current` to `want` waits `rateSettling`: the same sensors at a lower rate,
+    /// or the same sampled sensors with fewer chip functions (none gained, the rate not raised).
+    /// A chip read for its functions alone and no longer wanted at all settles too.
+    private static func settles(from current: CapturePlan.Capture, to want: CapturePlan.Capture?) -> Bool {
+        guard let want else { return current.kinds.allSatisfy(\.isChipFunction) }
+        if want.kinds == current.kinds { return want.rate < current.rate }
+        let dropped = current.kinds.subtracting(want.kinds)
+        return want.kinds.isSubset(of: current.kinds) && dropped.allSatisfy(\.isChipFunction) && want.rate <= current.rate
     }
 
     private func open(_ device: DeviceDescriptor, _ entry: CapturePlan.Capture) {

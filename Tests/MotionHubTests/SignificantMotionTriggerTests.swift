@@ -25,8 +25,10 @@ import Testing
     }
 
     /// Two armed clients get one SIGNIFICANT_MOTION each from the first event, and none from a second
-    /// event of the same read; no ENDED; the chip is then disarmed (closed), and a client that arms
-    /// again gets the next one, the other (no longer armed) nothing.
+    /// event of the same read; no ENDED; the chip is then disarmed (closed, once `rateSettling` has
+    /// passed: `CaptureManager` keeps a chip function no longer wanted that long, so that a client
+    /// toggling its trigger cannot reopen the chip in a loop; an event meanwhile reaches no one), and a
+    /// client that arms again gets the next one, the other (no longer armed) nothing.
     @Test func eachArmingGetsOneSignificantMotionAndNoEnded() async throws {
         let scripted = try await ScriptedHub(devices: Machines.chromebook)
         let (a, idA) = try await scripted.connect()
@@ -45,6 +47,9 @@ import Testing
         }
         #expect(fired(a) == 1 && fired(b) == 1)
         #expect(a.ended.isEmpty && b.ended.isEmpty, "the message itself ends the watch")
+        #expect(try await fire(scripted), "armed still, while it settles")
+        #expect(fired(a) == 1 && fired(b) == 1, "while the chip settles, an event reaches no one")
+        await scripted.run(for: CaptureManager.rateSettling)
         #expect(scripted.source.running(chip) == nil && scripted.source.chip(chip)?.isOpen == false, "disarmed")
         #expect(try await fire(scripted) == false)
 
@@ -67,6 +72,7 @@ import Testing
         try await scripted.disconnect(idA)
         #expect(armed.isOpen && armed.eventsEnabled(.significantMotion))
         try await scripted.send(line: #"{"class":"WATCH","streams":["significant_motion"],"enable":false}"#, from: idB)
+        await scripted.run(for: CaptureManager.rateSettling)
         #expect(!armed.isOpen && scripted.source.running(chip) == nil)
         try await scripted.shutDown()
     }
@@ -82,6 +88,23 @@ import Testing
         try await scripted.send(line: #"{"class":"POLL","id":4,"streams":["significant_motion"]}"#, from: id)
         #expect(client.errors.last?.code == .invalidArgument && client.errors.last?.id == .integer(4))
         #expect(scripted.source.openings.withLock { $0.isEmpty })
+        try await scripted.shutDown()
+    }
+
+    /// A client arming and disarming its trigger 100 times in a second (review: each toggle closed and
+    /// reopened the chip, with its sysfs writes and its event descriptor's ioctl) opens the chip once:
+    /// a disarm waits `rateSettling`, and an arm within it finds the chip still armed.
+    @Test func aClientTogglingItsTriggerDoesNotReopenTheChipEachTime() async throws {
+        let scripted = try await ScriptedHub(devices: Machines.chromebook)
+        let (_, id) = try await scripted.connect()
+        for _ in 0..<100 {
+            try await scripted.send(line: watch, from: id)
+            try await scripted.send(line: #"{"class":"WATCH","streams":["significant_motion"],"enable":false}"#, from: id)
+            await scripted.run(for: .milliseconds(10))
+        }
+        #expect(scripted.source.openingCount(of: chip) == 1)
+        await scripted.run(for: CaptureManager.rateSettling)
+        #expect(scripted.source.running(chip) == nil, "closed once it has settled")
         try await scripted.shutDown()
     }
 }
