@@ -35,22 +35,31 @@ extension ChannelReader {
         } catch {
             return capture.eventLoop.makeFailedFuture(error)
         }
-        // NIO traps on a descriptor that is not open (its `fstat` precondition): a driver, or an ioctl
-        // answered by something other than the kernel, that hands one out is a failed opening.
-        if let error = Syscall.checkOpen(descriptor) {
-            return capture.eventLoop.makeFailedFuture(
-                DeviceError.bufferFailed(device: capture.device.number.sysname, operation: "read descriptor \(descriptor)", errno: error.rawValue))
-        }
-        return NIOPipeBootstrap(group: capture.eventLoop)
-            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
-            .channelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers(self, ChannelEnd { [weak self] error in self?.channelEnded(error) })
-                }
+        return readingChannel(of: descriptor, on: capture.eventLoop, readSize: readSize, handler: self) { [weak self] error in self?.channelEnded(error) }
+            .flatMapErrorThrowing { error in
+                guard let errno = error as? Errno else { throw error }
+                throw DeviceError.bufferFailed(device: capture.device.number.sysname, operation: "read descriptor \(descriptor)", errno: errno.rawValue)
             }
-            .takingOwnershipOfDescriptor(input: descriptor)
             .map { [self] channel in self.channel.attach(channel) }
     }
+}
+
+/// A channel of `eventLoop`'s reading `descriptor` (NIO's from now on: it closes it with the channel)
+/// in reads of `readSize` bytes, `handler` taking them and `ended` told of an error or the descriptor's
+/// end (`ChannelEnd`). Fails with the `Errno` of a descriptor that is not open: NIO traps on one (its
+/// `fstat` precondition), and a driver, or an ioctl answered by something other than the kernel, may
+/// hand one out.
+func readingChannel(
+    of descriptor: Int32, on eventLoop: any EventLoop, readSize: Int, handler: some ChannelInboundHandler & Sendable,
+    ended: @escaping @Sendable (any Error) -> Void
+) -> EventLoopFuture<any Channel> {
+    if let error = Syscall.checkOpen(descriptor) { return eventLoop.makeFailedFuture(error) }
+    return NIOPipeBootstrap(group: eventLoop)
+        .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readSize))
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandlers(handler, ChannelEnd(ended)) }
+        }
+        .takingOwnershipOfDescriptor(input: descriptor)
 }
 
 /// The channel a reader reads through: set once registered, closable from any thread; one that comes

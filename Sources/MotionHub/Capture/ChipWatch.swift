@@ -72,6 +72,8 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
     let heartbeat: Double
     let eventLoop: any EventLoop
     private let delivery: EventDelivery
+    /// Whether the chip is opened and closed on threads of their own (a test's scripted chip, on a
+    /// testing loop: on the loop).
     private let opensOffLoop: Bool
     private let openChip: @Sendable () throws(DeviceError) -> any ChipDevice
     private let deviceExists: @Sendable () -> Bool
@@ -283,20 +285,11 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
             return eventsFailed(.eventsRefused(device: device.sysname, operation: "take the event descriptor", errno: ErrnoValue.badDescriptor))
         }
         let descriptor = owned.take()
-        // NIO traps on a descriptor that is not open (`ChannelReader.attach` says why).
-        if let error = Syscall.checkOpen(descriptor) {
-            return eventsFailed(.eventsRefused(device: device.sysname, operation: "read descriptor \(descriptor)", errno: error.rawValue))
-        }
         state.withLock { $0.eventsOn = true }
         let reader = ChipEventReader(watch: self, chip: chip, device: device)
-        NIOPipeBootstrap(group: eventLoop)
-            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: IIOEventRecord.size * 16))
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandlers(reader, ChannelEnd { [weak self] error in self?.eventsEnded(error) })
-                }
-            }
-            .takingOwnershipOfDescriptor(input: descriptor)
+        readingChannel(of: descriptor, on: eventLoop, readSize: IIOEventRecord.size * 16, handler: reader) { [weak self] error in
+            self?.eventsEnded(error)
+        }
             .whenComplete { [self] result in
                 switch result {
                 case .success(let channel):
@@ -313,9 +306,8 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
 
     /// The events' channel failed or ended: the chip is read at its interval from now.
     private func eventsEnded(_ error: any Error) {
-        eventsFailed(
-            error as? DeviceError
-                ?? .eventsRefused(device: device.sysname, operation: "read", errno: (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument))
+        let errno = (error as? Errno)?.rawValue ?? (error as? IOError)?.errnoCode ?? ErrnoValue.invalidArgument
+        eventsFailed(error as? DeviceError ?? .eventsRefused(device: device.sysname, operation: "read", errno: errno))
     }
 
     private func eventsFailed(_ problem: DeviceError) {
@@ -338,32 +330,36 @@ final class ChipWatch: SensorStream, @unchecked Sendable {
         handler?(.ended(error))
     }
 
-    /// Marks the watch stopped and takes what is to be closed (on the loop, between its reads).
-    private func close() {
+    /// On the loop, between reads: marks the watch stopped, cancels its timer and takes the chip and
+    /// the events' channel, which the caller closes.
+    private func markStopped() -> (chip: (any ChipDevice)?, channel: (any Channel)?) {
         let (chip, channel, timer) = state.withLock { state in
             defer { (state.stopped, state.chip, state.channel, state.timer) = (true, nil, nil, nil) }
             return (state.chip, state.channel, state.timer)
         }
         timer?.cancel()
+        return (chip, channel)
+    }
+
+    /// Stops on the loop: the chip's attributes are put back on a thread of their own, as every
+    /// blocking job is (sysfs writes, each a bus transfer on a chip that may have stopped answering).
+    private func close() {
+        let (chip, channel) = markStopped()
         channel?.close(promise: nil)
-        chip?.close()
+        guard let chip else { return }
+        if opensOffLoop {
+            _ = eventLoop.runOnThreadOfItsOwn(named: "close \(device.sysname)") { chip.close() }
+        } else {
+            chip.close()
+        }
     }
 
     /// Stops reading and puts the chip back; off the loop, waits for an opening under way and for the
-    /// loop to be between reads.
+    /// loop to be between reads, and puts the chip back before it returns.
     func stop() {
         guard !eventLoop.inEventLoop else { return close() }
         _ = try? state.withLock({ $0.opening })?.wait()
-        let closed = eventLoop.submit { [self] in
-            let (chip, channel, timer) = state.withLock { state in
-                defer { (state.stopped, state.chip, state.channel, state.timer) = (true, nil, nil, nil) }
-                return (state.chip, state.channel, state.timer)
-            }
-            timer?.cancel()
-            return (chip, channel)
-        }
-        // The chip's attributes are put back here, off the loop: sysfs writes.
-        guard let (chip, channel) = try? closed.wait() else { return }
+        guard let (chip, channel) = try? eventLoop.submit({ [self] in markStopped() }).wait() else { return }
         try? channel?.close().wait()
         chip?.close()
     }
