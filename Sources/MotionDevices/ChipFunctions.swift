@@ -149,16 +149,10 @@ public final class ChipFunctions: @unchecked Sendable {
         if eventKinds.isEmpty {
             eventsProblem = firstFailure ?? .noChipEvents(device: device)
         } else {
-            let node = "\(deviceNodeDirectory)/\(device)"
-            do {
-                let character = try Syscall.openReadOnly(node)
-                do {
-                    descriptor = try Syscall.iioEventDescriptor(character.rawValue)
-                } catch {
-                    eventsProblem = .eventsRefused(device: device, operation: "IIO_GET_EVENT_FD_IOCTL", errno: error.rawValue)
-                }
+            do throws(DeviceError) {
+                descriptor = try MotionEvents.eventDescriptor(of: device, deviceNodeDirectory: deviceNodeDirectory)
             } catch {
-                eventsProblem = .eventsRefused(device: device, operation: "open \(node)", errno: error.rawValue)
+                eventsProblem = error
             }
             if eventsProblem != nil {
                 restorer.restoreAll()

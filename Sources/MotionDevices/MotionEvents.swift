@@ -79,22 +79,31 @@ public final class MotionEvents: @unchecked Sendable {
         }
         self.enabled = enabled
         if enabled.isEmpty, let firstFailure { throw firstFailure }
-        let node = "\(deviceNodeDirectory)/\(device)"
         do throws(DeviceError) {
-            let character: OwnedDescriptor
-            do {
-                character = try Syscall.openReadOnly(node)
-            } catch {
-                throw DeviceError.eventsRefused(device: device, operation: "open \(node)", errno: error.rawValue)
-            }
-            do {
-                descriptor = try Syscall.iioEventDescriptor(character.rawValue)
-            } catch {
-                throw DeviceError.eventsRefused(device: device, operation: "IIO_GET_EVENT_FD_IOCTL", errno: error.rawValue)
-            }
+            descriptor = try Self.eventDescriptor(of: device, deviceNodeDirectory: deviceNodeDirectory)
         } catch {
             restorer.restoreAll()
             throw error
+        }
+    }
+
+    /// `device`'s IIO event descriptor: its character device opened, `IIO_GET_EVENT_FD_IOCTL` asked,
+    /// the character device closed again (it can be open once only, and a buffer needs it). The kernel
+    /// hands the descriptor out once at a time (`iio_event_getfd`: `EBUSY` while another holds it).
+    ///
+    /// - Throws: `eventsRefused` naming the open or the ioctl that failed.
+    static func eventDescriptor(of device: String, deviceNodeDirectory: String) throws(DeviceError) -> OwnedDescriptor {
+        let node = "\(deviceNodeDirectory)/\(device)"
+        let character: OwnedDescriptor
+        do {
+            character = try Syscall.openReadOnly(node)
+        } catch {
+            throw .eventsRefused(device: device, operation: "open \(node)", errno: error.rawValue)
+        }
+        do {
+            return try Syscall.iioEventDescriptor(character.rawValue)
+        } catch {
+            throw .eventsRefused(device: device, operation: "IIO_GET_EVENT_FD_IOCTL", errno: error.rawValue)
         }
     }
 
