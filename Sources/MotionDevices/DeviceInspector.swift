@@ -139,10 +139,11 @@ struct DeviceInspector {
                 }
                 described.append(try self.channel(channel, axis: axis, driver: driver, device: device, problems: &problems))
             }
-        } else if driver.kind == .activityRecognizer || driver.kind == .humanPresence {
+        } else if channels.contains(where: { driver.component(of: $0) != nil }) {
             // Each channel its own component (x still, y walking, z running; x presence, y distance,
             // z attention), in that order; a component without a channel is not described.
-            for (axis, channel) in Self.components(driver.kind, channels) {
+            for axis in Axis.allCases {
+                guard let channel = channels.first(where: { driver.component(of: $0) == axis }) else { continue }
                 described.append(try self.channel(channel, axis: axis, driver: driver, device: device, problems: &problems))
             }
         } else {
@@ -170,18 +171,6 @@ struct DeviceInspector {
         return SensorDescriptor(
             kind: driver.kind, channels: described, mountMatrix: matrix, mountMatrixSource: source,
             deviceFrame: deviceFrame, nearLevel: nearLevel, readsVendorUnits: vendorUnits)
-    }
-
-    /// The channels of a kind whose components are separate channels, each with its component.
-    private static func components(_ kind: SensorKind, _ channels: [any ChannelInfo]) -> [(Axis, any ChannelInfo)] {
-        var result: [(Axis, any ChannelInfo)] = []
-        for axis in Axis.allCases {
-            let found = kind == .humanPresence
-                ? channels.first { HumanPresenceDriver.axis(of: $0.id) == axis }
-                : channels.first { ActivityRecognizerDriver.classes[axis.rawValue].modifiers.contains($0.modifier) }
-            if let found { result.append((axis, found)) }
-        }
-        return result
     }
 
     /// Kinds whose raw value needs no scale: a count of the driver's own (proximity), a light

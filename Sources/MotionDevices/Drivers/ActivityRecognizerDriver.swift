@@ -16,6 +16,10 @@ struct ActivityRecognizerDriver: SensorDriver {
         (.x, [IIO_MOD_STILL]), (.y, [IIO_MOD_WALKING]), (.z, [IIO_MOD_RUNNING, IIO_MOD_JOGGING]),
     ]
 
+    func component(of channel: any ChannelInfo) -> Axis? {
+        Self.classes.first { $0.modifiers.contains(channel.modifier) }?.axis
+    }
+
     func channels(among channels: [any ChannelInfo]) -> [any ChannelInfo] {
         channels.filter { channel in
             channel.type == IIO_ACTIVITY && channel.filename(ofAttribute: "input") != nil

@@ -32,11 +32,12 @@ struct HumanPresenceDriver: SensorDriver {
         }
     }
 
+    func component(of channel: any ChannelInfo) -> Axis? { Self.axis(of: channel.id) }
+
     func channels(among channels: [any ChannelInfo]) -> [any ChannelInfo] { [] }
 
     func channels(among channels: [any ChannelInfo], deviceName: String) -> [any ChannelInfo] {
         guard deviceName == Self.deviceName else { return [] }
         return channels.filter { ($0.type == IIO_PROXIMITY || $0.id == Self.attention) && Self.axis(of: $0.id) != nil }
-            .sorted { Self.axis(of: $0.id)!.rawValue < Self.axis(of: $1.id)!.rawValue }
     }
 }

@@ -26,6 +26,9 @@ protocol SensorDriver: Sendable {
     /// A channel that has no value file, only an event (libiio does not list it), found in `sysfs`;
     /// nil by default.
     func eventOnlyChannel(device: String, sysfs: Sysfs) -> ChannelDescriptor?
+    /// Which component of the sample a channel of a scalar kind gives, where the kind's components
+    /// are separate channels (activity classes, a person's presence); nil by default.
+    func component(of channel: any ChannelInfo) -> Axis?
 }
 
 extension SensorDriver {
@@ -45,6 +48,8 @@ extension SensorDriver {
     }
 
     func eventOnlyChannel(device: String, sysfs: Sysfs) -> ChannelDescriptor? { nil }
+
+    func component(of channel: any ChannelInfo) -> Axis? { nil }
 
     /// Sysfs attributes that may carry the mount matrix, in order of preference
     /// (after the udev property `ACCEL_MOUNT_MATRIX`).
