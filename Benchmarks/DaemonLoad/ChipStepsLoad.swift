@@ -46,27 +46,20 @@ extension DaemonLoad {
     }
 }
 
-/// A bma400 wrist device under umockdev whose chip the benchmark plays: each `IIO_GET_EVENT_FD_IOCTL`
-/// is answered with a FIFO of its own the daemon inherited (as the kernel makes a new descriptor each
-/// time), and each step sets the count and pushes the step event into every FIFO still read.
+/// A bma400 wrist device under umockdev whose chip the benchmark plays: its event descriptors an
+/// `IIOEventFeed`, each step setting the count and pushing the step event.
 final class ChipWrist: @unchecked Sendable {
     // @unchecked: the count changes on the walking thread only while `measure` waits for it to end.
-    static let firstDescriptor: Int32 = 50
-    static let descriptors: Int32 = 8
-    /// `_IOR('i', 0x90, int)` (include/uapi/linux/iio/events.h).
-    static let getEventDescriptor: UInt = 0x8004_6990
     /// `IIO_MOD_EVENT_CODE(IIO_STEPS, 0, IIO_NO_MOD, IIO_EV_TYPE_CHANGE, IIO_EV_DIR_NONE)`: CHANGE (5) << 56 |
     /// NONE (3) << 48 | IIO_STEPS (20) << 32 (include/uapi/linux/iio/types.h; include/linux/iio/events.h:24–28).
-    static let stepEvent: [UInt8] = withUnsafeBytes(of: UInt64(5 << 56 | 3 << 48 | 20 << 32), Array.init) + withUnsafeBytes(of: Int64(0), Array.init)
+    static let stepEventCode: UInt64 = 5 << 56 | 3 << 48 | 20 << 32
 
     let testbed: Testbed
-    let handler: IoctlHandler
+    let events: IIOEventFeed
     let daemon: DaemonProcess
-    private let writers: [Int32]
     /// The count the fixture starts at (its `in_steps_input`).
     private(set) var count = 16_777_000
     private(set) var stepsWalked = 0
-    private final class Answered: Sendable { let count = Atomic<Int32>(0) }
 
     init(executable: String, arguments: [String]) throws {
         testbed = try Testbed()
@@ -74,36 +67,21 @@ final class ChipWrist: @unchecked Sendable {
         try testbed.setAttribute("iio:device0", "in_steps_input", "\(count)\n")
         let directory = NSTemporaryDirectory() + "chip-steps-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var fifos: [Int32: String] = [:]
-        for index in 0..<Self.descriptors {
-            let path = directory + "/events\(index)"
-            guard mkfifo(path, 0o600) == 0 else { throw LoadError("mkfifo \(path): errno \(errno)") }
-            fifos[Self.firstDescriptor + index] = path
-        }
-        let answered = Answered()
-        handler = try testbed.handleIoctls(on: "/dev/iio:device0") { request in
-            guard request == Self.getEventDescriptor else { return .failure(ENOTTY) }
-            let index = answered.count.add(1, ordering: .relaxed).oldValue
-            return index < Self.descriptors ? .integer(Self.firstDescriptor + index) : .failure(EBUSY)
-        }
+        events = try IIOEventFeed(testbed: testbed, directory: directory)
         daemon = try DaemonProcess(
             socket: directory + "/motiond.sock", arguments: ["--state-directory", directory, "--log-level", "warning"] + arguments,
-            executable: executable, inheriting: fifos)
-        // The daemon holds each FIFO open for reading and writing: these opens do not wait.
-        writers = fifos.values.map { open($0, O_WRONLY | O_NONBLOCK | O_CLOEXEC) }
+            executable: executable, inheriting: events.fifos)
+        try events.openWriters()
     }
 
-    deinit { writers.forEach { close($0) } }
-
     /// One step: the count rises, and, while its step event is enabled (the driver maps the step
-    /// interrupt only then: `bma400_steps_event_enable`, bma400_core.c:1140–1156), the chip says so,
-    /// into every descriptor still read (EPIPE elsewhere).
+    /// interrupt only then: `bma400_steps_event_enable`, bma400_core.c:1140–1156), the chip says so.
     func step() throws {
         count += 1
         stepsWalked += 1
         try testbed.setAttribute("iio:device0", "in_steps_input", "\(count)\n")
         guard try testbed.attribute("iio:device0", "events/in_steps_change_en").hasPrefix("1") else { return }
-        for writer in writers { _ = write(writer, Self.stepEvent, Self.stepEvent.count) }
+        events.push(Self.stepEventCode)
     }
 
     /// The voluntary context switches of every thread of `pid` so far (/proc/PID/task/*/status): each

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import MotionWire
 import TestSupport
 import Testing
@@ -27,95 +26,52 @@ extension Hardware {
         /// FALLING (2) << 48 | IIO_ACTIVITY (19) << 32, channel 0 (include/uapi/linux/iio/types.h:34, :117, :126).
         static let significantMotionCode: UInt64 = 5 << 56 | 2 << 48 | 19 << 32
 
-        /// One `struct iio_event_data`: the code, then a timestamp, host order.
-        static func event(_ code: UInt64) -> [UInt8] {
-            withUnsafeBytes(of: code, Array.init) + withUnsafeBytes(of: Int64(1_700_000_000_000_000_000), Array.init)
-        }
-
-        /// A chip's device (`fixture`) and a daemon on a state directory that outlives it. Each
-        /// `IIO_GET_EVENT_FD_IOCTL` is answered with a descriptor of its own, as the kernel makes a new
-        /// one for each (`iio_event_getfd`): the daemon inherits `descriptors` FIFOs, numbered from
-        /// `MotionEventsCapture.eventDescriptor`, and the Nth ioctl gets the Nth (the chip's watch is
-        /// opened again when its interval changes, and the first descriptor closes with it).
+        /// A chip's device (`fixture`) and a daemon on a state directory that outlives it, its event
+        /// descriptors played by an `IIOEventFeed` (a new one at each ioctl: the chip's watch is opened
+        /// again when its interval changes, and the first descriptor closes with it).
         final class ChipMachine {
-            static let descriptors: Int32 = 6
             let testbed: Testbed
-            let handler: IoctlHandler
+            let events: IIOEventFeed
             let directory: String
-            let fifos: [Int32: String]
-            /// The ioctls answered so far (the handler's thread counts, the test resets at a restart).
-            private final class Answered: Sendable { let count = Atomic<Int32>(0) }
-            private let answered = Answered()
             private(set) var daemon: DaemonProcess
             private(set) var client: TestClient
-            private var writers: [Int32] = []
 
             init(fixture: String = "wrist-bma400-steps") throws {
                 testbed = try Testbed()
                 try testbed.add(fixture: fixture)
                 directory = NSTemporaryDirectory() + "motiond-chip-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                var fifos: [Int32: String] = [:]
-                for index in 0..<Self.descriptors {
-                    let path = directory + "/events\(index)"
-                    guard mkfifo(path, 0o600) == 0 else { throw TestbedError("mkfifo: errno \(errno)") }
-                    fifos[MotionEventsCapture.eventDescriptor + index] = path
-                }
-                self.fifos = fifos
-                let answered = answered
-                handler = try testbed.handleIoctls(on: "/dev/iio:device0") { request in
-                    guard request == MotionEventsCapture.getEventDescriptor else { return .failure(ENOTTY) }
-                    let index = answered.count.add(1, ordering: .relaxed).oldValue
-                    return index < Self.descriptors ? .integer(MotionEventsCapture.eventDescriptor + index) : .failure(EBUSY)
-                }
-                (daemon, client) = try Self.start(directory: directory, fifos: fifos)
-                writers = try Self.openWriters(fifos)
+                events = try IIOEventFeed(testbed: testbed, directory: directory)
+                (daemon, client) = try Self.start(directory: directory, events: events)
             }
 
-            static func start(directory: String, fifos: [Int32: String]) throws -> (DaemonProcess, TestClient) {
-                let daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: ["--state-directory", directory], inheriting: fifos)
+            static func start(directory: String, events: IIOEventFeed) throws -> (DaemonProcess, TestClient) {
+                let daemon = try DaemonProcess(socket: temporarySocketPath(), arguments: ["--state-directory", directory], inheriting: events.fifos)
+                try events.openWriters()
                 let client = try TestClient(path: daemon.socket)
                 _ = try client.next("VERSION")
                 return (daemon, client)
             }
 
-            /// The daemon holds each FIFO open for reading and writing: these opens do not wait.
-            static func openWriters(_ fifos: [Int32: String]) throws -> [Int32] {
-                try fifos.values.map { path in
-                    let writer = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-                    guard writer >= 0 else { throw TestbedError("open \(path): errno \(errno)") }
-                    return writer
-                }
-            }
-
-            deinit {
-                daemon.signal(SIGTERM)
-                writers.forEach { close($0) }
-            }
+            deinit { daemon.signal(SIGTERM) }
 
             /// The chip counted: its count is now `count`, and it says so with a step event.
             func step(to count: Int) throws {
                 try testbed.setAttribute("iio:device0", "in_steps_input", "\(count)\n")
-                try push(ChipFunctionsInTheDaemon.event(ChipFunctionsInTheDaemon.stepEventCode))
+                try push(ChipFunctionsInTheDaemon.stepEventCode)
             }
 
-            /// Pushes `record` into every event descriptor the daemon still reads (those it closed
-            /// refuse it: EPIPE); returns how many took it.
-            @discardableResult
-            func push(_ record: [UInt8]) throws -> Int {
-                let taken = writers.filter { write($0, record, record.count) == record.count }.count
-                guard taken > 0 else { throw TestbedError("no event descriptor is read; motiond logged: \(daemon.logSoFar)") }
-                return taken
+            /// Pushes the event of `code` into the descriptors the daemon reads; none reading is an error.
+            func push(_ code: UInt64) throws {
+                guard events.push(code) > 0 else { throw TestbedError("no event descriptor is read; motiond logged: \(daemon.logSoFar)") }
             }
 
             /// Stops the daemon (its history saved at stop), then starts another on the same state.
             func restart(whileStopped: () throws -> Void) throws {
                 daemon.signal(SIGTERM)
-                writers.forEach { close($0) }
+                events.closeWriters()
                 try whileStopped()
-                answered.count.store(0, ordering: .relaxed)
-                (daemon, client) = try Self.start(directory: directory, fifos: fifos)
-                writers = try Self.openWriters(fifos)
+                (daemon, client) = try Self.start(directory: directory, events: events)
             }
 
             func watchPedometer() throws -> PedometerMessage {
@@ -178,12 +134,12 @@ extension Hardware.ChipFunctionsInTheDaemon {
             try chromebook.client.send(#"{"class":"WATCH","streams":["significant_motion"]}"#)
             _ = try chromebook.client.next("WATCHING")
             try waitUntil(seconds: 5) { armed() }
-            try chromebook.push(Self.event(Self.significantMotionCode))
+            try chromebook.push(Self.significantMotionCode)
             let fired = try chromebook.client.decode(SignificantMotionMessage.self, try chromebook.client.next("SIGNIFICANT_MOTION"))
             #expect(fired.source == .significantMotion, "arming \(arming)")
             try waitUntil(seconds: 5) { !armed() }
             // The chip's second event (a real EC, disarmed, sends none): the client is not armed.
-            _ = try? chromebook.push(Self.event(Self.significantMotionCode))
+            _ = try? chromebook.push(Self.significantMotionCode)
             #expect(throws: (any Error).self, "arming \(arming): one event per arming") {
                 try chromebook.client.next("SIGNIFICANT_MOTION", seconds: 1)
             }
