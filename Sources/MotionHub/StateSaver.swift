@@ -1,4 +1,5 @@
 import Logging
+import MotionCore
 import MotionFusion
 import NIOCore
 
@@ -43,9 +44,11 @@ final class StateSaver: @unchecked Sendable {
     /// their stopping is a save (`due`).
     func follow(_ plan: CapturePlan) {
         guard let interval else { return }
-        // An accelerometer that rests when still serves only event streams: nothing it feeds learns
-        // (no fusion, no steps), so a save would only be a wake-up a minute of a screen at rest.
-        let learns = plan.captures.contains { !$0.restsWhenStill }
+        // An accelerometer that rests when still serves only event streams, and a proximity, light or
+        // presence sensor or a chip's trigger nothing else: nothing they feed learns (no fusion, no
+        // steps), so a save would only be a wake-up a minute (of a screen at rest; of a presence a lock
+        // policy watches all day).
+        let learns = plan.captures.contains { !$0.restsWhenStill && !$0.kinds.isSubset(of: Self.learnsNothing) }
         if learns, periodicSave == nil {
             periodicSave = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [unowned self] _ in due() }
         } else if !learns, let running = periodicSave {
@@ -54,6 +57,12 @@ final class StateSaver: @unchecked Sendable {
             due()
         }
     }
+
+    /// Kinds whose readings teach the saved state nothing.
+    static let learnsNothing: Set<SensorKind> = [.proximity, .light, .humanPresence, .significantMotion, .onBody]
+
+    /// Whether a periodic save is set (while sensors that learn run).
+    var savesPeriodically: Bool { periodicSave != nil }
 
     /// Whether the step history changed since it was given to be saved, or its last save did not reach
     /// the disk (failed, or skipped behind another).

@@ -3,6 +3,10 @@ import Logging
 import MotionFusion
 import NIOCore
 import NIOEmbedded
+import HubTestKit
+import MotionCore
+import MotionDevices
+import MotionWire
 import Testing
 
 @testable import MotionHub
@@ -29,6 +33,37 @@ import Testing
         loop.run()
         #expect(saver.calibration.isSaved)
         #expect(try StateStore(directory: directory).load(SensorFusion.Calibration.self) == fusion.calibration)
+        try loop.syncShutdownGracefully()
+    }
+
+    /// A presence sensor, a proximity or light sensor or a chip's trigger alone sets no periodic save:
+    /// nothing they feed learns, and a lock policy watches presence all day (a save a minute was a
+    /// wake-up a minute). The step counter or an accelerometer not resting does (the control).
+    @Test func sensorsThatLearnNothingSetNoPeriodicSave() throws {
+        let loop = EmbeddedEventLoop()
+        let saver = StateSaver(
+            store: StateStore(directory: NSTemporaryDirectory() + "motiond-saver-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"),
+            offLoop: OffLoopWork(eventLoop: loop, runner: .inline), eventLoop: loop, logger: Logger(label: "test"))
+        saver.savesState(every: .seconds(60))
+        func plan(_ stream: StreamKind, on devices: [DeviceDescriptor]) -> CapturePlan {
+            CapturePlan(demands: [CapturePlan.Demand(stream: stream, interval: 1)], devices: devices)
+        }
+        let alone: [(StreamKind, [DeviceDescriptor])] = [
+            (.presence, [Machines.humanPresence]), (.proximity, [Machines.proximityOnly]), (.light, Machines.ambientLight),
+            (.significantMotion, Machines.chromebook),
+        ]
+        for (stream, devices) in alone {
+            let plan = plan(stream, on: devices)
+            #expect(!plan.captures.isEmpty, "\(stream) runs a sensor")
+            saver.follow(plan)
+            #expect(!saver.savesPeriodically, "\(stream)")
+        }
+        saver.follow(plan(.pedometer, on: [Machines.bma400]))
+        #expect(saver.savesPeriodically, "the step counter learns the history")
+        saver.follow(plan(.presence, on: [Machines.humanPresence]))
+        #expect(!saver.savesPeriodically)
+        saver.follow(plan(.motion, on: [Machines.imu]))
+        #expect(saver.savesPeriodically, "the fusion learns its calibration")
         try loop.syncShutdownGracefully()
     }
 }
