@@ -18,9 +18,6 @@ extension Hub {
         }
     }
 
-    /// The refusal of a POLL of `significant_motion` (protocol.md 1.11).
-    static let triggerPollRefusal = "significant_motion is a trigger: it has no state to poll; WATCH arms it"
-
     func handleWatch(_ watch: Request.Watch, from id: ClientID) {
         let streams = watch.streams ?? Array(fanout.watches(of: id).keys)
         let interval = watch.interval ?? Request.Watch.defaultInterval
@@ -55,10 +52,8 @@ extension Hub {
     }
 
     func handlePoll(_ poll: Request.Poll, from id: ClientID) {
-        // A front end's request value, which no decoder checked: a trigger has no state to wait for.
-        if poll.streams.contains(.significantMotion) {
-            return reply(ErrorReply(id: poll.id, code: .invalidArgument, message: Self.triggerPollRefusal), to: id)
-        }
+        // A front end's request value, which no decoder checked, is refused as a line is.
+        if let refusal = poll.momentRefusal { return reply(refusal, to: id) }
         let plan = CapturePlan(
             demands: poll.streams.map { .init(stream: $0, interval: Request.Watch.defaultInterval) }, devices: devices, options: planOptions)
         guard plan.unavailable.isEmpty else {

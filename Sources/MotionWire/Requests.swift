@@ -67,6 +67,14 @@ public enum Request: Sendable, Hashable {
             self.streams = streams
             self.frame = frame
         }
+
+        /// The refusal of a poll that names a stream of moments (a gesture, the significant-motion
+        /// trigger), nil for none: it has no current state, and the snapshot would wait its 2 s for one.
+        public var momentRefusal: ErrorReply? {
+            guard let moment = streams.first(where: { $0.descriptor.sampling == .moments }) else { return nil }
+            return ErrorReply(
+                id: id, code: .invalidArgument, message: "a \(moment.rawValue) is an event with no current state: WATCH \(moment.rawValue), not POLL")
+        }
     }
 
     /// `HISTORY`: the steps or activities of a past range (protocol 1.5).
@@ -159,11 +167,9 @@ public enum Request: Sendable, Hashable {
                 if poll.streams.isEmpty {
                     return .failure(ErrorReply(id: header.id, code: .invalidArgument, message: "POLL needs \"streams\""))
                 }
-                // Said at once: the snapshot would wait its 2 s for a state that never comes.
-                if let moment = poll.streams.first(where: { $0.descriptor.sampling == .moments }) {
-                    return .failure(ErrorReply(
-                        id: header.id, code: .invalidArgument,
-                        message: "a \(moment.rawValue) is an event with no current state: WATCH \(moment.rawValue), not POLL"))
+                if var refusal = poll.momentRefusal {
+                    refusal.id = header.id
+                    return .failure(refusal)
                 }
                 return .success(.poll(poll))
             case "HISTORY":

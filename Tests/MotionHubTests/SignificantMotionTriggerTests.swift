@@ -84,7 +84,7 @@ import Testing
         let scripted = try await ScriptedHub(devices: Machines.chromebook)
         let (client, id) = try await scripted.connect()
         try await scripted.send(.poll(Request.Poll(id: .integer(3), streams: [.significantMotion])), from: id)
-        #expect(client.errors.last == ErrorReply(id: .integer(3), code: .invalidArgument, message: "significant_motion is a trigger: it has no state to poll; WATCH arms it"))
+        #expect(client.errors.last == ErrorReply(id: .integer(3), code: .invalidArgument, message: "a significant_motion is an event with no current state: WATCH significant_motion, not POLL"))
         try await scripted.send(line: #"{"class":"POLL","id":4,"streams":["significant_motion"]}"#, from: id)
         #expect(client.errors.last?.code == .invalidArgument && client.errors.last?.id == .integer(4))
         #expect(scripted.source.openings.withLock { $0.isEmpty })
